@@ -1,0 +1,340 @@
+// The fast attention kernel: blocked online softmax (FlashAttention-2 style)
+// over a KV view, vectorised with Highway (runtime dispatch) and threaded
+// with OpenMP over (KV head, query tile, key split) tasks.
+//
+// One task takes the G query heads that share a KV head, for a tile of
+// consecutive queries: R = queries x G rows, so each K/V block is loaded
+// once for all of them. The tile's queries are transposed once into
+// QT [head_dim][R] so that, key by key, a K element is broadcast against R
+// query values in a vector: scores come out key-major, ST [keys][R], and the
+// softmax statistics (max, sum) of R rows are updated in vectors too.
+//
+// Key blocks hold kBlockKeys consecutive rows of the view. Before the tile
+// runs, the block's smallest and largest positions decide, without a mask,
+// whether it is invisible (skipped: this is what makes a window layer cost
+// O(N (W + S))), fully visible (no mask), or on the boundary (a per-element
+// mask from Sees()).
+#include <hwy/aligned_allocator.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "attention/attention.h"
+#include "attention/flash_plan.h"
+#include "attention/kv_rows.h"
+#include "attention/softmax_state.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "attention/flash.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace swan {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+
+// Per-thread scratch of one task, grown on demand.
+struct TileScratch {
+  std::vector<float> qt;    // [head_dim][rows_padded] scaled queries, transposed
+  std::vector<float> st;    // [kBlockKeys][rows_padded] scores, key-major
+  std::vector<float> sm;    // [kBlockKeys][rows_padded] masked scores
+  std::vector<float> pt;    // [kBlockKeys][rows_padded] probabilities
+  std::vector<float> kf;    // [kBlockKeys][head_dim] K block as float
+  std::vector<float> vf;    // [kBlockKeys][dim_padded] V block as float
+  std::vector<float> alpha; // [rows_padded] rescale factor of this block
+  std::vector<float> m[2], l[2];  // [rows_padded] per state
+  std::vector<float> acc[2];      // [rows][dim_padded] per state
+};
+
+static void Grow(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+// Converts `n` elements of K or V (f32 or bf16) to float.
+static HWY_INLINE void LoadRowAsFloat(const void* base, KvType type, int64_t index, int64_t n,
+                                      float* HWY_RESTRICT dst) {
+  if (type == KvType::kF32) {
+    std::memcpy(dst, static_cast<const float*>(base) + index, size_t(n) * sizeof(float));
+    return;
+  }
+  const uint16_t* src = static_cast<const uint16_t*>(base) + index;
+  const DF df;
+  const hn::RebindToUnsigned<DF> du32;
+  const hn::Rebind<uint16_t, DF> du16;
+  const int64_t L = int64_t(hn::Lanes(df));
+  int64_t c = 0;
+  for (; c + L <= n; c += L) {
+    const auto wide = hn::PromoteTo(du32, hn::LoadU(du16, src + c));
+    hn::StoreU(hn::BitCast(df, hn::ShiftLeft<16>(wide)), df, dst + c);
+  }
+  for (; c < n; ++c) dst[c] = BF16ToF32(src[c]);
+}
+
+// ST[j][r0 .. r0 + kVecs*L) = sum_c K[j][c] * QT[c][...] for kKeys keys
+// starting at j0.
+template <size_t kKeys, size_t kVecs>
+static HWY_INLINE void ScoreKeys(const float* HWY_RESTRICT kf, int64_t head_dim,
+                                 const float* HWY_RESTRICT qt, int64_t rows_padded, int64_t j0,
+                                 int64_t r0, float* HWY_RESTRICT st) {
+  const DF df;
+  const size_t L = hn::Lanes(df);
+  hn::Vec<DF> acc[kKeys][kVecs];
+  for (size_t k = 0; k < kKeys; ++k)
+    for (size_t v = 0; v < kVecs; ++v) acc[k][v] = hn::Zero(df);
+  const float* krow = kf + j0 * head_dim;
+  for (int64_t c = 0; c < head_dim; ++c) {
+    const float* qrow = qt + c * rows_padded + r0;
+    hn::Vec<DF> q[kVecs];
+    for (size_t v = 0; v < kVecs; ++v) q[v] = hn::LoadU(df, qrow + v * L);
+    for (size_t k = 0; k < kKeys; ++k) {
+      const auto kv = hn::Set(df, krow[int64_t(k) * head_dim + c]);
+      for (size_t v = 0; v < kVecs; ++v) acc[k][v] = hn::MulAdd(kv, q[v], acc[k][v]);
+    }
+  }
+  for (size_t k = 0; k < kKeys; ++k)
+    for (size_t v = 0; v < kVecs; ++v)
+      hn::StoreU(acc[k][v], df, st + (j0 + int64_t(k)) * rows_padded + r0 + int64_t(v * L));
+}
+
+// Scores of `n_keys` keys for all padded rows.
+static void ScoreBlock(const float* kf, int64_t head_dim, const float* qt, int64_t rows_padded,
+                       int64_t n_keys, float* st) {
+  const int64_t L = int64_t(hn::Lanes(DF()));
+  const int64_t n_vecs = rows_padded / L;
+  int64_t r = 0;
+  for (; r + 4 * L <= rows_padded; r += 4 * L) {
+    int64_t j = 0;
+    for (; j + 4 <= n_keys; j += 4) ScoreKeys<4, 4>(kf, head_dim, qt, rows_padded, j, r, st);
+    for (; j < n_keys; ++j) ScoreKeys<1, 4>(kf, head_dim, qt, rows_padded, j, r, st);
+  }
+  const int64_t left = (rows_padded - r) / L;
+  if (left == 0) return;
+  (void)n_vecs;
+  if (left >= 2) {
+    for (; r + 2 * L <= rows_padded; r += 2 * L) {
+      int64_t j = 0;
+      for (; j + 8 <= n_keys; j += 8) ScoreKeys<8, 2>(kf, head_dim, qt, rows_padded, j, r, st);
+      for (; j < n_keys; ++j) ScoreKeys<1, 2>(kf, head_dim, qt, rows_padded, j, r, st);
+    }
+  }
+  for (; r < rows_padded; r += L) {
+    int64_t j = 0;
+    for (; j + 8 <= n_keys; j += 8) ScoreKeys<8, 1>(kf, head_dim, qt, rows_padded, j, r, st);
+    for (; j < n_keys; ++j) ScoreKeys<1, 1>(kf, head_dim, qt, rows_padded, j, r, st);
+  }
+}
+
+// acc[r][c0 .. c0 + kVecs*L) += sum_j PT[j][r] * V[j][...] for kRows rows.
+template <size_t kRows, size_t kVecs>
+static HWY_INLINE void AccumulateValues(const float* HWY_RESTRICT pt, int64_t rows_padded,
+                                        const float* HWY_RESTRICT vf, int64_t dim_padded,
+                                        int64_t n_keys, int64_t r0, int64_t c0,
+                                        float* HWY_RESTRICT acc) {
+  const DF df;
+  const size_t L = hn::Lanes(df);
+  hn::Vec<DF> o[kRows][kVecs];
+  for (size_t r = 0; r < kRows; ++r)
+    for (size_t v = 0; v < kVecs; ++v)
+      o[r][v] = hn::LoadU(df, acc + (r0 + int64_t(r)) * dim_padded + c0 + int64_t(v * L));
+  for (int64_t j = 0; j < n_keys; ++j) {
+    hn::Vec<DF> val[kVecs];
+    for (size_t v = 0; v < kVecs; ++v) val[v] = hn::LoadU(df, vf + j * dim_padded + c0 + int64_t(v * L));
+    const float* prow = pt + j * rows_padded + r0;
+    for (size_t r = 0; r < kRows; ++r) {
+      const auto p = hn::Set(df, prow[r]);
+      for (size_t v = 0; v < kVecs; ++v) o[r][v] = hn::MulAdd(p, val[v], o[r][v]);
+    }
+  }
+  for (size_t r = 0; r < kRows; ++r)
+    for (size_t v = 0; v < kVecs; ++v)
+      hn::StoreU(o[r][v], df, acc + (r0 + int64_t(r)) * dim_padded + c0 + int64_t(v * L));
+}
+
+template <size_t kRows>
+static void AccumulateRows(const float* pt, int64_t rows_padded, const float* vf,
+                           int64_t dim_padded, int64_t n_keys, int64_t r0, float* acc) {
+  const int64_t L = int64_t(hn::Lanes(DF()));
+  int64_t c = 0;
+  for (; c + 4 * L <= dim_padded; c += 4 * L)
+    AccumulateValues<kRows, 4>(pt, rows_padded, vf, dim_padded, n_keys, r0, c, acc);
+  for (; c < dim_padded; c += L)
+    AccumulateValues<kRows, 1>(pt, rows_padded, vf, dim_padded, n_keys, r0, c, acc);
+}
+
+// One online-softmax step of state `s` over a block of scores ST [n_keys][R]
+// (masked entries are -inf): new max, rescale, probabilities, sums, PV.
+static void UpdateState(const float* st, int64_t n_keys, int64_t rows, int64_t rows_padded,
+                        const float* vf, int64_t dim_padded, float* m, float* l, float* acc,
+                        float* pt, float* alpha) {
+  const DF df;
+  const int64_t L = int64_t(hn::Lanes(df));
+  const auto neg_inf = hn::Set(df, kNegInf);
+  const auto one = hn::Set(df, 1.0f);
+  for (int64_t r = 0; r < rows_padded; r += L) {
+    auto block_max = neg_inf;
+    for (int64_t j = 0; j < n_keys; ++j) block_max = hn::Max(block_max, hn::LoadU(df, st + j * rows_padded + r));
+    const auto m_old = hn::LoadU(df, m + r);
+    const auto m_new = hn::Max(m_old, block_max);
+    const auto none = hn::Eq(m_new, neg_inf);  // rows that have seen no key yet
+    // Subtracting 0 instead of -inf keeps -inf scores at -inf (exp -> 0).
+    const auto shift = hn::IfThenZeroElse(none, m_new);
+    const auto a = hn::IfThenElse(none, one, hn::Exp(df, hn::Sub(m_old, shift)));
+    auto sum = hn::Zero(df);
+    for (int64_t j = 0; j < n_keys; ++j) {
+      const auto p = hn::Exp(df, hn::Sub(hn::LoadU(df, st + j * rows_padded + r), shift));
+      hn::StoreU(p, df, pt + j * rows_padded + r);
+      sum = hn::Add(sum, p);
+    }
+    hn::StoreU(hn::MulAdd(hn::LoadU(df, l + r), a, sum), df, l + r);
+    hn::StoreU(m_new, df, m + r);
+    hn::StoreU(a, df, alpha + r);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    if (alpha[r] == 1.0f) continue;
+    const auto a = hn::Set(df, alpha[r]);
+    float* row = acc + r * dim_padded;
+    for (int64_t c = 0; c < dim_padded; c += L) hn::StoreU(hn::Mul(hn::LoadU(df, row + c), a), df, row + c);
+  }
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) AccumulateRows<4>(pt, rows_padded, vf, dim_padded, n_keys, r, acc);
+  for (; r < rows; ++r) AccumulateRows<1>(pt, rows_padded, vf, dim_padded, n_keys, r, acc);
+}
+
+// Copies ST to SM with -inf wherever the query of row r does not see key j
+// under `visible` (a predicate on (q_pos, k_pos)).
+template <class Visible>
+static void MaskScores(const float* st, const int32_t* k_pos, int64_t n_keys,
+                       const int32_t* row_pos, int64_t rows, int64_t rows_padded,
+                       const Visible& visible, float* sm) {
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const float* src = st + j * rows_padded;
+    float* dst = sm + j * rows_padded;
+    for (int64_t r = 0; r < rows; ++r) dst[r] = visible(row_pos[r], k_pos[j]) ? src[r] : kNegInf;
+    for (int64_t r = rows; r < rows_padded; ++r) dst[r] = src[r];
+  }
+}
+
+void RunFlashTask(const FlashPlan& plan, int64_t task) {
+  const AttentionArgs& args = *plan.args;
+  const AttentionShape& shape = args.shape;
+  const FlashTask t = plan.Task(task);
+  const int64_t d = shape.head_dim;
+  const int32_t group = shape.n_heads / shape.n_kv_heads;
+  const int64_t q_begin = t.tile * plan.tile_queries;
+  const int64_t q_end = std::min(args.n_q, q_begin + plan.tile_queries);
+  const int64_t rows = (q_end - q_begin) * group;
+  const DF df;
+  const int64_t L = int64_t(hn::Lanes(df));
+  const int64_t rows_padded = (rows + L - 1) / L * L;
+  const int64_t dim_padded = (d + L - 1) / L * L;
+  const int n_states = plan.dual ? 2 : 1;
+
+  static thread_local TileScratch s;
+  Grow(s.qt, size_t(d * rows_padded));
+  Grow(s.st, size_t(kBlockKeys * rows_padded));
+  Grow(s.sm, size_t(kBlockKeys * rows_padded));
+  Grow(s.pt, size_t(kBlockKeys * rows_padded));
+  Grow(s.kf, size_t(kBlockKeys * d));
+  Grow(s.vf, size_t(kBlockKeys * dim_padded));
+  Grow(s.alpha, size_t(rows_padded));
+  for (int i = 0; i < n_states; ++i) {
+    Grow(s.m[i], size_t(rows_padded));
+    Grow(s.l[i], size_t(rows_padded));
+    Grow(s.acc[i], size_t(rows * dim_padded));
+    std::fill_n(s.m[i].begin(), rows_padded, kNegInf);
+    std::fill_n(s.l[i].begin(), rows_padded, 0.0f);
+    std::fill_n(s.acc[i].begin(), rows * dim_padded, 0.0f);
+  }
+  std::fill_n(s.vf.begin(), kBlockKeys * dim_padded, 0.0f);  // keeps padding columns 0
+
+  // QT[c][r] = scale * q[query(r)][head(r)][c]; padded rows are 0.
+  std::vector<int32_t> row_pos(static_cast<size_t>(rows));  // [rows] query position of each row
+  std::fill_n(s.qt.begin(), d * rows_padded, 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = q_begin + r / group;
+    const int64_t h = int64_t(t.kv_head) * group + r % group;
+    row_pos[size_t(r)] = args.q_pos[i];
+    const float* q = args.q + (i * shape.n_heads + h) * d;
+    for (int64_t c = 0; c < d; ++c) s.qt[size_t(c * rows_padded + r)] = q[c] * plan.scale;
+  }
+
+  const KvView& kv = args.kv;
+  const int64_t stride = KvRowStride(kv, shape);
+  const Span span = args.span;
+  auto in_span = [span](int64_t q, int64_t k) { return Sees(span, q, k); };
+  auto outside_span = [span](int64_t q, int64_t k) { return Sees(Span{}, q, k) && !Sees(span, q, k); };
+
+  const std::vector<BlockVisit> visits = plan.VisitsFor(t);
+  for (const BlockVisit& visit : visits) {
+    const int64_t j0 = visit.block * kBlockKeys;
+    const int64_t n_keys = std::min<int64_t>(kBlockKeys, kv.n_rows - j0);
+    for (int64_t j = 0; j < n_keys; ++j) {
+      const int64_t index = (j0 + j) * stride + int64_t(t.kv_head) * d;
+      LoadRowAsFloat(kv.k, kv.type, index, d, s.kf.data() + j * d);
+      LoadRowAsFloat(kv.v, kv.type, index, d, s.vf.data() + j * dim_padded);
+    }
+    ScoreBlock(s.kf.data(), d, s.qt.data(), rows_padded, n_keys, s.st.data());
+    const int32_t* k_pos = kv.pos + j0;
+    for (int state = 0; state < n_states; ++state) {
+      const Visibility vis = state == 0 ? visit.span : visit.outside;
+      if (vis == Visibility::kNone) continue;
+      const float* scores = s.st.data();
+      if (vis == Visibility::kPartial) {
+        if (state == 0)
+          MaskScores(s.st.data(), k_pos, n_keys, row_pos.data(), rows, rows_padded, in_span, s.sm.data());
+        else
+          MaskScores(s.st.data(), k_pos, n_keys, row_pos.data(), rows, rows_padded, outside_span, s.sm.data());
+        scores = s.sm.data();
+      }
+      UpdateState(scores, n_keys, rows, rows_padded, s.vf.data(), dim_padded, s.m[state].data(),
+                  s.l[state].data(), s.acc[state].data(), s.pt.data(), s.alpha.data());
+    }
+  }
+
+  for (int state = 0; state < n_states; ++state)
+    for (int64_t r = 0; r < rows; ++r)
+      plan.StoreRow(t, state, q_begin + r / group, int64_t(t.kv_head) * group + r % group,
+                    s.m[state][size_t(r)], s.l[state][size_t(r)],
+                    s.acc[state].data() + r * dim_padded);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace swan
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace swan {
+
+HWY_EXPORT(RunFlashTask);
+
+static void RunFlash(const AttentionArgs& args, const DualOutput& out, bool dual) {
+  ValidateAttention(args);
+  if (args.n_q == 0) return;
+  FlashPlan plan(args, out, dual);
+  const int64_t n_tasks = plan.n_tasks();
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t task = 0; task < n_tasks; ++task) HWY_DYNAMIC_DISPATCH(RunFlashTask)(plan, task);
+  plan.Finish();
+}
+
+void Attend(const AttentionArgs& args, float* out, float* lse) {
+  DualOutput o;
+  o.out_window = out;
+  o.lse_window = lse;
+  RunFlash(args, o, /*dual=*/false);
+}
+
+void AttendDual(const AttentionArgs& args, const DualOutput& out) {
+  if (!out.out_window || !out.out_full)
+    throw std::invalid_argument("attention: AttendDual needs both output buffers");
+  RunFlash(args, out, /*dual=*/true);
+}
+
+}  // namespace swan
+#endif  // HWY_ONCE

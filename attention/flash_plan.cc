@@ -1,0 +1,175 @@
+#include "attention/flash_plan.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "attention/softmax_state.h"
+
+namespace swan {
+
+FlashPlan::FlashPlan(const AttentionArgs& a, const DualOutput& out, bool is_dual)
+    : args(&a), dual(is_dual), out_(out) {
+  const AttentionShape& s = a.shape;
+  const int32_t group = s.n_heads / s.n_kv_heads;
+  // About 64 rows (queries x heads of a group) per tile: enough rows to
+  // reuse each K/V block, few enough to stay in L1/L2.
+  tile_queries = std::max<int64_t>(1, 64 / group);
+  scale = a.scale != 0.0f ? a.scale : 1.0f / std::sqrt(float(s.head_dim));
+  n_tiles_ = (a.n_q + tile_queries - 1) / tile_queries;
+  n_blocks_ = (a.kv.n_rows + kBlockKeys - 1) / kBlockKeys;
+  row_floats_ = 2 + s.head_dim;
+
+  blocks_.resize(size_t(n_blocks_));
+  for (int64_t b = 0; b < n_blocks_; ++b) {
+    BlockBounds bb{0, 0, false, true};
+    const int64_t end = std::min(a.kv.n_rows, (b + 1) * kBlockKeys);
+    for (int64_t j = b * kBlockKeys; j < end; ++j) {
+      const int32_t p = a.kv.pos[j];
+      if (p < 0) {
+        bb.all_valid = false;
+        continue;
+      }
+      if (!bb.any) bb.min_pos = bb.max_pos = p;
+      bb.min_pos = std::min(bb.min_pos, p);
+      bb.max_pos = std::max(bb.max_pos, p);
+      bb.any = true;
+    }
+    blocks_[size_t(b)] = bb;
+  }
+  tile_min_.resize(size_t(n_tiles_));
+  tile_max_.resize(size_t(n_tiles_));
+  for (int64_t t = 0; t < n_tiles_; ++t) {
+    const int64_t end = std::min(a.n_q, (t + 1) * tile_queries);
+    int32_t lo = a.q_pos[t * tile_queries], hi = lo;
+    for (int64_t i = t * tile_queries; i < end; ++i) {
+      lo = std::min(lo, a.q_pos[i]);
+      hi = std::max(hi, a.q_pos[i]);
+    }
+    tile_min_[size_t(t)] = lo;
+    tile_max_[size_t(t)] = hi;
+  }
+
+  // Few tasks but many keys (decode): split each tile's key blocks so every
+  // thread has work; the partial softmax states are merged in Finish().
+  const int64_t base_tasks = n_tiles_ * s.n_kv_heads;
+  const int64_t threads = omp_get_max_threads();
+  if (base_tasks < 2 * threads && n_blocks_ >= 16) {
+    const int64_t want = (2 * threads + base_tasks - 1) / base_tasks;
+    splits_ = int32_t(std::min<int64_t>(want, n_blocks_ / 8));
+  }
+  if (splits_ > 1 || dual)
+    partial_.assign(size_t(splits_) * (dual ? 2 : 1) * size_t(a.n_q) * size_t(s.n_heads) *
+                        size_t(row_floats_),
+                    0.0f);
+}
+
+FlashTask FlashPlan::Task(int64_t task) const {
+  const int64_t per_tile = int64_t(args->shape.n_kv_heads) * splits_;
+  // Later tiles first: under a causal span they see the most keys, and
+  // starting them early balances the dynamic schedule.
+  const int64_t tile = n_tiles_ - 1 - task / per_tile;
+  const int64_t rem = task % per_tile;
+  return FlashTask{tile, int32_t(rem / splits_), int32_t(rem % splits_)};
+}
+
+std::vector<BlockVisit> FlashPlan::VisitsFor(const FlashTask& t) const {
+  const Span span = args->span;
+  const int64_t q_min = tile_min_[size_t(t.tile)], q_max = tile_max_[size_t(t.tile)];
+  const bool windowed = span.window > 0;
+  std::vector<BlockVisit> visits;
+  for (int64_t b = 0; b < n_blocks_; ++b) {
+    const BlockBounds& bb = blocks_[size_t(b)];
+    if (!bb.any || bb.min_pos > q_max) continue;  // empty, or after every query
+    const bool causal_for_all = bb.all_valid && bb.max_pos <= q_min;
+    const bool all_sinks = bb.max_pos < span.sinks;
+    const bool no_sinks = bb.min_pos >= span.sinks;
+    // Inside the window of every query / outside the window of every query.
+    const bool in_every_window = !windowed || bb.min_pos >= WindowStart(span, q_max);
+    const bool past_every_window = windowed && bb.max_pos < WindowStart(span, q_min);
+
+    Visibility in_span = Visibility::kPartial;
+    if (past_every_window && no_sinks)
+      in_span = Visibility::kNone;
+    else if (causal_for_all && (in_every_window || all_sinks))
+      in_span = Visibility::kFull;
+
+    Visibility outside = Visibility::kNone;
+    if (dual && windowed && !in_every_window && !all_sinks)
+      outside = causal_for_all && past_every_window && no_sinks ? Visibility::kFull
+                                                                 : Visibility::kPartial;
+    if (in_span == Visibility::kNone && outside == Visibility::kNone) continue;
+    visits.push_back(BlockVisit{b, in_span, outside});
+  }
+  if (splits_ > 1) {
+    const size_t n = visits.size();
+    const size_t begin = n * size_t(t.split) / size_t(splits_);
+    const size_t end = n * size_t(t.split + 1) / size_t(splits_);
+    visits = std::vector<BlockVisit>(visits.begin() + long(begin), visits.begin() + long(end));
+  }
+  return visits;
+}
+
+float* FlashPlan::PartialRow(int32_t split, int state, int64_t query, int64_t head) const {
+  const int64_t n_states = dual ? 2 : 1;
+  const int64_t index =
+      ((int64_t(split) * n_states + state) * args->n_q + query) * args->shape.n_heads + head;
+  return partial_.data() + index * row_floats_;
+}
+
+void FlashPlan::StoreRow(const FlashTask& t, int state, int64_t query, int64_t head, float m,
+                         float l, const float* acc) const {
+  const int64_t d = args->shape.head_dim;
+  if (splits_ == 1 && !dual) {
+    const float sink = args->sink_logits ? args->sink_logits[head] : kNegInf;
+    const int64_t row = query * args->shape.n_heads + head;
+    FinishRow(m, l, acc, sink, d, out_.out_window + row * d,
+              out_.lse_window ? out_.lse_window + row : nullptr);
+    return;
+  }
+  float* dst = PartialRow(t.split, state, query, head);
+  dst[0] = m;
+  dst[1] = l;
+  std::memcpy(dst + 2, acc, size_t(d) * sizeof(float));
+}
+
+void FlashPlan::FinishRowStates(int64_t query, int64_t head, const float* state0,
+                                const float* state1) const {
+  const int64_t d = args->shape.head_dim;
+  const float sink = args->sink_logits ? args->sink_logits[head] : kNegInf;
+  const int64_t row = query * args->shape.n_heads + head;
+  FinishRow(state0[0], state0[1], state0 + 2, sink, d, out_.out_window + row * d,
+            out_.lse_window ? out_.lse_window + row : nullptr);
+  if (!dual) return;
+  // Full = the span's keys plus the causal keys outside it.
+  std::vector<float> merged(state0, state0 + row_floats_);  // [2 + head_dim]
+  RowState full{&merged[0], &merged[1], &merged[2]};
+  MergeRowState(full, &state1[0], &state1[1], state1 + 2, d);
+  FinishRow(merged[0], merged[1], merged.data() + 2, sink, d, out_.out_full + row * d,
+            out_.lse_full ? out_.lse_full + row : nullptr);
+}
+
+void FlashPlan::Finish() {
+  if (splits_ == 1 && !dual) return;
+  const int64_t n_rows = args->n_q * args->shape.n_heads;
+  const int64_t d = args->shape.head_dim;
+  const int n_states = dual ? 2 : 1;
+#pragma omp parallel for schedule(static)
+  for (int64_t row = 0; row < n_rows; ++row) {
+    const int64_t query = row / args->shape.n_heads, head = row % args->shape.n_heads;
+    for (int state = 0; state < n_states; ++state) {
+      float* first = PartialRow(0, state, query, head);
+      RowState total{&first[0], &first[1], &first[2]};
+      for (int32_t split = 1; split < splits_; ++split) {
+        const float* p = PartialRow(split, state, query, head);
+        MergeRowState(total, &p[0], &p[1], p + 2, d);
+      }
+    }
+    FinishRowStates(query, head, PartialRow(0, 0, query, head),
+                    dual ? PartialRow(0, 1, query, head) : nullptr);
+  }
+}
+
+}  // namespace swan

@@ -1,0 +1,234 @@
+// The fast kernel against the reference on random inputs (fresh seeds).
+#include <gtest/gtest.h>
+#include <hwy/targets.h>
+
+#include <algorithm>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attention/attention.h"
+#include "attention/test_problem.h"
+
+namespace swan {
+namespace {
+
+using testing::MakePrefill;
+using testing::Problem;
+using testing::RelativeError;
+
+std::mt19937 Rng() {
+  static std::random_device device;
+  const unsigned seed = device();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  return std::mt19937(seed);
+}
+
+// Runs `body` once on every SIMD target Highway compiled that this CPU
+// supports (AVX-512, AVX2, SSE4, ...), so each dispatch path is checked.
+template <class F>
+void ForEachTarget(const F& body) {
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    body();
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+struct Result {
+  std::vector<float> out, lse;
+};
+
+Result RunFast(const Problem& p) {
+  const AttentionArgs a = p.Args();
+  Result r{std::vector<float>(p.q.size()), std::vector<float>(size_t(p.n_q() * p.shape.n_heads))};
+  Attend(a, r.out.data(), r.lse.data());
+  return r;
+}
+
+Result RunReference(const Problem& p) {
+  const AttentionArgs a = p.Args();
+  Result r{std::vector<float>(p.q.size()), std::vector<float>(size_t(p.n_q() * p.shape.n_heads))};
+  AttendReference(a, r.out.data(), r.lse.data());
+  return r;
+}
+
+void ExpectMatches(const Problem& p, const std::string& what, double tol = 1e-5) {
+  const Result fast = RunFast(p), ref = RunReference(p);
+  EXPECT_LE(RelativeError(fast.out, ref.out), tol) << what;
+  EXPECT_LE(RelativeError(fast.lse, ref.lse), tol) << what;
+}
+
+TEST(Attend, WindowsAroundTheBlockSize) {
+  ForEachTarget([&] {
+    std::mt19937 rng = Rng();
+    const AttentionShape shape{4, 2, 32};
+    for (int64_t n : {63, 64, 65, 200}) {
+      for (int32_t w : {1, 2, 63, 64, 65, int32_t(n - 1), int32_t(n), 0}) {
+        const Problem p = MakePrefill(rng, shape, Span{w, 0}, n, n);
+        ExpectMatches(p, "n " + std::to_string(n) + " window " + std::to_string(w));
+      }
+    }
+  });
+}
+
+TEST(Attend, SinksIncludingMoreThanTheWindow) {
+  ForEachTarget([&] {
+    std::mt19937 rng = Rng();
+    const AttentionShape shape{2, 1, 64};
+    for (int32_t sinks : {1, 4, 100})
+      for (int32_t w : {1, 16, 70}) {
+        const Problem p = MakePrefill(rng, shape, Span{w, sinks}, 257, 257);
+        ExpectMatches(p, "window " + std::to_string(w) + " sinks " + std::to_string(sinks));
+      }
+  });
+}
+
+TEST(Attend, GqaRatios) {
+  ForEachTarget([&] {
+    std::mt19937 rng = Rng();
+    for (int32_t ratio : {1, 2, 4, 8}) {
+      const AttentionShape shape{2 * ratio, 2, 64};
+      const Problem p = MakePrefill(rng, shape, Span{50, 2}, 150, 150);
+      ExpectMatches(p, "gqa " + std::to_string(ratio));
+    }
+  });
+}
+
+TEST(Attend, EveryHeadDim) {
+  ForEachTarget([&] {
+    std::mt19937 rng = Rng();
+    for (int32_t d : {1, 3, 8, 17, 32, 64, 80, 96, 128, 256}) {
+      const Problem p = MakePrefill(rng, AttentionShape{4, 2, d}, Span{40, 1}, 130, 130);
+      ExpectMatches(p, "head_dim " + std::to_string(d));
+      const Problem full = MakePrefill(rng, AttentionShape{4, 2, d}, Span{}, 130, 130);
+      ExpectMatches(full, "full, head_dim " + std::to_string(d));
+    }
+  });
+}
+
+TEST(Attend, LearnedSinks) {
+  ForEachTarget([&] {
+    std::mt19937 rng = Rng();
+    for (Span span : {Span{}, Span{20, 0}, Span{20, 4}}) {
+      const Problem p = MakePrefill(rng, AttentionShape{8, 2, 64}, span, 190, 190, true);
+      ExpectMatches(p, "learned sinks, " + span.ToString());
+    }
+  });
+}
+
+TEST(Attend, BF16KeysAndValues) {
+  ForEachTarget([&] {
+    std::mt19937 rng = Rng();
+    for (int32_t d : {8, 64, 128}) {
+      const Problem p = MakePrefill(rng, AttentionShape{8, 2, d}, Span{70, 4}, 300, 300, false,
+                                    KvType::kBF16);
+      ExpectMatches(p, "bf16 head_dim " + std::to_string(d));
+    }
+  });
+}
+
+TEST(Attend, ChunkOfQueriesAfterAPrefix) {
+  ForEachTarget([&] {
+    std::mt19937 rng = Rng();
+    const Problem p = MakePrefill(rng, AttentionShape{4, 4, 64}, Span{100, 0}, 700, 37);
+    ExpectMatches(p, "37 queries after 663 keys");
+  });
+}
+
+TEST(Attend, DecodeOverShuffledRingWithEmptySlots) {
+  ForEachTarget([&] {
+    std::mt19937 rng = Rng();
+    const int32_t window = 96, sinks = 4;
+    for (int32_t n_q : {1, 3}) {
+      // A ring of window + n_q slots plus 4 sink slots, filled with the last
+      // positions in rotated order; some slots were never written.
+      Problem p = MakePrefill(rng, AttentionShape{8, 2, 64}, Span{window, sinks}, 112, n_q);
+      const int32_t last = 1000;
+      for (int32_t i = 0; i < n_q; ++i) p.q_pos[size_t(i)] = last - n_q + 1 + i;
+      std::vector<int32_t> pos;
+      for (int32_t s = 0; s < sinks; ++s) pos.push_back(s);
+      for (int32_t k = last - 105; k <= last; ++k) pos.push_back(k);
+      std::shuffle(pos.begin(), pos.end(), rng);
+      pos.resize(p.k_pos.size());
+      for (size_t i = 0; i < pos.size(); i += 9) pos[i] = -1;  // unfilled slots
+      p.k_pos = pos;
+      ExpectMatches(p, "ring decode n_q " + std::to_string(n_q));
+    }
+  });
+}
+
+TEST(Attend, ChunkOverARingThatHoldsItsOwnKeys) {
+  ForEachTarget([&] {
+    std::mt19937 rng = Rng();
+    const int32_t window = 64, chunk = 16;
+    // Slots hold positions [200 - window - chunk + 1, 200], written round-robin.
+    Problem p = MakePrefill(rng, AttentionShape{4, 2, 32}, Span{window, 0}, window + chunk, chunk);
+    const int32_t last = 200;
+    for (int32_t i = 0; i < chunk; ++i) p.q_pos[size_t(i)] = last - chunk + 1 + i;
+    for (int32_t slot = 0; slot < window + chunk; ++slot) {
+      const int32_t pos = last - (window + chunk - 1) + slot;
+      p.k_pos[size_t(pos % (window + chunk))] = pos;
+    }
+    ExpectMatches(p, "chunk over ring");
+  });
+}
+
+TEST(Attend, DecodeOverLongFullViewSplitsKeys) {
+  ForEachTarget([&] {
+    std::mt19937 rng = Rng();
+    // One query over 3000 keys: the kernel splits key blocks across threads.
+    const Problem p = MakePrefill(rng, AttentionShape{8, 2, 128}, Span{}, 3000, 1, true);
+    ExpectMatches(p, "decode 3000 keys");
+  });
+}
+
+TEST(AttendDual, WindowAndFullFromOnePass) {
+  ForEachTarget([&] {
+    std::mt19937 rng = Rng();
+    for (Span span : {Span{1, 0}, Span{64, 0}, Span{65, 3}, Span{500, 0}}) {
+      for (bool sinks : {false, true}) {
+        Problem p = MakePrefill(rng, AttentionShape{4, 2, 64}, span, 260, 260, sinks);
+        const AttentionArgs a = p.Args();
+        const size_t n = p.q.size(), nl = size_t(p.n_q() * 4);
+        std::vector<float> ow(n), of(n), lw(nl), lf(nl), rw(n), rf(n), rlw(nl), rlf(nl);
+        AttendDual(a, DualOutput{ow.data(), lw.data(), of.data(), lf.data()});
+        AttendReference(a, rw.data(), rlw.data());
+        AttentionArgs full = a;
+        full.span = Span{};
+        AttendReference(full, rf.data(), rlf.data());
+        const std::string what = span.ToString() + (sinks ? ", learned sinks" : "");
+        EXPECT_LE(RelativeError(ow, rw), 1e-5) << what;
+        EXPECT_LE(RelativeError(lw, rlw), 1e-5) << what;
+        EXPECT_LE(RelativeError(of, rf), 1e-5) << what;
+        EXPECT_LE(RelativeError(lf, rlf), 1e-5) << what;
+      }
+    }
+  });
+}
+
+TEST(Attend, RejectsBadInput) {
+  std::mt19937 rng = Rng();
+  Problem p = MakePrefill(rng, AttentionShape{4, 2, 16}, Span{}, 10, 10);
+  std::vector<float> out(p.q.size());
+  AttentionArgs a = p.Args();
+  a.shape.n_kv_heads = 3;
+  EXPECT_THROW(Attend(a, out.data()), std::invalid_argument);
+  a = p.Args();
+  a.span.window = -1;
+  EXPECT_THROW(Attend(a, out.data()), std::invalid_argument);
+  a = p.Args();
+  a.kv.row_stride = 8;  // shorter than 2 heads x 16
+  EXPECT_THROW(Attend(a, out.data()), std::invalid_argument);
+  a = p.Args();
+  a.kv.k = nullptr;
+  EXPECT_THROW(Attend(a, out.data()), std::invalid_argument);
+  a = p.Args();
+  a.span = Span{0, 4};
+  EXPECT_THROW(Attend(a, out.data()), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace swan

@@ -1,0 +1,96 @@
+// Random attention problems for tests and benchmarks: queries, a KV view
+// (optionally bf16, shuffled, with empty slots) and reference comparison.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "attention/attention.h"
+#include "util/bf16.h"
+
+namespace swan::testing {
+
+struct Problem {
+  AttentionShape shape;
+  Span span;
+  std::vector<float> q;         // [n_q, n_heads, head_dim]
+  std::vector<int32_t> q_pos;   // [n_q]
+  std::vector<float> k, v;      // [n_rows, n_kv_heads, head_dim] (f32 storage)
+  std::vector<uint16_t> k16, v16;  // same, bf16 storage
+  std::vector<int32_t> k_pos;   // [n_rows], -1 = empty slot
+  std::vector<float> sinks;     // [n_heads] learned sink logits, empty = none
+  KvType type = KvType::kF32;
+
+  int64_t n_q() const { return int64_t(q_pos.size()); }
+  int64_t n_rows() const { return int64_t(k_pos.size()); }
+
+  AttentionArgs Args() const {
+    AttentionArgs a;
+    a.shape = shape;
+    a.q = q.data();
+    a.q_pos = q_pos.data();
+    a.n_q = n_q();
+    a.kv.k = type == KvType::kF32 ? static_cast<const void*>(k.data()) : k16.data();
+    a.kv.v = type == KvType::kF32 ? static_cast<const void*>(v.data()) : v16.data();
+    a.kv.pos = k_pos.data();
+    a.kv.n_rows = n_rows();
+    a.kv.type = type;
+    a.span = span;
+    a.sink_logits = sinks.empty() ? nullptr : sinks.data();
+    return a;
+  }
+};
+
+// A prefill: n queries at positions [start, start + n) over keys at
+// [0, start + n) stored in order. Values ~ N(0, 1), queries scaled so that
+// logits have a spread like a trained model's.
+inline Problem MakePrefill(std::mt19937& rng, AttentionShape shape, Span span, int64_t n_keys,
+                           int64_t n_q, bool learned_sinks = false, KvType type = KvType::kF32) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Problem p;
+  p.shape = shape;
+  p.span = span;
+  p.type = type;
+  const int64_t d = shape.head_dim;
+  p.q.resize(size_t(n_q * shape.n_heads * d));
+  for (auto& x : p.q) x = normal(rng) * 1.5f;
+  p.k.resize(size_t(n_keys * shape.n_kv_heads * d));
+  p.v.resize(p.k.size());
+  for (auto& x : p.k) x = normal(rng);
+  for (auto& x : p.v) x = normal(rng);
+  if (type == KvType::kBF16) {
+    // bf16 storage: the reference reads the same rounded values.
+    p.k16.resize(p.k.size());
+    p.v16.resize(p.v.size());
+    for (size_t i = 0; i < p.k.size(); ++i) {
+      p.k16[i] = F32ToBF16(p.k[i]);
+      p.v16[i] = F32ToBF16(p.v[i]);
+    }
+  }
+  p.k_pos.resize(size_t(n_keys));
+  std::iota(p.k_pos.begin(), p.k_pos.end(), 0);
+  p.q_pos.resize(size_t(n_q));
+  std::iota(p.q_pos.begin(), p.q_pos.end(), int32_t(n_keys - n_q));
+  if (learned_sinks) {
+    p.sinks.resize(size_t(shape.n_heads));
+    for (auto& s : p.sinks) s = normal(rng) * 2.0f;
+  }
+  return p;
+}
+
+// max |a - b| / max |b|: the error relative to the tensor's scale.
+inline double RelativeError(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isinf(b[i]) && a[i] == b[i]) continue;
+    diff = std::max(diff, std::fabs(double(a[i]) - double(b[i])));
+    scale = std::max(scale, std::fabs(double(b[i])));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+}  // namespace swan::testing

@@ -1,0 +1,83 @@
+#include "cli/args.h"
+
+#include <cstdlib>
+#include <stdexcept>
+
+namespace swan::cli {
+
+Args::Args(const std::vector<std::string>& words, const std::set<std::string>& bool_flags) {
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w.size() < 2 || w[0] != '-' || (w[1] >= '0' && w[1] <= '9')) {
+      positional_.push_back(w);
+      continue;
+    }
+    const size_t eq = w.find('=');
+    if (eq != std::string::npos) {
+      values_[w.substr(0, eq)] = w.substr(eq + 1);
+    } else if (bool_flags.count(w)) {
+      values_[w] = "1";
+    } else if (i + 1 < words.size()) {
+      values_[w] = words[++i];
+    } else {
+      throw std::invalid_argument("flag " + w + " needs a value");
+    }
+  }
+}
+
+bool Args::Has(const std::string& name) const { return values_.count(name) > 0; }
+
+std::string Args::Get(const std::string& name, const std::string& fallback) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? fallback : it->second;
+}
+
+long long Args::GetInt(const std::string& name, long long fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  char* end = nullptr;
+  const long long v = std::strtoll(it->second.c_str(), &end, 10);
+  if (it->second.empty() || *end != '\0')
+    throw std::invalid_argument(name + " expects an integer, got '" + it->second + "'");
+  return v;
+}
+
+double Args::GetDouble(const std::string& name, double fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  char* end = nullptr;
+  const double v = std::strtod(it->second.c_str(), &end);
+  if (it->second.empty() || *end != '\0')
+    throw std::invalid_argument(name + " expects a number, got '" + it->second + "'");
+  return v;
+}
+
+std::vector<long long> Args::GetIntList(const std::string& name,
+                                        const std::vector<long long>& fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  std::vector<long long> out;
+  std::string item;
+  for (size_t i = 0; i <= it->second.size(); ++i) {
+    const char c = i < it->second.size() ? it->second[i] : ',';
+    if (c != ',') {
+      item += c;
+      continue;
+    }
+    char* end = nullptr;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0')
+      throw std::invalid_argument(name + " expects integers separated by commas, got '" +
+                                  it->second + "'");
+    out.push_back(v);
+    item.clear();
+  }
+  return out;
+}
+
+void Args::RejectUnknown(const std::set<std::string>& known) const {
+  for (const auto& [name, value] : values_)
+    if (!known.count(name)) throw std::invalid_argument("unknown flag " + name + " (see --help)");
+}
+
+}  // namespace swan::cli

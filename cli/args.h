@@ -1,0 +1,34 @@
+// A small command-line parser for swan's subcommands: `--name value`,
+// `--name=value`, `-x value`, boolean `--flag`, and positional words.
+// Unknown flags are errors, so a typo never passes silently.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace swan::cli {
+
+class Args {
+ public:
+  // `bool_flags` lists the flags that take no value (e.g. "--json").
+  Args(const std::vector<std::string>& words, const std::set<std::string>& bool_flags);
+
+  bool Has(const std::string& name) const;
+  std::string Get(const std::string& name, const std::string& fallback) const;
+  long long GetInt(const std::string& name, long long fallback) const;
+  double GetDouble(const std::string& name, double fallback) const;
+  // Comma-separated integers, e.g. "--n 1024,2048".
+  std::vector<long long> GetIntList(const std::string& name,
+                                    const std::vector<long long>& fallback) const;
+  const std::vector<std::string>& positional() const { return positional_; }
+  // Throws if a flag was given that is not in `known` (value or boolean).
+  void RejectUnknown(const std::set<std::string>& known) const;
+
+ private:
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positional_;
+};
+
+}  // namespace swan::cli

@@ -1,0 +1,195 @@
+// `swan bench attention`: the attention kernel table. Prefill time and
+// useful GFLOP/s of full causal, SWA and SWA + sinks at several lengths,
+// decode over a full view and over a ring, and oneDNN's fp32 GEMM rate
+// measured in the same run as the yardstick.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attention/attention.h"
+#include "attention/test_problem.h"
+#include "cli/args.h"
+#include "util/gemm_rate.h"
+
+namespace swan::cli {
+namespace {
+
+// Query-key pairs a causal prefill of n tokens visits under `span`.
+double VisiblePairs(int64_t n, Span span) {
+  double pairs = 0;
+  for (int64_t q = 0; q < n; ++q) {
+    const int64_t seen = q + 1;
+    if (span.window == 0 || seen <= span.window) {
+      pairs += double(seen);
+    } else {
+      pairs += double(span.window) + double(std::min<int64_t>(span.sinks, seen - span.window));
+    }
+  }
+  return pairs;
+}
+
+double PeakRssMiB() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return double(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+template <class F>
+double BestSeconds(int repeats, F&& f) {
+  double best = 1e30;
+  for (int r = 0; r < repeats; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best;
+}
+
+struct PrefillRow {
+  int64_t n;
+  int32_t head_dim;
+  std::string plan;
+  double seconds, gflops;
+};
+
+}  // namespace
+
+int RunBenchAttention(const std::vector<std::string>& words) {
+  const Args args(words, {"--json", "--help"});
+  if (args.Has("--help")) {
+    std::printf(
+        "usage: swan bench attention [options]\n"
+        "  --n LIST          prefill lengths (default 1024,2048,4096,8192,16384,32768)\n"
+        "  --head-dims LIST  head dims (default 64,128)\n"
+        "  --heads H         query heads (default 8)   --kv-heads K  KV heads (default 2)\n"
+        "  --window W        SWA window (default 1024) --sinks S     sink tokens (default 4)\n"
+        "  --decode-depth D  keys of the full view for decode (default 32768)\n"
+        "  --repeats R       best of R runs (default 3; 1 above 8K tokens)\n"
+        "  --json            print the figures as JSON\n");
+    return 0;
+  }
+  args.RejectUnknown({"--json", "--help", "--n", "--head-dims", "--heads", "--kv-heads",
+                      "--window", "--sinks", "--decode-depth", "--repeats"});
+  const auto lengths = args.GetIntList("--n", {1024, 2048, 4096, 8192, 16384, 32768});
+  const auto head_dims = args.GetIntList("--head-dims", {64, 128});
+  const int32_t heads = int32_t(args.GetInt("--heads", 8));
+  const int32_t kv_heads = int32_t(args.GetInt("--kv-heads", 2));
+  const int32_t window = int32_t(args.GetInt("--window", 1024));
+  const int32_t sinks = int32_t(args.GetInt("--sinks", 4));
+  const int64_t decode_depth = args.GetInt("--decode-depth", 32768);
+  const int repeats = int(args.GetInt("--repeats", 3));
+  const bool json = args.Has("--json");
+  if (window <= 0) throw std::invalid_argument("--window must be positive");
+  ValidateSpan(Span{window, sinks});
+
+  std::mt19937 rng(1234);
+  auto log = [&](const char* fmt, auto... xs) {
+    if (!json) {
+      std::fprintf(stderr, fmt, xs...);
+      std::fflush(stderr);
+    }
+  };
+
+  log("measuring oneDNN fp32 GEMM 2048^3 ...\n");
+  const double gemm = MeasureOneDnnGemmGflops(2048, 2048, 2048);
+  if (!json)
+    std::printf("oneDNN fp32 GEMM 2048^3: %.1f GFLOP/s (yardstick for the %% column)\n\n", gemm);
+
+  const Span plans[] = {Span{}, Span{window, 0}, Span{window, sinks}};
+  std::vector<PrefillRow> rows;
+  double peak_full_mib = 0;
+  if (!json)
+    std::printf("prefill, %d query heads on %d KV heads, fp32:\n%7s %4s %-24s %10s %9s %7s\n", heads,
+                kv_heads, "N", "d", "plan", "time(ms)", "GFLOP/s", "%GEMM");
+  for (long long hd : head_dims) {
+    for (long long n : lengths) {
+      const AttentionShape shape{heads, kv_heads, int32_t(hd)};
+      const testing::Problem p = testing::MakePrefill(rng, shape, Span{}, n, n);
+      std::vector<float> out(p.q.size());  // [n, heads, head_dim]
+      const int reps = n > 8192 ? 1 : repeats;
+      for (const Span& span : plans) {
+        log("  N=%lld d=%lld %s ...\r", n, hd, span.ToString().c_str());
+        AttentionArgs a = p.Args();
+        a.span = span;
+        const double s = BestSeconds(reps, [&] { Attend(a, out.data()); });
+        const double flops = 4.0 * double(hd) * heads * VisiblePairs(n, span);
+        rows.push_back({n, int32_t(hd), span.ToString(), s, flops / s * 1e-9});
+        if (span.full()) peak_full_mib = std::max(peak_full_mib, PeakRssMiB());
+        if (!json)
+          std::printf("%7lld %4lld %-24s %10.2f %9.1f %6.1f%%\n", n, hd, span.ToString().c_str(),
+                      s * 1e3, rows.back().gflops, 100.0 * rows.back().gflops / gemm);
+      }
+      if (!json) {
+        const PrefillRow& full = rows[rows.size() - 3];
+        const PrefillRow& swa = rows[rows.size() - 2];
+        std::printf("%7s %4s full/SWA time ratio %.2f (key-pair ratio %.2f)\n", "", "",
+                    full.seconds / swa.seconds,
+                    VisiblePairs(n, Span{}) / VisiblePairs(n, Span{window, 0}));
+      }
+    }
+  }
+
+  // Decode: one new query at position decode_depth over (a) every earlier
+  // key and (b) a ring of `window` slots plus `sinks` pinned slots, bf16
+  // K/V as a cache stores them.
+  const int32_t decode_dim = int32_t(head_dims.back());
+  const AttentionShape shape{heads, kv_heads, decode_dim};
+  const testing::Problem full_view =
+      testing::MakePrefill(rng, shape, Span{}, decode_depth, 1, false, KvType::kBF16);
+  testing::Problem ring =
+      testing::MakePrefill(rng, shape, Span{window, sinks}, window + sinks, 1, false, KvType::kBF16);
+  ring.q_pos[0] = int32_t(decode_depth - 1);
+  for (int32_t s = 0; s < sinks; ++s) ring.k_pos[size_t(s)] = s;
+  for (int32_t i = 0; i < window; ++i) {
+    const int32_t pos = int32_t(decode_depth) - window + i;
+    ring.k_pos[size_t(sinks + pos % window)] = pos;  // ring order, as a cache writes it
+  }
+  std::vector<float> out(size_t(heads * decode_dim));  // [1, heads, head_dim]
+  const int decode_steps = 200;
+  log("  decode ...                          \r");
+  const AttentionArgs full_args = full_view.Args(), ring_args = ring.Args();
+  const double full_s = BestSeconds(3, [&] {
+    for (int i = 0; i < decode_steps; ++i) Attend(full_args, out.data());
+  }) / decode_steps;
+  const double ring_s = BestSeconds(3, [&] {
+    for (int i = 0; i < decode_steps; ++i) Attend(ring_args, out.data());
+  }) / decode_steps;
+
+  if (json) {
+    nlohmann::json j;
+    j["gemm_fp32_gflops"] = gemm;
+    j["heads"] = heads;
+    j["kv_heads"] = kv_heads;
+    j["window"] = window;
+    j["sinks"] = sinks;
+    for (const PrefillRow& r : rows)
+      j["prefill"].push_back({{"n", r.n}, {"head_dim", r.head_dim}, {"plan", r.plan},
+                              {"seconds", r.seconds}, {"gflops", r.gflops},
+                              {"fraction_of_gemm", r.gflops / gemm}});
+    j["peak_rss_mib_full"] = peak_full_mib;
+    j["decode"] = {{"head_dim", decode_dim},   {"kv_type", "bf16"},
+                   {"depth", decode_depth},    {"full_us", full_s * 1e6},
+                   {"ring_slots", window + sinks}, {"ring_us", ring_s * 1e6},
+                   {"full_over_ring", full_s / ring_s}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("\npeak resident memory through the full runs: %.0f MiB "
+              "(a dense %lldx%lld float mask alone would be %.0f MiB)\n",
+              peak_full_mib, lengths.back(), lengths.back(),
+              double(lengths.back()) * double(lengths.back()) * 4 / (1 << 20));
+  std::printf("\ndecode, 1 query, d=%d, bf16 K/V:\n", decode_dim);
+  std::printf("  full view of %lld keys:       %9.1f us/token\n", (long long)decode_depth, full_s * 1e6);
+  std::printf("  ring of %d + %d sink slots:  %9.1f us/token\n", window, sinks, ring_s * 1e6);
+  std::printf("  full / ring: %.1fx (key ratio %.1fx)\n", full_s / ring_s,
+              double(decode_depth) / double(window + sinks));
+  return 0;
+}
+
+}  // namespace swan::cli

@@ -1,0 +1,51 @@
+// swan: the command-line front end. Dispatches `swan COMMAND ...` to the
+// commands listed in kCommands.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+
+namespace swan::cli {
+int RunBench(const std::vector<std::string>& args);
+}  // namespace swan::cli
+
+namespace {
+
+using swan::cli::Command;
+
+const Command kCommands[] = {
+    {"bench", "measure kernels and models (`swan bench attention`)", swan::cli::RunBench},
+};
+
+void PrintUsage(FILE* out) {
+  std::fprintf(out,
+               "swan: language models with hybrid sliding-window attention\n\n"
+               "usage: swan COMMAND [ARGS...]\n\ncommands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %-12s %s\n", c.name, c.summary);
+  std::fprintf(out, "\n`swan COMMAND --help` describes each command.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    PrintUsage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  std::vector<std::string> args(argv + 2, argv + argc);
+  for (const Command& c : kCommands) {
+    if (std::strcmp(argv[1], c.name) != 0) continue;
+    try {
+      return c.run(args);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "swan %s: error: %s\n", c.name, e.what());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "swan: unknown command '%s'\n\n", argv[1]);
+  PrintUsage(stderr);
+  return 2;
+}
