@@ -1,0 +1,128 @@
+#include "kv/kv_cache.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "util/bf16.h"
+
+namespace swan {
+namespace {
+
+size_t ElementBytes(KvType type) { return type == KvType::kF32 ? 4 : 2; }
+
+// Ring rows of a window layer, 0 for a layer that keeps every position.
+int64_t RingRows(const Span& span, const KvCacheOptions& options) {
+  if (span.full() || !options.ring_for_window_layers) return 0;
+  return int64_t(span.window) - 1 + options.max_chunk;
+}
+
+// Slots in use after `n_ctx` tokens, rounded up to whole pages but never
+// past the ring's size.
+int64_t SlotsAt(const Span& span, const KvCacheOptions& options, int64_t n_ctx) {
+  const int64_t ring = RingRows(span, options);
+  const int64_t page = options.page_rows;
+  int64_t slots = (n_ctx + page - 1) / page * page;
+  if (ring > 0) slots = std::min<int64_t>(slots, span.sinks + ring);
+  return slots;
+}
+
+void Store(uint8_t* dst, const float* src, int64_t n, KvType type) {
+  if (type == KvType::kF32) {
+    std::memcpy(dst, src, size_t(n) * sizeof(float));
+    return;
+  }
+  uint16_t* out = reinterpret_cast<uint16_t*>(dst);
+  for (int64_t i = 0; i < n; ++i) out[i] = F32ToBF16(src[i]);
+}
+
+}  // namespace
+
+LayerKvCache::LayerKvCache(const Span& span, const KvShape& shape, const KvCacheOptions& options)
+    : span_(span),
+      shape_(shape),
+      options_(options),
+      slots_(span.full() ? 0 : span.sinks, RingRows(span, options)),
+      row_bytes_(size_t(shape.n_kv_heads) * size_t(shape.head_dim) * ElementBytes(options.type)) {
+  ValidateSpan(span);
+  if (shape.n_kv_heads <= 0 || shape.head_dim <= 0)
+    throw std::invalid_argument("KV cache: n_kv_heads and head_dim must be positive");
+  if (options.max_chunk <= 0 || options.page_rows <= 0)
+    throw std::invalid_argument("KV cache: max_chunk and page_rows must be positive");
+}
+
+void LayerKvCache::GrowTo(int64_t n_slots) {
+  const int64_t page = options_.page_rows;
+  int64_t rows = (n_slots + page - 1) / page * page;
+  if (slots_.max_slots() > 0) rows = std::min(rows, slots_.max_slots());
+  if (rows <= int64_t(slots_.pos().size())) return;
+  slots_.pos().resize(size_t(rows), -1);
+  k_.resize(size_t(rows) * row_bytes_);
+  v_.resize(size_t(rows) * row_bytes_);
+}
+
+void LayerKvCache::Write(const float* k, const float* v, const int32_t* pos, int64_t n) {
+  if (is_ring() && n > options_.max_chunk)
+    throw std::invalid_argument("KV cache: " + std::to_string(n) +
+                                " tokens in one step, more than max_chunk = " +
+                                std::to_string(options_.max_chunk));
+  const int64_t row_elems = int64_t(shape_.n_kv_heads) * shape_.head_dim;
+  int64_t need = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    if (pos[t] < 0) throw std::invalid_argument("KV cache: negative position " + std::to_string(pos[t]));
+    need = std::max(need, slots_.SlotOf(pos[t]) + 1);
+  }
+  GrowTo(need);
+  for (int64_t t = 0; t < n; ++t) {
+    const int64_t slot = slots_.SlotOf(pos[t]);
+    Store(k_.data() + size_t(slot) * row_bytes_, k + t * row_elems, row_elems, options_.type);
+    Store(v_.data() + size_t(slot) * row_bytes_, v + t * row_elems, row_elems, options_.type);
+    slots_.pos()[size_t(slot)] = pos[t];
+  }
+}
+
+KvView LayerKvCache::View() const {
+  KvView view;
+  view.k = k_.data();
+  view.v = v_.data();
+  view.pos = slots_.pos().data();
+  view.n_rows = int64_t(slots_.pos().size());
+  view.row_stride = 0;
+  view.type = options_.type;
+  return view;
+}
+
+size_t LayerKvCache::Bytes() const {
+  return k_.size() + v_.size() + slots_.pos().size() * sizeof(int32_t);
+}
+
+void LayerKvCache::Clear() {
+  std::fill(slots_.pos().begin(), slots_.pos().end(), -1);
+}
+
+KvCache::KvCache(const std::vector<Span>& spans, const KvShape& shape, const KvCacheOptions& options)
+    : options_(options) {
+  layers_.reserve(spans.size());
+  for (const Span& s : spans) layers_.emplace_back(s, shape, options);
+}
+
+size_t KvCache::Bytes() const {
+  size_t total = 0;
+  for (const LayerKvCache& l : layers_) total += l.Bytes();
+  return total;
+}
+
+void KvCache::Clear() {
+  for (LayerKvCache& l : layers_) l.Clear();
+}
+
+size_t LayerKvBytesAt(const Span& span, const KvShape& shape, const KvCacheOptions& options,
+                      int64_t n_ctx) {
+  const size_t row_bytes =
+      size_t(shape.n_kv_heads) * size_t(shape.head_dim) * ElementBytes(options.type);
+  const int64_t slots = SlotsAt(span, options, n_ctx);
+  return size_t(slots) * (2 * row_bytes + sizeof(int32_t));
+}
+
+}  // namespace swan

@@ -1,0 +1,114 @@
+// KV caches built from an attention plan, one policy per layer (DESIGN.md §3).
+//
+// * Window layers (span W, S sinks) keep S pinned sink slots plus a ring of
+//   W - 1 + max_chunk slots: enough for the oldest query of a chunk to see
+//   its W - 1 predecessors while the chunk's own keys are written. Their
+//   memory stops growing once the ring is full.
+// * Full layers keep every position: row = position, in one buffer that
+//   grows in pages of `page_rows` rows.
+// Slot metadata (the position held in each slot, -1 = empty) lives apart
+// from the K/V storage. The kernel reads a layer through a KvView; rows of
+// a ring are not in position order, and stale rows are masked by position.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "attention/attention.h"
+#include "attention/span.h"
+
+namespace swan {
+
+struct KvCacheOptions {
+  KvType type = KvType::kF32;  // storage of K and V
+  int32_t max_chunk = 512;     // most tokens written in one step (a prefill chunk)
+  int32_t page_rows = 256;     // growth step of every layer's storage
+  // false: window layers keep every position like full layers (tests use it
+  // as a reference for the ring).
+  bool ring_for_window_layers = true;
+};
+
+struct KvShape {
+  int32_t n_kv_heads = 0;
+  int32_t head_dim = 0;
+};
+
+// Which position each slot holds.
+class SlotTable {
+ public:
+  // A ring when `ring_rows` > 0: positions < sinks get slot = position, the
+  // others slot sinks + (position - sinks) mod ring_rows. Otherwise slot =
+  // position.
+  SlotTable(int32_t sinks, int64_t ring_rows) : sinks_(sinks), ring_rows_(ring_rows) {}
+
+  int64_t SlotOf(int64_t pos) const {
+    if (ring_rows_ == 0 || pos < sinks_) return pos;
+    return sinks_ + (pos - sinks_) % ring_rows_;
+  }
+  // Slots the table can ever use; 0 = unbounded.
+  int64_t max_slots() const { return ring_rows_ == 0 ? 0 : sinks_ + ring_rows_; }
+
+  std::vector<int32_t>& pos() { return pos_; }
+  const std::vector<int32_t>& pos() const { return pos_; }
+
+ private:
+  int32_t sinks_;
+  int64_t ring_rows_;
+  std::vector<int32_t> pos_;  // [n_slots] position in each slot, -1 = empty
+};
+
+class LayerKvCache {
+ public:
+  LayerKvCache(const Span& span, const KvShape& shape, const KvCacheOptions& options);
+
+  // Stores the keys and values of `n` tokens at positions pos[n] (>= 0).
+  //   k, v [n, n_kv_heads, head_dim] float32
+  // Throws std::invalid_argument when n exceeds max_chunk on a ring.
+  void Write(const float* k, const float* v, const int32_t* pos, int64_t n);
+
+  // Every allocated slot; unused slots have position -1.
+  KvView View() const;
+
+  bool is_ring() const { return slots_.max_slots() > 0; }
+  const Span& span() const { return span_; }
+  int64_t n_slots() const { return int64_t(slots_.pos().size()); }
+  size_t Bytes() const;  // storage and metadata held now
+  void Clear();
+
+ private:
+  void GrowTo(int64_t n_slots);
+
+  Span span_;
+  KvShape shape_;
+  KvCacheOptions options_;
+  SlotTable slots_;
+  size_t row_bytes_;       // n_kv_heads * head_dim * element size
+  std::vector<uint8_t> k_;  // [n_slots, n_kv_heads, head_dim] of options_.type
+  std::vector<uint8_t> v_;  // [n_slots, n_kv_heads, head_dim] of options_.type
+};
+
+// The caches of all layers of one sequence.
+class KvCache {
+ public:
+  // One layer per span; `shape` is the same for every layer.
+  KvCache(const std::vector<Span>& spans, const KvShape& shape, const KvCacheOptions& options);
+
+  LayerKvCache& layer(int32_t i) { return layers_[size_t(i)]; }
+  const LayerKvCache& layer(int32_t i) const { return layers_[size_t(i)]; }
+  int32_t n_layers() const { return int32_t(layers_.size()); }
+  const KvCacheOptions& options() const { return options_; }
+  size_t Bytes() const;
+  void Clear();
+
+ private:
+  KvCacheOptions options_;
+  std::vector<LayerKvCache> layers_;
+};
+
+// The bytes one layer's cache holds after `n_ctx` tokens, computed without
+// allocating (what `swan inspect` reports).
+size_t LayerKvBytesAt(const Span& span, const KvShape& shape, const KvCacheOptions& options,
+                      int64_t n_ctx);
+
+}  // namespace swan

@@ -1,0 +1,97 @@
+#include "kv/kv_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace swan {
+namespace {
+
+// Writes positions [start, start + n) with k = v = position (one element per row).
+void WritePositions(LayerKvCache& cache, int32_t start, int32_t n) {
+  std::vector<float> kv(static_cast<size_t>(n));  // [n, 1, 1]
+  std::vector<int32_t> pos(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) kv[size_t(i)] = float(pos[size_t(i)] = start + i);
+  cache.Write(kv.data(), kv.data(), pos.data(), n);
+}
+
+// The positions a view holds, and that each row's key equals its position.
+std::vector<int32_t> Held(const LayerKvCache& cache) {
+  const KvView v = cache.View();
+  std::vector<int32_t> held;
+  for (int64_t r = 0; r < v.n_rows; ++r) {
+    if (v.pos[r] < 0) continue;
+    EXPECT_EQ(static_cast<const float*>(v.k)[r], float(v.pos[r]));
+    held.push_back(v.pos[r]);
+  }
+  std::sort(held.begin(), held.end());
+  return held;
+}
+
+TEST(KvCache, RingKeepsWindowSinksAndChunk) {
+  KvCacheOptions o;
+  o.max_chunk = 3;
+  o.page_rows = 4;
+  LayerKvCache cache(Span{8, 2}, KvShape{1, 1}, o);
+  EXPECT_TRUE(cache.is_ring());
+  for (int32_t p = 0; p < 40; p += 3) {
+    WritePositions(cache, p, 3);
+    const std::vector<int32_t> held = Held(cache);
+    // Sinks 0, 1 and every position the chunk's first query (p) may see.
+    for (int32_t k = 0; k < 2; ++k) EXPECT_TRUE(std::count(held.begin(), held.end(), k)) << p;
+    for (int32_t k = std::max(2, p - 7); k < p + 3; ++k)
+      EXPECT_TRUE(std::count(held.begin(), held.end(), k)) << "pos " << k << " after chunk at " << p;
+  }
+  EXPECT_EQ(cache.n_slots(), 2 + 8 - 1 + 3);
+}
+
+TEST(KvCache, WindowBytesDoNotGrowWithContext) {
+  KvCacheOptions o;
+  o.max_chunk = 4;
+  o.page_rows = 16;
+  LayerKvCache window(Span{32, 4}, KvShape{2, 8}, o), full(Span{}, KvShape{2, 8}, o);
+  size_t window_bytes_at_100 = 0;
+  for (int32_t p = 0; p < 1000; p += 4) {
+    std::vector<float> kv(4 * 16, 1.0f);
+    const int32_t pos[4] = {p, p + 1, p + 2, p + 3};
+    window.Write(kv.data(), kv.data(), pos, 4);
+    full.Write(kv.data(), kv.data(), pos, 4);
+    if (p == 100) window_bytes_at_100 = window.Bytes();
+    EXPECT_EQ(window.Bytes(), LayerKvBytesAt(window.span(), KvShape{2, 8}, o, p + 4));
+    EXPECT_EQ(full.Bytes(), LayerKvBytesAt(full.span(), KvShape{2, 8}, o, p + 4));
+  }
+  EXPECT_EQ(window.Bytes(), window_bytes_at_100);
+  EXPECT_EQ(window.Bytes(), size_t(4 + 31 + 4) * (2 * 16 * 4 + 4));
+  EXPECT_EQ(full.Bytes(), size_t(1008) * (2 * 16 * 4 + 4));  // 1000 rows in pages of 16
+}
+
+TEST(KvCache, FullLayerRowIsPositionAndBf16Storage) {
+  KvCacheOptions o;
+  o.type = KvType::kBF16;
+  o.page_rows = 2;
+  LayerKvCache cache(Span{}, KvShape{1, 2}, o);
+  const float k[4] = {1.5f, -2.0f, 3.0f, 0.25f}, v[4] = {4, 5, 6, 7};
+  const int32_t pos[2] = {0, 1};
+  cache.Write(k, v, pos, 2);
+  const KvView view = cache.View();
+  EXPECT_EQ(view.type, KvType::kBF16);
+  EXPECT_EQ(view.n_rows, 2);
+  EXPECT_EQ(static_cast<const uint16_t*>(view.k)[1], 0xc000);  // -2.0 in bf16
+  EXPECT_EQ(cache.Bytes(), size_t(2) * (2 * 2 * 2 + 4));
+}
+
+TEST(KvCache, RejectsOversizedChunksAndBadPositions) {
+  KvCacheOptions o;
+  o.max_chunk = 2;
+  LayerKvCache cache(Span{4, 0}, KvShape{1, 1}, o);
+  const float kv[3] = {0, 0, 0};
+  const int32_t pos[3] = {0, 1, 2};
+  EXPECT_THROW(cache.Write(kv, kv, pos, 3), std::invalid_argument);
+  const int32_t neg = -1;
+  EXPECT_THROW(cache.Write(kv, kv, &neg, 1), std::invalid_argument);
+  EXPECT_THROW(LayerKvCache(Span{0, 2}, KvShape{1, 1}, o), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace swan

@@ -1,0 +1,188 @@
+#include "model/config.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+namespace swan {
+namespace {
+
+using nlohmann::json;
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Field readers that name the file and field in every error.
+class Fields {
+ public:
+  Fields(const json& j, const std::string& origin) : j_(j), origin_(origin) {}
+
+  bool Has(const char* name) const { return j_.contains(name) && !j_[name].is_null(); }
+
+  template <typename T>
+  T Required(const char* name) const {
+    if (!Has(name)) throw std::runtime_error(origin_ + ": missing field \"" + name + "\"");
+    return Get<T>(name);
+  }
+  template <typename T>
+  T Optional(const char* name, T fallback) const {
+    return Has(name) ? Get<T>(name) : fallback;
+  }
+  // An id or a list of ids (eos_token_id may be either).
+  std::vector<int32_t> Ids(const char* name) const {
+    if (!Has(name)) return {};
+    if (j_[name].is_array()) return Get<std::vector<int32_t>>(name);
+    return {Get<int32_t>(name)};
+  }
+  const json& Raw(const char* name) const { return j_[name]; }
+  const std::string& origin() const { return origin_; }
+
+ private:
+  template <typename T>
+  T Get(const char* name) const {
+    try {
+      return j_[name].get<T>();
+    } catch (const json::exception&) {
+      throw std::runtime_error(origin_ + ": field \"" + name + "\" has the wrong type (" +
+                               j_[name].dump() + ")");
+    }
+  }
+  const json& j_;
+  std::string origin_;
+};
+
+json ParseJson(const std::string& text, const std::string& origin) {
+  try {
+    json j = json::parse(text);
+    if (!j.is_object()) throw std::runtime_error(origin + ": not a JSON object");
+    return j;
+  } catch (const json::exception& e) {
+    throw std::runtime_error(origin + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+RopeScaling ParseRopeScaling(const json& j, const std::string& origin, int64_t max_pos) {
+  RopeScaling s;
+  if (j.is_null()) return s;
+  if (!j.is_object()) throw std::runtime_error(origin + ": rope_scaling must be an object or null");
+  const Fields f(j, origin + " rope_scaling");
+  std::string type = f.Optional<std::string>("rope_type", "");
+  if (type.empty()) type = f.Optional<std::string>("type", "default");
+  if (type == "default") return s;
+  if (type == "linear") {
+    s.kind = RopeScaling::Kind::kLinear;
+  } else if (type == "yarn") {
+    s.kind = RopeScaling::Kind::kYarn;
+    s.beta_fast = f.Optional<double>("beta_fast", 32.0);
+    s.beta_slow = f.Optional<double>("beta_slow", 1.0);
+    s.attention_factor = f.Optional<double>("attention_factor", 0.0);
+  } else if (type == "llama3") {
+    s.kind = RopeScaling::Kind::kLlama3;
+    s.low_freq_factor = f.Required<double>("low_freq_factor");
+    s.high_freq_factor = f.Required<double>("high_freq_factor");
+  } else {
+    throw std::runtime_error(origin + ": rope_scaling type '" + type +
+                             "' is not supported (default, linear, yarn, llama3)");
+  }
+  s.factor = f.Required<double>("factor");
+  s.original_max_position_embeddings =
+      f.Optional<int64_t>("original_max_position_embeddings", max_pos);
+  return s;
+}
+
+}  // namespace
+
+ModelConfig ParseModelConfig(const std::string& config_json, const std::string& generation_json,
+                             const std::string& origin) {
+  const json j = ParseJson(config_json, origin);
+  const Fields f(j, origin);
+  ModelConfig c;
+  if (f.Has("architectures")) {
+    const auto archs = f.Optional<std::vector<std::string>>("architectures", {});
+    if (!archs.empty()) c.architecture = archs[0];
+  }
+  c.model_type = f.Optional<std::string>("model_type", "");
+  c.hidden_size = f.Required<int64_t>("hidden_size");
+  c.intermediate_size = f.Required<int64_t>("intermediate_size");
+  c.n_layers = f.Required<int32_t>("num_hidden_layers");
+  c.n_heads = f.Required<int32_t>("num_attention_heads");
+  c.n_kv_heads = f.Optional<int32_t>("num_key_value_heads", c.n_heads);
+  c.vocab_size = f.Required<int64_t>("vocab_size");
+  c.max_position_embeddings = f.Optional<int64_t>("max_position_embeddings", 0);
+  c.rms_norm_eps = f.Optional<double>("rms_norm_eps", 1e-6);
+  c.rope.base = f.Optional<double>("rope_theta", 10000.0);
+  if (f.Has("rope_scaling"))
+    c.rope.scaling = ParseRopeScaling(f.Raw("rope_scaling"), origin, c.max_position_embeddings);
+  c.tie_word_embeddings = f.Optional<bool>("tie_word_embeddings", false);
+  c.hidden_act = f.Optional<std::string>("hidden_act", "silu");
+  c.attention_bias = f.Optional<bool>("attention_bias", false);
+  c.mlp_bias = f.Optional<bool>("mlp_bias", false);
+  c.sliding_window = f.Optional<int32_t>("sliding_window", 0);
+  c.layer_types = f.Optional<std::vector<std::string>>("layer_types", {});
+  c.bos_token_id = f.Optional<int32_t>("bos_token_id", -1);
+  c.eos_token_ids = f.Ids("eos_token_id");
+
+  auto positive = [&](const char* name, int64_t v) {
+    if (v <= 0)
+      throw std::runtime_error(origin + ": \"" + name + "\" must be positive, got " +
+                               std::to_string(v));
+  };
+  positive("hidden_size", c.hidden_size);
+  positive("intermediate_size", c.intermediate_size);
+  positive("num_hidden_layers", c.n_layers);
+  positive("num_attention_heads", c.n_heads);
+  positive("num_key_value_heads", c.n_kv_heads);
+  positive("vocab_size", c.vocab_size);
+  if (c.n_heads % c.n_kv_heads != 0)
+    throw std::runtime_error(origin + ": num_attention_heads (" + std::to_string(c.n_heads) +
+                             ") is not a multiple of num_key_value_heads (" +
+                             std::to_string(c.n_kv_heads) + ")");
+  if (f.Has("head_dim")) {
+    c.head_dim = f.Required<int32_t>("head_dim");
+  } else {
+    if (c.hidden_size % c.n_heads != 0)
+      throw std::runtime_error(origin + ": hidden_size is not a multiple of num_attention_heads " +
+                               "and there is no head_dim");
+    c.head_dim = int32_t(c.hidden_size / c.n_heads);
+  }
+  positive("head_dim", c.head_dim);
+  if (!c.layer_types.empty() && int32_t(c.layer_types.size()) != c.n_layers)
+    throw std::runtime_error(origin + ": layer_types has " + std::to_string(c.layer_types.size()) +
+                             " entries for " + std::to_string(c.n_layers) + " layers");
+
+  if (!generation_json.empty()) {
+    const std::string gen_origin = origin + " (generation_config.json)";
+    const json g = ParseJson(generation_json, gen_origin);
+    const Fields gf(g, gen_origin);
+    GenerationDefaults& d = c.generation;
+    d.temperature = gf.Optional<double>("temperature", d.temperature);
+    d.top_k = gf.Optional<int32_t>("top_k", d.top_k);
+    d.top_p = gf.Optional<double>("top_p", d.top_p);
+    d.min_p = gf.Optional<double>("min_p", d.min_p);
+    d.do_sample = gf.Optional<bool>("do_sample", d.do_sample);
+    if (c.bos_token_id < 0) c.bos_token_id = gf.Optional<int32_t>("bos_token_id", -1);
+    for (int32_t id : gf.Ids("eos_token_id"))
+      if (std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) == c.eos_token_ids.end())
+        c.eos_token_ids.push_back(id);
+  }
+  return c;
+}
+
+ModelConfig LoadModelConfig(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const fs::path config = fs::path(dir) / "config.json";
+  if (!fs::exists(config)) throw std::runtime_error(dir + ": no config.json (is this a model directory?)");
+  const fs::path gen = fs::path(dir) / "generation_config.json";
+  const std::string gen_text = fs::exists(gen) ? ReadText(gen.string()) : "";
+  return ParseModelConfig(ReadText(config.string()), gen_text, config.string());
+}
+
+}  // namespace swan

@@ -1,0 +1,57 @@
+// A model's hyperparameters from a Hugging Face directory: config.json and,
+// when present, generation_config.json.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ops/rope.h"
+
+namespace swan {
+
+// Sampling defaults a checkpoint ships in generation_config.json.
+struct GenerationDefaults {
+  double temperature = 1.0;
+  int32_t top_k = 0;    // 0 = off
+  double top_p = 1.0;   // 1 = off
+  double min_p = 0.0;   // 0 = off
+  bool do_sample = false;
+};
+
+struct ModelConfig {
+  std::string architecture;  // "LlamaForCausalLM" (first of "architectures")
+  std::string model_type;    // "llama"
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int32_t n_layers = 0;      // num_hidden_layers
+  int32_t n_heads = 0;       // num_attention_heads
+  int32_t n_kv_heads = 0;    // num_key_value_heads (default n_heads)
+  int32_t head_dim = 0;      // default hidden_size / n_heads
+  int64_t vocab_size = 0;
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  RopeSettings rope;         // rope_theta and rope_scaling
+  bool tie_word_embeddings = false;
+  std::string hidden_act = "silu";
+  bool attention_bias = false;
+  bool mlp_bias = false;
+  // HF sliding_window (0 = none) and, when the config lists them,
+  // layer_types ("sliding_attention" / "full_attention" per layer).
+  int32_t sliding_window = 0;
+  std::vector<std::string> layer_types;
+  int32_t bos_token_id = -1;            // -1 = none
+  std::vector<int32_t> eos_token_ids;   // config and generation_config together
+  GenerationDefaults generation;
+};
+
+// Reads DIR/config.json and DIR/generation_config.json (optional). Throws
+// std::runtime_error naming the file and field on missing or bad values.
+ModelConfig LoadModelConfig(const std::string& dir);
+
+// Parses the text of a config.json (and of a generation_config.json, or ""),
+// `origin` names the source in messages.
+ModelConfig ParseModelConfig(const std::string& config_json, const std::string& generation_json,
+                             const std::string& origin);
+
+}  // namespace swan

@@ -1,0 +1,95 @@
+#include "model/config.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "model/model.h"
+#include "model/test_files.h"
+
+namespace swan {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ErrorOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no exception";
+  return "";
+}
+
+const char* kLlama = R"({
+  "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+  "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+  "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100,
+  "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
+  "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                   "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+  "bos_token_id": 1, "eos_token_id": [2, 3], "sliding_window": null})";
+
+TEST(Config, ReadsLlamaFieldsAndDefaults) {
+  const ModelConfig c = ParseModelConfig(kLlama, R"({"temperature": 0.6, "top_p": 0.9, "eos_token_id": 7})", "t");
+  EXPECT_EQ(c.architecture, "LlamaForCausalLM");
+  EXPECT_EQ(c.head_dim, 16);  // hidden / heads
+  EXPECT_EQ(c.n_kv_heads, 2);
+  EXPECT_EQ(c.rope.base, 500000.0);
+  EXPECT_EQ(c.rope.scaling.kind, RopeScaling::Kind::kLlama3);
+  EXPECT_EQ(c.rope.scaling.factor, 8.0);
+  EXPECT_EQ(c.rope.scaling.original_max_position_embeddings, 8192);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_EQ(c.sliding_window, 0);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int32_t>{2, 3, 7}));
+  EXPECT_DOUBLE_EQ(c.generation.temperature, 0.6);
+  EXPECT_DOUBLE_EQ(c.generation.top_p, 0.9);
+}
+
+TEST(Config, RejectsMissingAndBadFields) {
+  EXPECT_NE(ErrorOf([] { ParseModelConfig(R"({"hidden_size": 64})", "", "cfg.json"); })
+                .find("cfg.json: missing field \"intermediate_size\""),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([] {
+              ParseModelConfig(R"({"hidden_size": "big", "intermediate_size": 1})", "", "cfg.json");
+            }).find("\"hidden_size\" has the wrong type"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([] { ParseModelConfig("{not json", "", "cfg.json"); }).find("not valid JSON"),
+            std::string::npos);
+  std::string bad_heads = kLlama;
+  bad_heads.replace(bad_heads.find("\"num_key_value_heads\": 2"), 24, "\"num_key_value_heads\": 3");
+  EXPECT_NE(ErrorOf([&] { ParseModelConfig(bad_heads, "", "c"); }).find("multiple"), std::string::npos);
+  std::string bad_rope = kLlama;
+  bad_rope.replace(bad_rope.find("llama3"), 6, "dynamo");
+  EXPECT_NE(ErrorOf([&] { ParseModelConfig(bad_rope, "", "c"); }).find("'dynamo'"), std::string::npos);
+}
+
+TEST(Config, LoadModelRejectsUnknownArchitecture) {
+  const fs::path dir = test::TempDir("cfg_arch");
+  std::string cfg = kLlama;
+  cfg.replace(cfg.find("LlamaForCausalLM"), 16, "FalconForCausalLM");
+  test::WriteFile(dir / "config.json", cfg);
+  const std::string msg = ErrorOf([&] { LoadModel(dir.string()); });
+  EXPECT_NE(msg.find("FalconForCausalLM"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("config.json"), std::string::npos) << msg;
+  fs::remove_all(dir);
+}
+
+TEST(Config, LoadModelNamesMissingTensor) {
+  const fs::path dir = test::TempDir("cfg_missing");
+  test::WriteFile(dir / "config.json", kLlama);
+  test::WriteFile(dir / "model.safetensors",
+                  test::SafetensorsBytes({test::F32Tensor("model.embed_tokens.weight", {100, 64},
+                                                          std::vector<float>(6400, 0.f))}));
+  const std::string msg = ErrorOf([&] { LoadModel(dir.string()); });
+  EXPECT_NE(msg.find("model.norm.weight"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(dir.string()), std::string::npos) << msg;
+  // No config at all.
+  fs::remove(dir / "config.json");
+  EXPECT_NE(ErrorOf([&] { LoadModel(dir.string()); }).find("no config.json"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace swan

@@ -1,0 +1,165 @@
+#include "model/llama.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+#include "model/blocks.h"
+#include "model/safetensors.h"
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+
+namespace swan {
+namespace {
+
+struct LlamaLayer {
+  std::vector<float> input_norm;  // [hidden]
+  std::vector<float> q, k, v, o;  // [n_heads*head_dim, hidden], [kv_dim, hidden] x2, [hidden, n_heads*head_dim]
+  std::vector<float> post_norm;   // [hidden]
+  std::vector<float> gate, up;    // [intermediate, hidden]
+  std::vector<float> down;        // [hidden, intermediate]
+  AttentionWeights attn;          // views of the above
+  MlpWeights mlp;
+};
+
+class Llama : public LanguageModel {
+ public:
+  Llama(const std::string& dir, const ModelConfig& config);
+
+  const ModelConfig& config() const override { return config_; }
+  ModelAttentionDefaults AttentionDefaults() const override;
+  void Forward(float* logits, const Batch& batch, Session& session) const override;
+
+ private:
+  // One chunk of at most the cache's max_chunk tokens.
+  void ForwardChunk(float* logits, const Batch& batch, Session& session) const;
+
+  ModelConfig config_;
+  BlockSizes sizes_;
+  std::vector<float> embed_;    // [vocab, hidden]
+  std::vector<LlamaLayer> layers_;
+  std::vector<float> norm_;     // [hidden]
+  std::vector<float> lm_head_;  // [vocab, hidden]; empty when tied to embed_
+};
+
+void CheckSupported(const ModelConfig& c, const std::string& dir) {
+  const std::string where = dir + "/config.json: ";
+  if (c.hidden_act != "silu")
+    throw std::runtime_error(where + "hidden_act '" + c.hidden_act + "' is not supported (silu)");
+  if (c.attention_bias) throw std::runtime_error(where + "attention_bias = true is not supported");
+  if (c.mlp_bias) throw std::runtime_error(where + "mlp_bias = true is not supported");
+  if (c.head_dim % 2 != 0) throw std::runtime_error(where + "head_dim must be even for RoPE");
+}
+
+Llama::Llama(const std::string& dir, const ModelConfig& config) : config_(config) {
+  CheckSupported(config, dir);
+  sizes_.hidden = config.hidden_size;
+  sizes_.intermediate = config.intermediate_size;
+  sizes_.heads = AttentionShape{config.n_heads, config.n_kv_heads, config.head_dim};
+  const int64_t hidden = config.hidden_size, inter = config.intermediate_size;
+  const int64_t q_dim = int64_t(config.n_heads) * config.head_dim;
+  const int64_t kv_dim = int64_t(config.n_kv_heads) * config.head_dim;
+
+  const TensorStore store = TensorStore::OpenDirectory(dir);
+  embed_ = store.ReadF32("model.embed_tokens.weight", {config.vocab_size, hidden});
+  norm_ = store.ReadF32("model.norm.weight", {hidden});
+  if (!config.tie_word_embeddings) {
+    lm_head_ = store.ReadF32("lm_head.weight", {config.vocab_size, hidden});
+  }
+  layers_.resize(size_t(config.n_layers));
+  for (int32_t i = 0; i < config.n_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    LlamaLayer& l = layers_[size_t(i)];
+    l.input_norm = store.ReadF32(p + "input_layernorm.weight", {hidden});
+    l.q = store.ReadF32(p + "self_attn.q_proj.weight", {q_dim, hidden});
+    l.k = store.ReadF32(p + "self_attn.k_proj.weight", {kv_dim, hidden});
+    l.v = store.ReadF32(p + "self_attn.v_proj.weight", {kv_dim, hidden});
+    l.o = store.ReadF32(p + "self_attn.o_proj.weight", {hidden, q_dim});
+    l.post_norm = store.ReadF32(p + "post_attention_layernorm.weight", {hidden});
+    l.gate = store.ReadF32(p + "mlp.gate_proj.weight", {inter, hidden});
+    l.up = store.ReadF32(p + "mlp.up_proj.weight", {inter, hidden});
+    l.down = store.ReadF32(p + "mlp.down_proj.weight", {hidden, inter});
+    l.attn = AttentionWeights{l.q.data(), l.k.data(), l.v.data(), l.o.data()};
+    l.mlp = MlpWeights{l.gate.data(), l.up.data(), l.down.data()};
+  }
+}
+
+ModelAttentionDefaults Llama::AttentionDefaults() const {
+  ModelAttentionDefaults d;
+  d.n_layers = config_.n_layers;
+  d.rope = config_.rope;
+  const Span window = SpanFromHfSlidingWindow(config_.sliding_window);
+  d.spans.assign(size_t(config_.n_layers), window);
+  // Newer configs name each layer's kind.
+  for (size_t i = 0; i < config_.layer_types.size(); ++i) {
+    const std::string& t = config_.layer_types[i];
+    if (t == "full_attention") {
+      d.spans[i] = Span{};
+    } else if (t != "sliding_attention") {
+      throw std::runtime_error("config.json: layer_types[" + std::to_string(i) + "] = '" + t +
+                               "' (expected full_attention or sliding_attention)");
+    }
+  }
+  if (window.window > 0) d.default_window = window.window;
+  return d;
+}
+
+void Llama::Forward(float* logits, const Batch& batch, Session& session) const {
+  if (batch.n <= 0) throw std::invalid_argument("Forward: empty batch");
+  if (int32_t(session.plan.layers.size()) != config_.n_layers)
+    throw std::invalid_argument("Forward: the session's plan does not fit this model");
+  const int64_t chunk = session.cache.options().max_chunk;
+  const int64_t vocab = config_.vocab_size;
+  for (int64_t start = 0; start < batch.n; start += chunk) {
+    Batch part = batch;
+    part.tokens = batch.tokens + start;
+    part.pos = batch.pos + start;
+    part.n = std::min(chunk, batch.n - start);
+    const bool last = start + part.n == batch.n;
+    if (!batch.all_logits) {
+      part.all_logits = false;
+      if (!last) {
+        std::vector<float> unused(static_cast<size_t>(vocab));  // [1, vocab]
+        ForwardChunk(unused.data(), part, session);
+        continue;
+      }
+    }
+    ForwardChunk(batch.all_logits ? logits + start * vocab : logits, part, session);
+  }
+}
+
+void Llama::ForwardChunk(float* logits, const Batch& batch, Session& session) const {
+  const int64_t n = batch.n, hidden = sizes_.hidden, vocab = config_.vocab_size;
+  const float eps = float(config_.rms_norm_eps);
+  std::vector<float> x(size_t(n * hidden));   // [n, hidden] residual stream
+  std::vector<float> xn(size_t(n * hidden));  // [n, hidden] normed
+  Embed(x.data(), embed_.data(), batch.tokens, n, vocab, hidden);
+
+  for (int32_t i = 0; i < config_.n_layers; ++i) {
+    const LlamaLayer& l = layers_[size_t(i)];
+    AttentionLayer attn;
+    attn.weights = &l.attn;
+    attn.rope = &session.ropes[size_t(i)];
+    attn.span = session.plan.layers[size_t(i)].span;
+    attn.cache = &session.cache.layer(i);
+    RmsNorm(xn.data(), x.data(), l.input_norm.data(), eps, n, hidden);
+    AttentionBlock(x.data(), xn.data(), batch.pos, n, attn, sizes_);
+    RmsNorm(xn.data(), x.data(), l.post_norm.data(), eps, n, hidden);
+    SwiGluBlock(x.data(), xn.data(), n, l.mlp, sizes_);
+  }
+
+  // Only the rows whose logits are wanted go through the final norm and head.
+  const int64_t first = batch.all_logits ? 0 : n - 1;
+  const int64_t rows = n - first;
+  RmsNorm(xn.data(), x.data() + first * hidden, norm_.data(), eps, rows, hidden);
+  const float* head = lm_head_.empty() ? embed_.data() : lm_head_.data();
+  MatmulTransB(logits, xn.data(), head, {rows, vocab, hidden});
+}
+
+}  // namespace
+
+std::unique_ptr<LanguageModel> LoadLlama(const std::string& dir, const ModelConfig& config) {
+  return std::make_unique<Llama>(dir, config);
+}
+
+}  // namespace swan

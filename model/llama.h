@@ -1,0 +1,20 @@
+// The Llama family (LlamaForCausalLM, and MistralForCausalLM, which has the
+// same weights plus a sliding window): embedding, per layer RMSNorm ->
+// self-attention (RoPE, GQA) -> residual -> RMSNorm -> SwiGLU MLP ->
+// residual, final RMSNorm, tied or separate lm_head.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "model/config.h"
+#include "model/model.h"
+
+namespace swan {
+
+// Loads the weights of a Llama-family directory whose config is `config`.
+// Throws std::runtime_error for settings the family does not cover
+// (biases, activations other than silu) and for missing or misshapen tensors.
+std::unique_ptr<LanguageModel> LoadLlama(const std::string& dir, const ModelConfig& config);
+
+}  // namespace swan

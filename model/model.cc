@@ -1,0 +1,59 @@
+#include "model/model.h"
+
+#include <stdexcept>
+
+#include "model/llama.h"
+
+namespace swan {
+namespace {
+
+using Loader = std::unique_ptr<LanguageModel> (*)(const std::string& dir, const ModelConfig& config);
+
+struct Family {
+  const char* architecture;  // config.json "architectures"[0]
+  Loader load;
+};
+
+// The one place that maps an architecture name to its implementation.
+const Family kFamilies[] = {
+    {"LlamaForCausalLM", LoadLlama},
+    {"MistralForCausalLM", LoadLlama},
+};
+
+}  // namespace
+
+Session::Session(const AttentionPlan& plan_in, const KvShape& shape, const KvCacheOptions& options)
+    : plan(plan_in), cache([&] {
+        std::vector<Span> spans;
+        for (const LayerPlan& l : plan_in.layers) spans.push_back(l.span);
+        return KvCache(spans, shape, options);
+      }()) {
+  for (const LayerPlan& l : plan.layers) ropes.emplace_back(l.rope, shape.head_dim);
+}
+
+AttentionPlan LanguageModel::ResolvePlan(const std::string& spec) const {
+  return swan::ResolvePlan(spec, AttentionDefaults());
+}
+
+KvShape LanguageModel::kv_shape() const { return KvShape{config().n_kv_heads, config().head_dim}; }
+
+std::unique_ptr<Session> LanguageModel::NewSession(const AttentionPlan& plan,
+                                                   const KvCacheOptions& options) const {
+  if (int32_t(plan.layers.size()) != config().n_layers)
+    throw std::invalid_argument("attention plan has " + std::to_string(plan.layers.size()) +
+                                " layers, the model " + std::to_string(config().n_layers));
+  return std::make_unique<Session>(plan, kv_shape(), options);
+}
+
+std::unique_ptr<LanguageModel> LoadModel(const std::string& dir) {
+  const ModelConfig config = LoadModelConfig(dir);
+  std::string known;
+  for (const Family& f : kFamilies) {
+    if (config.architecture == f.architecture) return f.load(dir, config);
+    known += std::string(known.empty() ? "" : ", ") + f.architecture;
+  }
+  throw std::runtime_error(dir + "/config.json: architecture '" + config.architecture +
+                           "' is not supported (supported: " + known + ")");
+}
+
+}  // namespace swan

@@ -1,0 +1,62 @@
+// A loaded language model and the per-sequence state it runs with.
+//
+// Every architecture family is one class in its own file (model/llama.cc)
+// built from the shared blocks in model/blocks.h; LoadModel() picks the
+// family from config.json's "architectures" in one table (model/model.cc).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kv/kv_cache.h"
+#include "model/config.h"
+#include "model/plan.h"
+#include "ops/rope.h"
+
+namespace swan {
+
+// Tokens fed in one call.
+struct Batch {
+  const int32_t* tokens = nullptr;  // [n]
+  const int32_t* pos = nullptr;     // [n] absolute positions
+  int64_t n = 0;
+  // true: logits for every token ([n, vocab]); false: for the last ([1, vocab]).
+  bool all_logits = true;
+};
+
+// One sequence: the attention plan it runs under and its KV cache.
+struct Session {
+  Session(const AttentionPlan& plan, const KvShape& shape, const KvCacheOptions& options);
+
+  AttentionPlan plan;
+  KvCache cache;
+  std::vector<Rope> ropes;  // [n_layers] from plan.layers[i].rope
+};
+
+class LanguageModel {
+ public:
+  virtual ~LanguageModel() = default;
+
+  virtual const ModelConfig& config() const = 0;
+  // The model's own attention (its default plan) as the config gives it.
+  virtual ModelAttentionDefaults AttentionDefaults() const = 0;
+
+  // Runs the batch through the model, writing its keys and values into the
+  // session's cache; inputs longer than the cache's max_chunk are processed
+  // in chunks. logits: [n, vocab] or [1, vocab] (see Batch::all_logits).
+  virtual void Forward(float* logits, const Batch& batch, Session& session) const = 0;
+
+  // The plan `spec` (see model/plan.h) resolved for this model.
+  AttentionPlan ResolvePlan(const std::string& spec) const;
+  std::unique_ptr<Session> NewSession(const AttentionPlan& plan,
+                                      const KvCacheOptions& options = {}) const;
+  KvShape kv_shape() const;
+};
+
+// Loads a Hugging Face model directory (config.json, *.safetensors). Throws
+// std::runtime_error for unsupported architectures and bad files.
+std::unique_ptr<LanguageModel> LoadModel(const std::string& dir);
+
+}  // namespace swan

@@ -1,0 +1,215 @@
+#include "model/plan.h"
+
+#include <cstdlib>
+#include <sstream>
+#include <stdexcept>
+
+namespace swan {
+namespace {
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      parts.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  parts.push_back(cur);
+  return parts;
+}
+
+[[noreturn]] void Reject(const std::string& spec, const std::string& why) {
+  throw std::invalid_argument("attention plan '" + spec + "': " + why);
+}
+
+// A positive integer, or a rejection naming `what`.
+int32_t ParseCount(const std::string& spec, const std::string& text, const std::string& what,
+                   bool allow_zero = false) {
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || text[0] == '+' || text[0] == '-' || v > (1L << 30))
+    Reject(spec, what + " must be a non-negative integer, got '" + text + "'");
+  if (v == 0 && !allow_zero) Reject(spec, what + " must be positive, got 0");
+  return int32_t(v);
+}
+
+}  // namespace
+
+bool AttentionPlan::HasWindowLayers() const {
+  for (const LayerPlan& l : layers)
+    if (l.kind == LayerKind::kWindow) return true;
+  return false;
+}
+
+std::string AttentionPlan::Describe() const {
+  std::ostringstream s;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerPlan& l = layers[i];
+    s << "layer " << i << "\t" << (l.kind == LayerKind::kFull ? "full  " : "window") << "\t"
+      << l.span.ToString() << "\t" << l.rope.ToString() << "\n";
+  }
+  return s.str();
+}
+
+PlanSpec ParsePlanSpec(const std::string& spec) {
+  PlanSpec p;
+  if (spec.empty() || spec == "model") return p;
+  const std::vector<std::string> items = Split(spec, ',');
+  bool have_preset = false, have_window = false, have_sinks = false;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string& item = items[i];
+    const std::vector<std::string> w = Split(item, ':');
+    const std::string& head = w[0];
+    if (item.empty()) Reject(spec, "empty item (two commas in a row, or a trailing comma)");
+
+    // Presets: only as the first item.
+    if (head == "full" || head == "swa" || head == "hybrid" || head == "model") {
+      if (have_preset || i != 0)
+        Reject(spec, "'" + item + "': the preset (full, swa:W, hybrid:A:B, model) comes once, first");
+      have_preset = true;
+      if (head == "full" || head == "model") {
+        if (w.size() != 1) Reject(spec, "'" + item + "' takes no arguments");
+        p.preset = head == "full" ? PlanSpec::Preset::kFull : PlanSpec::Preset::kModel;
+      } else if (head == "swa") {
+        if (w.size() != 2) Reject(spec, "'" + item + "': expected swa:W");
+        p.preset = PlanSpec::Preset::kSwa;
+        p.window = ParseCount(spec, w[1], "the window in '" + item + "'");
+        have_window = true;
+      } else {
+        if (w.size() != 3) Reject(spec, "'" + item + "': expected hybrid:A:B (A window layers, B full)");
+        p.preset = PlanSpec::Preset::kHybrid;
+        p.hybrid_window_layers = ParseCount(spec, w[1], "A in '" + item + "'");
+        p.hybrid_full_layers = ParseCount(spec, w[2], "B in '" + item + "'");
+      }
+      continue;
+    }
+    if (head == "window") {
+      if (w.size() != 2) Reject(spec, "'" + item + "': expected window:W");
+      if (have_window) Reject(spec, "'" + item + "': the window is given twice");
+      p.window = ParseCount(spec, w[1], "the window in '" + item + "'");
+      have_window = true;
+    } else if (head == "sinks") {
+      if (w.size() != 2) Reject(spec, "'" + item + "': expected sinks:S");
+      if (have_sinks) Reject(spec, "'" + item + "': sinks are given twice");
+      p.sinks = ParseCount(spec, w[1], "the sink count in '" + item + "'", /*allow_zero=*/true);
+      have_sinks = true;
+    } else if (head == "nope") {
+      if (w.size() != 2) Reject(spec, "'" + item + "': expected nope:full, nope:window or nope:all");
+      if (w[1] == "full" || w[1] == "all") p.nope_full = true;
+      if (w[1] == "window" || w[1] == "all") p.nope_window = true;
+      if (w[1] != "full" && w[1] != "window" && w[1] != "all")
+        Reject(spec, "'" + item + "': expected nope:full, nope:window or nope:all");
+    } else if (head.rfind("layer", 0) == 0 && head.size() > 5) {
+      const int32_t layer =
+          ParseCount(spec, head.substr(5), "the layer index in '" + item + "'", /*allow_zero=*/true);
+      if (p.overrides.count(layer)) Reject(spec, "'" + item + "': layer " + head.substr(5) + " is given twice");
+      PlanSpec::LayerOverride o;
+      if (w.size() == 2 && w[1] == "full") {
+        o.kind = LayerKind::kFull;
+      } else if ((w.size() == 2 || w.size() == 3) && w[1] == "swa") {
+        o.kind = LayerKind::kWindow;
+        if (w.size() == 3) o.window = ParseCount(spec, w[2], "the window in '" + item + "'");
+      } else {
+        Reject(spec, "'" + item + "': expected layerN:full, layerN:swa or layerN:swa:W");
+      }
+      p.overrides[layer] = o;
+    } else {
+      Reject(spec, "unknown word '" + item +
+                       "' (expected full, swa:W, hybrid:A:B, window:W, sinks:S, layerN:full, "
+                       "layerN:swa[:W], nope:full|window|all)");
+    }
+  }
+  if (p.preset == PlanSpec::Preset::kFull && have_window && p.overrides.empty())
+    Reject(spec, "window:" + std::to_string(p.window) + " given, but a full plan has no window layers");
+  if (p.preset == PlanSpec::Preset::kFull && have_sinks && p.sinks > 0) {
+    bool any_window = false;
+    for (const auto& [layer, o] : p.overrides) any_window |= o.kind == LayerKind::kWindow;
+    if (!any_window) Reject(spec, "sinks need a window: full attention already sees every key");
+  }
+  if (p.preset == PlanSpec::Preset::kSwa) {
+    // swa:W sets the window; a later window:W would be a second one.
+    for (size_t i = 1; i < items.size(); ++i)
+      if (items[i].rfind("window:", 0) == 0) Reject(spec, "the window is given twice (swa:W and window:W)");
+  }
+  return p;
+}
+
+AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults& model) {
+  const PlanSpec p = ParsePlanSpec(spec);
+  const int32_t n = model.n_layers;
+  if (n <= 0) throw std::invalid_argument("attention plan: the model has no layers");
+  if (!model.spans.empty() && int32_t(model.spans.size()) != n)
+    throw std::invalid_argument("attention plan: the model gives " + std::to_string(model.spans.size()) +
+                                " spans for " + std::to_string(n) + " layers");
+
+  // The window of window layers that the spec does not size itself.
+  int32_t window = p.window;
+  if (window == 0) {
+    for (const Span& s : model.spans)
+      if (s.window > 0) window = s.window;
+    if (window == 0) window = model.default_window;
+  }
+
+  AttentionPlan plan;
+  plan.spec = spec.empty() ? "model" : spec;
+  plan.layers.resize(size_t(n));
+  for (int32_t i = 0; i < n; ++i) {
+    LayerPlan& l = plan.layers[size_t(i)];
+    switch (p.preset) {
+      case PlanSpec::Preset::kModel: {
+        const Span s = model.spans.empty() ? Span{} : model.spans[size_t(i)];
+        l.kind = s.full() ? LayerKind::kFull : LayerKind::kWindow;
+        l.span = s;
+        if (p.window > 0 && !s.full()) l.span.window = p.window;
+        break;
+      }
+      case PlanSpec::Preset::kFull:
+        l.kind = LayerKind::kFull;
+        break;
+      case PlanSpec::Preset::kSwa:
+        l.kind = LayerKind::kWindow;
+        l.span.window = window;
+        break;
+      case PlanSpec::Preset::kHybrid: {
+        const int32_t period = p.hybrid_window_layers + p.hybrid_full_layers;
+        const bool is_window = i % period < p.hybrid_window_layers;
+        l.kind = is_window ? LayerKind::kWindow : LayerKind::kFull;
+        if (is_window) l.span.window = window;
+        break;
+      }
+    }
+  }
+  for (const auto& [layer, o] : p.overrides) {
+    if (layer >= n)
+      throw std::invalid_argument("attention plan '" + spec + "': layer" + std::to_string(layer) +
+                                  " does not exist (the model has layers 0.." +
+                                  std::to_string(n - 1) + ")");
+    LayerPlan& l = plan.layers[size_t(layer)];
+    l.kind = o.kind;
+    l.span = o.kind == LayerKind::kFull ? Span{} : Span{o.window > 0 ? o.window : window, 0};
+  }
+  bool any_window = false;
+  for (LayerPlan& l : plan.layers) {
+    if (l.kind == LayerKind::kWindow) {
+      any_window = true;
+      if (p.sinks > 0) l.span.sinks = p.sinks;
+    }
+    l.rope = model.rope;
+    if ((l.kind == LayerKind::kFull && p.nope_full) || (l.kind == LayerKind::kWindow && p.nope_window))
+      l.rope.enabled = false;
+    ValidateSpan(l.span);
+  }
+  if (p.sinks > 0 && !any_window)
+    throw std::invalid_argument("attention plan '" + spec +
+                                "': sinks need a window, and this plan has no window layers");
+  if (p.window > 0 && !any_window)
+    throw std::invalid_argument("attention plan '" + spec + "': window:" + std::to_string(p.window) +
+                                " given, but this plan has no window layers");
+  return plan;
+}
+
+}  // namespace swan

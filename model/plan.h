@@ -1,0 +1,86 @@
+// The attention plan: what attention every layer does (DESIGN.md §2).
+//
+// A plan is data, resolved from a short text spec and the model's config:
+//
+//   (empty) | model   the model's own plan (HF sliding_window / layer_types)
+//   full              every layer full causal attention
+//   swa:W             every layer a window of W keys (the query included)
+//   hybrid:A:B        A window layers then B full layers, repeating
+//                     (hybrid:3:1 Mellum 2, hybrid:1:1 Gemma 2 / gpt-oss,
+//                     hybrid:5:1 Gemma 3)
+// followed by comma-separated modifiers:
+//   window:W          the window of the window layers (hybrid; default: the
+//                     model's sliding_window, else 4096)
+//   sinks:S           S sink tokens on every window layer
+//   layerN:full       layer N full attention
+//   layerN:swa[:W]    layer N a window layer (of W, or the plan's window)
+//   nope:full | nope:window | nope:all   no RoPE on those layers
+// e.g. "hybrid:3:1,window:64,sinks:4,layer0:full,nope:full".
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "attention/span.h"
+#include "ops/rope.h"
+
+namespace swan {
+
+enum class LayerKind { kFull, kWindow };
+// Position mode (DESIGN.md §2): only `absolute` so far; StreamingLLM's
+// `cache` mode would rotate keys by their cache slot.
+enum class PositionMode { kAbsolute };
+
+struct LayerPlan {
+  LayerKind kind = LayerKind::kFull;
+  Span span;                // window 0 for full layers
+  RopeSettings rope;
+  PositionMode position_mode = PositionMode::kAbsolute;
+};
+
+struct AttentionPlan {
+  std::string spec;                // what it was resolved from
+  std::vector<LayerPlan> layers;   // [n_layers]
+
+  bool HasWindowLayers() const;
+  // One line per layer: "layer  3  window 64 + 4 sinks  rope 10000".
+  std::string Describe() const;
+};
+
+// The syntax of a spec, before a model gives it layers. Exposed for tests.
+struct PlanSpec {
+  enum class Preset { kModel, kFull, kSwa, kHybrid };
+  struct LayerOverride {
+    LayerKind kind = LayerKind::kFull;
+    int32_t window = 0;  // kWindow: 0 = the plan's window
+  };
+  Preset preset = Preset::kModel;
+  int32_t window = 0;             // swa:W or window:W; 0 = not given
+  int32_t sinks = 0;
+  int32_t hybrid_window_layers = 0;
+  int32_t hybrid_full_layers = 0;
+  std::map<int32_t, LayerOverride> overrides;
+  bool nope_full = false;
+  bool nope_window = false;
+};
+
+// Throws std::invalid_argument naming the offending word: unknown words, a
+// window of 0, sinks without any window, a preset given twice, malformed
+// numbers.
+PlanSpec ParsePlanSpec(const std::string& spec);
+
+// What the model itself says.
+struct ModelAttentionDefaults {
+  int32_t n_layers = 0;
+  RopeSettings rope;
+  std::vector<Span> spans;     // [n_layers] from the config (full when empty)
+  int32_t default_window = 4096;  // for hybrid presets without window:W
+};
+
+// Resolves `spec` for a model. Throws std::invalid_argument for layer
+// indices out of range and for sinks on a plan without window layers.
+AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults& model);
+
+}  // namespace swan

@@ -1,0 +1,41 @@
+#include "ops/elementwise.h"
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace swan {
+
+void RmsNorm(float* out, const float* x, const float* weight, float eps, int64_t n_tokens,
+             int64_t dim) {
+#pragma omp parallel for if (n_tokens > 16)
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const float* xt = x + t * dim;
+    float* ot = out + t * dim;
+    double sum_sq = 0;
+    for (int64_t i = 0; i < dim; ++i) sum_sq += double(xt[i]) * xt[i];
+    const float inv = float(1.0 / std::sqrt(sum_sq / double(dim) + double(eps)));
+    for (int64_t i = 0; i < dim; ++i) ot[i] = xt[i] * inv * weight[i];
+  }
+}
+
+void SiluMul(float* out, const float* gate, const float* up, int64_t n) {
+#pragma omp parallel for if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void Embed(float* out, const float* table, const int32_t* ids, int64_t n_tokens, int64_t n_rows,
+           int64_t dim) {
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    if (ids[t] < 0 || ids[t] >= n_rows)
+      throw std::out_of_range("token id " + std::to_string(ids[t]) + " outside the vocabulary [0, " +
+                              std::to_string(n_rows) + ")");
+    std::memcpy(out + t * dim, table + int64_t(ids[t]) * dim, size_t(dim) * sizeof(float));
+  }
+}
+
+}  // namespace swan

@@ -1,0 +1,24 @@
+// Small per-token operations of a transformer block, plain loops.
+#pragma once
+
+#include <cstdint>
+
+namespace swan {
+
+// out[t] = x[t] / sqrt(mean(x[t]²) + eps) * weight, per token t (HF LlamaRMSNorm:
+// the weight multiplies after normalising). out may equal x.
+//   out, x [n_tokens, dim], weight [dim]
+void RmsNorm(float* out, const float* x, const float* weight, float eps, int64_t n_tokens,
+             int64_t dim);
+
+// out = silu(gate) * up, elementwise; silu(g) = g / (1 + e^-g). out may alias gate.
+//   out, gate, up [n]
+void SiluMul(float* out, const float* gate, const float* up, int64_t n);
+
+// out[t] = table[ids[t]] for each token t.
+//   out [n_tokens, dim], table [n_rows, dim]
+// Throws std::out_of_range for an id outside [0, n_rows).
+void Embed(float* out, const float* table, const int32_t* ids, int64_t n_tokens, int64_t n_rows,
+           int64_t dim);
+
+}  // namespace swan

@@ -1,0 +1,110 @@
+#include "ops/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "ops/elementwise.h"
+#include "ops/rope.h"
+
+namespace swan {
+namespace {
+
+std::vector<float> Random(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist;
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+TEST(Matmul, MatchesReferenceForManyShapes) {
+  const MatmulShape shapes[] = {{1, 1, 1}, {1, 512, 64}, {16, 172, 64}, {7, 64, 172}, {33, 65, 129}};
+  for (const MatmulShape& s : shapes) {
+    for (bool accumulate : {false, true}) {
+      const auto x = Random(size_t(s.m * s.k), 1), w = Random(size_t(s.n * s.k), 2);
+      std::vector<float> y = Random(size_t(s.m * s.n), 3), expected = y;
+      MatmulTransB(y.data(), x.data(), w.data(), s, accumulate);
+      MatmulTransBReference(expected.data(), x.data(), w.data(), s, accumulate);
+      for (size_t i = 0; i < y.size(); ++i)
+        ASSERT_NEAR(y[i], expected[i], 1e-4 * (1 + std::fabs(expected[i])))
+            << "m=" << s.m << " n=" << s.n << " k=" << s.k << " accumulate=" << accumulate;
+    }
+  }
+}
+
+TEST(Matmul, RejectsEmptyShapes) {
+  float y = 0, x = 0, w = 0;
+  EXPECT_THROW(MatmulTransB(&y, &x, &w, {0, 1, 1}), std::invalid_argument);
+}
+
+TEST(Elementwise, RmsNormAndSiluMul) {
+  const std::vector<float> x = {1, 2, 3, 4}, w = {1, 2};  // [2 tokens, 2], [2]
+  std::vector<float> out(4);
+  RmsNorm(out.data(), x.data(), w.data(), 0.0f, 2, 2);
+  const float r0 = 1 / std::sqrt(2.5f), r1 = 1 / std::sqrt(12.5f);
+  EXPECT_NEAR(out[0], 1 * r0, 1e-6);
+  EXPECT_NEAR(out[1], 2 * r0 * 2, 1e-6);
+  EXPECT_NEAR(out[2], 3 * r1, 1e-6);
+  EXPECT_NEAR(out[3], 4 * r1 * 2, 1e-6);
+  const std::vector<float> g = {0, 1, -2}, u = {5, 2, 3};
+  std::vector<float> s(3);
+  SiluMul(s.data(), g.data(), u.data(), 3);
+  EXPECT_NEAR(s[0], 0, 1e-7);
+  EXPECT_NEAR(s[1], 2 / (1 + std::exp(-1.0)), 1e-6);
+  EXPECT_NEAR(s[2], 3 * -2 / (1 + std::exp(2.0)), 1e-6);
+}
+
+// rotate_half: pairs (i, i + d/2) rotate by pos * base^(-2i/d).
+TEST(Rope, RotatesHalfPairsAndPreservesNorm) {
+  const int32_t d = 8;
+  Rope rope(RopeSettings{}, d);
+  std::vector<float> x = Random(2 * d, 4), orig = x;  // [2 tokens, 1 head, 8]
+  const int32_t pos[2] = {0, 5};
+  rope.Apply(x.data(), pos, 2, 1);
+  for (int i = 0; i < d; ++i) EXPECT_FLOAT_EQ(x[size_t(i)], orig[size_t(i)]);  // position 0
+  for (int i = 0; i < d / 2; ++i) {
+    const double angle = 5 * std::pow(10000.0, -2.0 * i / d);
+    const float a = orig[size_t(d + i)], b = orig[size_t(d + i + d / 2)];
+    EXPECT_NEAR(x[size_t(d + i)], a * std::cos(angle) - b * std::sin(angle), 1e-5);
+    EXPECT_NEAR(x[size_t(d + i + d / 2)], b * std::cos(angle) + a * std::sin(angle), 1e-5);
+  }
+  RopeSettings nope;
+  nope.enabled = false;
+  std::vector<float> y = orig;
+  Rope(nope, d).Apply(y.data(), pos, 2, 1);
+  EXPECT_EQ(y, orig);
+}
+
+TEST(Rope, ScalingFrequencies) {
+  RopeSettings s;
+  s.scaling.kind = RopeScaling::Kind::kLinear;
+  s.scaling.factor = 4;
+  const Rope plain(RopeSettings{}, 64), linear(s, 64);
+  for (size_t i = 0; i < 32; ++i) EXPECT_DOUBLE_EQ(linear.inv_freq()[i], plain.inv_freq()[i] / 4);
+
+  // llama3: high frequencies (short wavelengths) kept, low ones divided by factor.
+  s.base = 500000;
+  s.scaling = RopeScaling{};
+  s.scaling.kind = RopeScaling::Kind::kLlama3;
+  s.scaling.factor = 8;
+  s.scaling.original_max_position_embeddings = 8192;
+  RopeSettings base = s;
+  base.scaling = RopeScaling{};
+  const Rope l3(s, 128), l3_base(base, 128);
+  EXPECT_DOUBLE_EQ(l3.inv_freq()[0], l3_base.inv_freq()[0]);
+  EXPECT_DOUBLE_EQ(l3.inv_freq()[63], l3_base.inv_freq()[63] / 8);
+
+  // YaRN: the same ends, and the attention factor 0.1 ln(f) + 1.
+  s.scaling.kind = RopeScaling::Kind::kYarn;
+  s.scaling.original_max_position_embeddings = 4096;
+  const Rope yarn(s, 128);
+  EXPECT_DOUBLE_EQ(yarn.inv_freq()[0], l3_base.inv_freq()[0]);
+  EXPECT_NEAR(yarn.inv_freq()[63], l3_base.inv_freq()[63] / 8, 1e-15);
+  EXPECT_NEAR(yarn.attention_factor(), 0.1 * std::log(8.0) + 1, 1e-12);
+}
+
+}  // namespace
+}  // namespace swan
