@@ -30,7 +30,7 @@ void AttentionBlock(float* residual, const float* xn, const int32_t* pos, int64_
   args.n_q = n;
   args.kv = layer.cache->View();
   args.span = layer.span;
-  AttendReference(args, out.data());
+  Attend(args, out.data());
   MatmulTransB(residual, out.data(), layer.weights->o, {n, sizes.hidden, q_dim}, /*accumulate=*/true);
 }
 

@@ -1,0 +1,146 @@
+#include "model/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+namespace swan {
+namespace {
+
+ModelAttentionDefaults Model(int32_t n_layers, int32_t sliding_window = 0) {
+  ModelAttentionDefaults m;
+  m.n_layers = n_layers;
+  m.rope.base = 10000;
+  m.spans.assign(size_t(n_layers), Span{sliding_window, 0});
+  if (sliding_window > 0) m.default_window = sliding_window;
+  return m;
+}
+
+// "W" for window layers (with the window), "F" for full ones, e.g. "8 8 8 F".
+std::string Kinds(const AttentionPlan& p) {
+  std::string s;
+  for (const LayerPlan& l : p.layers) {
+    if (!s.empty()) s += ' ';
+    if (l.kind == LayerKind::kFull) {
+      EXPECT_TRUE(l.span.full());
+      s += 'F';
+    } else {
+      s += std::to_string(l.span.window);
+      if (l.span.sinks) s += "+" + std::to_string(l.span.sinks);
+    }
+  }
+  return s;
+}
+
+std::string Rejection(const std::string& spec, int32_t n_layers = 8) {
+  try {
+    ResolvePlan(spec, Model(n_layers));
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "'" << spec << "' was accepted";
+  return "";
+}
+
+TEST(Plan, Presets) {
+  EXPECT_EQ(Kinds(ResolvePlan("", Model(3))), "F F F");
+  EXPECT_EQ(Kinds(ResolvePlan("model", Model(3, 16))), "16 16 16");
+  EXPECT_EQ(Kinds(ResolvePlan("full", Model(3, 16))), "F F F");
+  EXPECT_EQ(Kinds(ResolvePlan("swa:64", Model(3))), "64 64 64");
+  EXPECT_EQ(Kinds(ResolvePlan("swa:64,sinks:4", Model(2))), "64+4 64+4");
+  EXPECT_EQ(Kinds(ResolvePlan("hybrid:3:1,window:32", Model(8))), "32 32 32 F 32 32 32 F");
+  EXPECT_EQ(Kinds(ResolvePlan("hybrid:1:1,window:8", Model(4))), "8 F 8 F");
+  EXPECT_EQ(Kinds(ResolvePlan("hybrid:5:1,window:8", Model(7))), "8 8 8 8 8 F 8");
+  EXPECT_EQ(Kinds(ResolvePlan("hybrid:2:2,window:8", Model(4))), "8 8 F F");
+}
+
+TEST(Plan, HybridWindowDefaultsToModelThen4096) {
+  EXPECT_EQ(Kinds(ResolvePlan("hybrid:1:1", Model(2, 128))), "128 F");
+  EXPECT_EQ(Kinds(ResolvePlan("hybrid:1:1", Model(2))), "4096 F");
+}
+
+TEST(Plan, LayerOverridesAndModifiers) {
+  EXPECT_EQ(Kinds(ResolvePlan("hybrid:3:1,window:64,layer0:full,layer3:swa", Model(4))), "F 64 64 64");
+  EXPECT_EQ(Kinds(ResolvePlan("full,layer1:swa:16", Model(3))), "F 16 F");
+  EXPECT_EQ(Kinds(ResolvePlan("full,layer1:swa:16,sinks:2", Model(3))), "F 16+2 F");
+  EXPECT_EQ(Kinds(ResolvePlan("model,window:32", Model(2, 16))), "32 32");
+  EXPECT_EQ(Kinds(ResolvePlan("model,sinks:4", Model(2, 16))), "16+4 16+4");
+}
+
+TEST(Plan, NopeOnFullLayers) {
+  const AttentionPlan p = ResolvePlan("hybrid:1:1,window:8,nope:full", Model(4));
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(p.layers[i].rope.enabled, p.layers[i].kind == LayerKind::kWindow);
+  const AttentionPlan all = ResolvePlan("swa:8,nope:all", Model(2));
+  EXPECT_FALSE(all.layers[0].rope.enabled);
+  const AttentionPlan win = ResolvePlan("hybrid:1:1,window:8,nope:window", Model(2));
+  EXPECT_FALSE(win.layers[0].rope.enabled);
+  EXPECT_TRUE(win.layers[1].rope.enabled);
+  EXPECT_DOUBLE_EQ(win.layers[1].rope.base, 10000);
+}
+
+TEST(Plan, DescribeListsEveryLayer) {
+  const std::string d = ResolvePlan("hybrid:1:1,window:8,sinks:2", Model(2)).Describe();
+  EXPECT_NE(d.find("layer 0"), std::string::npos) << d;
+  EXPECT_NE(d.find("window 8 + 2 sinks"), std::string::npos) << d;
+  EXPECT_NE(d.find("layer 1\tfull"), std::string::npos) << d;
+}
+
+TEST(Plan, RejectsNonsense) {
+  struct Case {
+    const char* spec;
+    const char* message;  // a piece of the expected message
+  };
+  const Case cases[] = {
+      {"full,sinks:4", "sinks need a window"},
+      {"sinks:4", "sinks need a window"},  // the model has no window layers
+      {"swa:0", "must be positive"},
+      {"swa:0,sinks:2", "must be positive"},
+      {"hybrid:3:1,window:0", "must be positive"},
+      {"full,layer2:swa:0", "must be positive"},
+      {"swa:-4", "non-negative integer"},
+      {"swa:abc", "non-negative integer"},
+      {"swa:12x", "non-negative integer"},
+      {"swa", "expected swa:W"},
+      {"swa:8:9", "expected swa:W"},
+      {"hybrid:3", "expected hybrid:A:B"},
+      {"hybrid:0:0", "must be positive"},
+      {"hybrid:0:1", "must be positive"},
+      {"sliding:8", "unknown word 'sliding:8'"},
+      {"full,foo", "unknown word 'foo'"},
+      {"swa:8,,sinks:2", "empty item"},
+      {"swa:8,", "empty item"},
+      {"full,swa:8", "comes once, first"},
+      {"sinks:2,swa:8", "comes once, first"},
+      {"full:3", "takes no arguments"},
+      {"swa:8,window:16", "given twice"},
+      {"hybrid:1:1,window:8,window:16", "given twice"},
+      {"swa:8,sinks:1,sinks:2", "given twice"},
+      {"full,window:64", "no window layers"},
+      {"nope:half", "expected nope:full"},
+      {"nope", "expected nope:full"},
+      {"full,layer8:swa", "layer8 does not exist"},
+      {"full,layerx:full", "layer index"},
+      {"full,layer1:half", "expected layerN:full"},
+      {"full,layer1:full,layer1:swa", "given twice"},
+  };
+  for (const Case& c : cases) {
+    const std::string msg = Rejection(c.spec);
+    EXPECT_NE(msg.find(c.message), std::string::npos) << "spec '" << c.spec << "' gave: " << msg;
+    EXPECT_NE(msg.find(c.spec[0] == '\0' ? "" : "attention plan"), std::string::npos) << msg;
+  }
+}
+
+TEST(Plan, ParserAloneRejectsSinksOnFull) {
+  EXPECT_THROW(ParsePlanSpec("full,sinks:2"), std::invalid_argument);
+  EXPECT_NO_THROW(ParsePlanSpec("full,sinks:0"));
+  const PlanSpec p = ParsePlanSpec("hybrid:3:1,window:64,layer3:full,nope:full");
+  EXPECT_EQ(p.preset, PlanSpec::Preset::kHybrid);
+  EXPECT_EQ(p.hybrid_window_layers, 3);
+  EXPECT_EQ(p.hybrid_full_layers, 1);
+  EXPECT_EQ(p.window, 64);
+  EXPECT_TRUE(p.nope_full);
+  EXPECT_EQ(p.overrides.at(3).kind, LayerKind::kFull);
+}
+
+}  // namespace
+}  // namespace swan
