@@ -10,6 +10,8 @@
 
 namespace swan::cli {
 int RunBench(const std::vector<std::string>& args);
+int RunGenerate(const std::vector<std::string>& args);
+int RunInspect(const std::vector<std::string>& args);
 }  // namespace swan::cli
 
 namespace {
@@ -18,6 +20,8 @@ using swan::cli::Command;
 
 const Command kCommands[] = {
     {"bench", "measure kernels and models (`swan bench attention`)", swan::cli::RunBench},
+    {"generate", "continue a prompt with a model under an attention plan", swan::cli::RunGenerate},
+    {"inspect", "a model's attention plan per layer and its KV cache size", swan::cli::RunInspect},
 };
 
 void PrintUsage(FILE* out) {

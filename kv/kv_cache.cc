@@ -117,6 +117,12 @@ void KvCache::Clear() {
   for (LayerKvCache& l : layers_) l.Clear();
 }
 
+KvType KvTypeFromString(const std::string& name) {
+  if (name == "f32") return KvType::kF32;
+  if (name == "bf16") return KvType::kBF16;
+  throw std::invalid_argument("KV cache type must be f32 or bf16, got '" + name + "'");
+}
+
 size_t LayerKvBytesAt(const Span& span, const KvShape& shape, const KvCacheOptions& options,
                       int64_t n_ctx) {
   const size_t row_bytes =

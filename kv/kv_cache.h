@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "attention/attention.h"
@@ -105,6 +106,9 @@ class KvCache {
   KvCacheOptions options_;
   std::vector<LayerKvCache> layers_;
 };
+
+// "f32" or "bf16"; throws std::invalid_argument for anything else.
+KvType KvTypeFromString(const std::string& name);
 
 // The bytes one layer's cache holds after `n_ctx` tokens, computed without
 // allocating (what `swan inspect` reports).

@@ -27,7 +27,6 @@ class Llama : public LanguageModel {
   Llama(const std::string& dir, const ModelConfig& config);
 
   const ModelConfig& config() const override { return config_; }
-  ModelAttentionDefaults AttentionDefaults() const override;
   void Forward(float* logits, const Batch& batch, Session& session) const override;
 
  private:
@@ -84,15 +83,17 @@ Llama::Llama(const std::string& dir, const ModelConfig& config) : config_(config
   }
 }
 
-ModelAttentionDefaults Llama::AttentionDefaults() const {
+}  // namespace
+
+ModelAttentionDefaults LlamaAttentionDefaults(const ModelConfig& config) {
   ModelAttentionDefaults d;
-  d.n_layers = config_.n_layers;
-  d.rope = config_.rope;
-  const Span window = SpanFromHfSlidingWindow(config_.sliding_window);
-  d.spans.assign(size_t(config_.n_layers), window);
+  d.n_layers = config.n_layers;
+  d.rope = config.rope;
+  const Span window = SpanFromHfSlidingWindow(config.sliding_window);
+  d.spans.assign(size_t(config.n_layers), window);
   // Newer configs name each layer's kind.
-  for (size_t i = 0; i < config_.layer_types.size(); ++i) {
-    const std::string& t = config_.layer_types[i];
+  for (size_t i = 0; i < config.layer_types.size(); ++i) {
+    const std::string& t = config.layer_types[i];
     if (t == "full_attention") {
       d.spans[i] = Span{};
     } else if (t != "sliding_attention") {
@@ -103,6 +104,8 @@ ModelAttentionDefaults Llama::AttentionDefaults() const {
   if (window.window > 0) d.default_window = window.window;
   return d;
 }
+
+namespace {
 
 void Llama::Forward(float* logits, const Batch& batch, Session& session) const {
   if (batch.n <= 0) throw std::invalid_argument("Forward: empty batch");

@@ -17,4 +17,8 @@ namespace swan {
 // (biases, activations other than silu) and for missing or misshapen tensors.
 std::unique_ptr<LanguageModel> LoadLlama(const std::string& dir, const ModelConfig& config);
 
+// The family's layer spans: HF sliding_window on every layer (Mistral), or
+// per layer from layer_types; none (full attention) for Llama.
+ModelAttentionDefaults LlamaAttentionDefaults(const ModelConfig& config);
+
 }  // namespace swan

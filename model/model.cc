@@ -12,13 +12,24 @@ using Loader = std::unique_ptr<LanguageModel> (*)(const std::string& dir, const 
 struct Family {
   const char* architecture;  // config.json "architectures"[0]
   Loader load;
+  ModelAttentionDefaults (*attention)(const ModelConfig& config);
 };
 
 // The one place that maps an architecture name to its implementation.
 const Family kFamilies[] = {
-    {"LlamaForCausalLM", LoadLlama},
-    {"MistralForCausalLM", LoadLlama},
+    {"LlamaForCausalLM", LoadLlama, LlamaAttentionDefaults},
+    {"MistralForCausalLM", LoadLlama, LlamaAttentionDefaults},
 };
+
+const Family& FamilyOf(const ModelConfig& config, const std::string& origin) {
+  std::string known;
+  for (const Family& f : kFamilies) {
+    if (config.architecture == f.architecture) return f;
+    known += std::string(known.empty() ? "" : ", ") + f.architecture;
+  }
+  throw std::runtime_error(origin + ": architecture '" + config.architecture +
+                           "' is not supported (supported: " + known + ")");
+}
 
 }  // namespace
 
@@ -45,15 +56,17 @@ std::unique_ptr<Session> LanguageModel::NewSession(const AttentionPlan& plan,
   return std::make_unique<Session>(plan, kv_shape(), options);
 }
 
+ModelAttentionDefaults AttentionDefaultsFor(const ModelConfig& config) {
+  return FamilyOf(config, "config.json").attention(config);
+}
+
+ModelAttentionDefaults LanguageModel::AttentionDefaults() const {
+  return AttentionDefaultsFor(config());
+}
+
 std::unique_ptr<LanguageModel> LoadModel(const std::string& dir) {
   const ModelConfig config = LoadModelConfig(dir);
-  std::string known;
-  for (const Family& f : kFamilies) {
-    if (config.architecture == f.architecture) return f.load(dir, config);
-    known += std::string(known.empty() ? "" : ", ") + f.architecture;
-  }
-  throw std::runtime_error(dir + "/config.json: architecture '" + config.architecture +
-                           "' is not supported (supported: " + known + ")");
+  return FamilyOf(config, dir + "/config.json").load(dir, config);
 }
 
 }  // namespace swan

@@ -41,7 +41,7 @@ class LanguageModel {
 
   virtual const ModelConfig& config() const = 0;
   // The model's own attention (its default plan) as the config gives it.
-  virtual ModelAttentionDefaults AttentionDefaults() const = 0;
+  ModelAttentionDefaults AttentionDefaults() const;
 
   // Runs the batch through the model, writing its keys and values into the
   // session's cache; inputs longer than the cache's max_chunk are processed
@@ -54,6 +54,10 @@ class LanguageModel {
                                       const KvCacheOptions& options = {}) const;
   KvShape kv_shape() const;
 };
+
+// The attention a config describes (layer spans, RoPE), by the config's
+// architecture, without loading weights. Throws for unsupported architectures.
+ModelAttentionDefaults AttentionDefaultsFor(const ModelConfig& config);
 
 // Loads a Hugging Face model directory (config.json, *.safetensors). Throws
 // std::runtime_error for unsupported architectures and bad files.

@@ -1,0 +1,162 @@
+// `swan generate`: text continuation from a model directory under any
+// attention plan.
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <filesystem>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "model/model.h"
+#include "model/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace swan::cli {
+namespace {
+
+const char kUsage[] =
+    "usage: swan generate -m DIR (-p TEXT | --ids 1,2,3) [-n N] [--attn SPEC]\n"
+    "                     [--temp T] [--top-k K] [--top-p P] [--min-p M] [--seed S]\n"
+    "                     [--batch B] [--kv f32|bf16] [--ignore-eos]\n"
+    "  -m DIR        Hugging Face model directory (config.json, *.safetensors, tokenizer.json)\n"
+    "  -p TEXT       prompt, encoded with DIR/tokenizer.json (BOS added as the tokenizer says)\n"
+    "  --ids LIST    prompt as token ids instead of text; the output is ids too\n"
+    "  -n N          new tokens to generate (default 64); stops early at EOS\n"
+    "  --attn SPEC   attention plan (default: the model's own), e.g. full, swa:256,\n"
+    "                swa:256,sinks:4, hybrid:3:1,window:512, ...,layer0:full, ...,nope:full\n"
+    "  --temp T      temperature, 0 = greedy (default: generation_config.json when it\n"
+    "                samples, else 0)\n"
+    "  --top-k K --top-p P --min-p M   sampling filters (default off, or generation_config.json)\n"
+    "  --seed S      random seed (default 0)\n"
+    "  --batch B     prefill chunk: tokens per forward step (default 512)\n"
+    "  --kv TYPE     KV cache storage, f32 (default) or bf16\n"
+    "  --ignore-eos  keep generating after an end-of-sequence token\n"
+    "Statistics go to stderr.\n";
+
+std::vector<int32_t> ParseIds(const Args& args) {
+  std::vector<int32_t> ids;
+  for (long long v : args.GetIntList("--ids", {})) {
+    if (v < 0 || v > INT32_MAX) throw std::invalid_argument("--ids: bad token id " + std::to_string(v));
+    ids.push_back(int32_t(v));
+  }
+  if (ids.empty()) throw std::invalid_argument("--ids needs at least one id");
+  return ids;
+}
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+}  // namespace
+
+int RunGenerate(const std::vector<std::string>& words) {
+  const Args args(words, {"--ignore-eos", "--help", "-h"});
+  if (args.Has("--help") || args.Has("-h")) {
+    std::printf("%s", kUsage);
+    return 0;
+  }
+  args.RejectUnknown({"-m", "-p", "--ids", "-n", "--attn", "--temp", "--top-k", "--top-p", "--min-p",
+                      "--seed", "--batch", "--kv", "--ignore-eos"});
+  if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
+  if (args.Has("-p") == args.Has("--ids"))
+    throw std::invalid_argument("give exactly one of -p TEXT and --ids LIST\n" + std::string(kUsage));
+  const std::string dir = args.Get("-m", "");
+  const int64_t n_new = args.GetInt("-n", 64);
+  if (n_new < 0) throw std::invalid_argument("-n must be >= 0");
+
+  const auto t_load = std::chrono::steady_clock::now();
+  std::unique_ptr<LanguageModel> model = LoadModel(dir);
+  const ModelConfig& config = model->config();
+  const bool text_mode = args.Has("-p");
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::vector<int32_t> prompt;
+  if (text_mode) {
+    tokenizer = std::make_unique<Tokenizer>(Tokenizer::Load(dir));
+    prompt = tokenizer->Encode(args.Get("-p", ""));
+    if (prompt.empty()) throw std::invalid_argument("the prompt encodes to no tokens");
+  } else {
+    prompt = ParseIds(args);
+  }
+  for (int32_t id : prompt)
+    if (id >= config.vocab_size)
+      throw std::invalid_argument("prompt token " + std::to_string(id) + " is outside the vocabulary (" +
+                                  std::to_string(config.vocab_size) + ")");
+
+  SamplerOptions sampling;
+  const GenerationDefaults& gen = config.generation;
+  sampling.temperature = args.GetDouble("--temp", gen.do_sample ? gen.temperature : 0.0);
+  sampling.top_k = int32_t(args.GetInt("--top-k", gen.do_sample ? gen.top_k : 0));
+  sampling.top_p = args.GetDouble("--top-p", gen.do_sample ? gen.top_p : 1.0);
+  sampling.min_p = args.GetDouble("--min-p", gen.do_sample ? gen.min_p : 0.0);
+  sampling.seed = uint64_t(args.GetInt("--seed", 0));
+  Sampler sampler(sampling);
+
+  KvCacheOptions kv;
+  kv.max_chunk = int32_t(args.GetInt("--batch", 512));
+  if (kv.max_chunk <= 0) throw std::invalid_argument("--batch must be positive");
+  kv.type = KvTypeFromString(args.Get("--kv", "f32"));
+  const AttentionPlan plan = model->ResolvePlan(args.Get("--attn", ""));
+  auto session = model->NewSession(plan, kv);
+  const double load_s = Seconds(t_load);
+
+  const int64_t vocab = config.vocab_size;
+  std::vector<float> logits(static_cast<size_t>(vocab));  // [vocab] of the last token
+  std::vector<int32_t> pos(prompt.size());
+  std::iota(pos.begin(), pos.end(), 0);
+  const auto t_prefill = std::chrono::steady_clock::now();
+  model->Forward(logits.data(), Batch{prompt.data(), pos.data(), int64_t(prompt.size()), false}, *session);
+  const double prefill_s = Seconds(t_prefill);
+
+  // Text is printed as the difference between decodes of the whole sequence,
+  // so pieces that depend on their neighbours (leading spaces, UTF-8 split
+  // over byte tokens) come out right.
+  std::vector<int32_t> all = prompt;
+  std::string printed;
+  if (text_mode) {
+    printed = tokenizer->DecodeRaw(all, /*skip_special=*/true);
+    std::fputs(printed.c_str(), stdout);
+  } else {
+    for (size_t i = 0; i < prompt.size(); ++i) std::printf("%s%d", i ? "," : "", prompt[i]);
+    std::printf(" |");
+  }
+  std::fflush(stdout);
+
+  const auto t_decode = std::chrono::steady_clock::now();
+  int64_t generated = 0;
+  const bool ignore_eos = args.Has("--ignore-eos");
+  for (int64_t i = 0; i < n_new; ++i) {
+    const int32_t next = sampler.Sample(logits.data(), vocab);
+    all.push_back(next);
+    ++generated;
+    if (text_mode) {
+      const std::string text = tokenizer->DecodeRaw(all, /*skip_special=*/true);
+      if (text.size() > printed.size() && text.compare(0, printed.size(), printed) == 0) {
+        std::fputs(text.c_str() + printed.size(), stdout);
+        printed = text;
+      }
+    } else {
+      std::printf(" %d", next);
+    }
+    std::fflush(stdout);
+    const bool eos = std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), next) !=
+                     config.eos_token_ids.end();
+    if ((eos && !ignore_eos) || i + 1 == n_new) break;
+    const int32_t p = int32_t(all.size()) - 1;
+    model->Forward(logits.data(), Batch{&next, &p, 1, false}, *session);
+  }
+  const double decode_s = Seconds(t_decode);
+  std::printf("\n");
+  std::fprintf(stderr,
+               "[plan %s] load %.2f s | prefill %zu tokens %.3f s (%.1f tok/s) | decode %lld tokens "
+               "%.3f s (%.1f tok/s) | KV cache %.1f KiB\n",
+               plan.spec.c_str(), load_s, prompt.size(), prefill_s, double(prompt.size()) / prefill_s,
+               (long long)generated, decode_s, generated > 0 ? double(generated) / decode_s : 0.0,
+               double(session->cache.Bytes()) / 1024.0);
+  return 0;
+}
+
+}  // namespace swan::cli

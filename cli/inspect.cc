@@ -1,0 +1,82 @@
+// `swan inspect`: a model's configuration, its resolved attention plan per
+// layer, and what the KV cache holds at a given context length.
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "kv/kv_cache.h"
+#include "model/config.h"
+#include "model/model.h"
+#include "model/safetensors.h"
+
+namespace swan::cli {
+
+namespace {
+
+const char kUsage[] =
+    "usage: swan inspect -m DIR [--attn SPEC] [-c CTX] [--batch B] [--kv f32|bf16]\n"
+    "  Prints the model's configuration, the attention plan resolved for it (per layer:\n"
+    "  kind, span, positional encoding) and the KV cache bytes per layer after CTX tokens\n"
+    "  (default: max_position_embeddings), against full attention on every layer.\n"
+    "  --batch B is the prefill chunk the window rings leave room for (default 512).\n";
+
+std::string Bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) b /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u ? "%.1f %s" : "%.0f %s", b, units[u]);
+  return buf;
+}
+
+}  // namespace
+
+int RunInspect(const std::vector<std::string>& words) {
+  const Args args(words, {"--help", "-h"});
+  if (args.Has("--help") || args.Has("-h")) {
+    std::printf("%s", kUsage);
+    return 0;
+  }
+  args.RejectUnknown({"-m", "--attn", "-c", "--batch", "--kv"});
+  if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
+  const std::string dir = args.Get("-m", "");
+  const ModelConfig c = LoadModelConfig(dir);
+  const AttentionPlan plan = ResolvePlan(args.Get("--attn", ""), AttentionDefaultsFor(c));
+  const int64_t ctx = args.GetInt("-c", c.max_position_embeddings > 0 ? c.max_position_embeddings : 4096);
+  if (ctx <= 0) throw std::invalid_argument("-c must be positive");
+  KvCacheOptions kv;
+  kv.max_chunk = int32_t(args.GetInt("--batch", 512));
+  if (kv.max_chunk <= 0) throw std::invalid_argument("--batch must be positive");
+  kv.type = KvTypeFromString(args.Get("--kv", "f32"));
+
+  std::printf("model       %s (%s)\n", dir.c_str(), c.architecture.c_str());
+  std::printf("shape       %d layers, hidden %lld, intermediate %lld, %d heads / %d KV heads of %d, vocab %lld\n",
+              c.n_layers, (long long)c.hidden_size, (long long)c.intermediate_size, c.n_heads,
+              c.n_kv_heads, c.head_dim, (long long)c.vocab_size);
+  std::printf("positions   max %lld, %s\n", (long long)c.max_position_embeddings, c.rope.ToString().c_str());
+  const TensorStore store = TensorStore::OpenDirectory(dir);
+  int64_t params = 0;
+  for (const std::string& name : store.Names()) params += store.Info(name).numel();
+  std::printf("weights     %zu tensors, %lld parameters\n", store.Names().size(), (long long)params);
+  std::printf("plan        %s\n\n", plan.spec.c_str());
+
+  const KvShape shape{c.n_kv_heads, c.head_dim};
+  std::printf("layer  kind    span                    positions             KV @ %lld tokens\n", (long long)ctx);
+  size_t total = 0, total_full = 0;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const LayerPlan& l = plan.layers[i];
+    const size_t bytes = LayerKvBytesAt(l.span, shape, kv, ctx);
+    total += bytes;
+    total_full += LayerKvBytesAt(Span{}, shape, kv, ctx);
+    std::printf("%5zu  %-6s  %-22s  %-20s  %s\n", i, l.kind == LayerKind::kFull ? "full" : "window",
+                l.span.ToString().c_str(), l.rope.ToString().c_str(), Bytes(double(bytes)).c_str());
+  }
+  std::printf("\nKV cache at %lld tokens (%s): %s; full attention on every layer: %s (%.1f%%)\n",
+              (long long)ctx, kv.type == KvType::kF32 ? "f32" : "bf16", Bytes(double(total)).c_str(),
+              Bytes(double(total_full)).c_str(), 100.0 * double(total) / double(total_full));
+  return 0;
+}
+
+}  // namespace swan::cli
