@@ -12,6 +12,8 @@ namespace swan::cli {
 int RunBench(const std::vector<std::string>& args);
 int RunGenerate(const std::vector<std::string>& args);
 int RunInspect(const std::vector<std::string>& args);
+int RunTokenize(const std::vector<std::string>& args);
+int RunTokenizer(const std::vector<std::string>& args);
 }  // namespace swan::cli
 
 namespace {
@@ -22,6 +24,9 @@ const Command kCommands[] = {
     {"bench", "measure kernels and models (`swan bench attention`)", swan::cli::RunBench},
     {"generate", "continue a prompt with a model under an attention plan", swan::cli::RunGenerate},
     {"inspect", "a model's attention plan per layer and its KV cache size", swan::cli::RunInspect},
+    {"tokenize", "text to token ids and back; corpora to token files", swan::cli::RunTokenize},
+    {"tokenizer", "train a byte-level BPE tokenizer (`swan tokenizer train`)",
+     swan::cli::RunTokenizer},
 };
 
 void PrintUsage(FILE* out) {

@@ -1,0 +1,174 @@
+// `swan tokenize`: text to token ids and back with a tokenizer.json, and
+// whole corpora to a flat token file for training (tokenizer/token_file.h).
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "cli/input_files.h"
+#include "tokenizer/token_file.h"
+#include "tokenizer/tokenizer.h"
+
+namespace swan::cli {
+namespace {
+
+const char kUsage[] =
+    "usage: swan tokenize -t TOKENIZER --text TEXT [--no-special] [--plain] [--tokens]\n"
+    "       swan tokenize -t TOKENIZER --decode 1,2,3 [--skip-special]\n"
+    "       swan tokenize -t TOKENIZER --out DATA.bin [--holdout 0.01] [--ext .txt]\n"
+    "                     [--jsonl [--field text]] [--bos] FILES_OR_DIRS...\n"
+    "  -t TOKENIZER     tokenizer.json, or a directory holding one\n"
+    "  --text TEXT      print the ids of TEXT, comma-separated\n"
+    "  --no-special     do not add the tokenizer's BOS/EOS template around TEXT\n"
+    "  --plain          encode special-token text such as <s> as ordinary characters\n"
+    "  --tokens         also print each token's text\n"
+    "  --decode LIST    print the text of comma-separated ids\n"
+    "  --skip-special   leave special tokens out of the decoded text\n"
+    "  --out FILE       encode documents (one per file, or per line with --jsonl), each\n"
+    "                   followed by the end-of-document token (EOS), into a token file:\n"
+    "                   32-byte header then uint16 ids (uint32 if the vocabulary needs it)\n"
+    "  --holdout P      send every (1/P)-th document to FILE's .val.bin twin (default 0.01);\n"
+    "                   with fewer documents, the last P of the tokens; 0 = none\n"
+    "  --ext SUFFIX     in directories, read only files whose names end with SUFFIX\n"
+    "  --jsonl          files hold one JSON object per line; its --field (default \"text\")\n"
+    "                   is a document\n"
+    "  --bos            also put BOS before every document\n";
+
+std::string ValPath(const std::string& out) {
+  const std::string suffix = ".bin";
+  if (out.size() > suffix.size() && out.ends_with(suffix))
+    return out.substr(0, out.size() - suffix.size()) + ".val.bin";
+  return out + ".val.bin";
+}
+
+int EncodeCorpus(const Args& args, const Tokenizer& tok) {
+  const std::string out = args.Get("--out", "");
+  const double holdout = args.GetDouble("--holdout", 0.01);
+  if (holdout < 0 || holdout >= 1) throw std::invalid_argument("--holdout must be in [0, 1)");
+  if (tok.eos_id() < 0)
+    throw std::invalid_argument(
+        "the tokenizer has no end-of-document token (no EOS in its post-processor, config.json, "
+        "generation_config.json or tokenizer_config.json)");
+  const bool bos = args.Has("--bos");
+  if (bos && tok.bos_id() < 0) throw std::invalid_argument("--bos: the tokenizer has no BOS token");
+  const std::vector<std::string> files = ExpandInputFiles(args.positional(), args.Get("--ext", ""));
+  if (files.empty()) throw std::invalid_argument("no input files\n" + std::string(kUsage));
+  const std::string field = args.Get("--field", "text");
+  const uint64_t every = holdout > 0 ? static_cast<uint64_t>(std::llround(1.0 / holdout)) : 0;
+
+  const auto start = std::chrono::steady_clock::now();
+  const auto vocab = static_cast<uint32_t>(tok.vocab_size());
+  TokenFileWriter train(out, vocab);
+  TokenFileWriter val(ValPath(out), vocab);
+  uint64_t docs = 0, bytes = 0;
+  std::vector<int32_t> ids;
+  auto add_document = [&](std::string_view text) {
+    ids.clear();
+    if (bos) ids.push_back(tok.bos_id());
+    const auto encoded = tok.Encode(text, {.add_special_tokens = false});
+    ids.insert(ids.end(), encoded.begin(), encoded.end());
+    ids.push_back(tok.eos_id());
+    (every > 0 && docs % every == every - 1 ? val : train).Append(ids);
+    ++docs;
+    bytes += text.size();
+  };
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string content = ReadWholeFile(files[i]);
+    if (!args.Has("--jsonl")) {
+      add_document(content);
+    } else {
+      std::istringstream lines(content);
+      std::string line;
+      for (size_t n = 1; std::getline(lines, line); ++n) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        nlohmann::json j;
+        try {
+          j = nlohmann::json::parse(line);
+        } catch (const nlohmann::json::exception& e) {
+          throw std::runtime_error(files[i] + ":" + std::to_string(n) + ": not JSON: " + e.what());
+        }
+        if (!j.is_object() || !j.contains(field) || !j[field].is_string())
+          throw std::runtime_error(files[i] + ":" + std::to_string(n) + ": no string field \"" +
+                                   field + "\"");
+        add_document(j[field].get_ref<const std::string&>());
+      }
+    }
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "\rtokenize: %zu/%zu files, %.1f MB, %llu tokens, %.1f MB/s   ", i + 1,
+                 files.size(), static_cast<double>(bytes) / 1e6,
+                 static_cast<unsigned long long>(train.count() + val.count()),
+                 static_cast<double>(bytes) / 1e6 / std::max(s, 1e-9));
+  }
+  std::fprintf(stderr, "\n");
+  train.Close();
+  val.Close();
+  if (holdout > 0 && val.count() == 0 && train.count() > 1) {
+    // Too few documents to hold some out: move the last tokens instead.
+    const TokenFile all(out);
+    const uint64_t n =
+        std::max<uint64_t>(1, static_cast<uint64_t>(holdout * static_cast<double>(all.size())));
+    std::vector<int32_t> tail(n);
+    all.Read(all.size() - n, tail);
+    TokenFileWriter tail_writer(ValPath(out), vocab);
+    tail_writer.Append(tail);
+    tail_writer.Close();
+    TruncateTokenFile(out, all.size() - n);
+  }
+  const TokenFile t(out), v(ValPath(out));
+  std::printf("%s: %llu tokens (uint%u), %s: %llu tokens, from %llu documents, vocabulary %u\n",
+              out.c_str(), static_cast<unsigned long long>(t.size()), t.dtype_bytes() * 8,
+              ValPath(out).c_str(), static_cast<unsigned long long>(v.size()),
+              static_cast<unsigned long long>(docs), vocab);
+  return 0;
+}
+
+}  // namespace
+
+int RunTokenize(const std::vector<std::string>& words) {
+  const Args args(words, {"--help", "-h", "--no-special", "--plain", "--tokens", "--skip-special",
+                          "--jsonl", "--bos"});
+  if (args.Has("--help") || args.Has("-h")) {
+    std::printf("%s", kUsage);
+    return 0;
+  }
+  args.RejectUnknown({"-t", "--text", "--no-special", "--plain", "--tokens", "--decode",
+                      "--skip-special", "--out", "--holdout", "--ext", "--jsonl", "--field",
+                      "--bos"});
+  if (!args.Has("-t"))
+    throw std::invalid_argument("-t TOKENIZER is required\n" + std::string(kUsage));
+  const Tokenizer tok = Tokenizer::Load(args.Get("-t", ""));
+  if (args.Has("--out")) return EncodeCorpus(args, tok);
+  if (args.Has("--decode")) {
+    std::vector<int32_t> ids;
+    for (const long long v : args.GetIntList("--decode", {})) {
+      if (v < 0 || v >= tok.vocab_size())
+        throw std::invalid_argument("--decode: id " + std::to_string(v) +
+                                    " is outside the vocabulary of " +
+                                    std::to_string(tok.vocab_size()));
+      ids.push_back(static_cast<int32_t>(v));
+    }
+    std::printf("%s\n", tok.Decode(ids, args.Has("--skip-special")).c_str());
+    return 0;
+  }
+  if (!args.Has("--text"))
+    throw std::invalid_argument("give --text, --decode or --out\n" + std::string(kUsage));
+  const auto ids = tok.Encode(
+      args.Get("--text", ""),
+      {.add_special_tokens = !args.Has("--no-special"), .parse_special = !args.Has("--plain")});
+  std::string line;
+  for (size_t i = 0; i < ids.size(); ++i) line += (i ? "," : "") + std::to_string(ids[i]);
+  std::printf("%s\n", line.c_str());
+  if (args.Has("--tokens"))
+    for (const int32_t id : ids)
+      std::printf("%8d  %s\n", id,
+                  nlohmann::json(tok.Decode(std::vector<int32_t>{id})).dump().c_str());
+  return 0;
+}
+
+}  // namespace swan::cli
