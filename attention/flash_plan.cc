@@ -22,35 +22,8 @@ FlashPlan::FlashPlan(const AttentionArgs& a, const DualOutput& out, bool is_dual
   n_blocks_ = (a.kv.n_rows + kBlockKeys - 1) / kBlockKeys;
   row_floats_ = 2 + s.head_dim;
 
-  blocks_.resize(size_t(n_blocks_));
-  for (int64_t b = 0; b < n_blocks_; ++b) {
-    BlockBounds bb{0, 0, false, true};
-    const int64_t end = std::min(a.kv.n_rows, (b + 1) * kBlockKeys);
-    for (int64_t j = b * kBlockKeys; j < end; ++j) {
-      const int32_t p = a.kv.pos[j];
-      if (p < 0) {
-        bb.all_valid = false;
-        continue;
-      }
-      if (!bb.any) bb.min_pos = bb.max_pos = p;
-      bb.min_pos = std::min(bb.min_pos, p);
-      bb.max_pos = std::max(bb.max_pos, p);
-      bb.any = true;
-    }
-    blocks_[size_t(b)] = bb;
-  }
-  tile_min_.resize(size_t(n_tiles_));
-  tile_max_.resize(size_t(n_tiles_));
-  for (int64_t t = 0; t < n_tiles_; ++t) {
-    const int64_t end = std::min(a.n_q, (t + 1) * tile_queries);
-    int32_t lo = a.q_pos[t * tile_queries], hi = lo;
-    for (int64_t i = t * tile_queries; i < end; ++i) {
-      lo = std::min(lo, a.q_pos[i]);
-      hi = std::max(hi, a.q_pos[i]);
-    }
-    tile_min_[size_t(t)] = lo;
-    tile_max_[size_t(t)] = hi;
-  }
+  blocks_ = ComputeBlockBounds(a.kv.pos, a.kv.n_rows);
+  tiles_ = ComputeQueryRanges(a.q_pos, a.n_q, tile_queries);
 
   // Few tasks but many keys (decode): split each tile's key blocks so every
   // thread has work; the partial softmax states are merged in Finish().
@@ -76,32 +49,12 @@ FlashTask FlashPlan::Task(int64_t task) const {
 }
 
 std::vector<BlockVisit> FlashPlan::VisitsFor(const FlashTask& t) const {
-  const Span span = args->span;
-  const int64_t q_min = tile_min_[size_t(t.tile)], q_max = tile_max_[size_t(t.tile)];
-  const bool windowed = span.window > 0;
   std::vector<BlockVisit> visits;
   for (int64_t b = 0; b < n_blocks_; ++b) {
-    const BlockBounds& bb = blocks_[size_t(b)];
-    if (!bb.any || bb.min_pos > q_max) continue;  // empty, or after every query
-    const bool causal_for_all = bb.all_valid && bb.max_pos <= q_min;
-    const bool all_sinks = bb.max_pos < span.sinks;
-    const bool no_sinks = bb.min_pos >= span.sinks;
-    // Inside the window of every query / outside the window of every query.
-    const bool in_every_window = !windowed || bb.min_pos >= WindowStart(span, q_max);
-    const bool past_every_window = windowed && bb.max_pos < WindowStart(span, q_min);
-
-    Visibility in_span = Visibility::kPartial;
-    if (past_every_window && no_sinks)
-      in_span = Visibility::kNone;
-    else if (causal_for_all && (in_every_window || all_sinks))
-      in_span = Visibility::kFull;
-
-    Visibility outside = Visibility::kNone;
-    if (dual && windowed && !in_every_window && !all_sinks)
-      outside = causal_for_all && past_every_window && no_sinks ? Visibility::kFull
-                                                                 : Visibility::kPartial;
-    if (in_span == Visibility::kNone && outside == Visibility::kNone) continue;
-    visits.push_back(BlockVisit{b, in_span, outside});
+    BlockVisibility v = ClassifyBlock(args->span, blocks_[size_t(b)], tiles_[size_t(t.tile)]);
+    if (!dual) v.outside = Visibility::kNone;
+    if (v.span == Visibility::kNone && v.outside == Visibility::kNone) continue;
+    visits.push_back(BlockVisit{b, v.span, v.outside});
   }
   if (splits_ > 1) {
     const size_t n = visits.size();

@@ -7,16 +7,9 @@
 #include <vector>
 
 #include "attention/attention.h"
+#include "attention/block_visibility.h"
 
 namespace swan {
-
-constexpr int64_t kBlockKeys = 64;  // key rows per block
-
-enum class Visibility : uint8_t {
-  kNone,     // no row of the tile sees any key of the block
-  kFull,     // every row sees every key: no mask
-  kPartial,  // a boundary: per-element mask
-};
 
 struct BlockVisit {
   int64_t block;
@@ -52,10 +45,6 @@ class FlashPlan {
   float scale;           // logit scale
 
  private:
-  struct BlockBounds {
-    int32_t min_pos, max_pos;  // over non-empty rows
-    bool any, all_valid;
-  };
   float* PartialRow(int32_t split, int state, int64_t query, int64_t head) const;
   void FinishRowStates(int64_t query, int64_t head, const float* state0, const float* state1) const;
 
@@ -64,7 +53,7 @@ class FlashPlan {
   int32_t splits_ = 1;
   int64_t row_floats_ = 0;                   // 2 + head_dim: m, l, acc
   std::vector<BlockBounds> blocks_;          // [n_blocks]
-  std::vector<int32_t> tile_min_, tile_max_; // [n_tiles] query position range
+  std::vector<QueryRange> tiles_;            // [n_tiles] query position range
   mutable std::vector<float> partial_;       // [splits][states][n_q][n_heads][row_floats]
 };
 

@@ -3,6 +3,8 @@
 #include <hwy/targets.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -18,17 +20,29 @@ using testing::MakePrefill;
 using testing::Problem;
 using testing::RelativeError;
 
-std::mt19937 Rng() {
-  static std::random_device device;
-  const unsigned seed = device();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  return std::mt19937(seed);
-}
+// Each test draws a fresh seed and prints it when it fails, so a failure
+// can be replayed with SWAN_TEST_SEED=<seed>.
+class AttendTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    if (HasFailure()) std::printf("random seed of this test: %u\n", seed_);
+  }
+  const unsigned seed_ = std::getenv("SWAN_TEST_SEED")
+                             ? unsigned(std::strtoul(std::getenv("SWAN_TEST_SEED"), nullptr, 10))
+                             : std::random_device()();
+  std::mt19937 rng{seed_};
+};
 
 // Runs `body` once on every SIMD target Highway compiled that this CPU
 // supports (AVX-512, AVX2, SSE4, ...), so each dispatch path is checked.
+// Under AddressSanitizer only the target the dispatcher picks runs: the
+// sanitizer checks memory safety, the Release build covers every target.
 template <class F>
 void ForEachTarget(const F& body) {
+#if defined(__SANITIZE_ADDRESS__)
+  body();
+  return;
+#endif
   for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
     SCOPED_TRACE(hwy::TargetName(target));
@@ -61,10 +75,9 @@ void ExpectMatches(const Problem& p, const std::string& what, double tol = 1e-5)
   EXPECT_LE(RelativeError(fast.lse, ref.lse), tol) << what;
 }
 
-TEST(Attend, WindowsAroundTheBlockSize) {
+TEST_F(AttendTest, WindowsAroundTheBlockSize) {
   ForEachTarget([&] {
-    std::mt19937 rng = Rng();
-    const AttentionShape shape{4, 2, 32};
+      const AttentionShape shape{4, 2, 32};
     for (int64_t n : {63, 64, 65, 200}) {
       for (int32_t w : {1, 2, 63, 64, 65, int32_t(n - 1), int32_t(n), 0}) {
         const Problem p = MakePrefill(rng, shape, Span{w, 0}, n, n);
@@ -74,10 +87,9 @@ TEST(Attend, WindowsAroundTheBlockSize) {
   });
 }
 
-TEST(Attend, SinksIncludingMoreThanTheWindow) {
+TEST_F(AttendTest, SinksIncludingMoreThanTheWindow) {
   ForEachTarget([&] {
-    std::mt19937 rng = Rng();
-    const AttentionShape shape{2, 1, 64};
+      const AttentionShape shape{2, 1, 64};
     for (int32_t sinks : {1, 4, 100})
       for (int32_t w : {1, 16, 70}) {
         const Problem p = MakePrefill(rng, shape, Span{w, sinks}, 257, 257);
@@ -86,10 +98,9 @@ TEST(Attend, SinksIncludingMoreThanTheWindow) {
   });
 }
 
-TEST(Attend, GqaRatios) {
+TEST_F(AttendTest, GqaRatios) {
   ForEachTarget([&] {
-    std::mt19937 rng = Rng();
-    for (int32_t ratio : {1, 2, 4, 8}) {
+      for (int32_t ratio : {1, 2, 4, 8}) {
       const AttentionShape shape{2 * ratio, 2, 64};
       const Problem p = MakePrefill(rng, shape, Span{50, 2}, 150, 150);
       ExpectMatches(p, "gqa " + std::to_string(ratio));
@@ -97,10 +108,9 @@ TEST(Attend, GqaRatios) {
   });
 }
 
-TEST(Attend, EveryHeadDim) {
+TEST_F(AttendTest, EveryHeadDim) {
   ForEachTarget([&] {
-    std::mt19937 rng = Rng();
-    for (int32_t d : {1, 3, 8, 17, 32, 64, 80, 96, 128, 256}) {
+      for (int32_t d : {1, 3, 8, 17, 32, 64, 80, 96, 128, 256}) {
       const Problem p = MakePrefill(rng, AttentionShape{4, 2, d}, Span{40, 1}, 130, 130);
       ExpectMatches(p, "head_dim " + std::to_string(d));
       const Problem full = MakePrefill(rng, AttentionShape{4, 2, d}, Span{}, 130, 130);
@@ -109,20 +119,18 @@ TEST(Attend, EveryHeadDim) {
   });
 }
 
-TEST(Attend, LearnedSinks) {
+TEST_F(AttendTest, LearnedSinks) {
   ForEachTarget([&] {
-    std::mt19937 rng = Rng();
-    for (Span span : {Span{}, Span{20, 0}, Span{20, 4}}) {
+      for (Span span : {Span{}, Span{20, 0}, Span{20, 4}}) {
       const Problem p = MakePrefill(rng, AttentionShape{8, 2, 64}, span, 190, 190, true);
       ExpectMatches(p, "learned sinks, " + span.ToString());
     }
   });
 }
 
-TEST(Attend, BF16KeysAndValues) {
+TEST_F(AttendTest, BF16KeysAndValues) {
   ForEachTarget([&] {
-    std::mt19937 rng = Rng();
-    for (int32_t d : {8, 64, 128}) {
+      for (int32_t d : {8, 64, 128}) {
       const Problem p = MakePrefill(rng, AttentionShape{8, 2, d}, Span{70, 4}, 300, 300, false,
                                     KvType::kBF16);
       ExpectMatches(p, "bf16 head_dim " + std::to_string(d));
@@ -130,18 +138,16 @@ TEST(Attend, BF16KeysAndValues) {
   });
 }
 
-TEST(Attend, ChunkOfQueriesAfterAPrefix) {
+TEST_F(AttendTest, ChunkOfQueriesAfterAPrefix) {
   ForEachTarget([&] {
-    std::mt19937 rng = Rng();
-    const Problem p = MakePrefill(rng, AttentionShape{4, 4, 64}, Span{100, 0}, 700, 37);
+      const Problem p = MakePrefill(rng, AttentionShape{4, 4, 64}, Span{100, 0}, 700, 37);
     ExpectMatches(p, "37 queries after 663 keys");
   });
 }
 
-TEST(Attend, DecodeOverShuffledRingWithEmptySlots) {
+TEST_F(AttendTest, DecodeOverShuffledRingWithEmptySlots) {
   ForEachTarget([&] {
-    std::mt19937 rng = Rng();
-    const int32_t window = 96, sinks = 4;
+      const int32_t window = 96, sinks = 4;
     for (int32_t n_q : {1, 3}) {
       // A ring of window + n_q slots plus 4 sink slots, filled with the last
       // positions in rotated order; some slots were never written.
@@ -160,10 +166,9 @@ TEST(Attend, DecodeOverShuffledRingWithEmptySlots) {
   });
 }
 
-TEST(Attend, ChunkOverARingThatHoldsItsOwnKeys) {
+TEST_F(AttendTest, ChunkOverARingThatHoldsItsOwnKeys) {
   ForEachTarget([&] {
-    std::mt19937 rng = Rng();
-    const int32_t window = 64, chunk = 16;
+      const int32_t window = 64, chunk = 16;
     // Slots hold positions [200 - window - chunk + 1, 200], written round-robin.
     Problem p = MakePrefill(rng, AttentionShape{4, 2, 32}, Span{window, 0}, window + chunk, chunk);
     const int32_t last = 200;
@@ -176,19 +181,17 @@ TEST(Attend, ChunkOverARingThatHoldsItsOwnKeys) {
   });
 }
 
-TEST(Attend, DecodeOverLongFullViewSplitsKeys) {
+TEST_F(AttendTest, DecodeOverLongFullViewSplitsKeys) {
   ForEachTarget([&] {
-    std::mt19937 rng = Rng();
-    // One query over 3000 keys: the kernel splits key blocks across threads.
+      // One query over 3000 keys: the kernel splits key blocks across threads.
     const Problem p = MakePrefill(rng, AttentionShape{8, 2, 128}, Span{}, 3000, 1, true);
     ExpectMatches(p, "decode 3000 keys");
   });
 }
 
-TEST(AttendDual, WindowAndFullFromOnePass) {
+TEST_F(AttendTest, DualWindowAndFullFromOnePass) {
   ForEachTarget([&] {
-    std::mt19937 rng = Rng();
-    for (Span span : {Span{1, 0}, Span{64, 0}, Span{65, 3}, Span{500, 0}}) {
+      for (Span span : {Span{1, 0}, Span{64, 0}, Span{65, 3}, Span{500, 0}}) {
       for (bool sinks : {false, true}) {
         Problem p = MakePrefill(rng, AttentionShape{4, 2, 64}, span, 260, 260, sinks);
         const AttentionArgs a = p.Args();
@@ -209,8 +212,7 @@ TEST(AttendDual, WindowAndFullFromOnePass) {
   });
 }
 
-TEST(Attend, RejectsBadInput) {
-  std::mt19937 rng = Rng();
+TEST_F(AttendTest, RejectsBadInput) {
   Problem p = MakePrefill(rng, AttentionShape{4, 2, 16}, Span{}, 10, 10);
   std::vector<float> out(p.q.size());
   AttentionArgs a = p.Args();
