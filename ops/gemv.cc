@@ -1,0 +1,142 @@
+#include "ops/gemv.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "util/bf16.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/gemv.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace swan {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+
+// kRowsW weight rows against kRowsX input rows: acc[w][x] vectors summed
+// over k, reduced at the end. The weights are read once per call.
+template <size_t kRowsW, size_t kRowsX, bool kBF16>
+HWY_INLINE void DotTile(const void* w_data, int64_t k, int64_t n0, const float* x, int64_t x0,
+                        float* out /*[kRowsX][kRowsW]*/) {
+  const DF df;
+  const int64_t L = int64_t(hn::Lanes(df));
+  hn::Vec<DF> acc[kRowsW][kRowsX];
+  for (size_t a = 0; a < kRowsW; ++a)
+    for (size_t b = 0; b < kRowsX; ++b) acc[a][b] = hn::Zero(df);
+  int64_t c = 0;
+  for (; c + L <= k; c += L) {
+    hn::Vec<DF> xv[kRowsX];
+    for (size_t b = 0; b < kRowsX; ++b) xv[b] = hn::LoadU(df, x + (x0 + int64_t(b)) * k + c);
+    for (size_t a = 0; a < kRowsW; ++a) {
+      hn::Vec<DF> wv;
+      if constexpr (kBF16) {
+        const hn::RebindToUnsigned<DF> du32;
+        const hn::Rebind<uint16_t, DF> du16;
+        const uint16_t* row = static_cast<const uint16_t*>(w_data) + (n0 + int64_t(a)) * k;
+        wv = hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, row + c))));
+      } else {
+        wv = hn::LoadU(df, static_cast<const float*>(w_data) + (n0 + int64_t(a)) * k + c);
+      }
+      for (size_t b = 0; b < kRowsX; ++b) acc[a][b] = hn::MulAdd(wv, xv[b], acc[a][b]);
+    }
+  }
+  for (size_t a = 0; a < kRowsW; ++a)
+    for (size_t b = 0; b < kRowsX; ++b) {
+      float sum = hn::GetLane(hn::SumOfLanes(df, acc[a][b]));
+      for (int64_t t = c; t < k; ++t) {  // tail of k not filling a vector
+        const int64_t wi = (n0 + int64_t(a)) * k + t;
+        const float wt = kBF16 ? BF16ToF32(static_cast<const uint16_t*>(w_data)[wi])
+                               : static_cast<const float*>(w_data)[wi];
+        sum += wt * x[(x0 + int64_t(b)) * k + t];
+      }
+      out[b * kRowsW + a] = sum;
+    }
+}
+
+template <size_t kRowsX, bool kBF16>
+void RowsRange(float* y, const float* x, const WeightView& w, int64_t x0, int64_t n_begin,
+               int64_t n_end, bool accumulate) {
+  float tile[4 * 4];
+  int64_t n = n_begin;
+  auto store = [&](int64_t rows_w, int64_t base) {
+    for (size_t b = 0; b < kRowsX; ++b)
+      for (int64_t a = 0; a < rows_w; ++a) {
+        float& dst = y[(x0 + int64_t(b)) * w.n + base + a];
+        dst = accumulate ? dst + tile[int64_t(b) * rows_w + a] : tile[int64_t(b) * rows_w + a];
+      }
+  };
+  for (; n + 4 <= n_end; n += 4) {
+    DotTile<4, kRowsX, kBF16>(w.data, w.k, n, x, x0, tile);
+    store(4, n);
+  }
+  for (; n < n_end; ++n) {
+    DotTile<1, kRowsX, kBF16>(w.data, w.k, n, x, x0, tile);
+    store(1, n);
+  }
+}
+
+// Output rows [n_begin, n_end) for every input row.
+void GemvRows(float* y, const float* x, const WeightView& w, int64_t m, int64_t n_begin,
+              int64_t n_end, bool accumulate) {
+  const bool bf16 = w.type == KvType::kBF16;
+  int64_t x0 = 0;
+  for (; x0 + 4 <= m; x0 += 4)
+    bf16 ? RowsRange<4, true>(y, x, w, x0, n_begin, n_end, accumulate)
+         : RowsRange<4, false>(y, x, w, x0, n_begin, n_end, accumulate);
+  for (; x0 + 2 <= m; x0 += 2)
+    bf16 ? RowsRange<2, true>(y, x, w, x0, n_begin, n_end, accumulate)
+         : RowsRange<2, false>(y, x, w, x0, n_begin, n_end, accumulate);
+  for (; x0 < m; ++x0)
+    bf16 ? RowsRange<1, true>(y, x, w, x0, n_begin, n_end, accumulate)
+         : RowsRange<1, false>(y, x, w, x0, n_begin, n_end, accumulate);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace swan
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace swan {
+
+HWY_EXPORT(GemvRows);
+
+static void ValidateGemv(const float* y, const float* x, const WeightView& w, int64_t m) {
+  if (!y || !x || !w.data) throw std::invalid_argument("gemv: null buffer");
+  if (m < 1 || w.n < 1 || w.k < 1)
+    throw std::invalid_argument("gemv: sizes must be positive (m " + std::to_string(m) + ", n " +
+                                std::to_string(w.n) + ", k " + std::to_string(w.k) + ")");
+}
+
+void Gemv(float* y, const float* x, const WeightView& w, int64_t m, bool accumulate) {
+  ValidateGemv(y, x, w, m);
+  // Chunks of 64 output rows: small enough to balance threads, large enough
+  // that each thread streams long runs of the weight matrix.
+  constexpr int64_t kChunk = 64;
+  const int64_t n_chunks = (w.n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (w.n * w.k >= 65536)
+  for (int64_t chunk = 0; chunk < n_chunks; ++chunk) {
+    const int64_t begin = chunk * kChunk, end = begin + kChunk < w.n ? begin + kChunk : w.n;
+    HWY_DYNAMIC_DISPATCH(GemvRows)(y, x, w, m, begin, end, accumulate);
+  }
+}
+
+void GemvReference(float* y, const float* x, const WeightView& w, int64_t m, bool accumulate) {
+  ValidateGemv(y, x, w, m);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t n = 0; n < w.n; ++n) {
+      double sum = 0;
+      for (int64_t c = 0; c < w.k; ++c) {
+        const float wt = w.type == KvType::kBF16
+                             ? BF16ToF32(static_cast<const uint16_t*>(w.data)[n * w.k + c])
+                             : static_cast<const float*>(w.data)[n * w.k + c];
+        sum += double(wt) * x[r * w.k + c];
+      }
+      y[r * w.n + n] = float(accumulate ? y[r * w.n + n] + sum : sum);
+    }
+}
+
+}  // namespace swan
+#endif  // HWY_ONCE

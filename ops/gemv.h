@@ -1,0 +1,32 @@
+// Matrix-vector products for decode: y [m, n] = x [m, k] · wᵀ for a few
+// rows m (one new token per sequence, or a few for speculative decoding).
+// With m that small the product reads every weight once and does 2 m flops
+// per weight, so it is bound by memory bandwidth, not arithmetic: this
+// kernel streams w once for all m rows (Highway SIMD, OpenMP over output
+// rows), where oneDNN's GEMM manages ~10% of the bandwidth at m = 1.
+#pragma once
+
+#include <cstdint>
+
+#include "attention/attention.h"  // KvType doubles as the weight element type
+
+namespace swan {
+
+// A weight matrix in nn.Linear layout [n, k] row-major, f32 or bf16.
+struct WeightView {
+  const void* data = nullptr;  // [n, k]
+  KvType type = KvType::kF32;
+  int64_t n = 0;  // output features (rows)
+  int64_t k = 0;  // input features (columns)
+};
+
+// y = x · wᵀ (or y += with accumulate).  y [m, n], x [m, k], 1 <= m.
+// Efficient for m <= 8; larger m work but belong to a GEMM.
+// Throws std::invalid_argument on bad sizes or null pointers.
+void Gemv(float* y, const float* x, const WeightView& w, int64_t m, bool accumulate = false);
+
+// Double-accumulation loops, for tests.
+void GemvReference(float* y, const float* x, const WeightView& w, int64_t m,
+                   bool accumulate = false);
+
+}  // namespace swan

@@ -1,0 +1,63 @@
+#include "ops/gemv.h"
+
+#include <gtest/gtest.h>
+#include <hwy/targets.h>
+
+#include <cmath>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "util/bf16.h"
+
+namespace swan {
+namespace {
+
+double MaxRelativeError(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::fabs(double(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(double(b[i])));
+  }
+  return diff / scale;
+}
+
+TEST(Gemv, MatchesReferenceOnEveryTarget) {
+  const unsigned seed = std::random_device()();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    for (int64_t m : {1, 2, 3, 5, 8})
+      for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 1}, {7, 13}, {64, 64}, {129, 200}, {300, 1031}})
+        for (KvType type : {KvType::kF32, KvType::kBF16}) {
+          std::vector<float> x(size_t(m * k)), w(size_t(n * k));  // [m, k], [n, k]
+          for (auto& e : x) e = normal(rng);
+          for (auto& e : w) e = normal(rng);
+          std::vector<uint16_t> w16(w.size());  // [n, k] bf16
+          for (size_t i = 0; i < w.size(); ++i) w16[i] = F32ToBF16(w[i]);
+          const WeightView view{type == KvType::kF32 ? static_cast<const void*>(w.data()) : w16.data(),
+                                type, n, k};
+          std::vector<float> y(size_t(m * n), 1.0f), ref(y);  // [m, n]
+          Gemv(y.data(), x.data(), view, m, /*accumulate=*/true);
+          GemvReference(ref.data(), x.data(), view, m, true);
+          EXPECT_LE(MaxRelativeError(y, ref), 1e-5) << m << " " << n << " " << k;
+          Gemv(y.data(), x.data(), view, m);
+          GemvReference(ref.data(), x.data(), view, m);
+          EXPECT_LE(MaxRelativeError(y, ref), 1e-5) << m << " " << n << " " << k;
+        }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+TEST(Gemv, RejectsBadSizes) {
+  float y = 0, x = 0, w = 0;
+  EXPECT_THROW(Gemv(&y, &x, WeightView{&w, KvType::kF32, 1, 1}, 0), std::invalid_argument);
+  EXPECT_THROW(Gemv(&y, &x, WeightView{nullptr, KvType::kF32, 1, 1}, 1), std::invalid_argument);
+  EXPECT_THROW(Gemv(&y, &x, WeightView{&w, KvType::kF32, 0, 1}, 1), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace swan

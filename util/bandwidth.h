@@ -1,0 +1,13 @@
+// The machine's read bandwidth, measured in the same run as the figures
+// that are compared with it (decode is bound by the bytes it reads).
+#pragma once
+
+#include <cstddef>
+
+namespace swan {
+
+// GB/s (1e9 bytes) reading a `bytes`-sized buffer with every thread, best
+// of `repeats` passes after one warm-up.
+double MeasureReadBandwidthGBs(size_t bytes = size_t(512) << 20, int repeats = 3);
+
+}  // namespace swan
