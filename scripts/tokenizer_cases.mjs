@@ -181,9 +181,17 @@ const generators = [prose, prose, mixed, mixed, randomChars, withSpecials, white
   () => pick(code), () => pick(scripts) + " " + pick(combining) + pick(emoji),
   () => { let s = ""; const n = int(5, 40); for (let i = 0; i < n; ++i) s += prose() + pick(["\n", " ", "\n\n"]); return s; }];
 
+// Long inputs (2-6 KB): SentencePiece-style files encode each as one piece.
+function long() {
+  let s = "";
+  const n = int(2000, 6000);
+  while (s.length < n) s += pick(generators)() + pick(["\n", " ", "", "\n\n"]);
+  return s;
+}
+
 const cases = [];
 for (let i = 0; i < count; ++i) {
-  const text = (i < fixed.length ? fixed[i] : pick(generators)()).toWellFormed();
+  const text = (i < fixed.length ? fixed[i] : i % 50 === 0 ? long() : pick(generators)()).toWellFormed();
   const ids = tokenizer.encode(text).ids;
   const decoded = ids.length ? tokenizer.decode(ids, { skip_special_tokens: false, clean_up_tokenization_spaces: false }) : "";
   cases.push({ text, ids, decoded });

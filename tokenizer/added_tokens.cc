@@ -20,12 +20,12 @@ bool IsWordChar(char32_t cp) {
 
 }  // namespace
 
-std::vector<AddedToken> ParseAddedTokens(const nlohmann::json &list, const std::string &where) {
+std::vector<AddedToken> ParseAddedTokens(const nlohmann::json& list, const std::string& where) {
   std::vector<AddedToken> out;
   if (list.is_null()) return out;
   if (!list.is_array()) throw std::invalid_argument(where + ": expected an array");
   for (size_t i = 0; i < list.size(); ++i) {
-    const nlohmann::json &t = list[i];
+    const nlohmann::json& t = list[i];
     const std::string at = where + "[" + std::to_string(i) + "]";
     if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() ||
         !t.contains("content") || !t["content"].is_string())
@@ -36,7 +36,7 @@ std::vector<AddedToken> ParseAddedTokens(const nlohmann::json &list, const std::
     token.id = static_cast<int32_t>(id);
     token.content = t["content"].get<std::string>();
     if (token.content.empty()) throw std::invalid_argument(at + ".content: empty");
-    auto flag = [&](const char *key, bool fallback) {
+    auto flag = [&](const char* key, bool fallback) {
       return t.contains(key) && t[key].is_boolean() ? t[key].get<bool>() : fallback;
     };
     token.special = flag("special", false);
@@ -50,18 +50,18 @@ std::vector<AddedToken> ParseAddedTokens(const nlohmann::json &list, const std::
 }
 
 int32_t AddedTokenMatcher::Child(int32_t node, uint8_t byte) const {
-  const auto &c = nodes_[node].children;
+  const auto& c = nodes_[node].children;
   auto it = std::lower_bound(c.begin(), c.end(), std::make_pair(byte, int32_t{-1}));
   return it != c.end() && it->first == byte ? it->second : -1;
 }
 
-void AddedTokenMatcher::Build(const std::vector<const AddedToken *> &tokens,
-                              const std::vector<std::string> &contents) {
+void AddedTokenMatcher::Build(const std::vector<const AddedToken*>& tokens,
+                              const std::vector<std::string>& contents) {
   nodes_.assign(1, Node{});
   tokens_ = tokens;
   std::fill(std::begin(first_byte_), std::end(first_byte_), false);
   for (size_t t = 0; t < tokens.size(); ++t) {
-    const std::string &s = contents[t];
+    const std::string& s = contents[t];
     if (s.empty()) continue;
     first_byte_[static_cast<uint8_t>(s[0])] = true;
     int32_t node = 0;
@@ -71,7 +71,7 @@ void AddedTokenMatcher::Build(const std::vector<const AddedToken *> &tokens,
       if (next < 0) {
         next = static_cast<int32_t>(nodes_.size());
         nodes_.push_back(Node{});
-        auto &c = nodes_[node].children;
+        auto& c = nodes_[node].children;
         c.insert(std::lower_bound(c.begin(), c.end(), std::make_pair(b, int32_t{-1})), {b, next});
       }
       node = next;

@@ -23,7 +23,7 @@ struct AddedToken {
 
 // Reads the "added_tokens" array. Throws std::invalid_argument naming the
 // field.
-std::vector<AddedToken> ParseAddedTokens(const nlohmann::json &list, const std::string &where);
+std::vector<AddedToken> ParseAddedTokens(const nlohmann::json& list, const std::string& where);
 
 // One stretch of the input: either plain text or an added token.
 struct TextSection {
@@ -37,10 +37,10 @@ class AddedTokenMatcher {
   AddedTokenMatcher() = default;
   // `tokens` holds the tokens to look for; `contents` the text to match for
   // each (its content, or its normalized content). Both outlive the matcher.
-  void Build(const std::vector<const AddedToken *> &tokens,
-             const std::vector<std::string> &contents);
+  void Build(const std::vector<const AddedToken*>& tokens,
+             const std::vector<std::string>& contents);
   bool empty() const { return tokens_.empty(); }
-  const AddedToken &token(int32_t index) const { return *tokens_[index]; }
+  const AddedToken& token(int32_t index) const { return *tokens_[index]; }
 
   // Splits text into plain sections and added tokens, in order. Sections may
   // be empty after lstrip/rstrip. `skip_special`: ignore special tokens.
@@ -56,7 +56,7 @@ class AddedTokenMatcher {
   std::pair<size_t, int32_t> LongestAt(std::string_view text, size_t pos, bool skip_special) const;
 
   std::vector<Node> nodes_;
-  std::vector<const AddedToken *> tokens_;
+  std::vector<const AddedToken*> tokens_;
   bool first_byte_[256] = {};
 };
 

@@ -10,8 +10,8 @@ namespace swan {
 
 using nlohmann::json;
 
-BpeModel::BpeModel(const json &config, const std::string &where) {
-  const json &vocab = config.value("vocab", json());
+BpeModel::BpeModel(const json& config, const std::string& where) {
+  const json& vocab = config.value("vocab", json());
   if (!vocab.is_object()) throw std::invalid_argument(where + ".vocab: expected an object");
   int64_t max_id = -1;
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
@@ -29,13 +29,13 @@ BpeModel::BpeModel(const json &config, const std::string &where) {
     id_to_token_[id] = it.key();
   }
 
-  for (const char *key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-    const json &v = config.value(key, json());
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    const json& v = config.value(key, json());
     if (v.is_string() && !v.get<std::string>().empty())
       throw std::invalid_argument(where + "." + key + ": not supported by swan (got \"" +
                                   v.get<std::string>() + "\")");
   }
-  const json &dropout = config.value("dropout", json());
+  const json& dropout = config.value("dropout", json());
   if (dropout.is_number() && dropout.get<double>() > 0)
     throw std::invalid_argument(where + ".dropout: BPE dropout is not supported");
   byte_fallback_ = config.value("byte_fallback", json(false)).is_boolean() &&
@@ -43,28 +43,28 @@ BpeModel::BpeModel(const json &config, const std::string &where) {
   fuse_unk_ = config.value("fuse_unk", json(false)).is_boolean() && config.value("fuse_unk", false);
   ignore_merges_ = config.value("ignore_merges", json(false)).is_boolean() &&
                    config.value("ignore_merges", false);
-  const json &unk = config.value("unk_token", json());
+  const json& unk = config.value("unk_token", json());
   if (unk.is_string()) {
     unk_id_ = TokenToId(unk.get<std::string>());
     if (unk_id_ < 0)
       throw std::invalid_argument(where + ".unk_token: '" + unk.get<std::string>() +
                                   "' is not in the vocabulary");
   }
-  static const char *kHex = "0123456789ABCDEF";
+  static const char* kHex = "0123456789ABCDEF";
   for (int b = 0; b < 256; ++b) {
     const std::string name = std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">";
     byte_ids_[b] = TokenToId(name);
   }
 
-  const json &merges = config.value("merges", json::array());
+  const json& merges = config.value("merges", json::array());
   if (!merges.is_array()) throw std::invalid_argument(where + ".merges: expected an array");
   merges_.reserve(merges.size());
   for (size_t rank = 0; rank < merges.size(); ++rank) {
-    const json &m = merges[rank];
+    const json& m = merges[rank];
     const std::string at = where + ".merges[" + std::to_string(rank) + "]";
     std::string left, right;
     if (m.is_string()) {
-      const std::string &s = m.get_ref<const std::string &>();
+      const std::string& s = m.get_ref<const std::string&>();
       const size_t space = s.find(' ');
       if (space == std::string::npos)
         throw std::invalid_argument(at + ": expected \"LEFT RIGHT\", got \"" + s + "\"");
@@ -86,7 +86,7 @@ BpeModel::BpeModel(const json &config, const std::string &where) {
   }
 }
 
-const std::string *BpeModel::IdToToken(int32_t id) const {
+const std::string* BpeModel::IdToToken(int32_t id) const {
   if (id < 0 || id >= size() || (id_to_token_[id].empty() && TokenToId("") != id)) return nullptr;
   return &id_to_token_[id];
 }
@@ -96,17 +96,21 @@ int32_t BpeModel::TokenToId(std::string_view token) const {
   return it == token_to_id_.end() ? -1 : it->second;
 }
 
-void BpeModel::Encode(std::string_view piece, std::vector<int32_t> *ids) const {
+void BpeModel::Encode(std::string_view piece, std::vector<int32_t>* ids) const {
   if (piece.empty()) return;
-  if (ignore_merges_) {
+  if (ignore_merges_) {  // a piece that is a token is taken whole
     const int32_t id = TokenToId(piece);
     if (id >= 0) {
       ids->push_back(id);
       return;
     }
   }
+  EncodeMerged(piece, ids);
+}
+
+void BpeModel::EncodeMerged(std::string_view piece, std::vector<int32_t>* ids) const {
   if (piece.size() > kCacheMaxPieceBytes) {
-    EncodeUncached(piece, ids);
+    SplitIndependent(piece, ids);
     return;
   }
   {
@@ -124,7 +128,43 @@ void BpeModel::Encode(std::string_view piece, std::vector<int32_t> *ids) const {
   cache_.emplace(std::string(piece), std::vector<int32_t>(ids->begin() + first, ids->end()));
 }
 
-void BpeModel::EncodeUncached(std::string_view piece, std::vector<int32_t> *ids) const {
+void BpeModel::SplitIndependent(std::string_view piece, std::vector<int32_t>* ids) const {
+  std::call_once(inner_pairs_once_, [&] {
+    char32_t a, b;
+    for (const std::string& token : id_to_token_) {
+      size_t pos = 0;
+      if (token.empty()) continue;
+      pos += DecodeUtf8(token, pos, &a);
+      while (pos < token.size()) {
+        pos += DecodeUtf8(token, pos, &b);
+        inner_pairs_.insert((static_cast<uint64_t>(a) << 32) | b);
+        a = b;
+      }
+    }
+  });
+  size_t start = 0;  // start of the current part
+  size_t pos = 0;
+  char32_t prev = kInvalidCodePoint;
+  bool prev_known = false;  // prev is a token of its own (not byte fallback or unk)
+  while (pos < piece.size()) {
+    char32_t cp;
+    const size_t len = DecodeUtf8(piece, pos, &cp);
+    const bool known = cp != kInvalidCodePoint && TokenToId(piece.substr(pos, len)) >= 0;
+    if (pos > start && known && prev_known &&
+        !inner_pairs_.count((static_cast<uint64_t>(prev) << 32) | cp)) {
+      const std::string_view part = piece.substr(start, pos - start);
+      part.size() > kCacheMaxPieceBytes ? EncodeUncached(part, ids) : EncodeMerged(part, ids);
+      start = pos;
+    }
+    prev = cp;
+    prev_known = known;
+    pos += len;
+  }
+  const std::string_view part = piece.substr(start);
+  part.size() > kCacheMaxPieceBytes ? EncodeUncached(part, ids) : EncodeMerged(part, ids);
+}
+
+void BpeModel::EncodeUncached(std::string_view piece, std::vector<int32_t>* ids) const {
   // The symbols of the word, as a doubly linked list over an array.
   struct Symbol {
     int32_t id;
@@ -165,7 +205,7 @@ void BpeModel::EncodeUncached(std::string_view piece, std::vector<int32_t> *ids)
 
   struct Candidate {
     int32_t rank, pos, new_id;
-    bool operator>(const Candidate &o) const {
+    bool operator>(const Candidate& o) const {
       return rank != o.rank ? rank > o.rank : pos > o.pos;
     }
   };
@@ -180,9 +220,9 @@ void BpeModel::EncodeUncached(std::string_view piece, std::vector<int32_t> *ids)
   while (!queue.empty()) {
     const Candidate top = queue.top();
     queue.pop();
-    Symbol &left = symbols[top.pos];
+    Symbol& left = symbols[top.pos];
     if (!left.alive || left.next < 0) continue;
-    Symbol &right = symbols[left.next];
+    Symbol& right = symbols[left.next];
     auto it = merges_.find(PairKey(left.id, right.id));
     if (it == merges_.end() || it->second.rank != top.rank) continue;  // stale
     left.id = top.new_id;

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace swan {
@@ -27,13 +28,13 @@ class BpeModel {
  public:
   // Reads config["vocab"], config["merges"] and the options. Throws
   // std::invalid_argument naming `where` and the field on bad input.
-  BpeModel(const nlohmann::json &config, const std::string &where);
+  BpeModel(const nlohmann::json& config, const std::string& where);
 
   // Appends the ids of one piece to *ids.
-  void Encode(std::string_view piece, std::vector<int32_t> *ids) const;
+  void Encode(std::string_view piece, std::vector<int32_t>* ids) const;
 
   // Token text of an id, or nullptr if the model has no such id.
-  const std::string *IdToToken(int32_t id) const;
+  const std::string* IdToToken(int32_t id) const;
   // Id of a token text, or -1.
   int32_t TokenToId(std::string_view token) const;
   // One past the largest id in the vocabulary.
@@ -48,8 +49,17 @@ class BpeModel {
   static uint64_t PairKey(int32_t a, int32_t b) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
   }
-  // Encodes without the cache.
-  void EncodeUncached(std::string_view piece, std::vector<int32_t> *ids) const;
+  // Applies the merges to a piece, through the cache; long pieces are first
+  // cut where no merge can ever join the two sides (see SplitIndependent).
+  void EncodeMerged(std::string_view piece, std::vector<int32_t>* ids) const;
+  // Applies the merges with a heap of candidate merges (no cache).
+  void EncodeUncached(std::string_view piece, std::vector<int32_t>* ids) const;
+  // Calls EncodeMerged on the parts of a long piece between positions where
+  // the two neighbouring characters never appear side by side inside any
+  // token: no merge can cross such a position, so encoding the parts
+  // separately gives the same ids. This keeps SentencePiece-style inputs
+  // (one piece per text, no pre-tokenizer) fast and cacheable.
+  void SplitIndependent(std::string_view piece, std::vector<int32_t>* ids) const;
 
   TokenIdMap token_to_id_;
   std::vector<std::string> id_to_token_;  // [size()], "" for ids not in the vocabulary
@@ -59,6 +69,11 @@ class BpeModel {
   bool byte_fallback_ = false;
   bool fuse_unk_ = false;
   bool ignore_merges_ = false;
+
+  // Pairs of characters (a << 32 | b) adjacent inside some token; built on
+  // first use by SplitIndependent.
+  mutable std::once_flag inner_pairs_once_;
+  mutable std::unordered_set<uint64_t> inner_pairs_;
 
   // Pieces already encoded (only short ones). Bounded: cleared when full.
   static constexpr size_t kCacheMaxPieceBytes = 256;

@@ -14,11 +14,11 @@ using nlohmann::json;
 // ByteLevel: every token's characters back to bytes; all tokens fused into one.
 class ByteLevelDecoder : public Decoder {
  public:
-  void DecodeChain(std::vector<std::string> *tokens, bool raw) const override {
-    const ByteLevelAlphabet &alphabet = ByteLevelAlphabet::Get();
+  void DecodeChain(std::vector<std::string>* tokens, bool raw) const override {
+    const ByteLevelAlphabet& alphabet = ByteLevelAlphabet::Get();
     std::string bytes;
     std::string token_bytes;
-    for (const std::string &t : *tokens) {
+    for (const std::string& t : *tokens) {
       token_bytes.clear();
       bool all_mapped = true;
       char32_t cp;
@@ -38,7 +38,7 @@ class ByteLevelDecoder : public Decoder {
 // Face replaces a run that is not valid UTF-8 with one U+FFFD per byte.
 class ByteFallbackDecoder : public Decoder {
  public:
-  void DecodeChain(std::vector<std::string> *tokens, bool raw) const override {
+  void DecodeChain(std::vector<std::string>* tokens, bool raw) const override {
     std::vector<std::string> out;
     std::string run;
     size_t run_tokens = 0;
@@ -54,7 +54,7 @@ class ByteFallbackDecoder : public Decoder {
       run.clear();
       run_tokens = 0;
     };
-    for (std::string &t : *tokens) {
+    for (std::string& t : *tokens) {
       int byte = -1;
       if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>') {
         auto hex = [](char c) {
@@ -82,8 +82,8 @@ class ByteFallbackDecoder : public Decoder {
 class ReplaceDecoder : public Decoder {
  public:
   ReplaceDecoder(std::string from, std::string to) : from_(std::move(from)), to_(std::move(to)) {}
-  void DecodeChain(std::vector<std::string> *tokens, bool) const override {
-    for (std::string &t : *tokens) t = ReplaceAll(t, from_, to_);
+  void DecodeChain(std::vector<std::string>* tokens, bool) const override {
+    for (std::string& t : *tokens) t = ReplaceAll(t, from_, to_);
   }
 
  private:
@@ -92,9 +92,9 @@ class ReplaceDecoder : public Decoder {
 
 class FuseDecoder : public Decoder {
  public:
-  void DecodeChain(std::vector<std::string> *tokens, bool) const override {
+  void DecodeChain(std::vector<std::string>* tokens, bool) const override {
     std::string all;
-    for (const std::string &t : *tokens) all += t;
+    for (const std::string& t : *tokens) all += t;
     tokens->assign(1, all);
   }
 };
@@ -105,9 +105,9 @@ class StripDecoder : public Decoder {
  public:
   StripDecoder(std::string content, size_t start, size_t stop)
       : content_(std::move(content)), start_(start), stop_(stop) {}
-  void DecodeChain(std::vector<std::string> *tokens, bool) const override {
+  void DecodeChain(std::vector<std::string>* tokens, bool) const override {
     if (content_.empty()) return;
-    for (std::string &t : *tokens) {
+    for (std::string& t : *tokens) {
       size_t begin = 0, end = t.size();
       for (size_t i = 0; i < start_ && t.compare(begin, content_.size(), content_) == 0; ++i)
         begin += content_.size();
@@ -130,9 +130,9 @@ class MetaspaceDecoder : public Decoder {
  public:
   MetaspaceDecoder(std::string replacement, bool strip_first)
       : replacement_(std::move(replacement)), strip_first_(strip_first) {}
-  void DecodeChain(std::vector<std::string> *tokens, bool) const override {
+  void DecodeChain(std::vector<std::string>* tokens, bool) const override {
     for (size_t i = 0; i < tokens->size(); ++i) {
-      std::string &t = (*tokens)[i];
+      std::string& t = (*tokens)[i];
       t = ReplaceAll(t, replacement_, " ");
       if (i == 0 && strip_first_ && !t.empty() && t[0] == ' ') t.erase(0, 1);
     }
@@ -147,8 +147,8 @@ class SequenceDecoder : public Decoder {
  public:
   explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> steps)
       : steps_(std::move(steps)) {}
-  void DecodeChain(std::vector<std::string> *tokens, bool raw) const override {
-    for (const auto &step : steps_) step->DecodeChain(tokens, raw);
+  void DecodeChain(std::vector<std::string>* tokens, bool raw) const override {
+    for (const auto& step : steps_) step->DecodeChain(tokens, raw);
   }
 
  private:
@@ -157,13 +157,13 @@ class SequenceDecoder : public Decoder {
 
 }  // namespace
 
-std::unique_ptr<Decoder> MakeDecoder(const json &config, const std::string &where) {
+std::unique_ptr<Decoder> MakeDecoder(const json& config, const std::string& where) {
   if (config.is_null()) return nullptr;
   if (!config.is_object() || !config.contains("type") || !config["type"].is_string())
     throw std::invalid_argument(where + ": expected an object with a string \"type\"");
   const std::string type = config["type"].get<std::string>();
   if (type == "Sequence") {
-    const json &list = config.value("decoders", json());
+    const json& list = config.value("decoders", json());
     if (!list.is_array()) throw std::invalid_argument(where + ".decoders: expected an array");
     std::vector<std::unique_ptr<Decoder>> steps;
     for (size_t i = 0; i < list.size(); ++i) {
@@ -176,7 +176,7 @@ std::unique_ptr<Decoder> MakeDecoder(const json &config, const std::string &wher
   if (type == "ByteFallback") return std::make_unique<ByteFallbackDecoder>();
   if (type == "Fuse") return std::make_unique<FuseDecoder>();
   if (type == "Replace") {
-    const json &pattern = config.value("pattern", json());
+    const json& pattern = config.value("pattern", json());
     if (!pattern.is_object() || !pattern.contains("String") || !pattern["String"].is_string() ||
         !config.contains("content") || !config["content"].is_string())
       throw std::invalid_argument(where + ": Replace needs pattern.String and content strings");
@@ -184,9 +184,9 @@ std::unique_ptr<Decoder> MakeDecoder(const json &config, const std::string &wher
                                             config["content"].get<std::string>());
   }
   if (type == "Strip") {
-    const json &content = config.value("content", json());
-    const json &start = config.value("start", json(0));
-    const json &stop = config.value("stop", json(0));
+    const json& content = config.value("content", json());
+    const json& start = config.value("start", json(0));
+    const json& stop = config.value("stop", json(0));
     if (!content.is_string() || !start.is_number_unsigned() || !stop.is_number_unsigned())
       throw std::invalid_argument(where + ": Strip needs a string content and unsigned start/stop");
     return std::make_unique<StripDecoder>(content.get<std::string>(), start.get<size_t>(),

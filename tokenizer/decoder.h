@@ -17,11 +17,11 @@ class Decoder {
   // Transforms the token texts in place (HF's decode_chain). With `raw`, byte
   // decoders keep bytes that are not valid UTF-8 as they are (for streaming);
   // otherwise they replace them as Hugging Face does.
-  virtual void DecodeChain(std::vector<std::string> *tokens, bool raw) const = 0;
+  virtual void DecodeChain(std::vector<std::string>* tokens, bool raw) const = 0;
 };
 
 // Returns nullptr for a JSON null. Throws std::invalid_argument naming the
 // field for an unknown or malformed decoder.
-std::unique_ptr<Decoder> MakeDecoder(const nlohmann::json &config, const std::string &where);
+std::unique_ptr<Decoder> MakeDecoder(const nlohmann::json& config, const std::string& where);
 
 }  // namespace swan

@@ -17,17 +17,17 @@ namespace swan {
 namespace {
 
 std::filesystem::path CacheDir() {
-  const char *src = std::getenv("SWAN_SOURCE_DIR");
+  const char* src = std::getenv("SWAN_SOURCE_DIR");
   return std::filesystem::path(src ? src : ".") / ".cache" / "tokenizers";
 }
 
-std::string Join(const std::vector<int32_t> &ids) {
+std::string Join(const std::vector<int32_t>& ids) {
   std::string s;
   for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
   return s;
 }
 
-class HfAgreement : public testing::TestWithParam<const char *> {};
+class HfAgreement : public testing::TestWithParam<const char*> {};
 
 TEST_P(HfAgreement, IdsAndDecodedTextMatchTheJsPort) {
   const std::filesystem::path dir = CacheDir() / GetParam();
@@ -41,7 +41,7 @@ TEST_P(HfAgreement, IdsAndDecodedTextMatchTheJsPort) {
   std::ifstream in(expected_path);
   const nlohmann::json expected = nlohmann::json::parse(in);
   size_t compared = 0, id_mismatch = 0, text_mismatch = 0, shown = 0;
-  for (const auto &c : expected["cases"]) {
+  for (const auto& c : expected["cases"]) {
     const std::string text = c["text"].get<std::string>();
     const std::vector<int32_t> want = c["ids"].get<std::vector<int32_t>>();
     const std::vector<int32_t> got = tok.Encode(text);
@@ -67,7 +67,7 @@ TEST_P(HfAgreement, IdsAndDecodedTextMatchTheJsPort) {
 
 INSTANTIATE_TEST_SUITE_P(RealTokenizers, HfAgreement,
                          testing::Values("llama2", "llama3", "qwen3", "gemma3", "gptoss"),
-                         [](const auto &info) { return std::string(info.param); });
+                         [](const auto& info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace swan

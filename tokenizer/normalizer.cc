@@ -16,9 +16,9 @@ namespace {
 
 using nlohmann::json;
 
-const icu::Normalizer2 *GetIcuNormalizer(const std::string &form) {
+const icu::Normalizer2* GetIcuNormalizer(const std::string& form) {
   UErrorCode status = U_ZERO_ERROR;
-  const icu::Normalizer2 *n = nullptr;
+  const icu::Normalizer2* n = nullptr;
   if (form == "NFC") n = icu::Normalizer2::getNFCInstance(status);
   if (form == "NFD") n = icu::Normalizer2::getNFDInstance(status);
   if (form == "NFKC") n = icu::Normalizer2::getNFKCInstance(status);
@@ -27,7 +27,7 @@ const icu::Normalizer2 *GetIcuNormalizer(const std::string &form) {
   return n;
 }
 
-std::string NormalizeValid(const icu::Normalizer2 *n, std::string_view text) {
+std::string NormalizeValid(const icu::Normalizer2* n, std::string_view text) {
   // Quick path: pure ASCII is already normalized in every form.
   bool ascii = true;
   for (const char c : text) ascii = ascii && static_cast<uint8_t>(c) < 0x80;
@@ -61,7 +61,7 @@ class SequenceNormalizer : public Normalizer {
       : steps_(std::move(steps)) {}
   std::string Normalize(std::string_view text) const override {
     std::string s(text);
-    for (const auto &step : steps_) s = step->Normalize(s);
+    for (const auto& step : steps_) s = step->Normalize(s);
     return s;
   }
 
@@ -135,7 +135,7 @@ class StripNormalizer : public Normalizer {
   bool left_, right_;
 };
 
-std::string GetString(const json &j, const char *key, const std::string &where) {
+std::string GetString(const json& j, const char* key, const std::string& where) {
   if (!j.contains(key) || !j[key].is_string())
     throw std::invalid_argument(where + "." + key + ": expected a string");
   return j[key].get<std::string>();
@@ -159,8 +159,8 @@ std::string ReplaceAll(std::string_view text, std::string_view from, std::string
   return out;
 }
 
-std::string UnicodeNormalize(std::string_view text, const std::string &form) {
-  const icu::Normalizer2 *n = GetIcuNormalizer(form);
+std::string UnicodeNormalize(std::string_view text, const std::string& form) {
+  const icu::Normalizer2* n = GetIcuNormalizer(form);
   std::string out;
   size_t run = 0, pos = 0;
   char32_t cp;
@@ -178,7 +178,7 @@ std::string UnicodeNormalize(std::string_view text, const std::string &form) {
   return out;
 }
 
-std::unique_ptr<Normalizer> MakeNormalizer(const json &config, const std::string &where) {
+std::unique_ptr<Normalizer> MakeNormalizer(const json& config, const std::string& where) {
   if (config.is_null()) return nullptr;
   if (!config.is_object()) throw std::invalid_argument(where + ": expected an object or null");
   const std::string type = GetString(config, "type", where);
@@ -199,7 +199,7 @@ std::unique_ptr<Normalizer> MakeNormalizer(const json &config, const std::string
     return std::make_unique<PrependNormalizer>(GetString(config, "prepend", where));
   if (type == "Replace") {
     const std::string content = GetString(config, "content", where);
-    const json &pattern = config.value("pattern", json());
+    const json& pattern = config.value("pattern", json());
     if (pattern.contains("String") && pattern["String"].is_string())
       return std::make_unique<ReplaceNormalizer>(pattern["String"].get<std::string>(), nullptr,
                                                  content);

@@ -18,11 +18,11 @@ class Normalizer {
 
 // Returns nullptr for a JSON null. Throws std::invalid_argument naming the
 // field for an unknown or malformed normalizer.
-std::unique_ptr<Normalizer> MakeNormalizer(const nlohmann::json &config, const std::string &where);
+std::unique_ptr<Normalizer> MakeNormalizer(const nlohmann::json& config, const std::string& where);
 
 // Unicode normalization form: "NFC", "NFD", "NFKC" or "NFKD". Invalid UTF-8
 // bytes are kept as they are; the valid runs between them are normalized.
-std::string UnicodeNormalize(std::string_view text, const std::string &form);
+std::string UnicodeNormalize(std::string_view text, const std::string& form);
 
 // Replaces every non-overlapping occurrence of `from` (left to right).
 std::string ReplaceAll(std::string_view text, std::string_view from, std::string_view to);

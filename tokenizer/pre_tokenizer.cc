@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "tokenizer/normalizer.h"
 #include "tokenizer/regex.h"
@@ -14,7 +15,7 @@ namespace {
 using nlohmann::json;
 
 // The pattern GPT-2's ByteLevel pre-tokenizer uses when use_regex is true.
-constexpr const char *kGpt2Pattern =
+constexpr const char* kGpt2Pattern =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| "
     "?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
@@ -24,13 +25,12 @@ struct Span {
   bool match;
 };
 
-// Splits text at the spans by `behavior`, appending the non-empty parts.
-void SplitSpans(const std::string &text, const std::vector<Span> &spans, SplitBehavior behavior,
-                std::vector<std::string> *out) {
+// Emits the non-empty parts of text split at the spans by `behavior`.
+void EmitSpans(std::string_view text, const std::vector<Span>& spans, SplitBehavior behavior,
+               FunctionRef<void(std::string_view)> emit) {
   std::vector<std::pair<size_t, size_t>> parts;
   bool previous_match = false;
-  for (size_t i = 0; i < spans.size(); ++i) {
-    const Span &s = spans[i];
+  for (const Span& s : spans) {
     switch (behavior) {
       case SplitBehavior::kRemoved:
         if (!s.match) parts.emplace_back(s.begin, s.end);
@@ -59,20 +59,22 @@ void SplitSpans(const std::string &text, const std::vector<Span> &spans, SplitBe
     }
     previous_match = s.match;
   }
-  for (const auto &[b, e] : parts)
-    if (e > b) out->emplace_back(text.substr(b, e - b));
+  for (const auto& [b, e] : parts)
+    if (e > b) emit(text.substr(b, e - b));
 }
 
-// Spans of text split at the matches of `find` (a function listing matches).
-template <typename FindFn>
-std::vector<Span> SpansOf(const std::string &text, bool invert, FindFn find) {
+// Spans of text around the occurrences of a literal (left to right).
+std::vector<Span> LiteralSpans(std::string_view text, std::string_view literal, bool invert) {
   std::vector<Span> spans;
   size_t last = 0;
-  find(text, [&](size_t b, size_t e) {
-    if (b > last) spans.push_back({last, b, invert});
-    spans.push_back({b, e, !invert});
-    last = e;
-  });
+  if (!literal.empty()) {
+    for (size_t pos = text.find(literal); pos != std::string_view::npos;
+         pos = text.find(literal, pos + literal.size())) {
+      if (pos > last) spans.push_back({last, pos, invert});
+      spans.push_back({pos, pos + literal.size(), !invert});
+      last = pos + literal.size();
+    }
+  }
   if (last < text.size()) spans.push_back({last, text.size(), invert});
   return spans;
 }
@@ -86,33 +88,30 @@ class SplitPreTokenizer : public PreTokenizer {
         behavior_(behavior),
         invert_(invert) {}
 
-  void Split(std::vector<std::string> *pieces, bool) const override {
-    std::vector<std::string> out;
-    out.reserve(pieces->size() * 4);
-    for (const std::string &piece : *pieces) {
-      auto find = [&](const std::string &text, auto on_match) {
-        if (regex_) {
-          regex_->ForEachMatch(text, on_match);
-        } else if (!literal_.empty()) {
-          for (size_t pos = text.find(literal_); pos != std::string::npos;
-               pos = text.find(literal_, pos + literal_.size()))
-            on_match(pos, pos + literal_.size());
-        }
-      };
-      // Fast path for the common Isolated case: no span list needed.
-      if (behavior_ == SplitBehavior::kIsolated && regex_) {
-        size_t last = 0;
-        regex_->ForEachMatch(piece, [&](size_t b, size_t e) {
-          if (b > last) out.emplace_back(piece.substr(last, b - last));
-          out.emplace_back(piece.substr(b, e - b));
-          last = e;
-        });
-        if (last < piece.size()) out.emplace_back(piece.substr(last));
-        continue;
-      }
-      SplitSpans(piece, SpansOf(piece, invert_, find), behavior_, &out);
+  void Split(std::string_view text, bool, FunctionRef<void(std::string_view)> emit) const override {
+    if (!regex_) {
+      EmitSpans(text, LiteralSpans(text, literal_, invert_), behavior_, emit);
+      return;
     }
-    *pieces = std::move(out);
+    if (behavior_ == SplitBehavior::kIsolated) {  // the common case: no span list
+      size_t last = 0;
+      regex_->ForEachMatch(text, [&](size_t b, size_t e) {
+        if (b > last) emit(text.substr(last, b - last));
+        emit(text.substr(b, e - b));
+        last = e;
+      });
+      if (last < text.size()) emit(text.substr(last));
+      return;
+    }
+    std::vector<Span> spans;
+    size_t last = 0;
+    regex_->ForEachMatch(text, [&](size_t b, size_t e) {
+      if (b > last) spans.push_back({last, b, invert_});
+      spans.push_back({b, e, !invert_});
+      last = e;
+    });
+    if (last < text.size()) spans.push_back({last, text.size(), invert_});
+    EmitSpans(text, spans, behavior_, emit);
   }
 
  private:
@@ -128,31 +127,30 @@ class ByteLevelPreTokenizer : public PreTokenizer {
       : add_prefix_space_(add_prefix_space),
         regex_(use_regex ? std::make_unique<Regex>(kGpt2Pattern, "ByteLevel") : nullptr) {}
 
-  void Split(std::vector<std::string> *pieces, bool) const override {
-    const ByteLevelAlphabet &alphabet = ByteLevelAlphabet::Get();
-    std::vector<std::string> out;
-    out.reserve(pieces->size());
-    for (std::string &piece : *pieces) {
-      if (add_prefix_space_ && (piece.empty() || piece[0] != ' ')) piece.insert(0, " ");
-      auto emit = [&](std::string_view part) {
-        std::string mapped;
-        mapped.reserve(part.size() * 2);
-        alphabet.EncodeAll(part, &mapped);
-        out.push_back(std::move(mapped));
-      };
-      if (!regex_) {
-        emit(piece);
-        continue;
-      }
-      size_t last = 0;
-      regex_->ForEachMatch(piece, [&](size_t b, size_t e) {
-        if (b > last) emit(std::string_view(piece).substr(last, b - last));
-        emit(std::string_view(piece).substr(b, e - b));
-        last = e;
-      });
-      if (last < piece.size()) emit(std::string_view(piece).substr(last));
+  void Split(std::string_view text, bool, FunctionRef<void(std::string_view)> emit) const override {
+    std::string prefixed;
+    if (add_prefix_space_ && (text.empty() || text[0] != ' ')) {
+      prefixed = " " + std::string(text);
+      text = prefixed;
     }
-    *pieces = std::move(out);
+    const ByteLevelAlphabet& alphabet = ByteLevelAlphabet::Get();
+    std::string mapped;  // the GPT-2 alphabet form of one part, reused
+    auto map_and_emit = [&](std::string_view part) {
+      mapped.clear();
+      alphabet.EncodeAll(part, &mapped);
+      emit(mapped);
+    };
+    if (!regex_) {
+      map_and_emit(text);
+      return;
+    }
+    size_t last = 0;
+    regex_->ForEachMatch(text, [&](size_t b, size_t e) {
+      if (b > last) map_and_emit(text.substr(last, b - last));
+      map_and_emit(text.substr(b, e - b));
+      last = e;
+    });
+    if (last < text.size()) map_and_emit(text.substr(last));
   }
 
  private:
@@ -170,26 +168,18 @@ class MetaspacePreTokenizer : public PreTokenizer {
         prepend_scheme_(std::move(prepend_scheme)),
         split_(split) {}
 
-  void Split(std::vector<std::string> *pieces, bool first_section) const override {
-    std::vector<std::string> out;
-    for (const std::string &piece : *pieces) {
-      std::string text = ReplaceAll(piece, " ", replacement_);
-      const bool prepend =
-          prepend_scheme_ == "always" || (prepend_scheme_ == "first" && first_section);
-      if (prepend && text.compare(0, replacement_.size(), replacement_) != 0)
-        text.insert(0, replacement_);
-      if (!split_) {
-        out.push_back(std::move(text));
-        continue;
-      }
-      auto find = [&](const std::string &t, auto on_match) {
-        for (size_t pos = t.find(replacement_); pos != std::string::npos;
-             pos = t.find(replacement_, pos + replacement_.size()))
-          on_match(pos, pos + replacement_.size());
-      };
-      SplitSpans(text, SpansOf(text, false, find), SplitBehavior::kMergedWithNext, &out);
+  void Split(std::string_view piece, bool first_section,
+             FunctionRef<void(std::string_view)> emit) const override {
+    std::string text = ReplaceAll(piece, " ", replacement_);
+    const bool prepend =
+        prepend_scheme_ == "always" || (prepend_scheme_ == "first" && first_section);
+    if (prepend && text.compare(0, replacement_.size(), replacement_) != 0)
+      text.insert(0, replacement_);
+    if (!split_) {
+      emit(text);
+      return;
     }
-    *pieces = std::move(out);
+    EmitSpans(text, LiteralSpans(text, replacement_, false), SplitBehavior::kMergedWithNext, emit);
   }
 
  private:
@@ -201,15 +191,27 @@ class SequencePreTokenizer : public PreTokenizer {
  public:
   explicit SequencePreTokenizer(std::vector<std::unique_ptr<PreTokenizer>> steps)
       : steps_(std::move(steps)) {}
-  void Split(std::vector<std::string> *pieces, bool first_section) const override {
-    for (const auto &step : steps_) step->Split(pieces, first_section);
+  void Split(std::string_view text, bool first_section,
+             FunctionRef<void(std::string_view)> emit) const override {
+    Run(0, text, first_section, emit);
   }
 
  private:
+  // Runs steps[i..] on text: each piece of step i goes through step i + 1.
+  void Run(size_t i, std::string_view text, bool first_section,
+           FunctionRef<void(std::string_view)> emit) const {
+    if (i == steps_.size()) {
+      emit(text);
+      return;
+    }
+    steps_[i]->Split(text, first_section,
+                     [&](std::string_view piece) { Run(i + 1, piece, first_section, emit); });
+  }
+
   std::vector<std::unique_ptr<PreTokenizer>> steps_;
 };
 
-SplitBehavior ParseBehavior(const json &config, const std::string &where) {
+SplitBehavior ParseBehavior(const json& config, const std::string& where) {
   const std::string b = config.value("behavior", std::string("Isolated"));
   if (b == "Removed") return SplitBehavior::kRemoved;
   if (b == "Isolated") return SplitBehavior::kIsolated;
@@ -221,13 +223,13 @@ SplitBehavior ParseBehavior(const json &config, const std::string &where) {
 
 }  // namespace
 
-std::unique_ptr<PreTokenizer> MakePreTokenizer(const json &config, const std::string &where) {
+std::unique_ptr<PreTokenizer> MakePreTokenizer(const json& config, const std::string& where) {
   if (config.is_null()) return nullptr;
   if (!config.is_object() || !config.contains("type") || !config["type"].is_string())
     throw std::invalid_argument(where + ": expected an object with a string \"type\"");
   const std::string type = config["type"].get<std::string>();
   if (type == "Sequence") {
-    const json &list = config.value("pretokenizers", json());
+    const json& list = config.value("pretokenizers", json());
     if (!list.is_array()) throw std::invalid_argument(where + ".pretokenizers: expected an array");
     std::vector<std::unique_ptr<PreTokenizer>> steps;
     for (size_t i = 0; i < list.size(); ++i) {
@@ -237,7 +239,7 @@ std::unique_ptr<PreTokenizer> MakePreTokenizer(const json &config, const std::st
     return std::make_unique<SequencePreTokenizer>(std::move(steps));
   }
   if (type == "Split") {
-    const json &pattern = config.value("pattern", json());
+    const json& pattern = config.value("pattern", json());
     const SplitBehavior behavior = ParseBehavior(config, where);
     const bool invert = config.value("invert", false);
     if (pattern.contains("Regex") && pattern["Regex"].is_string())

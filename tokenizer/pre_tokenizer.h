@@ -7,23 +7,27 @@
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
-#include <vector>
+#include <string_view>
+
+#include "tokenizer/function_ref.h"
 
 namespace swan {
 
 class PreTokenizer {
  public:
   virtual ~PreTokenizer() = default;
-  // Replaces `pieces` by their pre-tokenized pieces, in order. `first_section`
-  // is true for the first text section of the input (before any added token);
-  // Metaspace's prepend_scheme "first" uses it.
-  virtual void Split(std::vector<std::string> *pieces, bool first_section) const = 0;
+  // Calls emit(piece) for each piece of text, in order. A piece is only
+  // valid during the call. `first_section` is true when text starts the
+  // input (no added token before it); Metaspace's prepend_scheme "first"
+  // uses it.
+  virtual void Split(std::string_view text, bool first_section,
+                     FunctionRef<void(std::string_view)> emit) const = 0;
 };
 
 // Returns nullptr for a JSON null. Throws std::invalid_argument naming the
 // field for an unknown or malformed pre-tokenizer.
-std::unique_ptr<PreTokenizer> MakePreTokenizer(const nlohmann::json &config,
-                                               const std::string &where);
+std::unique_ptr<PreTokenizer> MakePreTokenizer(const nlohmann::json& config,
+                                               const std::string& where);
 
 // How a Split pre-tokenizer treats the matches (HF's SplitDelimiterBehavior).
 enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };

@@ -8,11 +8,11 @@
 namespace swan {
 
 struct Regex::Impl {
-  pcre2_code *code = nullptr;
+  pcre2_code* code = nullptr;
   bool jit = false;
 };
 
-Regex::Regex(const std::string &pattern, const std::string &where) : impl_(new Impl) {
+Regex::Regex(const std::string& pattern, const std::string& where) : impl_(new Impl) {
   int error = 0;
   PCRE2_SIZE offset = 0;
   impl_->code =
@@ -23,7 +23,7 @@ Regex::Regex(const std::string &pattern, const std::string &where) : impl_(new I
     pcre2_get_error_message(error, message, sizeof(message));
     throw std::invalid_argument(
         where + ": regex does not compile at offset " + std::to_string(offset) + ": " +
-        reinterpret_cast<const char *>(message) + " (pattern " + pattern + ")");
+        reinterpret_cast<const char*>(message) + " (pattern " + pattern + ")");
   }
   impl_->jit = pcre2_jit_compile(impl_->code, PCRE2_JIT_COMPLETE) == 0;
 }
@@ -32,15 +32,14 @@ Regex::~Regex() {
   if (impl_->code) pcre2_code_free(impl_->code);
 }
 
-void Regex::ForEachMatch(std::string_view text,
-                         const std::function<void(size_t, size_t)> &on_match) const {
+void Regex::ForEachMatch(std::string_view text, FunctionRef<void(size_t, size_t)> on_match) const {
   // One match-data block per thread, reused across calls.
   struct MatchData {
-    pcre2_match_data *data = pcre2_match_data_create(4, nullptr);
+    pcre2_match_data* data = pcre2_match_data_create(4, nullptr);
     ~MatchData() { pcre2_match_data_free(data); }
   };
   thread_local MatchData md;
-  const auto *subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t pos = 0;
   while (pos <= text.size()) {
     const int rc =
@@ -51,9 +50,9 @@ void Regex::ForEachMatch(std::string_view text,
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(rc, message, sizeof(message));
       throw std::runtime_error(std::string("regex match failed: ") +
-                               reinterpret_cast<const char *>(message));
+                               reinterpret_cast<const char*>(message));
     }
-    const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md.data);
+    const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md.data);
     const size_t begin = ov[0], end = ov[1];
     if (end > begin) {
       on_match(begin, end);

@@ -18,7 +18,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string ReadFile(const std::string &path) {
+std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(path + ": cannot open file");
   std::ostringstream ss;
@@ -27,25 +27,25 @@ std::string ReadFile(const std::string &path) {
 }
 
 // Parses an optional JSON file; returns null if it does not exist.
-json ReadOptionalJson(const std::filesystem::path &path) {
+json ReadOptionalJson(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return json();
   try {
     return json::parse(ReadFile(path.string()));
-  } catch (const json::exception &e) {
+  } catch (const json::exception& e) {
     throw std::runtime_error(path.string() + ": not valid JSON: " + e.what());
   }
 }
 
 // A token id from config.json style fields: an integer or a list of them.
-int32_t FirstId(const json &j) {
+int32_t FirstId(const json& j) {
   if (j.is_number_integer()) return j.get<int32_t>();
   if (j.is_array() && !j.empty() && j[0].is_number_integer()) return j[0].get<int32_t>();
   return -1;
 }
 
 // A token text from tokenizer_config.json: "<s>" or {"content": "<s>", ...}.
-std::string TokenText(const json &j) {
+std::string TokenText(const json& j) {
   if (j.is_string()) return j.get<std::string>();
   if (j.is_object() && j.contains("content") && j["content"].is_string())
     return j["content"].get<std::string>();
@@ -55,11 +55,11 @@ std::string TokenText(const json &j) {
 }  // namespace
 
 Tokenizer::Tokenizer() = default;
-Tokenizer::Tokenizer(Tokenizer &&) noexcept = default;
-Tokenizer &Tokenizer::operator=(Tokenizer &&) noexcept = default;
+Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
+Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
-Tokenizer Tokenizer::Load(const std::string &path) {
+Tokenizer Tokenizer::Load(const std::string& path) {
   std::filesystem::path file(path);
   std::error_code ec;
   if (std::filesystem::is_directory(file, ec)) file /= "tokenizer.json";
@@ -70,7 +70,7 @@ Tokenizer Tokenizer::Load(const std::string &path) {
   json j;
   try {
     j = json::parse(ReadFile(file.string()));
-  } catch (const json::exception &e) {
+  } catch (const json::exception& e) {
     throw std::runtime_error(file.string() + ": not valid JSON: " + e.what());
   }
   Tokenizer tok = FromJson(j, file.string());
@@ -78,11 +78,11 @@ Tokenizer Tokenizer::Load(const std::string &path) {
   return tok;
 }
 
-Tokenizer Tokenizer::FromJson(const json &j, const std::string &source) {
+Tokenizer Tokenizer::FromJson(const json& j, const std::string& source) {
   Tokenizer tok;
   try {
     if (!j.is_object()) throw std::invalid_argument("expected a JSON object at the top level");
-    const json &model = j.value("model", json());
+    const json& model = j.value("model", json());
     if (!model.is_object()) throw std::invalid_argument("model: expected an object");
     const std::string type = model.value("type", std::string("BPE"));
     if (type != "BPE")
@@ -95,12 +95,12 @@ Tokenizer Tokenizer::FromJson(const json &j, const std::string &source) {
     tok.added_ = ParseAddedTokens(j.value("added_tokens", json()), "added_tokens");
 
     tok.vocab_size_ = tok.model_->size();
-    for (const AddedToken &t : tok.added_) tok.vocab_size_ = std::max(tok.vocab_size_, t.id + 1);
+    for (const AddedToken& t : tok.added_) tok.vocab_size_ = std::max(tok.vocab_size_, t.id + 1);
     tok.added_index_.assign(tok.vocab_size_, -1);
-    std::vector<const AddedToken *> raw, normalized;
+    std::vector<const AddedToken*> raw, normalized;
     std::vector<std::string> raw_contents;
     for (size_t i = 0; i < tok.added_.size(); ++i) {
-      AddedToken &t = tok.added_[i];
+      AddedToken& t = tok.added_[i];
       tok.added_index_[t.id] = static_cast<int32_t>(i);
       if (t.normalized && tok.normalizer_) {
         normalized.push_back(&t);
@@ -113,27 +113,27 @@ Tokenizer Tokenizer::FromJson(const json &j, const std::string &source) {
     tok.raw_matcher_.Build(raw, raw_contents);
     tok.normalized_matcher_.Build(normalized, tok.normalized_contents_);
     tok.ReadPostProcessor(j.value("post_processor", json()), "post_processor");
-  } catch (const json::exception &e) {
+  } catch (const json::exception& e) {
     throw std::invalid_argument(source + ": malformed tokenizer: " + e.what());
-  } catch (const std::invalid_argument &e) {
+  } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(source + ": " + e.what());
   }
   if (!tok.prefix_ids_.empty()) tok.bos_id_ = tok.prefix_ids_.front();
   return tok;
 }
 
-void Tokenizer::ReadPostProcessor(const json &config, const std::string &where) {
+void Tokenizer::ReadPostProcessor(const json& config, const std::string& where) {
   if (config.is_null()) return;
   if (!config.is_object()) throw std::invalid_argument(where + ": expected an object");
   const std::string type = config.value("type", std::string());
   if (type == "Sequence") {
-    const json &list = config.value("processors", json::array());
+    const json& list = config.value("processors", json::array());
     for (size_t i = 0; i < list.size(); ++i)
       ReadPostProcessor(list[i], where + ".processors[" + std::to_string(i) + "]");
     return;
   }
   if (type == "ByteLevel") return;  // only adjusts offsets
-  auto id_of = [&](const json &pair, const std::string &at) {
+  auto id_of = [&](const json& pair, const std::string& at) {
     // ["<s>", 1] in BertProcessing / RobertaProcessing.
     if (!pair.is_array() || pair.size() != 2 || !pair[1].is_number_integer())
       throw std::invalid_argument(at + ": expected [token, id]");
@@ -146,12 +146,12 @@ void Tokenizer::ReadPostProcessor(const json &config, const std::string &where) 
   }
   if (type != "TemplateProcessing")
     throw std::invalid_argument(where + ".type: unsupported post-processor '" + type + "'");
-  const json &single = config.value("single", json());
-  const json &specials = config.value("special_tokens", json::object());
+  const json& single = config.value("single", json());
+  const json& specials = config.value("special_tokens", json::object());
   if (!single.is_array()) throw std::invalid_argument(where + ".single: expected an array");
   bool after_sequence = false;
   for (size_t i = 0; i < single.size(); ++i) {
-    const json &item = single[i];
+    const json& item = single[i];
     const std::string at = where + ".single[" + std::to_string(i) + "]";
     if (item.contains("Sequence")) {
       after_sequence = true;
@@ -163,7 +163,7 @@ void Tokenizer::ReadPostProcessor(const json &config, const std::string &where) 
     if (!specials.contains(name) || !specials[name].contains("ids"))
       throw std::invalid_argument(at + ": special token '" + name +
                                   "' is not listed in special_tokens");
-    for (const json &id : specials[name]["ids"]) {
+    for (const json& id : specials[name]["ids"]) {
       const auto v = id.get<int32_t>();
       if (v < 0 || v >= vocab_size_)
         throw std::invalid_argument(at + ": id " + std::to_string(v) +
@@ -173,13 +173,13 @@ void Tokenizer::ReadPostProcessor(const json &config, const std::string &where) 
   }
 }
 
-void Tokenizer::ReadSpecialIds(const std::string &dir) {
+void Tokenizer::ReadSpecialIds(const std::string& dir) {
   namespace fs = std::filesystem;
   const json generation = ReadOptionalJson(fs::path(dir) / "generation_config.json");
   const json config = ReadOptionalJson(fs::path(dir) / "config.json");
   const json tok_config = ReadOptionalJson(fs::path(dir) / "tokenizer_config.json");
-  auto from_configs = [&](const char *id_key, const char *text_key) {
-    for (const json *j : {&generation, &config}) {
+  auto from_configs = [&](const char* id_key, const char* text_key) {
+    for (const json* j : {&generation, &config}) {
       if (j->is_object() && j->contains(id_key)) {
         const int32_t id = FirstId((*j)[id_key]);
         if (id >= 0 && id < vocab_size_) return id;
@@ -193,7 +193,7 @@ void Tokenizer::ReadSpecialIds(const std::string &dir) {
   eos_id_ = from_configs("eos_token_id", "eos_token");
   if (eos_id_ < 0) {
     // Last resort: the usual names of an end-of-text token.
-    for (const char *name : {"</s>", "<|endoftext|>", "<|end_of_text|>", "<eos>", "<|eot_id|>"}) {
+    for (const char* name : {"</s>", "<|endoftext|>", "<|end_of_text|>", "<eos>", "<|eot_id|>"}) {
       eos_id_ = TokenToId(name);
       if (eos_id_ >= 0) break;
     }
@@ -201,14 +201,14 @@ void Tokenizer::ReadSpecialIds(const std::string &dir) {
 }
 
 int32_t Tokenizer::TokenToId(std::string_view token) const {
-  for (const AddedToken &t : added_)
+  for (const AddedToken& t : added_)
     if (t.content == token) return t.id;
   return model_->TokenToId(token);
 }
 
 std::string Tokenizer::IdToToken(int32_t id) const {
   if (id >= 0 && id < vocab_size_ && added_index_[id] >= 0) return added_[added_index_[id]].content;
-  const std::string *t = model_->IdToToken(id);
+  const std::string* t = model_->IdToToken(id);
   return t ? *t : std::string();
 }
 
@@ -217,27 +217,27 @@ bool Tokenizer::IsSpecial(int32_t id) const {
 }
 
 void Tokenizer::EncodeSection(std::string_view text, bool first_section,
-                              std::vector<int32_t> *ids) const {
+                              std::vector<int32_t>* ids) const {
   const std::string normalized = normalizer_ ? normalizer_->Normalize(text) : std::string(text);
-  std::vector<std::string> pieces;
-  for (const TextSection &s : normalized_matcher_.Split(normalized, false)) {
+  auto encode_piece = [&](std::string_view piece) { model_->Encode(piece, ids); };
+  for (const TextSection& s : normalized_matcher_.Split(normalized, false)) {
     if (s.token_index >= 0) {
       ids->push_back(normalized_matcher_.token(s.token_index).id);
-      continue;
+    } else if (!s.text.empty()) {
+      if (pre_tokenizer_)
+        pre_tokenizer_->Split(s.text, first_section, encode_piece);
+      else
+        encode_piece(s.text);
     }
-    if (s.text.empty()) continue;
-    pieces.assign(1, std::string(s.text));
-    if (pre_tokenizer_) pre_tokenizer_->Split(&pieces, first_section);
-    for (const std::string &piece : pieces) model_->Encode(piece, ids);
   }
 }
 
-std::vector<int32_t> Tokenizer::Encode(std::string_view text, const EncodeOptions &options) const {
+std::vector<int32_t> Tokenizer::Encode(std::string_view text, const EncodeOptions& options) const {
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 4);
   if (options.add_special_tokens) ids = prefix_ids_;
-  const char *begin = text.data();
-  for (const TextSection &s : raw_matcher_.Split(text, !options.parse_special)) {
+  const char* begin = text.data();
+  for (const TextSection& s : raw_matcher_.Split(text, !options.parse_special)) {
     if (s.token_index >= 0) {
       ids.push_back(raw_matcher_.token(s.token_index).id);
     } else if (!s.text.empty()) {
@@ -256,7 +256,7 @@ std::vector<std::string> Tokenizer::TokenTexts(std::span<const int32_t> ids,
     if (skip_special && IsSpecial(id)) continue;
     if (id >= 0 && id < vocab_size_ && added_index_[id] >= 0) {
       tokens.push_back(added_[added_index_[id]].content);
-    } else if (const std::string *t = model_->IdToToken(id)) {
+    } else if (const std::string* t = model_->IdToToken(id)) {
       tokens.push_back(*t);
     }
   }
@@ -269,7 +269,7 @@ std::string Tokenizer::DecodeTokens(std::vector<std::string> tokens, bool raw) c
     for (size_t i = 0; i < tokens.size(); ++i) out += (i ? " " : "") + tokens[i];
   } else {
     decoder_->DecodeChain(&tokens, raw);
-    for (const std::string &t : tokens) out += t;
+    for (const std::string& t : tokens) out += t;
   }
   return raw ? out : ToValidUtf8(out);
 }

@@ -41,15 +41,15 @@ class Tokenizer {
   // generation_config.json or tokenizer_config.json beside the file.
   // Throws std::runtime_error / std::invalid_argument naming the file and
   // the field when the file is unreadable, not JSON or unsupported.
-  static Tokenizer Load(const std::string &path);
+  static Tokenizer Load(const std::string& path);
   // Builds from the parsed JSON; `source` names it in error messages.
-  static Tokenizer FromJson(const nlohmann::json &json, const std::string &source);
+  static Tokenizer FromJson(const nlohmann::json& json, const std::string& source);
 
-  Tokenizer(Tokenizer &&) noexcept;
-  Tokenizer &operator=(Tokenizer &&) noexcept;
+  Tokenizer(Tokenizer&&) noexcept;
+  Tokenizer& operator=(Tokenizer&&) noexcept;
   ~Tokenizer();
 
-  std::vector<int32_t> Encode(std::string_view text, const EncodeOptions &options = {}) const;
+  std::vector<int32_t> Encode(std::string_view text, const EncodeOptions& options = {}) const;
   // Text of the ids; ids that name no token are skipped. With
   // skip_special, special added tokens (BOS, EOS, ...) are left out.
   std::string Decode(std::span<const int32_t> ids, bool skip_special = false) const;
@@ -63,18 +63,18 @@ class Tokenizer {
   int32_t TokenToId(std::string_view token) const;  // -1 if none
   std::string IdToToken(int32_t id) const;          // "" if none
   bool IsSpecial(int32_t id) const;
-  const std::vector<AddedToken> &added_tokens() const { return added_; }
+  const std::vector<AddedToken>& added_tokens() const { return added_; }
   // Ids the post-processor puts before and after a single sequence.
-  const std::vector<int32_t> &prefix_ids() const { return prefix_ids_; }
-  const std::vector<int32_t> &suffix_ids() const { return suffix_ids_; }
+  const std::vector<int32_t>& prefix_ids() const { return prefix_ids_; }
+  const std::vector<int32_t>& suffix_ids() const { return suffix_ids_; }
 
  private:
   Tokenizer();
   std::vector<std::string> TokenTexts(std::span<const int32_t> ids, bool skip_special) const;
   std::string DecodeTokens(std::vector<std::string> tokens, bool raw) const;
-  void EncodeSection(std::string_view text, bool first_section, std::vector<int32_t> *ids) const;
-  void ReadPostProcessor(const nlohmann::json &config, const std::string &where);
-  void ReadSpecialIds(const std::string &dir);
+  void EncodeSection(std::string_view text, bool first_section, std::vector<int32_t>* ids) const;
+  void ReadPostProcessor(const nlohmann::json& config, const std::string& where);
+  void ReadSpecialIds(const std::string& dir);
 
   std::unique_ptr<Normalizer> normalizer_;
   std::unique_ptr<PreTokenizer> pre_tokenizer_;
@@ -97,7 +97,7 @@ class Tokenizer {
 // Decode(all ids) for valid text.
 class StreamDecoder {
  public:
-  explicit StreamDecoder(const Tokenizer &tokenizer, bool skip_special = false)
+  explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special = false)
       : tokenizer_(tokenizer), skip_special_(skip_special) {}
   // Returns the text that became complete with this token (may be empty).
   std::string Step(int32_t id);
@@ -105,7 +105,7 @@ class StreamDecoder {
   std::string Flush();
 
  private:
-  const Tokenizer &tokenizer_;
+  const Tokenizer& tokenizer_;
   bool skip_special_;
   std::vector<int32_t> ids_;  // context tokens, then tokens not yet emitted
   size_t prefix_tokens_ = 0;  // how many of ids_ are context already emitted

@@ -16,11 +16,11 @@ namespace {
 using nlohmann::json;
 
 std::filesystem::path Stories() {
-  const char *shared = std::getenv("SWAN_SHARED_DIR");
+  const char* shared = std::getenv("SWAN_SHARED_DIR");
   return std::filesystem::path(shared ? shared : "../shared") / "data" / "stories260K";
 }
 
-json ReadJson(const std::filesystem::path &p) {
+json ReadJson(const std::filesystem::path& p) {
   std::ifstream in(p);
   return json::parse(in);
 }
@@ -28,7 +28,7 @@ json ReadJson(const std::filesystem::path &p) {
 // A tiny byte-level BPE tokenizer (GPT-2 style) written inline.
 json TinyByteLevel() {
   json vocab = json::object();
-  const ByteLevelAlphabet &a = ByteLevelAlphabet::Get();
+  const ByteLevelAlphabet& a = ByteLevelAlphabet::Get();
   for (int b = 0; b < 256; ++b) vocab[std::string(a.Encode(static_cast<uint8_t>(b)))] = b;
   vocab["he"] = 256;
   vocab["ll"] = 257;
@@ -69,11 +69,11 @@ TEST(Stories260K, EncodesTheGoldenPrompt) {
 TEST(Stories260K, GreedyPromptsAndDecodedText) {
   const Tokenizer tok = Tokenizer::Load(Stories().string());
   const json greedy = ReadJson(Stories() / "golden" / "greedy.json");
-  for (const auto &r : greedy["results"]) {
+  for (const auto& r : greedy["results"]) {
     EXPECT_EQ(tok.Encode(r["prompt"].get<std::string>()),
               r["prompt_ids"].get<std::vector<int32_t>>());
     std::vector<int32_t> all = r["prompt_ids"].get<std::vector<int32_t>>();
-    for (const auto &id : r["new_ids"]) all.push_back(id.get<int32_t>());
+    for (const auto& id : r["new_ids"]) all.push_back(id.get<int32_t>());
     EXPECT_EQ(tok.Decode(all, /*skip_special=*/true), r["text"].get<std::string>());
   }
 }
@@ -114,7 +114,7 @@ TEST(ByteLevel, InvalidUtf8FallsBackToBytes) {
   std::mt19937 rng(7);
   for (int i = 0; i < 300; ++i) {
     std::string s(rng() % 40, '\0');
-    for (char &c : s) c = static_cast<char>(rng());
+    for (char& c : s) c = static_cast<char>(rng());
     EXPECT_EQ(tok.DecodeRaw(tok.Encode(s)), s);
   }
 }
@@ -153,12 +153,12 @@ TEST(StreamDecoder, SentencePieceSpacesMatchFullDecode) {
 TEST(Errors, NotJsonUnsupportedModelUnknownMergeToken) {
   const auto dir = std::filesystem::temp_directory_path() / "swan_tokenizer_test";
   std::filesystem::create_directories(dir);
-  auto expect_error = [&](const std::string &content, const std::string &needle) {
+  auto expect_error = [&](const std::string& content, const std::string& needle) {
     std::ofstream(dir / "tokenizer.json") << content;
     try {
       Tokenizer::Load(dir.string());
       ADD_FAILURE() << "no error for " << content.substr(0, 60);
-    } catch (const std::exception &e) {
+    } catch (const std::exception& e) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find("tokenizer.json"), std::string::npos) << e.what();
     }

@@ -2,8 +2,8 @@
 
 namespace swan {
 
-size_t DecodeUtf8(std::string_view text, size_t pos, char32_t *cp) {
-  const auto *s = reinterpret_cast<const uint8_t *>(text.data()) + pos;
+size_t DecodeUtf8(std::string_view text, size_t pos, char32_t* cp) {
+  const auto* s = reinterpret_cast<const uint8_t*>(text.data()) + pos;
   const size_t left = text.size() - pos;
   const uint8_t b0 = s[0];
   if (b0 < 0x80) {
@@ -42,7 +42,7 @@ size_t DecodeUtf8(std::string_view text, size_t pos, char32_t *cp) {
   return len;
 }
 
-void AppendUtf8(char32_t cp, std::string *out) {
+void AppendUtf8(char32_t cp, std::string* out) {
   if (cp < 0x80) {
     out->push_back(static_cast<char>(cp));
   } else if (cp < 0x800) {
@@ -133,7 +133,7 @@ std::string ToValidUtf8(std::string_view text) {
   return out;
 }
 
-const ByteLevelAlphabet &ByteLevelAlphabet::Get() {
+const ByteLevelAlphabet& ByteLevelAlphabet::Get() {
   static const ByteLevelAlphabet alphabet;
   return alphabet;
 }
@@ -152,7 +152,7 @@ ByteLevelAlphabet::ByteLevelAlphabet() {
   }
 }
 
-void ByteLevelAlphabet::EncodeAll(std::string_view text, std::string *out) const {
+void ByteLevelAlphabet::EncodeAll(std::string_view text, std::string* out) const {
   for (const char c : text) out->append(Encode(static_cast<uint8_t>(c)));
 }
 

@@ -15,10 +15,10 @@ inline constexpr char32_t kInvalidCodePoint = 0xFFFFFFFF;
 // Decodes the character starting at text[pos]. Returns its length in bytes
 // (1..4) and sets *cp; an invalid or truncated sequence gives length 1 and
 // kInvalidCodePoint. Requires pos < text.size().
-size_t DecodeUtf8(std::string_view text, size_t pos, char32_t *cp);
+size_t DecodeUtf8(std::string_view text, size_t pos, char32_t* cp);
 
 // Appends the UTF-8 encoding of cp (a valid scalar value).
-void AppendUtf8(char32_t cp, std::string *out);
+void AppendUtf8(char32_t cp, std::string* out);
 
 // True when every byte of text belongs to a well-formed UTF-8 character.
 bool IsValidUtf8(std::string_view text);
@@ -36,11 +36,11 @@ std::string ToValidUtf8(std::string_view text);
 // (e.g. ' ' -> 'Ġ' U+0120), so any byte string becomes vocabulary text.
 class ByteLevelAlphabet {
  public:
-  static const ByteLevelAlphabet &Get();
+  static const ByteLevelAlphabet& Get();
   // UTF-8 text of the character that stands for byte b.
   std::string_view Encode(uint8_t b) const { return {chars_[b].data(), lengths_[b]}; }
   // Appends the byte-level form of every byte of text.
-  void EncodeAll(std::string_view text, std::string *out) const;
+  void EncodeAll(std::string_view text, std::string* out) const;
   // The byte a character stands for, or -1 if cp is not in the alphabet.
   int Decode(char32_t cp) const { return cp < 512 ? to_byte_[cp] : -1; }
 
