@@ -15,8 +15,9 @@ using dnnl::memory;
 struct Key {
   int64_t m, n, k;
   bool accumulate;
+  bool bf16;  // x and w in bfloat16 (y stays float32)
   bool operator<(const Key& o) const {
-    return std::tie(m, n, k, accumulate) < std::tie(o.m, o.n, o.k, o.accumulate);
+    return std::tie(m, n, k, accumulate, bf16) < std::tie(o.m, o.n, o.k, o.accumulate, o.bf16);
   }
 };
 
@@ -30,7 +31,7 @@ class MatmulCache {
  public:
   MatmulCache() : engine_(dnnl::engine::kind::cpu, 0) {}
 
-  void Run(float* y, const float* x, const float* w, const Key& key) {
+  void Run(float* y, const void* x, const void* w, const Key& key) {
     const Entry* e;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -39,8 +40,8 @@ class MatmulCache {
       e = &it->second;  // std::map nodes are stable
     }
     dnnl::stream stream(engine_);
-    memory x_mem(e->x_md, engine_, const_cast<float*>(x));
-    memory w_mem(e->w_md, engine_, const_cast<float*>(w));
+    memory x_mem(e->x_md, engine_, const_cast<void*>(x));
+    memory w_mem(e->w_md, engine_, const_cast<void*>(w));
     memory y_mem(e->y_md, engine_, y);
     e->prim.execute(stream, {{DNNL_ARG_SRC, x_mem}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, y_mem}});
     stream.wait();
@@ -49,10 +50,11 @@ class MatmulCache {
  private:
   Entry Build(const Key& key) const {
     const auto f32 = memory::data_type::f32;
+    const auto in = key.bf16 ? memory::data_type::bf16 : f32;
     Entry e;
-    e.x_md = memory::desc({key.m, key.k}, f32, memory::format_tag::ab);
+    e.x_md = memory::desc({key.m, key.k}, in, memory::format_tag::ab);
     // w is [n, k] row-major, i.e. the [k, n] operand stored transposed.
-    e.w_md = memory::desc({key.k, key.n}, f32, memory::format_tag::ba);
+    e.w_md = memory::desc({key.k, key.n}, in, memory::format_tag::ba);
     e.y_md = memory::desc({key.m, key.n}, f32, memory::format_tag::ab);
     dnnl::primitive_attr attr;
     if (key.accumulate) {
@@ -87,7 +89,13 @@ void CheckShape(const MatmulShape& s) {
 void MatmulTransB(float* y, const float* x, const float* w, const MatmulShape& shape,
                   bool accumulate) {
   CheckShape(shape);
-  Cache().Run(y, x, w, Key{shape.m, shape.n, shape.k, accumulate});
+  Cache().Run(y, x, w, Key{shape.m, shape.n, shape.k, accumulate, false});
+}
+
+void MatmulTransBBF16(float* y, const uint16_t* x, const uint16_t* w, const MatmulShape& shape,
+                      bool accumulate) {
+  CheckShape(shape);
+  Cache().Run(y, x, w, Key{shape.m, shape.n, shape.k, accumulate, true});
 }
 
 void MatmulTransBReference(float* y, const float* x, const float* w, const MatmulShape& shape,

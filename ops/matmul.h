@@ -21,6 +21,12 @@ struct MatmulShape {
 void MatmulTransB(float* y, const float* x, const float* w, const MatmulShape& shape,
                   bool accumulate = false);
 
+// The same with x and w in bfloat16 (raw bits), y in float32: oneDNN's bf16
+// path (AVX-512 BF16 where the CPU has it).
+//   y [m, n] float32, x [m, k] bf16, w [n, k] bf16
+void MatmulTransBBF16(float* y, const uint16_t* x, const uint16_t* w, const MatmulShape& shape,
+                      bool accumulate = false);
+
 // The plain triple loop (double accumulation), for tests.
 void MatmulTransBReference(float* y, const float* x, const float* w, const MatmulShape& shape,
                            bool accumulate = false);

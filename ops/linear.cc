@@ -1,0 +1,52 @@
+#include "ops/linear.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "ops/matmul.h"
+#include "util/bf16.h"
+
+namespace swan {
+
+LinearWeight::LinearWeight(std::vector<float> w, int64_t out, int64_t in, KvType type)
+    : out_(out), in_(in), type_(type) {
+  if (int64_t(w.size()) != out * in)
+    throw std::invalid_argument("LinearWeight: " + std::to_string(w.size()) + " values for a [" +
+                                std::to_string(out) + ", " + std::to_string(in) + "] matrix");
+  if (type == KvType::kF32) {
+    f32_ = std::move(w);
+  } else {
+    bf16_.resize(w.size());
+    for (size_t i = 0; i < w.size(); ++i) bf16_[i] = F32ToBF16(w[i]);
+  }
+}
+
+LinearWeight::LinearWeight(std::vector<uint16_t> w, int64_t out, int64_t in)
+    : bf16_(std::move(w)), out_(out), in_(in), type_(KvType::kBF16) {
+  if (int64_t(bf16_.size()) != out * in)
+    throw std::invalid_argument("LinearWeight: " + std::to_string(bf16_.size()) +
+                                " values for a [" + std::to_string(out) + ", " +
+                                std::to_string(in) + "] matrix");
+}
+
+WeightView LinearWeight::view() const {
+  return WeightView{type_ == KvType::kF32 ? static_cast<const void*>(f32_.data()) : bf16_.data(),
+                    type_, out_, in_};
+}
+
+void Linear(float* y, const float* x, int64_t m, const LinearWeight& w, bool accumulate) {
+  if (m <= kGemvMaxRows) {
+    Gemv(y, x, w.view(), m, accumulate);
+    return;
+  }
+  const MatmulShape shape{m, w.out(), w.in()};
+  if (w.type() == KvType::kF32) {
+    MatmulTransB(y, x, w.f32(), shape, accumulate);
+    return;
+  }
+  std::vector<uint16_t> x16(static_cast<size_t>(m * w.in()));  // [m, in] bf16
+  for (size_t i = 0; i < x16.size(); ++i) x16[i] = F32ToBF16(x[i]);
+  MatmulTransBBF16(y, x16.data(), w.bf16(), shape, accumulate);
+}
+
+}  // namespace swan
