@@ -1,0 +1,111 @@
+#include "train/gemm.h"
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+namespace swan {
+namespace {
+
+using dnnl::memory;
+
+struct Key {
+  int64_t m, n, k;
+  bool trans_a, trans_b, accumulate;
+  bool operator<(const Key& o) const {
+    return std::tie(m, n, k, trans_a, trans_b, accumulate) <
+           std::tie(o.m, o.n, o.k, o.trans_a, o.trans_b, o.accumulate);
+  }
+};
+
+struct Entry {
+  memory::desc a_md, b_md, c_md;
+  dnnl::matmul prim;
+};
+
+class GemmCache {
+ public:
+  GemmCache() : engine_(dnnl::engine::kind::cpu, 0) {}
+
+  void Run(float* c, const float* a, const float* b, const Key& key) {
+    const Entry* e;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = cache_.find(key);
+      if (it == cache_.end()) it = cache_.emplace(key, Build(key)).first;
+      e = &it->second;  // std::map nodes are stable
+    }
+    dnnl::stream stream(engine_);
+    memory a_mem(e->a_md, engine_, const_cast<float*>(a));
+    memory b_mem(e->b_md, engine_, const_cast<float*>(b));
+    memory c_mem(e->c_md, engine_, c);
+    e->prim.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    stream.wait();
+  }
+
+ private:
+  Entry Build(const Key& key) const {
+    const auto f32 = memory::data_type::f32;
+    Entry e;
+    // A transposed operand is the plain one with swapped strides.
+    e.a_md = key.trans_a ? memory::desc({key.m, key.k}, f32, memory::dims{1, key.m})
+                         : memory::desc({key.m, key.k}, f32, memory::dims{key.k, 1});
+    e.b_md = key.trans_b ? memory::desc({key.k, key.n}, f32, memory::dims{1, key.k})
+                         : memory::desc({key.k, key.n}, f32, memory::dims{key.n, 1});
+    e.c_md = memory::desc({key.m, key.n}, f32, memory::format_tag::ab);
+    dnnl::primitive_attr attr;
+    if (key.accumulate) {
+      dnnl::post_ops ops;
+      ops.append_sum(1.0f);
+      attr.set_post_ops(ops);
+    }
+    dnnl::matmul::desc desc(e.a_md, e.b_md, e.c_md);
+    dnnl::matmul::primitive_desc pd(desc, attr, engine_);
+    e.prim = dnnl::matmul(pd);
+    return e;
+  }
+
+  dnnl::engine engine_;
+  std::mutex mu_;
+  std::map<Key, Entry> cache_;
+};
+
+GemmCache& Cache() {
+  static GemmCache cache;
+  return cache;
+}
+
+std::mutex counters_mu;
+GemmCounters counters;
+
+}  // namespace
+
+void Gemm(float* c, const float* a, const float* b, const GemmShape& s, bool accumulate) {
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0)
+    throw std::invalid_argument("Gemm sizes must be positive, got m=" + std::to_string(s.m) +
+                                " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k));
+  const auto start = std::chrono::steady_clock::now();
+  Cache().Run(c, a, b, Key{s.m, s.n, s.k, s.trans_a, s.trans_b, accumulate});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::lock_guard<std::mutex> lock(counters_mu);
+  counters.flops += 2.0 * double(s.m) * double(s.n) * double(s.k);
+  counters.seconds += seconds;
+}
+
+GemmCounters GetGemmCounters() {
+  std::lock_guard<std::mutex> lock(counters_mu);
+  return counters;
+}
+
+void ResetGemmCounters() {
+  std::lock_guard<std::mutex> lock(counters_mu);
+  counters = GemmCounters{};
+}
+
+}  // namespace swan

@@ -1,0 +1,37 @@
+// General float32 matrix products for training, through oneDNN (2.6 API).
+//
+//   C [m, n] (+)= op(A) · op(B)
+//   op(A) = A [m, k], or A stored as [k, m] when trans_a
+//   op(B) = B [k, n], or B stored as [n, k] when trans_b
+// All matrices row-major and dense. A linear layer y = x · wᵀ (w [out, in],
+// the nn.Linear layout) needs three of these: the forward (trans_b), the
+// input gradient dx = dy · w (no transposes) and the weight gradient
+// dw += dyᵀ · x (trans_a, accumulate).
+//
+// Primitives are built once per shape and cached. Every call adds its
+// floating-point operations to a process-wide counter so that a training
+// run can report the rate its matrix products reached.
+#pragma once
+
+#include <cstdint>
+
+namespace swan {
+
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;
+  bool trans_a = false;
+  bool trans_b = false;
+};
+
+// Throws std::invalid_argument on non-positive sizes.
+void Gemm(float* c, const float* a, const float* b, const GemmShape& shape, bool accumulate);
+
+// Floating-point operations and seconds spent in Gemm since the last reset.
+struct GemmCounters {
+  double flops = 0;
+  double seconds = 0;
+};
+GemmCounters GetGemmCounters();
+void ResetGemmCounters();
+
+}  // namespace swan

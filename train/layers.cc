@@ -1,0 +1,252 @@
+#include "train/layers.h"
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attention/backward.h"
+#include "train/gemm.h"
+
+namespace swan {
+
+// --- embedding ---------------------------------------------------------------
+
+void EmbeddingForward(float* out, const int32_t* ids, const float* table, int64_t n,
+                      int64_t vocab, int64_t dim) {
+  for (int64_t t = 0; t < n; ++t) {
+    if (ids[t] < 0 || ids[t] >= vocab)
+      throw std::out_of_range("token id " + std::to_string(ids[t]) + " outside the vocabulary [0, " +
+                              std::to_string(vocab) + ")");
+    std::memcpy(out + t * dim, table + int64_t(ids[t]) * dim, size_t(dim) * sizeof(float));
+  }
+}
+
+void EmbeddingBackward(float* d_table, const float* d_out, const int32_t* ids, int64_t n,
+                       int64_t dim) {
+  for (int64_t t = 0; t < n; ++t) {
+    float* row = d_table + int64_t(ids[t]) * dim;
+    const float* g = d_out + t * dim;
+    for (int64_t i = 0; i < dim; ++i) row[i] += g[i];
+  }
+}
+
+// --- RMSNorm -------------------------------------------------------------------
+
+void RmsNormForward(float* out, float* rstd, const float* x, const float* weight, float eps,
+                    int64_t n, int64_t dim) {
+#pragma omp parallel for if (n > 64)
+  for (int64_t t = 0; t < n; ++t) {
+    const float* xt = x + t * dim;
+    float* ot = out + t * dim;
+    double sum_sq = 0;
+    for (int64_t i = 0; i < dim; ++i) sum_sq += double(xt[i]) * xt[i];
+    const float r = float(1.0 / std::sqrt(sum_sq / double(dim) + double(eps)));
+    rstd[t] = r;
+    for (int64_t i = 0; i < dim; ++i) ot[i] = xt[i] * r * weight[i];
+  }
+}
+
+void RmsNormBackward(float* dx, float* d_weight, const float* d_out, const float* x,
+                     const float* rstd, const float* weight, int64_t n, int64_t dim,
+                     bool accumulate_dx) {
+  // With g = d_out * weight and xhat = x * rstd:
+  //   dx = rstd * (g - xhat * mean(g * xhat)),   d_weight += sum_t d_out * xhat
+#pragma omp parallel for if (n > 64)
+  for (int64_t t = 0; t < n; ++t) {
+    const float* xt = x + t * dim;
+    const float* gt = d_out + t * dim;
+    float* dxt = dx + t * dim;
+    const float r = rstd[t];
+    double dot = 0;
+    for (int64_t i = 0; i < dim; ++i) dot += double(gt[i]) * weight[i] * xt[i] * r;
+    const float mean = float(dot / double(dim));
+    for (int64_t i = 0; i < dim; ++i) {
+      const float v = r * (gt[i] * weight[i] - xt[i] * r * mean);
+      dxt[i] = accumulate_dx ? dxt[i] + v : v;
+    }
+  }
+#pragma omp parallel for if (n * dim > 65536)
+  for (int64_t i = 0; i < dim; ++i) {
+    double acc = 0;
+    for (int64_t t = 0; t < n; ++t) acc += double(d_out[t * dim + i]) * x[t * dim + i] * rstd[t];
+    d_weight[i] += float(acc);
+  }
+}
+
+// --- linear --------------------------------------------------------------------
+
+void LinearForward(float* y, const float* x, const float* w, int64_t n, int64_t in, int64_t out,
+                   bool accumulate_y) {
+  Gemm(y, x, w, GemmShape{n, out, in, false, true}, accumulate_y);
+}
+
+void LinearBackward(float* dx, float* d_w, const float* dy, const float* x, const float* w,
+                    int64_t n, int64_t in, int64_t out, bool accumulate_dx) {
+  // dx [n, in] = dy [n, out] · w [out, in]
+  if (dx) Gemm(dx, dy, w, GemmShape{n, in, out, false, false}, accumulate_dx);
+  // d_w [out, in] += dyᵀ [out, n] · x [n, in]
+  Gemm(d_w, dy, x, GemmShape{out, in, n, true, false}, /*accumulate=*/true);
+}
+
+// --- RoPE ------------------------------------------------------------------------
+
+void RopeForward(float* x, const Rope& rope, const int32_t* pos, int64_t n, int32_t heads) {
+  rope.Apply(x, pos, n, heads);
+}
+
+void RopeBackward(float* dx, const Rope& rope, const int32_t* pos, int64_t n, int32_t heads) {
+  std::vector<int32_t> neg(static_cast<size_t>(n));  // [n]
+  for (int64_t t = 0; t < n; ++t) neg[size_t(t)] = -pos[t];
+  rope.Apply(dx, neg.data(), n, heads);
+}
+
+// --- SwiGLU ----------------------------------------------------------------------
+
+void SwiGluForward(float* out, const float* gate, const float* up, int64_t n) {
+#pragma omp parallel for if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void SwiGluBackward(float* d_gate, float* d_up, const float* d_out, const float* gate,
+                    const float* up, int64_t n) {
+#pragma omp parallel for if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    const float sig = 1.0f / (1.0f + std::exp(-g));
+    const float silu = g * sig;
+    // silu'(g) = sig * (1 + g * (1 - sig))
+    const float d = d_out[i];
+    d_up[i] = d * silu;
+    d_gate[i] = d * up[i] * sig * (1.0f + g * (1.0f - sig));
+  }
+}
+
+// --- GELU (tanh) -------------------------------------------------------------------
+
+namespace {
+constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kGeluCubic = 0.044715f;
+}  // namespace
+
+void GeluTanhForward(float* out, const float* x, int64_t n) {
+#pragma omp parallel for if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    out[i] = 0.5f * v * (1.0f + std::tanh(kGeluScale * (v + kGeluCubic * v * v * v)));
+  }
+}
+
+void GeluTanhBackward(float* dx, const float* d_out, const float* x, int64_t n) {
+#pragma omp parallel for if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float th = std::tanh(kGeluScale * (v + kGeluCubic * v * v * v));
+    const float d_inner = kGeluScale * (1.0f + 3.0f * kGeluCubic * v * v);
+    dx[i] = d_out[i] * (0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * d_inner);
+  }
+}
+
+// --- attention -----------------------------------------------------------------------
+
+namespace {
+
+AttentionArgs SequenceArgs(const float* q, const float* k, const float* v,
+                           const SequenceAttention& a, int64_t b) {
+  const int64_t q_row = int64_t(a.shape.n_heads) * a.shape.head_dim;
+  const int64_t kv_row = int64_t(a.shape.n_kv_heads) * a.shape.head_dim;
+  AttentionArgs args;
+  args.shape = a.shape;
+  args.q = q + b * a.seq * q_row;
+  args.q_pos = a.pos;
+  args.n_q = a.seq;
+  args.kv.k = k + b * a.seq * kv_row;
+  args.kv.v = v + b * a.seq * kv_row;
+  args.kv.pos = a.pos;
+  args.kv.n_rows = a.seq;
+  args.kv.type = KvType::kF32;
+  args.span = a.span;
+  return args;
+}
+
+}  // namespace
+
+void AttentionForward(float* out, float* lse, const float* q, const float* k, const float* v,
+                      const SequenceAttention& a) {
+  const int64_t q_row = int64_t(a.shape.n_heads) * a.shape.head_dim;
+  for (int64_t b = 0; b < a.batch; ++b)
+    Attend(SequenceArgs(q, k, v, a, b), out + b * a.seq * q_row, lse + b * a.seq * a.shape.n_heads);
+}
+
+void AttentionBackward(float* dq, float* dk, float* dv, const float* d_out, const float* out,
+                       const float* lse, const float* q, const float* k, const float* v,
+                       const SequenceAttention& a) {
+  const int64_t q_row = int64_t(a.shape.n_heads) * a.shape.head_dim;
+  const int64_t kv_row = int64_t(a.shape.n_kv_heads) * a.shape.head_dim;
+  for (int64_t b = 0; b < a.batch; ++b) {
+    AttentionSaved saved;
+    saved.out = out + b * a.seq * q_row;
+    saved.lse = lse + b * a.seq * a.shape.n_heads;
+    saved.d_out = d_out + b * a.seq * q_row;
+    AttentionGrads grads;
+    grads.dq = dq + b * a.seq * q_row;
+    grads.dk = dk + b * a.seq * kv_row;
+    grads.dv = dv + b * a.seq * kv_row;
+    AttendBackward(SequenceArgs(q, k, v, a, b), saved, grads);
+  }
+}
+
+// --- cross-entropy -------------------------------------------------------------------
+
+namespace {
+
+double LogSumExp(const float* row, int64_t vocab) {
+  float max = row[0];
+  for (int64_t j = 1; j < vocab; ++j) max = row[j] > max ? row[j] : max;
+  double sum = 0;
+  for (int64_t j = 0; j < vocab; ++j) sum += std::exp(double(row[j] - max));
+  return double(max) + std::log(sum);
+}
+
+}  // namespace
+
+double CrossEntropyForward(float* losses, const float* logits, const int32_t* targets, int64_t n,
+                           int64_t vocab) {
+  double total = 0;
+  int64_t counted = 0;
+#pragma omp parallel for reduction(+ : total, counted) if (n > 16)
+  for (int64_t t = 0; t < n; ++t) {
+    if (targets[t] < 0) {
+      losses[t] = 0;
+      continue;
+    }
+    const float* row = logits + t * vocab;
+    const double loss = LogSumExp(row, vocab) - double(row[targets[t]]);
+    losses[t] = float(loss);
+    total += loss;
+    ++counted;
+  }
+  return counted ? total / double(counted) : 0.0;
+}
+
+void CrossEntropyBackward(float* d_logits, const float* logits, const int32_t* targets,
+                          float d_loss, int64_t n, int64_t vocab) {
+#pragma omp parallel for if (n > 16)
+  for (int64_t t = 0; t < n; ++t) {
+    const float* row = logits + t * vocab;
+    float* d = d_logits + t * vocab;
+    if (targets[t] < 0) {
+      for (int64_t j = 0; j < vocab; ++j) d[j] = 0;
+      continue;
+    }
+    const double lse = LogSumExp(row, vocab);
+    for (int64_t j = 0; j < vocab; ++j) d[j] = float(std::exp(double(row[j]) - lse)) * d_loss;
+    d[targets[t]] -= d_loss;
+  }
+}
+
+}  // namespace swan

@@ -1,0 +1,105 @@
+// The operations of a transformer language model, each forward directly
+// above its backward (llm.c style), in float32.
+//
+// Signatures: outputs, then what the backward needs saved, then inputs and
+// weights, then sizes. The backward mirrors the forward.
+//
+// Gradient rule, for every function here:
+//   * parameter gradients (d_weight, d_table) ACCUMULATE (+=), so gradient
+//     accumulation over micro-batches and tied weights need no extra code;
+//   * activation gradients (dx, d_gate, ...) are WRITTEN (=), except where a
+//     function takes `accumulate_dx`: then they are added, which is how the
+//     residual stream and an input read by several layers (the normed input
+//     of Q, K and V) collect their gradient.
+//
+// The residual connections are no function of their own: the forward adds a
+// branch into the stream with an accumulating GEMM (y += x · wᵀ), and the
+// backward passes the stream's gradient to the branch unchanged and lets
+// the branch's input norm add its gradient back into it (accumulate_dx).
+#pragma once
+
+#include <cstdint>
+
+#include "attention/attention.h"
+#include "ops/rope.h"
+
+namespace swan {
+
+// --- embedding ---------------------------------------------------------------
+// out[t] = table[ids[t]]
+//   out [n, dim], table [vocab, dim]. Throws std::out_of_range for a bad id.
+void EmbeddingForward(float* out, const int32_t* ids, const float* table, int64_t n,
+                      int64_t vocab, int64_t dim);
+// d_table[ids[t]] += d_out[t]
+void EmbeddingBackward(float* d_table, const float* d_out, const int32_t* ids, int64_t n,
+                       int64_t dim);
+
+// --- RMSNorm (HF LlamaRMSNorm; QK-norm is the same over [n * heads, head_dim]) ---
+// out = x * rstd * weight, rstd = 1 / sqrt(mean(x²) + eps)
+//   out, x [n, dim], rstd [n] (saved), weight [dim]. out may not alias x.
+void RmsNormForward(float* out, float* rstd, const float* x, const float* weight, float eps,
+                    int64_t n, int64_t dim);
+//   dx [n, dim] (= or +=), d_weight [dim] (+=)
+void RmsNormBackward(float* dx, float* d_weight, const float* d_out, const float* x,
+                     const float* rstd, const float* weight, int64_t n, int64_t dim,
+                     bool accumulate_dx);
+
+// --- linear layer (no bias), through oneDNN ----------------------------------
+// y (+)= x · wᵀ     y [n, out], x [n, in], w [out, in]
+void LinearForward(float* y, const float* x, const float* w, int64_t n, int64_t in, int64_t out,
+                   bool accumulate_y = false);
+// dx (=/+=) dy · w,   d_w += dyᵀ · x.  dx may be null (input needs no gradient).
+void LinearBackward(float* dx, float* d_w, const float* dy, const float* x, const float* w,
+                    int64_t n, int64_t in, int64_t out, bool accumulate_dx);
+
+// --- RoPE (or NoPE: a Rope built with enabled = false leaves x alone) ---------
+// Rotates x [n, heads, head_dim] in place, token t at pos[t] (ops/rope.h,
+// the one rotation inference uses).
+void RopeForward(float* x, const Rope& rope, const int32_t* pos, int64_t n, int32_t heads);
+// The rotation is orthogonal times a scale, so its transpose is the
+// rotation by the negated angle: dx = rotate(d_out, -pos), in place.
+void RopeBackward(float* dx, const Rope& rope, const int32_t* pos, int64_t n, int32_t heads);
+
+// --- SwiGLU: out = silu(gate) * up --------------------------------------------
+//   out, gate, up [n]
+void SwiGluForward(float* out, const float* gate, const float* up, int64_t n);
+//   d_gate, d_up [n] (=)
+void SwiGluBackward(float* d_gate, float* d_up, const float* d_out, const float* gate,
+                    const float* up, int64_t n);
+
+// --- GELU, tanh approximation (Gemma's gelu_pytorch_tanh) ----------------------
+// out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³)))      out, x [n]
+void GeluTanhForward(float* out, const float* x, int64_t n);
+void GeluTanhBackward(float* dx, const float* d_out, const float* x, int64_t n);
+
+// --- causal attention over packed sequences -------------------------------------
+// q [B*T, heads, head_dim], k, v [B*T, kv_heads, head_dim]: B sequences of
+// T tokens, token t of each at position t, each attending within itself
+// under `span`.
+struct SequenceAttention {
+  AttentionShape shape;
+  Span span;
+  int64_t batch = 0;  // B
+  int64_t seq = 0;    // T
+  const int32_t* pos = nullptr;  // [T] = 0..T-1
+};
+//   out [B*T, heads, head_dim], lse [B*T, heads] (saved)
+void AttentionForward(float* out, float* lse, const float* q, const float* k, const float* v,
+                      const SequenceAttention& a);
+// dq, dk, dv (=), from the saved out and lse (attention/backward.h).
+void AttentionBackward(float* dq, float* dk, float* dv, const float* d_out, const float* out,
+                       const float* lse, const float* q, const float* k, const float* v,
+                       const SequenceAttention& a);
+
+// --- softmax cross-entropy over the vocabulary -----------------------------------
+// losses[t] = logsumexp(logits[t]) - logits[t][targets[t]]; a target < 0
+// is ignored (loss 0). Returns the mean over the counted tokens.
+//   losses [n], logits [n, vocab], targets [n]
+double CrossEntropyForward(float* losses, const float* logits, const int32_t* targets, int64_t n,
+                           int64_t vocab);
+// d_logits = d_loss * (softmax(logits) - onehot(target)), written; d_logits
+// may alias logits (the usual case: logits are not needed afterwards).
+void CrossEntropyBackward(float* d_logits, const float* logits, const int32_t* targets,
+                          float d_loss, int64_t n, int64_t vocab);
+
+}  // namespace swan

@@ -1,0 +1,288 @@
+// Every backward in train/layers.h against central differences of a plain
+// float64 forward written here, on random inputs.
+#include "train/layers.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include "train/grad_check.h"
+
+namespace swan {
+namespace {
+
+using testing::NumericGradient;
+using testing::RandomVector;
+using testing::RelativeError;
+using testing::ToFloat;
+
+constexpr double kTol = 2e-4;  // float32 backward against float64 differences
+
+double Dot(const std::vector<double>& a, const std::vector<double>& b) {
+  return std::inner_product(a.begin(), a.end(), b.begin(), 0.0);
+}
+
+void Report(const char* what, double err) {
+  std::printf("  grad check %-28s rel. error %.2e\n", what, err);
+  EXPECT_LT(err, kTol) << what;
+}
+
+// --- float64 references ------------------------------------------------------
+
+std::vector<double> RmsNormRef(const std::vector<double>& x, const std::vector<double>& w,
+                               double eps, int64_t n, int64_t dim) {
+  std::vector<double> out(x.size());
+  for (int64_t t = 0; t < n; ++t) {
+    double ss = 0;
+    for (int64_t i = 0; i < dim; ++i) ss += x[t * dim + i] * x[t * dim + i];
+    const double r = 1 / std::sqrt(ss / dim + eps);
+    for (int64_t i = 0; i < dim; ++i) out[t * dim + i] = x[t * dim + i] * r * w[i];
+  }
+  return out;
+}
+
+std::vector<double> RopeRef(const std::vector<double>& x, const Rope& rope, const int32_t* pos,
+                            int64_t n, int32_t heads, int32_t head_dim) {
+  std::vector<double> out = x;
+  const int32_t half = head_dim / 2;
+  for (int64_t t = 0; t < n; ++t)
+    for (int32_t h = 0; h < heads; ++h)
+      for (int32_t i = 0; i < half; ++i) {
+        const double a = pos[t] * rope.inv_freq()[size_t(i)];
+        const double c = std::cos(a) * rope.attention_factor(), s = std::sin(a) * rope.attention_factor();
+        const int64_t base = (t * heads + h) * head_dim;
+        const double x0 = x[size_t(base + i)], x1 = x[size_t(base + i + half)];
+        out[size_t(base + i)] = x0 * c - x1 * s;
+        out[size_t(base + i + half)] = x1 * c + x0 * s;
+      }
+  return out;
+}
+
+std::vector<double> AttentionRef(const std::vector<double>& q, const std::vector<double>& k,
+                                 const std::vector<double>& v, const SequenceAttention& a) {
+  const int32_t H = a.shape.n_heads, KV = a.shape.n_kv_heads, D = a.shape.head_dim;
+  const int64_t T = a.seq;
+  std::vector<double> out(q.size(), 0.0);
+  const double scale = 1 / std::sqrt(double(D));
+  for (int64_t b = 0; b < a.batch; ++b)
+    for (int64_t i = 0; i < T; ++i)
+      for (int32_t h = 0; h < H; ++h) {
+        const int32_t kh = h / (H / KV);
+        std::vector<double> logit(size_t(T), -INFINITY);
+        double max = -INFINITY;
+        for (int64_t j = 0; j < T; ++j) {
+          if (!Sees(a.span, a.pos[i], a.pos[j])) continue;
+          double s = 0;
+          for (int32_t c = 0; c < D; ++c)
+            s += q[size_t(((b * T + i) * H + h) * D + c)] * k[size_t(((b * T + j) * KV + kh) * D + c)];
+          logit[size_t(j)] = s * scale;
+          max = std::max(max, logit[size_t(j)]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < T; ++j)
+          if (logit[size_t(j)] > -INFINITY) sum += std::exp(logit[size_t(j)] - max);
+        for (int64_t j = 0; j < T; ++j) {
+          if (logit[size_t(j)] == -INFINITY) continue;
+          const double p = std::exp(logit[size_t(j)] - max) / sum;
+          for (int32_t c = 0; c < D; ++c)
+            out[size_t(((b * T + i) * H + h) * D + c)] += p * v[size_t(((b * T + j) * KV + kh) * D + c)];
+        }
+      }
+  return out;
+}
+
+// --- tests --------------------------------------------------------------------
+
+TEST(LayersGrad, Embedding) {
+  std::mt19937_64 rng(1);
+  const int64_t n = 7, vocab = 5, dim = 4;
+  const std::vector<int32_t> ids = {0, 3, 3, 1, 4, 0, 2};
+  const auto table = RandomVector(rng, size_t(vocab * dim));
+  const auto r = RandomVector(rng, size_t(n * dim));
+  std::vector<float> out(size_t(n * dim));
+  const auto table_f = ToFloat(table);
+  EmbeddingForward(out.data(), ids.data(), table_f.data(), n, vocab, dim);
+  std::vector<float> d_table(size_t(vocab * dim), 0.0f);
+  EmbeddingBackward(d_table.data(), ToFloat(r).data(), ids.data(), n, dim);
+  auto f = [&](const std::vector<double>& tb) {
+    double s = 0;
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t i = 0; i < dim; ++i) s += tb[size_t(ids[size_t(t)] * dim + i)] * r[size_t(t * dim + i)];
+    return s;
+  };
+  Report("embedding d_table", RelativeError(d_table, NumericGradient(f, table)));
+  EXPECT_THROW(EmbeddingForward(out.data(), std::vector<int32_t>{5}.data(), table_f.data(), 1, vocab, dim),
+               std::out_of_range);
+}
+
+void CheckRmsNorm(const char* what, int64_t n, int64_t dim) {
+  std::mt19937_64 rng(2);
+  const double eps = 1e-5;
+  const auto x = RandomVector(rng, size_t(n * dim));
+  const auto w = RandomVector(rng, size_t(dim));
+  const auto r = RandomVector(rng, size_t(n * dim));
+  std::vector<float> out(x.size()), rstd(static_cast<size_t>(n)), dx(x.size(), 0.5f), dw(size_t(dim), 0.0f);
+  const auto xf = ToFloat(x), wf = ToFloat(w), rf = ToFloat(r);
+  RmsNormForward(out.data(), rstd.data(), xf.data(), wf.data(), float(eps), n, dim);
+  EXPECT_LT(RelativeError(out, RmsNormRef(x, w, eps, n, dim)), 1e-6);
+  RmsNormBackward(dx.data(), dw.data(), rf.data(), xf.data(), rstd.data(), wf.data(), n, dim,
+                  /*accumulate_dx=*/true);
+  for (float& v : dx) v -= 0.5f;  // accumulate_dx added onto 0.5
+  auto fx = [&](const std::vector<double>& xx) { return Dot(RmsNormRef(xx, w, eps, n, dim), r); };
+  auto fw = [&](const std::vector<double>& ww) { return Dot(RmsNormRef(x, ww, eps, n, dim), r); };
+  Report((std::string(what) + " dx").c_str(), RelativeError(dx, NumericGradient(fx, x)));
+  Report((std::string(what) + " d_weight").c_str(), RelativeError(dw, NumericGradient(fw, w)));
+}
+
+TEST(LayersGrad, RmsNorm) { CheckRmsNorm("rmsnorm", 5, 12); }
+// QK-norm (Gemma 3): the same RMSNorm over each head of q or k.
+TEST(LayersGrad, QkNorm) { CheckRmsNorm("qk-norm (4 tok x 3 heads)", 4 * 3, 8); }
+
+TEST(LayersGrad, Linear) {
+  std::mt19937_64 rng(3);
+  const int64_t n = 6, in = 5, out = 7;
+  const auto x = RandomVector(rng, size_t(n * in));
+  const auto w = RandomVector(rng, size_t(out * in));
+  const auto r = RandomVector(rng, size_t(n * out));
+  auto fwd = [&](const std::vector<double>& xx, const std::vector<double>& ww) {
+    std::vector<double> y(size_t(n * out), 0.0);
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t o = 0; o < out; ++o)
+        for (int64_t i = 0; i < in; ++i) y[size_t(t * out + o)] += xx[size_t(t * in + i)] * ww[size_t(o * in + i)];
+    return y;
+  };
+  const auto xf = ToFloat(x), wf = ToFloat(w), rf = ToFloat(r);
+  std::vector<float> y(size_t(n * out));
+  LinearForward(y.data(), xf.data(), wf.data(), n, in, out);
+  EXPECT_LT(RelativeError(y, fwd(x, w)), 1e-5);
+  std::vector<float> dx(x.size()), dw(w.size(), 0.0f);
+  LinearBackward(dx.data(), dw.data(), rf.data(), xf.data(), wf.data(), n, in, out, false);
+  Report("linear dx", RelativeError(dx, NumericGradient([&](const std::vector<double>& v) { return Dot(fwd(v, w), r); }, x)));
+  Report("linear d_weight", RelativeError(dw, NumericGradient([&](const std::vector<double>& v) { return Dot(fwd(x, v), r); }, w)));
+}
+
+void CheckRope(const char* what, const RopeSettings& settings) {
+  std::mt19937_64 rng(4);
+  const int64_t n = 5;
+  const int32_t heads = 2, head_dim = 8;
+  const std::vector<int32_t> pos = {0, 3, 7, 100, 2000};
+  const Rope rope(settings, head_dim);
+  const auto x = RandomVector(rng, size_t(n * heads * head_dim));
+  const auto r = RandomVector(rng, x.size());
+  auto ref = [&](const std::vector<double>& v) {
+    return settings.enabled ? RopeRef(v, rope, pos.data(), n, heads, head_dim) : v;
+  };
+  std::vector<float> y = ToFloat(x);
+  RopeForward(y.data(), rope, pos.data(), n, heads);
+  EXPECT_LT(RelativeError(y, ref(x)), 1e-5);
+  std::vector<float> dx = ToFloat(r);
+  RopeBackward(dx.data(), rope, pos.data(), n, heads);
+  Report(what, RelativeError(dx, NumericGradient([&](const std::vector<double>& v) { return Dot(ref(v), r); }, x)));
+}
+
+TEST(LayersGrad, Rope) {
+  RopeSettings plain;
+  CheckRope("rope dx", plain);
+  RopeSettings yarn;
+  yarn.scaling.kind = RopeScaling::Kind::kYarn;
+  yarn.scaling.factor = 4;
+  yarn.scaling.original_max_position_embeddings = 256;
+  CheckRope("rope (yarn x4) dx", yarn);
+  RopeSettings nope;
+  nope.enabled = false;
+  CheckRope("nope dx", nope);
+}
+
+TEST(LayersGrad, SwiGlu) {
+  std::mt19937_64 rng(5);
+  const int64_t n = 20;
+  const auto gate = RandomVector(rng, size_t(n), 2.0), up = RandomVector(rng, size_t(n)), r = RandomVector(rng, size_t(n));
+  auto ref = [&](const std::vector<double>& g, const std::vector<double>& u) {
+    std::vector<double> o(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) o[size_t(i)] = g[size_t(i)] / (1 + std::exp(-g[size_t(i)])) * u[size_t(i)];
+    return o;
+  };
+  std::vector<float> dg(static_cast<size_t>(n)), du(static_cast<size_t>(n));
+  SwiGluBackward(dg.data(), du.data(), ToFloat(r).data(), ToFloat(gate).data(), ToFloat(up).data(), n);
+  Report("swiglu d_gate", RelativeError(dg, NumericGradient([&](const std::vector<double>& v) { return Dot(ref(v, up), r); }, gate)));
+  Report("swiglu d_up", RelativeError(du, NumericGradient([&](const std::vector<double>& v) { return Dot(ref(gate, v), r); }, up)));
+}
+
+TEST(LayersGrad, GeluTanh) {
+  std::mt19937_64 rng(6);
+  const int64_t n = 20;
+  const auto x = RandomVector(rng, size_t(n), 2.0), r = RandomVector(rng, size_t(n));
+  auto ref = [&](const std::vector<double>& v) {
+    std::vector<double> o(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      o[i] = 0.5 * v[i] * (1 + std::tanh(std::sqrt(2 / M_PI) * (v[i] + 0.044715 * v[i] * v[i] * v[i])));
+    return o;
+  };
+  std::vector<float> y(static_cast<size_t>(n)), dx(static_cast<size_t>(n));
+  GeluTanhForward(y.data(), ToFloat(x).data(), n);
+  EXPECT_LT(RelativeError(y, ref(x)), 1e-6);
+  GeluTanhBackward(dx.data(), ToFloat(r).data(), ToFloat(x).data(), n);
+  Report("gelu-tanh dx", RelativeError(dx, NumericGradient([&](const std::vector<double>& v) { return Dot(ref(v), r); }, x)));
+}
+
+void CheckAttention(const char* what, Span span) {
+  std::mt19937_64 rng(7);
+  SequenceAttention a;
+  a.shape = AttentionShape{4, 2, 8};
+  a.span = span;
+  a.batch = 2;
+  a.seq = 9;
+  std::vector<int32_t> pos(size_t(a.seq));
+  std::iota(pos.begin(), pos.end(), 0);
+  a.pos = pos.data();
+  const int64_t nq = a.batch * a.seq * a.shape.n_heads * a.shape.head_dim;
+  const int64_t nkv = a.batch * a.seq * a.shape.n_kv_heads * a.shape.head_dim;
+  const auto q = RandomVector(rng, size_t(nq)), k = RandomVector(rng, size_t(nkv)),
+             v = RandomVector(rng, size_t(nkv)), r = RandomVector(rng, size_t(nq));
+  const auto qf = ToFloat(q), kf = ToFloat(k), vf = ToFloat(v), rf = ToFloat(r);
+  std::vector<float> out(static_cast<size_t>(nq)), lse(size_t(a.batch * a.seq * a.shape.n_heads));
+  AttentionForward(out.data(), lse.data(), qf.data(), kf.data(), vf.data(), a);
+  EXPECT_LT(RelativeError(out, AttentionRef(q, k, v, a)), 1e-5);
+  std::vector<float> dq(static_cast<size_t>(nq)), dk(static_cast<size_t>(nkv)), dv(static_cast<size_t>(nkv));
+  AttentionBackward(dq.data(), dk.data(), dv.data(), rf.data(), out.data(), lse.data(), qf.data(),
+                    kf.data(), vf.data(), a);
+  const std::string w = what;
+  Report((w + " dq").c_str(), RelativeError(dq, NumericGradient([&](const std::vector<double>& x) { return Dot(AttentionRef(x, k, v, a), r); }, q)));
+  Report((w + " dk").c_str(), RelativeError(dk, NumericGradient([&](const std::vector<double>& x) { return Dot(AttentionRef(q, x, v, a), r); }, k)));
+  Report((w + " dv").c_str(), RelativeError(dv, NumericGradient([&](const std::vector<double>& x) { return Dot(AttentionRef(q, k, x, a), r); }, v)));
+}
+
+TEST(LayersGrad, AttentionFull) { CheckAttention("attention full", Span{}); }
+TEST(LayersGrad, AttentionWindowSinks) { CheckAttention("attention w3+1 sink", Span{3, 1}); }
+
+TEST(LayersGrad, CrossEntropy) {
+  std::mt19937_64 rng(8);
+  const int64_t n = 4, vocab = 11;
+  const std::vector<int32_t> targets = {3, 0, -1, 10};
+  const auto logits = RandomVector(rng, size_t(n * vocab), 3.0);
+  auto ref = [&](const std::vector<double>& l) {
+    double total = 0;
+    int counted = 0;
+    for (int64_t t = 0; t < n; ++t) {
+      if (targets[size_t(t)] < 0) continue;
+      double sum = 0;
+      for (int64_t j = 0; j < vocab; ++j) sum += std::exp(l[size_t(t * vocab + j)]);
+      total += std::log(sum) - l[size_t(t * vocab + targets[size_t(t)])];
+      ++counted;
+    }
+    return total / counted;
+  };
+  const auto lf = ToFloat(logits);
+  std::vector<float> losses(static_cast<size_t>(n));
+  const double mean = CrossEntropyForward(losses.data(), lf.data(), targets.data(), n, vocab);
+  EXPECT_NEAR(mean, ref(logits), 1e-5);
+  EXPECT_EQ(losses[2], 0.0f);
+  std::vector<float> d = lf;  // in place, as the model runs it
+  CrossEntropyBackward(d.data(), d.data(), targets.data(), 1.0f / 3, n, vocab);
+  Report("cross-entropy d_logits", RelativeError(d, NumericGradient(ref, logits)));
+}
+
+}  // namespace
+}  // namespace swan
