@@ -23,3 +23,6 @@ if [ "${1:-}" != "--no-sanitize" ]; then
   cmake --build build-asan -j "$jobs"
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs")
 fi
+
+# Short libFuzzer runs of the tokenizer (loader and encode), ~20 s each.
+bash scripts/fuzz_tokenizer.sh 20

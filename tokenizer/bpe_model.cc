@@ -21,6 +21,11 @@ BpeModel::BpeModel(const json& config, const std::string& where) {
                                   "\"]: expected a non-negative integer id");
     max_id = std::max<int64_t>(max_id, it.value().get<int64_t>());
   }
+  // Ids may leave holes, but not so many that the table would be mostly empty.
+  if (max_id >= static_cast<int64_t>(2 * vocab.size() + 65536))
+    throw std::invalid_argument(where + ".vocab: ids are too sparse (largest " +
+                                std::to_string(max_id) + " for " + std::to_string(vocab.size()) +
+                                " tokens)");
   id_to_token_.resize(static_cast<size_t>(max_id + 1));
   token_to_id_.reserve(vocab.size());
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {

@@ -96,6 +96,9 @@ Tokenizer Tokenizer::FromJson(const json& j, const std::string& source) {
 
     tok.vocab_size_ = tok.model_->size();
     for (const AddedToken& t : tok.added_) tok.vocab_size_ = std::max(tok.vocab_size_, t.id + 1);
+    if (tok.vocab_size_ > 2 * (tok.model_->size() + static_cast<int32_t>(tok.added_.size())) + 65536)
+      throw std::invalid_argument("added_tokens: ids are far outside the model's vocabulary of " +
+                                  std::to_string(tok.model_->size()));
     tok.added_index_.assign(tok.vocab_size_, -1);
     std::vector<const AddedToken*> raw, normalized;
     std::vector<std::string> raw_contents;
