@@ -14,6 +14,7 @@ int RunGenerate(const std::vector<std::string>& args);
 int RunInspect(const std::vector<std::string>& args);
 int RunTokenize(const std::vector<std::string>& args);
 int RunTokenizer(const std::vector<std::string>& args);
+int RunTrain(const std::vector<std::string>& args);
 }  // namespace swan::cli
 
 namespace {
@@ -27,6 +28,8 @@ const Command kCommands[] = {
     {"tokenize", "text to token ids and back; corpora to token files", swan::cli::RunTokenize},
     {"tokenizer", "train a byte-level BPE tokenizer (`swan tokenizer train`)",
      swan::cli::RunTokenizer},
+    {"train", "train a model under an attention plan; checkpoints, logs, export",
+     swan::cli::RunTrain},
 };
 
 void PrintUsage(FILE* out) {

@@ -127,6 +127,7 @@ ModelConfig ParseModelConfig(const std::string& config_json, const std::string& 
   c.mlp_bias = f.Optional<bool>("mlp_bias", false);
   c.sliding_window = f.Optional<int32_t>("sliding_window", 0);
   c.layer_types = f.Optional<std::vector<std::string>>("layer_types", {});
+  c.attention_plan = f.Optional<std::string>("swan_attention_plan", "");
   c.bos_token_id = f.Optional<int32_t>("bos_token_id", -1);
   c.eos_token_ids = f.Ids("eos_token_id");
 

@@ -40,6 +40,9 @@ struct ModelConfig {
   // layer_types ("sliding_attention" / "full_attention" per layer).
   int32_t sliding_window = 0;
   std::vector<std::string> layer_types;
+  // The attention plan spec a model trained by swan was trained with
+  // ("swan_attention_plan"; "" = none). It is the model's own plan.
+  std::string attention_plan;
   int32_t bos_token_id = -1;            // -1 = none
   std::vector<int32_t> eos_token_ids;   // config and generation_config together
   GenerationDefaults generation;

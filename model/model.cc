@@ -43,6 +43,9 @@ Session::Session(const AttentionPlan& plan_in, const KvShape& shape, const KvCac
 }
 
 AttentionPlan LanguageModel::ResolvePlan(const std::string& spec) const {
+  // A model trained by swan stores its plan in config.json: its own plan.
+  if ((spec.empty() || spec == "model") && !config().attention_plan.empty())
+    return swan::ResolvePlan(config().attention_plan, AttentionDefaults());
   return swan::ResolvePlan(spec, AttentionDefaults());
 }
 

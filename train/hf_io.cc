@@ -1,0 +1,196 @@
+#include "train/hf_io.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "model/safetensors.h"
+#include "train/checkpoint.h"
+
+namespace swan {
+namespace {
+
+using nlohmann::json;
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+json RopeScalingJson(const RopeScaling& s) {
+  if (s.kind == RopeScaling::Kind::kNone) return nullptr;
+  json j;
+  j["factor"] = s.factor;
+  j["original_max_position_embeddings"] = s.original_max_position_embeddings;
+  switch (s.kind) {
+    case RopeScaling::Kind::kLinear: j["rope_type"] = "linear"; break;
+    case RopeScaling::Kind::kYarn:
+      j["rope_type"] = "yarn";
+      j["beta_fast"] = s.beta_fast;
+      j["beta_slow"] = s.beta_slow;
+      if (s.attention_factor > 0) j["attention_factor"] = s.attention_factor;
+      break;
+    case RopeScaling::Kind::kLlama3:
+      j["rope_type"] = "llama3";
+      j["low_freq_factor"] = s.low_freq_factor;
+      j["high_freq_factor"] = s.high_freq_factor;
+      break;
+    case RopeScaling::Kind::kNone: break;
+  }
+  return j;
+}
+
+}  // namespace
+
+ModelShape ShapeFromConfig(const ModelConfig& c) {
+  if (c.hidden_act != "silu")
+    throw std::runtime_error("training supports hidden_act silu, the model has '" + c.hidden_act + "'");
+  if (c.attention_bias || c.mlp_bias) throw std::runtime_error("training does not support biases");
+  ModelShape s;
+  s.vocab = c.vocab_size;
+  s.hidden = c.hidden_size;
+  s.intermediate = c.intermediate_size;
+  s.n_layers = c.n_layers;
+  s.n_heads = c.n_heads;
+  s.n_kv_heads = c.n_kv_heads;
+  s.head_dim = c.head_dim;
+  s.rms_eps = float(c.rms_norm_eps);
+  s.tied_embeddings = c.tie_word_embeddings;
+  s.rope = c.rope;
+  s.max_position = c.max_position_embeddings;
+  s.Validate();
+  return s;
+}
+
+void LoadHfWeights(TrainModel& model, const std::string& dir) {
+  const TensorStore store = TensorStore::OpenDirectory(dir);
+  for (const ParamTensor& t : model.tensors()) {
+    const std::vector<float> w = store.ReadF32(t.name, t.shape);
+    std::memcpy(model.params().data() + t.offset, w.data(), w.size() * sizeof(float));
+  }
+}
+
+std::string CanonicalPlanSpec(const AttentionPlan& plan) {
+  std::string spec = "full";
+  int32_t sinks = -1;
+  bool nope_full = true, nope_window = true, any_full = false, any_window = false;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const LayerPlan& l = plan.layers[i];
+    if (l.kind == LayerKind::kWindow) {
+      spec += ",layer" + std::to_string(i) + ":swa:" + std::to_string(l.span.window);
+      if (sinks >= 0 && sinks != l.span.sinks)
+        throw std::invalid_argument("plan has different sink counts per layer; no spec says that");
+      sinks = l.span.sinks;
+      any_window = true;
+      nope_window &= !l.rope.enabled;
+    } else {
+      any_full = true;
+      nope_full &= !l.rope.enabled;
+    }
+  }
+  if (sinks > 0) spec += ",sinks:" + std::to_string(sinks);
+  if (any_full && nope_full && any_window && nope_window) {
+    spec += ",nope:all";
+  } else {
+    if (any_full && nope_full) spec += ",nope:full";
+    if (any_window && nope_window) spec += ",nope:window";
+  }
+  return spec;
+}
+
+int32_t AddedTokenId(const std::string& path, const std::string& token) {
+  const json j = json::parse(ReadText(path), nullptr, false);
+  if (j.is_discarded() || !j.contains("added_tokens")) return -1;
+  for (const json& t : j["added_tokens"])
+    if (t.value("content", "") == token) return t.value("id", -1);
+  return -1;
+}
+
+void ExportHfDirectory(const std::string& dir, const TrainModel& model, const ExportOptions& options) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir);
+  const ModelShape& s = model.shape();
+  const AttentionPlan& plan = model.plan();
+
+  json c;
+  c["architectures"] = json::array({"LlamaForCausalLM"});
+  c["model_type"] = "llama";
+  c["hidden_size"] = s.hidden;
+  c["intermediate_size"] = s.intermediate;
+  c["num_hidden_layers"] = s.n_layers;
+  c["num_attention_heads"] = s.n_heads;
+  c["num_key_value_heads"] = s.n_kv_heads;
+  c["head_dim"] = s.head_dim;
+  c["vocab_size"] = s.vocab;
+  c["max_position_embeddings"] = s.max_position;
+  c["rms_norm_eps"] = s.rms_eps;
+  c["rope_theta"] = s.rope.base;
+  c["rope_scaling"] = RopeScalingJson(s.rope.scaling);
+  c["tie_word_embeddings"] = s.tied_embeddings;
+  c["hidden_act"] = "silu";
+  c["attention_bias"] = false;
+  c["mlp_bias"] = false;
+  c["torch_dtype"] = "float32";
+  if (options.bos_token_id >= 0) c["bos_token_id"] = options.bos_token_id;
+  if (options.eos_token_id >= 0) c["eos_token_id"] = options.eos_token_id;
+  // The window layers in HF's own terms, when they share one window.
+  int32_t window = 0;
+  bool one_window = true;
+  for (const LayerPlan& l : plan.layers)
+    if (l.kind == LayerKind::kWindow) {
+      one_window &= window == 0 || window == l.span.window;
+      window = l.span.window;
+    }
+  if (window > 0 && one_window) {
+    c["sliding_window"] = window;
+    json types = json::array();
+    for (const LayerPlan& l : plan.layers)
+      types.push_back(l.kind == LayerKind::kWindow ? "sliding_attention" : "full_attention");
+    c["layer_types"] = types;
+  }
+  const std::string spec = CanonicalPlanSpec(plan);
+  c["swan_attention_plan"] = spec;
+  WriteFileAtomic((fs::path(dir) / "config.json").string(), c.dump(2) + "\n");
+
+  json p;
+  p["spec"] = spec;
+  p["trained_with"] = plan.spec;
+  json layers = json::array();
+  for (const LayerPlan& l : plan.layers)
+    layers.push_back({{"kind", l.kind == LayerKind::kWindow ? "window" : "full"},
+                      {"window", l.span.window},
+                      {"sinks", l.span.sinks},
+                      {"rope", l.rope.ToString()}});
+  p["layers"] = layers;
+  WriteFileAtomic((fs::path(dir) / "attention_plan.json").string(), p.dump(2) + "\n");
+
+  // safetensors: 8-byte header length, JSON header padded to 8 bytes, data.
+  json h = json::object();
+  int64_t offset = 0;
+  for (const ParamTensor& t : model.tensors()) {
+    h[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.numel * 4}}};
+    offset += t.numel * 4;
+  }
+  h["__metadata__"] = {{"format", "pt"}};
+  std::string header = h.dump();
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::string out;
+  out.reserve(8 + header.size() + size_t(offset));
+  const uint64_t header_len = header.size();
+  out.append(reinterpret_cast<const char*>(&header_len), 8);
+  out += header;
+  for (const ParamTensor& t : model.tensors())
+    out.append(reinterpret_cast<const char*>(model.params().data() + t.offset), size_t(t.numel) * 4);
+  WriteFileAtomic((fs::path(dir) / "model.safetensors").string(), out);
+
+  if (!options.tokenizer_json.empty())
+    WriteFileAtomic((fs::path(dir) / "tokenizer.json").string(), ReadText(options.tokenizer_json));
+}
+
+}  // namespace swan

@@ -1,0 +1,41 @@
+// Between a TrainModel and a Hugging Face directory: start from one
+// (continual pretraining) and write one that `swan generate -m DIR` loads.
+#pragma once
+
+#include <string>
+
+#include "model/config.h"
+#include "model/plan.h"
+#include "train/model.h"
+
+namespace swan {
+
+// The training shape of a Llama-family config. Throws std::runtime_error
+// for what training does not cover (biases, activations other than silu).
+ModelShape ShapeFromConfig(const ModelConfig& config);
+
+// Copies every parameter from DIR's safetensors into the model. Throws
+// naming the missing or misshapen tensor.
+void LoadHfWeights(TrainModel& model, const std::string& dir);
+
+// A spec that model/plan.h resolves to exactly `plan` for any model with
+// its layer count ("full,layer0:swa:64,...,sinks:4,nope:full").
+std::string CanonicalPlanSpec(const AttentionPlan& plan);
+
+struct ExportOptions {
+  std::string tokenizer_json;  // copied as DIR/tokenizer.json; "" = none
+  int32_t bos_token_id = -1;   // -1 = none
+  int32_t eos_token_id = -1;
+};
+
+// Writes DIR/config.json (LlamaForCausalLM; the plan's window layers as
+// sliding_window + layer_types, and the whole plan as
+// "swan_attention_plan"), DIR/model.safetensors (F32), DIR/tokenizer.json
+// and DIR/attention_plan.json (spec and per-layer description). Every file
+// is written atomically.
+void ExportHfDirectory(const std::string& dir, const TrainModel& model, const ExportOptions& options);
+
+// The id of `token` among tokenizer.json's added tokens, or -1.
+int32_t AddedTokenId(const std::string& tokenizer_json_path, const std::string& token);
+
+}  // namespace swan

@@ -1,0 +1,317 @@
+#include "train/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+
+#include "train/layers.h"
+
+namespace swan {
+namespace {
+
+float* At(std::vector<float>& v, int64_t offset) { return v.data() + offset; }
+
+bool AllFinite(const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(x[i])) return false;
+  return true;
+}
+
+}  // namespace
+
+void ModelShape::Validate() const {
+  auto positive = [](const char* name, int64_t v) {
+    if (v <= 0) throw std::invalid_argument(std::string("model shape: ") + name + " must be positive");
+  };
+  positive("vocab", vocab);
+  positive("hidden", hidden);
+  positive("intermediate", intermediate);
+  positive("n_layers", n_layers);
+  positive("n_heads", n_heads);
+  positive("n_kv_heads", n_kv_heads);
+  positive("head_dim", head_dim);
+  if (n_heads % n_kv_heads != 0)
+    throw std::invalid_argument("model shape: n_heads must be a multiple of n_kv_heads");
+  if (head_dim % 2 != 0) throw std::invalid_argument("model shape: head_dim must be even for RoPE");
+}
+
+ModelShape PresetShape(const std::string& name, int64_t vocab, int64_t context) {
+  ModelShape s;
+  s.vocab = vocab;
+  s.max_position = context;
+  s.rope.base = 10000.0;
+  if (name == "tiny") {  // tests: ~vocab*16 + 10K parameters
+    s.hidden = 16;
+    s.intermediate = 32;
+    s.n_layers = 2;
+    s.n_heads = 2;
+    s.n_kv_heads = 1;
+    s.head_dim = 8;
+  } else if (name == "mini") {  // quick experiments: 4 layers, dim 128
+    s.hidden = 128;
+    s.intermediate = 352;
+    s.n_layers = 4;
+    s.n_heads = 4;
+    s.n_kv_heads = 2;
+    s.head_dim = 32;
+  } else if (name == "small") {  // the default model: ~7M parameters at vocab 4096
+    s.hidden = 256;
+    s.intermediate = 704;
+    s.n_layers = 8;
+    s.n_heads = 8;
+    s.n_kv_heads = 4;
+    s.head_dim = 32;
+  } else {
+    throw std::invalid_argument("unknown model preset '" + name + "' (tiny, mini, small)");
+  }
+  return s;
+}
+
+TrainModel::TrainModel(const ModelShape& shape, const AttentionPlan& plan)
+    : shape_(shape), plan_(plan) {
+  shape_.Validate();
+  if (int32_t(plan.layers.size()) != shape.n_layers)
+    throw std::invalid_argument("attention plan has " + std::to_string(plan.layers.size()) +
+                                " layers, the model " + std::to_string(shape.n_layers));
+  for (const LayerPlan& l : plan_.layers) ropes_.emplace_back(l.rope, shape.head_dim);
+  Layout();
+}
+
+void TrainModel::Layout() {
+  const int64_t C = shape_.hidden, F = shape_.intermediate, V = shape_.vocab;
+  int64_t offset = 0;
+  auto add = [&](const std::string& name, std::vector<int64_t> dims) {
+    ParamTensor t;
+    t.name = name;
+    t.numel = 1;
+    for (int64_t d : dims) t.numel *= d;
+    t.shape = std::move(dims);
+    t.offset = offset;
+    t.decay = t.shape.size() >= 2;
+    offset += t.numel;
+    tensors_.push_back(std::move(t));
+  };
+  add("model.embed_tokens.weight", {V, C});
+  for (int32_t l = 0; l < shape_.n_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    add(p + "input_layernorm.weight", {C});
+    add(p + "self_attn.q_proj.weight", {shape_.q_dim(), C});
+    add(p + "self_attn.k_proj.weight", {shape_.kv_dim(), C});
+    add(p + "self_attn.v_proj.weight", {shape_.kv_dim(), C});
+    add(p + "self_attn.o_proj.weight", {C, shape_.q_dim()});
+    add(p + "post_attention_layernorm.weight", {C});
+    add(p + "mlp.gate_proj.weight", {F, C});
+    add(p + "mlp.up_proj.weight", {F, C});
+    add(p + "mlp.down_proj.weight", {C, F});
+  }
+  add("model.norm.weight", {C});
+  if (!shape_.tied_embeddings) add("lm_head.weight", {V, C});
+  params_.assign(size_t(offset), 0.0f);
+  grads_.assign(size_t(offset), 0.0f);
+}
+
+const ParamTensor& TrainModel::tensor(const std::string& name) const {
+  for (const ParamTensor& t : tensors_)
+    if (t.name == name) return t;
+  throw std::invalid_argument("the model has no parameter '" + name + "'");
+}
+
+TrainModel::LayerParams TrainModel::Layer(std::vector<float>& b, int32_t l) {
+  // The layer's 9 tensors follow the embedding, in Layout() order.
+  const size_t first = 1 + size_t(l) * 9;
+  auto p = [&](size_t i) { return At(b, tensors_[first + i].offset); };
+  return LayerParams{p(0), p(1), p(2), p(3), p(4), p(5), p(6), p(7), p(8)};
+}
+
+void TrainModel::InitRandom(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const float out_scale = 1.0f / std::sqrt(2.0f * float(shape_.n_layers));
+  for (const ParamTensor& t : tensors_) {
+    float* p = At(params_, t.offset);
+    if (t.shape.size() == 1) {
+      std::fill(p, p + t.numel, 1.0f);
+      continue;
+    }
+    const bool output = t.name.find("o_proj") != std::string::npos ||
+                        t.name.find("down_proj") != std::string::npos;
+    std::normal_distribution<float> dist(0.0f, 0.02f * (output ? out_scale : 1.0f));
+    for (int64_t i = 0; i < t.numel; ++i) p[i] = dist(rng);
+  }
+}
+
+void TrainModel::ZeroGrads() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
+
+void TrainModel::Allocate(int64_t batch, int64_t seq) {
+  if (acts_.batch == batch && acts_.seq == seq) return;
+  const int64_t N = batch * seq, L = shape_.n_layers, C = shape_.hidden, F = shape_.intermediate;
+  const int64_t QD = shape_.q_dim(), KD = shape_.kv_dim(), H = shape_.n_heads, V = shape_.vocab;
+  Activations& a = acts_;
+  a.batch = batch;
+  a.seq = seq;
+  a.tokens.resize(static_cast<size_t>(N));
+  a.targets.resize(static_cast<size_t>(N));
+  a.pos.resize(static_cast<size_t>(seq));
+  std::iota(a.pos.begin(), a.pos.end(), 0);
+  a.residual.assign(size_t((L + 1) * N * C), 0.0f);
+  a.attn_xn.assign(size_t(L * N * C), 0.0f);
+  a.attn_rstd.assign(size_t(L * N), 0.0f);
+  a.q.assign(size_t(L * N * QD), 0.0f);
+  a.k.assign(size_t(L * N * KD), 0.0f);
+  a.v.assign(size_t(L * N * KD), 0.0f);
+  a.att.assign(size_t(L * N * QD), 0.0f);
+  a.lse.assign(size_t(L * N * H), 0.0f);
+  a.attn_mid.assign(size_t(L * N * C), 0.0f);
+  a.mlp_xn.assign(size_t(L * N * C), 0.0f);
+  a.mlp_rstd.assign(size_t(L * N), 0.0f);
+  a.gate.assign(size_t(L * N * F), 0.0f);
+  a.up.assign(size_t(L * N * F), 0.0f);
+  a.act.assign(size_t(L * N * F), 0.0f);
+  a.final_xn.assign(size_t(N * C), 0.0f);
+  a.final_rstd.assign(size_t(N), 0.0f);
+  a.logits.assign(size_t(N * V), 0.0f);
+  a.losses.assign(size_t(N), 0.0f);
+  Scratch& s = scratch_;
+  s.d_res.assign(size_t(N * C), 0.0f);
+  s.d_xn.assign(size_t(N * C), 0.0f);
+  s.d_att.assign(size_t(N * QD), 0.0f);
+  s.dq.assign(size_t(N * QD), 0.0f);
+  s.dk.assign(size_t(N * KD), 0.0f);
+  s.dv.assign(size_t(N * KD), 0.0f);
+  s.d_act.assign(size_t(N * F), 0.0f);
+  s.d_gate.assign(size_t(N * F), 0.0f);
+  s.d_up.assign(size_t(N * F), 0.0f);
+}
+
+double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_t batch,
+                           int64_t seq) {
+  if (batch <= 0 || seq <= 0) throw std::invalid_argument("Forward: empty batch");
+  Allocate(batch, seq);
+  Activations& a = acts_;
+  const int64_t N = batch * seq, C = shape_.hidden, F = shape_.intermediate, V = shape_.vocab;
+  const int64_t QD = shape_.q_dim(), KD = shape_.kv_dim(), H = shape_.n_heads;
+  std::copy(tokens, tokens + N, a.tokens.begin());
+  std::copy(targets, targets + N, a.targets.begin());
+  counted_ = 0;
+  for (int64_t t = 0; t < N; ++t) counted_ += targets[t] >= 0;
+
+  EmbeddingForward(a.residual.data(), tokens, params_.data(), N, V, C);
+  for (int32_t l = 0; l < shape_.n_layers; ++l) {
+    const LayerParams p = Layer(params_, l);
+    float* res = At(a.residual, l * N * C);
+    float* xn = At(a.attn_xn, l * N * C);
+    float* q = At(a.q, l * N * QD);
+    float* k = At(a.k, l * N * KD);
+    float* v = At(a.v, l * N * KD);
+    float* att = At(a.att, l * N * QD);
+    float* mid = At(a.attn_mid, l * N * C);
+    // Attention branch.
+    RmsNormForward(xn, At(a.attn_rstd, l * N), res, p.attn_norm, shape_.rms_eps, N, C);
+    LinearForward(q, xn, p.wq, N, C, QD);
+    LinearForward(k, xn, p.wk, N, C, KD);
+    LinearForward(v, xn, p.wv, N, C, KD);
+    for (int64_t b = 0; b < batch; ++b) {
+      RopeForward(q + b * seq * QD, ropes_[size_t(l)], a.pos.data(), seq, shape_.n_heads);
+      RopeForward(k + b * seq * KD, ropes_[size_t(l)], a.pos.data(), seq, shape_.n_kv_heads);
+    }
+    SequenceAttention sa{{shape_.n_heads, shape_.n_kv_heads, shape_.head_dim},
+                         plan_.layers[size_t(l)].span, batch, seq, a.pos.data()};
+    AttentionForward(att, At(a.lse, l * N * H), q, k, v, sa);
+    std::copy(res, res + N * C, mid);
+    LinearForward(mid, att, p.wo, N, QD, C, /*accumulate_y=*/true);
+    // MLP branch.
+    float* mxn = At(a.mlp_xn, l * N * C);
+    float* gate = At(a.gate, l * N * F);
+    float* up = At(a.up, l * N * F);
+    float* act = At(a.act, l * N * F);
+    float* out = At(a.residual, (l + 1) * N * C);
+    RmsNormForward(mxn, At(a.mlp_rstd, l * N), mid, p.mlp_norm, shape_.rms_eps, N, C);
+    LinearForward(gate, mxn, p.w_gate, N, C, F);
+    LinearForward(up, mxn, p.w_up, N, C, F);
+    SwiGluForward(act, gate, up, N * F);
+    std::copy(mid, mid + N * C, out);
+    LinearForward(out, act, p.w_down, N, F, C, /*accumulate_y=*/true);
+  }
+  const float* final_norm = At(params_, tensor("model.norm.weight").offset);
+  const float* head = shape_.tied_embeddings ? params_.data() : At(params_, tensors_.back().offset);
+  RmsNormForward(a.final_xn.data(), a.final_rstd.data(), At(a.residual, shape_.n_layers * N * C),
+                 final_norm, shape_.rms_eps, N, C);
+  LinearForward(a.logits.data(), a.final_xn.data(), head, N, C, V);
+  return CrossEntropyForward(a.losses.data(), a.logits.data(), a.targets.data(), N, V);
+}
+
+void TrainModel::Backward(float loss_scale) {
+  Activations& a = acts_;
+  Scratch& s = scratch_;
+  if (a.batch == 0) throw std::logic_error("Backward before Forward");
+  const int64_t batch = a.batch, seq = a.seq, N = batch * seq, C = shape_.hidden;
+  const int64_t F = shape_.intermediate, V = shape_.vocab, QD = shape_.q_dim(), KD = shape_.kv_dim();
+  const int64_t H = shape_.n_heads;
+  const int64_t L = shape_.n_layers;
+
+  // Loss -> logits -> final norm, in reverse order of the forward.
+  CrossEntropyBackward(a.logits.data(), a.logits.data(), a.targets.data(), loss_scale, N, V);
+  const ParamTensor& norm_t = tensor("model.norm.weight");
+  const int64_t head_offset = shape_.tied_embeddings ? 0 : tensors_.back().offset;
+  LinearBackward(s.d_xn.data(), At(grads_, head_offset), a.logits.data(), a.final_xn.data(),
+                 At(params_, head_offset), N, C, V, false);
+  RmsNormBackward(s.d_res.data(), At(grads_, norm_t.offset), s.d_xn.data(),
+                  At(a.residual, L * N * C), a.final_rstd.data(), At(params_, norm_t.offset), N, C,
+                  /*accumulate_dx=*/false);
+
+  for (int32_t l = int32_t(L) - 1; l >= 0; --l) {
+    const LayerParams p = Layer(params_, l);
+    const LayerParams g = Layer(grads_, l);
+    // MLP branch: out = mid + act · w_downᵀ.
+    LinearBackward(s.d_act.data(), g.w_down, s.d_res.data(), At(a.act, l * N * F), p.w_down, N, F,
+                   C, false);
+    SwiGluBackward(s.d_gate.data(), s.d_up.data(), s.d_act.data(), At(a.gate, l * N * F),
+                   At(a.up, l * N * F), N * F);
+    const float* mxn = At(a.mlp_xn, l * N * C);
+    LinearBackward(s.d_xn.data(), g.w_gate, s.d_gate.data(), mxn, p.w_gate, N, C, F, false);
+    LinearBackward(s.d_xn.data(), g.w_up, s.d_up.data(), mxn, p.w_up, N, C, F, true);
+    RmsNormBackward(s.d_res.data(), g.mlp_norm, s.d_xn.data(), At(a.attn_mid, l * N * C),
+                    At(a.mlp_rstd, l * N), p.mlp_norm, N, C, /*accumulate_dx=*/true);
+    // Attention branch: mid = res + att · woᵀ.
+    const float* att = At(a.att, l * N * QD);
+    LinearBackward(s.d_att.data(), g.wo, s.d_res.data(), att, p.wo, N, QD, C, false);
+    const float* q = At(a.q, l * N * QD);
+    const float* k = At(a.k, l * N * KD);
+    const float* v = At(a.v, l * N * KD);
+    SequenceAttention sa{{shape_.n_heads, shape_.n_kv_heads, shape_.head_dim},
+                         plan_.layers[size_t(l)].span, batch, seq, a.pos.data()};
+    AttentionBackward(s.dq.data(), s.dk.data(), s.dv.data(), s.d_att.data(), att,
+                      At(a.lse, l * N * H), q, k, v, sa);
+    for (int64_t b = 0; b < batch; ++b) {
+      RopeBackward(s.dq.data() + b * seq * QD, ropes_[size_t(l)], a.pos.data(), seq, shape_.n_heads);
+      RopeBackward(s.dk.data() + b * seq * KD, ropes_[size_t(l)], a.pos.data(), seq,
+                   shape_.n_kv_heads);
+    }
+    const float* xn = At(a.attn_xn, l * N * C);
+    LinearBackward(s.d_xn.data(), g.wq, s.dq.data(), xn, p.wq, N, C, QD, false);
+    LinearBackward(s.d_xn.data(), g.wk, s.dk.data(), xn, p.wk, N, C, KD, true);
+    LinearBackward(s.d_xn.data(), g.wv, s.dv.data(), xn, p.wv, N, C, KD, true);
+    RmsNormBackward(s.d_res.data(), g.attn_norm, s.d_xn.data(), At(a.residual, l * N * C),
+                    At(a.attn_rstd, l * N), p.attn_norm, N, C, /*accumulate_dx=*/true);
+  }
+  EmbeddingBackward(grads_.data(), s.d_res.data(), a.tokens.data(), N, C);
+}
+
+std::string TrainModel::FirstNonFinite() const {
+  const Activations& a = acts_;
+  const int64_t N = a.batch * a.seq, C = shape_.hidden;
+  if (N == 0) return "";
+  if (!AllFinite(a.residual.data(), N * C)) return "embedding";
+  for (int32_t l = 0; l < shape_.n_layers; ++l) {
+    if (!AllFinite(a.attn_mid.data() + l * N * C, N * C))
+      return "layer " + std::to_string(l) + " attention";
+    if (!AllFinite(a.residual.data() + (l + 1) * N * C, N * C))
+      return "layer " + std::to_string(l) + " mlp";
+  }
+  if (!AllFinite(a.losses.data(), N)) return "final norm / lm_head";
+  return "";
+}
+
+}  // namespace swan

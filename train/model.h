@@ -1,0 +1,154 @@
+// A Llama-family language model for training: float32 master weights in one
+// flat buffer, their gradients in another of the same layout, the
+// activations of the last forward pass kept for the backward pass.
+//
+// The network is exactly the one model/llama.cc runs for inference (HF
+// LlamaForCausalLM): embedding, per layer RMSNorm -> Q, K, V -> RoPE or
+// NoPE -> attention under the layer's span -> O -> residual -> RMSNorm ->
+// SwiGLU MLP -> residual; final RMSNorm; tied or separate lm_head.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/plan.h"
+#include "ops/rope.h"
+
+namespace swan {
+
+struct ModelShape {
+  int64_t vocab = 0;
+  int64_t hidden = 0;        // C
+  int64_t intermediate = 0;  // F
+  int32_t n_layers = 0;      // L
+  int32_t n_heads = 0;       // H
+  int32_t n_kv_heads = 0;    // KV
+  int32_t head_dim = 0;      // D
+  float rms_eps = 1e-5f;
+  bool tied_embeddings = true;
+  RopeSettings rope;         // the model's RoPE; the plan may turn it off per layer
+  int64_t max_position = 0;  // the training context, written as max_position_embeddings
+
+  int64_t q_dim() const { return int64_t(n_heads) * head_dim; }
+  int64_t kv_dim() const { return int64_t(n_kv_heads) * head_dim; }
+  // Throws std::invalid_argument naming the bad field.
+  void Validate() const;
+};
+
+// Named shapes for training from scratch: "tiny" (tests), "small" (~7M
+// parameters at vocab 4096: 8 layers, dim 256). Throws for unknown names.
+ModelShape PresetShape(const std::string& name, int64_t vocab, int64_t context);
+
+// One parameter tensor inside the flat buffer.
+struct ParamTensor {
+  std::string name;             // Hugging Face name, e.g. "model.layers.0.mlp.up_proj.weight"
+  std::vector<int64_t> shape;
+  int64_t offset = 0;           // into params / grads
+  int64_t numel = 0;
+  bool decay = false;           // AdamW weight decay: matrices yes, norms no
+};
+
+class TrainModel {
+ public:
+  // Throws std::invalid_argument when the plan's layer count differs.
+  TrainModel(const ModelShape& shape, const AttentionPlan& plan);
+
+  const ModelShape& shape() const { return shape_; }
+  const AttentionPlan& plan() const { return plan_; }
+  const std::vector<ParamTensor>& tensors() const { return tensors_; }
+  const ParamTensor& tensor(const std::string& name) const;  // throws if absent
+  int64_t num_params() const { return int64_t(params_.size()); }
+
+  std::vector<float>& params() { return params_; }  // [num_params]
+  const std::vector<float>& params() const { return params_; }
+  std::vector<float>& grads() { return grads_; }    // [num_params]
+
+  // Normal(0, 0.02) matrices, output projections scaled by 1/sqrt(2L),
+  // norms 1. Deterministic in `seed`.
+  void InitRandom(uint64_t seed);
+  void ZeroGrads();
+
+  // Runs B sequences of T tokens (token t at position t) and returns the
+  // mean cross-entropy against `targets` (< 0: not counted). Keeps the
+  // activations for Backward.
+  //   tokens, targets [B, T]
+  double Forward(const int32_t* tokens, const int32_t* targets, int64_t batch, int64_t seq);
+  // Adds d(loss_scale * sum of counted token losses)/d(params) into grads().
+  // The usual loss_scale is 1 / (counted tokens of all micro-batches).
+  void Backward(float loss_scale);
+
+  // After a non-finite loss: where the forward first produced a non-finite
+  // value ("embedding", "layer 3 attention", "layer 3 mlp", "final norm /
+  // lm_head"), or "" when every activation is finite.
+  std::string FirstNonFinite() const;
+  // The logits of the last Forward, (B*T, V); overwritten by Backward.
+  const std::vector<float>& logits() const { return acts_.logits; }
+  // Number of counted tokens in the last Forward.
+  int64_t counted_tokens() const { return counted_; }
+
+ private:
+  struct LayerParams {
+    float* attn_norm;  // (C)
+    float* wq;         // (H*D, C)
+    float* wk;         // (KV*D, C)
+    float* wv;         // (KV*D, C)
+    float* wo;         // (C, H*D)
+    float* mlp_norm;   // (C)
+    float* w_gate;     // (F, C)
+    float* w_up;       // (F, C)
+    float* w_down;     // (C, F)
+  };
+  // Every activation of one forward pass; N = B * T tokens.
+  struct Activations {
+    int64_t batch = 0, seq = 0;
+    std::vector<int32_t> tokens, targets;  // (N)
+    std::vector<int32_t> pos;        // (T) 0..T-1
+    std::vector<float> residual;     // (L+1, N, C) the stream entering each layer; [L] leaves the last
+    std::vector<float> attn_xn;      // (L, N, C)
+    std::vector<float> attn_rstd;    // (L, N)
+    std::vector<float> q;            // (L, N, H*D) after RoPE
+    std::vector<float> k;            // (L, N, KV*D) after RoPE
+    std::vector<float> v;            // (L, N, KV*D)
+    std::vector<float> att;          // (L, N, H*D) attention output
+    std::vector<float> lse;          // (L, N, H)
+    std::vector<float> attn_mid;     // (L, N, C) stream after the attention residual
+    std::vector<float> mlp_xn;       // (L, N, C)
+    std::vector<float> mlp_rstd;     // (L, N)
+    std::vector<float> gate;         // (L, N, F)
+    std::vector<float> up;           // (L, N, F)
+    std::vector<float> act;          // (L, N, F) silu(gate) * up
+    std::vector<float> final_xn;     // (N, C)
+    std::vector<float> final_rstd;   // (N)
+    std::vector<float> logits;       // (N, V); d_logits in place during Backward
+    std::vector<float> losses;       // (N)
+  };
+  // Gradient scratch of one layer, reused across layers.
+  struct Scratch {
+    std::vector<float> d_res;   // (N, C) gradient of the residual stream
+    std::vector<float> d_xn;    // (N, C)
+    std::vector<float> d_att;   // (N, H*D)
+    std::vector<float> dq;      // (N, H*D)
+    std::vector<float> dk;      // (N, KV*D)
+    std::vector<float> dv;      // (N, KV*D)
+    std::vector<float> d_act;   // (N, F)
+    std::vector<float> d_gate;  // (N, F)
+    std::vector<float> d_up;    // (N, F)
+  };
+
+  void Layout();
+  LayerParams Layer(std::vector<float>& buffer, int32_t l);
+  void Allocate(int64_t batch, int64_t seq);
+
+  ModelShape shape_;
+  AttentionPlan plan_;
+  std::vector<Rope> ropes_;  // [L]
+  std::vector<ParamTensor> tensors_;
+  std::vector<float> params_;
+  std::vector<float> grads_;
+  Activations acts_;
+  Scratch scratch_;
+  int64_t counted_ = 0;
+};
+
+}  // namespace swan

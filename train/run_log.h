@@ -1,0 +1,42 @@
+// What a training run records as it goes: one row per logged step in
+// RUN/train_log.csv (and the same rows as RUN/train_log.json), and the
+// loss curve as RUN/loss.svg.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace swan {
+
+struct LogRow {
+  int64_t step = 0;        // optimizer steps done
+  int64_t tokens = 0;      // training tokens seen
+  double loss = 0;         // mean training loss of the step
+  double val_loss = -1;    // held-out loss, -1 when not evaluated at this step
+  double lr = 0;
+  double grad_norm = 0;
+  double tokens_per_s = 0;
+  double elapsed_s = 0;
+};
+
+class RunLog {
+ public:
+  // Reads RUN/train_log.csv if present, keeping the rows up to `keep_until_step`
+  // (a resumed run drops rows written after its checkpoint); 0 = start empty.
+  RunLog(const std::string& run_dir, int64_t keep_until_step);
+
+  void Add(const LogRow& row);
+  // Rewrites train_log.csv, train_log.json and loss.svg (atomically).
+  void Write() const;
+  const std::vector<LogRow>& rows() const { return rows_; }
+
+ private:
+  std::string dir_;
+  std::vector<LogRow> rows_;
+};
+
+// An SVG line chart of training loss (and held-out loss points) by step.
+std::string LossCurveSvg(const std::vector<LogRow>& rows, const std::string& title);
+
+}  // namespace swan

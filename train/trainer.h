@@ -1,0 +1,70 @@
+// The training loop: data -> forward -> backward -> AdamW, with a progress
+// line, the run log, held-out evaluation, checkpoints and export.
+//
+// A run directory RUN holds:
+//   checkpoint.bin        the last checkpoint (atomic; see train/checkpoint.h)
+//   train_log.csv/.json   one row per logged step; loss.svg, the curve
+//   model/                the Hugging Face directory written at the end
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "train/optimizer.h"
+
+namespace swan {
+
+struct TrainOptions {
+  std::string run_dir;
+  // Data (token files from `swan tokenize --out`).
+  std::string train_data;
+  std::string val_data;          // "" = none
+  std::string synthetic_data;    // "" = none
+  double synthetic_rate = 0.0;
+  // Model: from scratch with a preset shape, or from a Hugging Face directory.
+  std::string preset = "small";
+  std::string init_from;         // HF directory; "" = from scratch
+  std::string attn = "full";     // attention plan spec (model/plan.h)
+  double rope_base = 10000.0;    // from scratch only
+  std::string tokenizer;         // tokenizer.json (or its directory) copied into the export
+  // Batches: each step is accum micro-batches of `batch` sequences of `context` tokens.
+  int64_t context = 256;
+  int64_t batch = 4;
+  int64_t accum = 1;
+  int64_t steps = 1000;
+  ScheduleOptions schedule;
+  AdamWOptions adamw;
+  uint64_t seed = 1234;
+  // Bookkeeping.
+  int64_t eval_every = 100;      // 0 = never
+  int64_t eval_sequences = 8;
+  int64_t checkpoint_every = 100;  // 0 = only at the end and on SIGINT
+  int64_t log_every = 1;
+  double time_limit_s = 0;       // stop (checkpoint + export) after this long; 0 = none
+  bool resume = false;
+  bool quiet = false;            // no progress line
+  // Testing: raise SIGKILL in this process after this step's update (0 = never).
+  int64_t debug_kill_after_step = 0;
+};
+
+struct TrainResult {
+  int64_t steps_done = 0;
+  double last_loss = 0;
+  double last_val_loss = -1;
+  bool interrupted = false;      // stopped by SIGINT or the time limit
+  double tokens_per_s = 0;
+  double gemm_gflops = 0;        // rate of the matrix products during the run
+  double gemm_share = 0;         // fraction of the step time spent in them
+  std::string export_dir;
+};
+
+// Runs training. Throws std::runtime_error on bad inputs, and on a NaN or
+// Inf loss (naming the step and the layer; the last good checkpoint is kept).
+TrainResult Train(const TrainOptions& options);
+
+// Set by the SIGINT handler that `swan train` installs: the loop writes a
+// checkpoint and stops at the end of the current step.
+std::atomic<bool>& StopRequested();
+
+}  // namespace swan

@@ -1,0 +1,243 @@
+// The training loop end to end on a tiny model: learning, exact resume,
+// checkpoint errors, export that model/ loads with the same logits, data
+// order and synthetic documents.
+#include "train/trainer.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "model/model.h"
+#include "train/checkpoint.h"
+#include "train/data.h"
+#include "train/hf_io.h"
+#include "train/model.h"
+#include "train/run_log.h"
+#include "train/synthetic.h"
+#include "tokenizer/token_file.h"
+
+namespace swan {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh directory under the test temp dir.
+std::string TempDir(const std::string& name) {
+  const fs::path p = fs::path(::testing::TempDir()) / ("swan_train_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p.string();
+}
+
+// Tokens with structure to learn: short repeating phrases over vocab 32.
+std::string WriteTokens(const std::string& dir, const std::string& name, int64_t count, uint64_t seed) {
+  const std::string path = dir + "/" + name;
+  TokenFileWriter w(path, 32);
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> ids;
+  while (int64_t(ids.size()) < count) {
+    const int32_t start = int32_t(rng() % 8);
+    for (int32_t i = 0; i < 6; ++i) ids.push_back((start + 3 * i) % 31);
+    ids.push_back(31);  // end of document
+  }
+  ids.resize(size_t(count));
+  w.Append(ids);
+  w.Close();
+  return path;
+}
+
+TrainOptions TinyRun(const std::string& dir, const std::string& data) {
+  TrainOptions o;
+  o.run_dir = dir + "/run";
+  o.train_data = data;
+  o.preset = "tiny";
+  o.attn = "hybrid:1:1,window:8,sinks:2,nope:full";
+  o.context = 16;
+  o.batch = 2;
+  o.accum = 2;
+  o.steps = 8;
+  o.schedule.lr = 1e-2;
+  o.schedule.warmup_steps = 2;
+  o.schedule.total_steps = o.steps;
+  o.eval_every = 4;
+  o.checkpoint_every = 3;
+  o.quiet = true;
+  return o;
+}
+
+std::vector<double> Losses(const std::string& run_dir) {
+  std::vector<double> out;
+  const RunLog log(run_dir, 1 << 30);
+  for (const LogRow& r : log.rows()) out.push_back(r.loss);
+  return out;
+}
+
+TEST(Trainer, LearnsAndResumesExactly) {
+  const std::string dir = TempDir("resume");
+  const std::string data = WriteTokens(dir, "train.bin", 4000, 1);
+  TrainOptions o = TinyRun(dir, data);
+  o.val_data = WriteTokens(dir, "val.bin", 400, 2);
+  const TrainResult full = Train(o);
+  const std::vector<double> reference = Losses(o.run_dir);
+  ASSERT_EQ(reference.size(), 8u);
+  EXPECT_LT(reference.back(), reference.front());
+  EXPECT_GE(full.last_val_loss, 0);
+
+  // A run stopped after its first step (time limit: checkpoint, then stop),
+  // then resumed to the end. (cli/train_resume_test.sh kills one with SIGKILL.)
+  TrainOptions part = o;
+  part.run_dir = dir + "/run2";
+  {
+    TrainOptions first = part;
+    first.time_limit_s = 1e-9;
+    EXPECT_TRUE(Train(first).interrupted);
+  }
+  part.resume = true;
+  Train(part);
+  const std::vector<double> resumed = Losses(part.run_dir);
+  ASSERT_EQ(resumed.size(), reference.size());
+  for (size_t i = 0; i < reference.size(); ++i) EXPECT_NEAR(resumed[i], reference[i], 1e-6) << "step " << i + 1;
+}
+
+TEST(Trainer, ExportLoadsWithTheSameLogits) {
+  const std::string dir = TempDir("export");
+  TrainOptions o = TinyRun(dir, WriteTokens(dir, "train.bin", 2000, 3));
+  o.attn = "hybrid:1:1,window:8,sinks:2,nope:full";
+  o.steps = 3;
+  const TrainResult r = Train(o);
+  auto loaded = LoadModel(r.export_dir);
+  const AttentionPlan plan = loaded->ResolvePlan("");
+  EXPECT_EQ(plan.layers[0].span, (Span{8, 2}));
+  EXPECT_TRUE(plan.layers[1].span.full());
+  EXPECT_TRUE(plan.layers[0].rope.enabled);
+  EXPECT_FALSE(plan.layers[1].rope.enabled);
+
+  TrainModel model(PresetShape("tiny", 32, 16), plan);
+  LoadHfWeights(model, r.export_dir);
+  const std::vector<int32_t> tokens = {1, 4, 7, 10, 13, 16, 31, 2, 5, 8, 11, 14, 17, 20, 23, 26};
+  std::vector<int32_t> targets(tokens.size(), 0);
+  model.Forward(tokens.data(), targets.data(), 1, int64_t(tokens.size()));
+  std::vector<int32_t> pos(tokens.size());
+  for (size_t i = 0; i < pos.size(); ++i) pos[i] = int32_t(i);
+  auto session = loaded->NewSession(plan);
+  std::vector<float> logits(tokens.size() * 32);
+  loaded->Forward(logits.data(), Batch{tokens.data(), pos.data(), int64_t(tokens.size()), true}, *session);
+  double worst = 0;
+  for (size_t i = 0; i < logits.size(); ++i) worst = std::max(worst, double(std::abs(logits[i] - model.logits()[i])));
+  EXPECT_LT(worst, 1e-4);
+}
+
+TEST(Trainer, CheckpointErrorsAreClear) {
+  const std::string dir = TempDir("ckpt");
+  TrainOptions o = TinyRun(dir, WriteTokens(dir, "train.bin", 2000, 4));
+  o.steps = 2;
+  Train(o);
+  // Mismatched settings.
+  TrainOptions other = o;
+  other.resume = true;
+  other.attn = "full";
+  try {
+    Train(other);
+    FAIL() << "expected a mismatch error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("attention_plan"), std::string::npos) << e.what();
+  }
+  // Starting again over an existing checkpoint without --resume.
+  EXPECT_THROW(Train(o), std::runtime_error);
+  // A flipped byte.
+  const std::string ckpt = o.run_dir + "/checkpoint.bin";
+  {
+    std::fstream f(ckpt, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(200);
+    f.put('\x55');
+  }
+  try {
+    LoadCheckpoint(ckpt);
+    FAIL() << "expected a corruption error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("corrupt"), std::string::npos) << e.what();
+  }
+  fs::resize_file(ckpt, 20);
+  EXPECT_THROW(LoadCheckpoint(ckpt), std::runtime_error);
+}
+
+TEST(Trainer, NonFiniteLossNamesStepAndLayer) {
+  const std::string dir = TempDir("nan");
+  TrainOptions o = TinyRun(dir, WriteTokens(dir, "train.bin", 2000, 5));
+  o.schedule.lr = 1e30;  // explodes after the first update
+  o.adamw.clip_norm = 0;
+  o.checkpoint_every = 1;
+  try {
+    Train(o);
+    FAIL() << "expected a non-finite loss";
+  } catch (const std::runtime_error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("at step 2"), std::string::npos) << m;
+    EXPECT_NE(m.find("first non-finite value"), std::string::npos) << m;
+    EXPECT_NE(m.find("checkpoint (step 1)"), std::string::npos) << m;
+  }
+  EXPECT_EQ(LoadCheckpoint(o.run_dir + "/checkpoint.bin").step, 1);
+}
+
+TEST(Data, OrderIsAFunctionOfSeedAndIndex) {
+  const std::string dir = TempDir("data");
+  DataOptions d;
+  d.train_path = WriteTokens(dir, "train.bin", 1000, 6);
+  d.synthetic_path = WriteTokens(dir, "synth.bin", 500, 7);
+  d.synthetic_rate = 0.5;
+  d.seq = 16;
+  d.seed = 9;
+  DataLoader a(d), b(d);
+  std::vector<int32_t> t1(16 * 8), y1(16 * 8), t2(16 * 8), y2(16 * 8);
+  a.TrainBatch(100, 8, t1.data(), y1.data());
+  b.TrainBatch(0, 3, t2.data(), y2.data());  // another position first
+  b.TrainBatch(100, 8, t2.data(), y2.data());
+  EXPECT_EQ(t1, t2);
+  for (size_t i = 0; i + 1 < 16; ++i) EXPECT_EQ(y1[i], t1[i + 1]);  // targets are the next tokens
+}
+
+TEST(Synthetic, DocumentsCarryTheirAnswerFarFromTheFact) {
+  for (SyntheticKind kind : ParseSyntheticKinds("passkey,kv,code")) {
+    const SyntheticDoc doc = MakeSyntheticDoc(kind, 4000, 1, 2);
+    EXPECT_GE(doc.text.size(), 3800u);
+    const size_t first = doc.text.find(doc.answer);
+    const size_t last = doc.text.rfind(doc.answer);
+    ASSERT_NE(first, std::string::npos) << SyntheticKindName(kind);
+    EXPECT_GT(last - first, 1500u) << SyntheticKindName(kind);
+    EXPECT_EQ(doc.text, MakeSyntheticDoc(kind, 4000, 1, 2).text);
+  }
+  EXPECT_THROW(ParseSyntheticKinds("passkey,nope"), std::invalid_argument);
+}
+
+TEST(Schedule, WarmupThenCosine) {
+  ScheduleOptions s;
+  s.lr = 1.0;
+  s.min_lr_ratio = 0.1;
+  s.warmup_steps = 10;
+  s.total_steps = 110;
+  EXPECT_NEAR(LearningRate(s, 0), 0.1, 1e-12);
+  EXPECT_NEAR(LearningRate(s, 9), 1.0, 1e-12);
+  EXPECT_NEAR(LearningRate(s, 60), 0.55, 1e-12);
+  EXPECT_NEAR(LearningRate(s, 110), 0.1, 1e-12);
+}
+
+TEST(HfIo, CanonicalSpecResolvesToThePlan) {
+  ModelAttentionDefaults d;
+  d.n_layers = 6;
+  for (const char* spec : {"hybrid:3:1,window:64,sinks:4,nope:full", "full", "swa:32,nope:all",
+                           "hybrid:1:1,window:16,layer0:full"}) {
+    const AttentionPlan plan = ResolvePlan(spec, d);
+    const AttentionPlan again = ResolvePlan(CanonicalPlanSpec(plan), d);
+    for (size_t i = 0; i < plan.layers.size(); ++i) {
+      EXPECT_EQ(plan.layers[i].span, again.layers[i].span) << spec;
+      EXPECT_EQ(plan.layers[i].rope.enabled, again.layers[i].rope.enabled) << spec;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace swan
