@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "tokenizer/token_file.h"
 #include "train/synthetic.h"
 #include "train/trainer.h"
 #include "util/gemm_rate.h"
@@ -110,7 +111,10 @@ int RunTrain(const std::vector<std::string>& words) {
     std::string twin = o.train_data;
     if (twin.size() > 4 && twin.substr(twin.size() - 4) == ".bin") twin = twin.substr(0, twin.size() - 4);
     twin += ".val.bin";
-    if (std::filesystem::exists(twin)) o.val_data = twin;
+    // The twin `swan tokenize --holdout` writes, when it holds a whole sequence.
+    if (std::filesystem::exists(twin) &&
+        TokenFile(twin).size() > uint64_t(args.GetInt("--context", 256)))
+      o.val_data = twin;
   }
   o.synthetic_data = args.Get("--synthetic", "");
   o.synthetic_rate = args.GetDouble("--synthetic-rate", o.synthetic_data.empty() ? 0.0 : 0.1);
