@@ -21,7 +21,7 @@ namespace {
 const char kUsage[] =
     "usage: swan generate -m DIR (-p TEXT | --ids 1,2,3) [-n N] [--attn SPEC]\n"
     "                     [--temp T] [--top-k K] [--top-p P] [--min-p M] [--seed S]\n"
-    "                     [--batch B] [--kv f32|bf16] [--ignore-eos]\n"
+    "                     [--batch B] [--kv f32|bf16] [--ctx C] [--ignore-eos]\n"
     "  -m DIR        Hugging Face model directory (config.json, *.safetensors, tokenizer.json)\n"
     "  -p TEXT       prompt, encoded with DIR/tokenizer.json (BOS added as the tokenizer says)\n"
     "  --ids LIST    prompt as token ids instead of text; the output is ids too\n"
@@ -34,6 +34,8 @@ const char kUsage[] =
     "  --seed S      random seed (default 0)\n"
     "  --batch B     prefill chunk: tokens per forward step (default 512)\n"
     "  --kv TYPE     KV cache storage, f32 (default) or bf16\n"
+    "  --ctx C       most positions a full-attention layer holds (default 1048576; memory\n"
+    "                is taken only as tokens arrive); window layers hold a fixed ring\n"
     "  --ignore-eos  keep generating after an end-of-sequence token\n"
     "Statistics go to stderr.\n";
 
@@ -60,7 +62,7 @@ int RunGenerate(const std::vector<std::string>& words) {
     return 0;
   }
   args.RejectUnknown({"-m", "-p", "--ids", "-n", "--attn", "--temp", "--top-k", "--top-p", "--min-p",
-                      "--seed", "--batch", "--kv", "--ignore-eos"});
+                      "--seed", "--batch", "--kv", "--ctx", "--ignore-eos"});
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
   if (args.Has("-p") == args.Has("--ids"))
     throw std::invalid_argument("give exactly one of -p TEXT and --ids LIST\n" + std::string(kUsage));
@@ -99,6 +101,8 @@ int RunGenerate(const std::vector<std::string>& words) {
   kv.max_chunk = int32_t(args.GetInt("--batch", 512));
   if (kv.max_chunk <= 0) throw std::invalid_argument("--batch must be positive");
   kv.type = KvTypeFromString(args.Get("--kv", "f32"));
+  kv.max_context = args.GetInt("--ctx", 0);
+  if (kv.max_context < 0) throw std::invalid_argument("--ctx must be positive");
   const AttentionPlan plan = model->ResolvePlan(args.Get("--attn", ""));
   auto session = model->NewSession(plan, kv);
   const double load_s = Seconds(t_load);

@@ -48,18 +48,18 @@ LayerKvCache::LayerKvCache(const Span& span, const KvShape& shape, const KvCache
   ValidateSpan(span);
   if (shape.n_kv_heads <= 0 || shape.head_dim <= 0)
     throw std::invalid_argument("KV cache: n_kv_heads and head_dim must be positive");
-  if (options.max_chunk <= 0 || options.page_rows <= 0)
+  if (options.max_chunk <= 0 || options.page_rows <= 0 || options.max_context < 0)
     throw std::invalid_argument("KV cache: max_chunk and page_rows must be positive");
+  max_slots_ = slots_.max_slots() > 0 ? slots_.max_slots()
+                                      : (options.max_context > 0 ? options.max_context : int64_t(1) << 20);
+  k_ = ReservedBuffer(size_t(max_slots_) * row_bytes_);
+  v_ = ReservedBuffer(size_t(max_slots_) * row_bytes_);
 }
 
 void LayerKvCache::GrowTo(int64_t n_slots) {
   const int64_t page = options_.page_rows;
-  int64_t rows = (n_slots + page - 1) / page * page;
-  if (slots_.max_slots() > 0) rows = std::min(rows, slots_.max_slots());
-  if (rows <= int64_t(slots_.pos().size())) return;
-  slots_.pos().resize(size_t(rows), -1);
-  k_.resize(size_t(rows) * row_bytes_);
-  v_.resize(size_t(rows) * row_bytes_);
+  const int64_t rows = std::min((n_slots + page - 1) / page * page, max_slots_);
+  if (rows > int64_t(slots_.pos().size())) slots_.pos().resize(size_t(rows), -1);
 }
 
 void LayerKvCache::Write(const float* k, const float* v, const int32_t* pos, int64_t n) {
@@ -73,6 +73,10 @@ void LayerKvCache::Write(const float* k, const float* v, const int32_t* pos, int
     if (pos[t] < 0) throw std::invalid_argument("KV cache: negative position " + std::to_string(pos[t]));
     need = std::max(need, slots_.SlotOf(pos[t]) + 1);
   }
+  if (need > max_slots_)
+    throw std::out_of_range("KV cache: position " + std::to_string(need - 1) +
+                            " is past the maximum context of " + std::to_string(max_slots_) +
+                            " positions (raise the context size)");
   GrowTo(need);
   for (int64_t t = 0; t < n; ++t) {
     const int64_t slot = slots_.SlotOf(pos[t]);
@@ -94,11 +98,24 @@ KvView LayerKvCache::View() const {
 }
 
 size_t LayerKvCache::Bytes() const {
-  return k_.size() + v_.size() + slots_.pos().size() * sizeof(int32_t);
+  return slots_.pos().size() * (2 * row_bytes_ + sizeof(int32_t));
 }
 
 void LayerKvCache::Clear() {
-  std::fill(slots_.pos().begin(), slots_.pos().end(), -1);
+  slots_.pos().clear();
+  k_.Release(0);
+  v_.Release(0);
+}
+
+LayerKvCache LayerKvCache::Copy() const {
+  LayerKvCache copy(span_, shape_, options_);
+  copy.slots_.pos() = slots_.pos();
+  const size_t bytes = slots_.pos().size() * row_bytes_;
+  if (bytes > 0) {
+    std::memcpy(copy.k_.data(), k_.data(), bytes);
+    std::memcpy(copy.v_.data(), v_.data(), bytes);
+  }
+  return copy;
 }
 
 KvCache::KvCache(const std::vector<Span>& spans, const KvShape& shape, const KvCacheOptions& options)
@@ -115,6 +132,14 @@ size_t KvCache::Bytes() const {
 
 void KvCache::Clear() {
   for (LayerKvCache& l : layers_) l.Clear();
+}
+
+KvCache KvCache::Copy() const {
+  KvCache copy;
+  copy.options_ = options_;
+  copy.layers_.reserve(layers_.size());
+  for (const LayerKvCache& l : layers_) copy.layers_.push_back(l.Copy());
+  return copy;
 }
 
 KvType KvTypeFromString(const std::string& name) {

@@ -5,7 +5,9 @@
 //   its W - 1 predecessors while the chunk's own keys are written. Their
 //   memory stops growing once the ring is full.
 // * Full layers keep every position: row = position, in one buffer that
-//   grows in pages of `page_rows` rows.
+//   grows in pages of `page_rows` rows. Its address space is reserved for
+//   max_context rows up front, so it grows in place (never copied) and
+//   only the pages written take memory.
 // Slot metadata (the position held in each slot, -1 = empty) lives apart
 // from the K/V storage. The kernel reads a layer through a KvView; rows of
 // a ring are not in position order, and stale rows are masked by position.
@@ -18,6 +20,7 @@
 
 #include "attention/attention.h"
 #include "attention/span.h"
+#include "kv/reserved_buffer.h"
 
 namespace swan {
 
@@ -25,6 +28,7 @@ struct KvCacheOptions {
   KvType type = KvType::kF32;  // storage of K and V
   int32_t max_chunk = 512;     // most tokens written in one step (a prefill chunk)
   int32_t page_rows = 256;     // growth step of every layer's storage
+  int64_t max_context = 0;     // positions a full layer can hold; 0 = 1 << 20
   // false: window layers keep every position like full layers (tests use it
   // as a reference for the ring).
   bool ring_for_window_layers = true;
@@ -63,9 +67,13 @@ class LayerKvCache {
  public:
   LayerKvCache(const Span& span, const KvShape& shape, const KvCacheOptions& options);
 
+  LayerKvCache(LayerKvCache&&) = default;
+  LayerKvCache& operator=(LayerKvCache&&) = default;
+
   // Stores the keys and values of `n` tokens at positions pos[n] (>= 0).
   //   k, v [n, n_kv_heads, head_dim] float32
-  // Throws std::invalid_argument when n exceeds max_chunk on a ring.
+  // Throws std::invalid_argument when n exceeds max_chunk on a ring, and
+  // std::out_of_range for a position past max_context on a full layer.
   void Write(const float* k, const float* v, const int32_t* pos, int64_t n);
 
   // Every allocated slot; unused slots have position -1.
@@ -75,7 +83,10 @@ class LayerKvCache {
   const Span& span() const { return span_; }
   int64_t n_slots() const { return int64_t(slots_.pos().size()); }
   size_t Bytes() const;  // storage and metadata held now
+  // Forgets every position and returns the memory.
   void Clear();
+  // A deep copy (a checkpoint): the rows written so far and their positions.
+  LayerKvCache Copy() const;
 
  private:
   void GrowTo(int64_t n_slots);
@@ -85,8 +96,9 @@ class LayerKvCache {
   KvCacheOptions options_;
   SlotTable slots_;
   size_t row_bytes_;       // n_kv_heads * head_dim * element size
-  std::vector<uint8_t> k_;  // [n_slots, n_kv_heads, head_dim] of options_.type
-  std::vector<uint8_t> v_;  // [n_slots, n_kv_heads, head_dim] of options_.type
+  int64_t max_slots_;        // slots the storage is reserved for
+  ReservedBuffer k_;         // [max_slots, n_kv_heads, head_dim] of options_.type
+  ReservedBuffer v_;         // [max_slots, n_kv_heads, head_dim] of options_.type
 };
 
 // The caches of all layers of one sequence.
@@ -101,8 +113,12 @@ class KvCache {
   const KvCacheOptions& options() const { return options_; }
   size_t Bytes() const;
   void Clear();
+  // A deep copy of every layer: checkpoint a prompt prefix, and later
+  // `cache = checkpoint.Copy()` to continue from it again.
+  KvCache Copy() const;
 
  private:
+  KvCache() = default;
   KvCacheOptions options_;
   std::vector<LayerKvCache> layers_;
 };

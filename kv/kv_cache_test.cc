@@ -93,5 +93,42 @@ TEST(KvCache, RejectsOversizedChunksAndBadPositions) {
   EXPECT_THROW(LayerKvCache(Span{0, 2}, KvShape{1, 1}, o), std::invalid_argument);
 }
 
+TEST(KvCache, FullLayerStopsAtMaxContext) {
+  KvCacheOptions o;
+  o.max_context = 8;
+  o.page_rows = 3;
+  LayerKvCache cache(Span{}, KvShape{1, 1}, o);
+  WritePositions(cache, 0, 8);
+  EXPECT_EQ(cache.n_slots(), 8);  // pages of 3, capped at the maximum
+  try {
+    WritePositions(cache, 8, 1);
+    ADD_FAILURE() << "position 8 was accepted";
+  } catch (const std::out_of_range& e) {
+    EXPECT_NE(std::string(e.what()).find("maximum context of 8"), std::string::npos) << e.what();
+  }
+}
+
+TEST(KvCache, CopyIsACheckpointAndClearForgets) {
+  KvCacheOptions o;
+  o.max_chunk = 2;
+  o.page_rows = 4;
+  KvCache cache({Span{}, Span{4, 1}}, KvShape{1, 1}, o);
+  for (int32_t p = 0; p < 10; p += 2)
+    for (int32_t l = 0; l < 2; ++l) WritePositions(cache.layer(l), p, 2);
+  const KvCache checkpoint = cache.Copy();
+  for (int32_t l = 0; l < 2; ++l) WritePositions(cache.layer(l), 10, 2);
+  EXPECT_EQ(Held(checkpoint.layer(0)), (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(Held(checkpoint.layer(1)), (std::vector<int32_t>{0, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(Held(cache.layer(1)), (std::vector<int32_t>{0, 7, 8, 9, 10, 11}));
+  cache = checkpoint.Copy();
+  EXPECT_EQ(Held(cache.layer(1)), (std::vector<int32_t>{0, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(cache.Bytes(), checkpoint.Bytes());
+  cache.Clear();
+  EXPECT_EQ(cache.Bytes(), 0u);
+  EXPECT_TRUE(Held(cache.layer(0)).empty());
+  WritePositions(cache.layer(0), 0, 2);
+  EXPECT_EQ(Held(cache.layer(0)), (std::vector<int32_t>{0, 1}));
+}
+
 }  // namespace
 }  // namespace swan

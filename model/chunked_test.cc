@@ -119,5 +119,44 @@ TEST_F(Chunked, WindowCacheBytesStayFlat) {
   EXPECT_GT(session->cache.layer(1).Bytes(), 3 * full_bytes);  // 65 rows vs 16
 }
 
+TEST_F(Chunked, CheckpointRestoresAPromptPrefix) {
+  // Prefill a shared prefix, checkpoint, continue with one suffix, restore,
+  // continue with another: the same logits as a fresh run of prefix + suffix.
+  const int64_t vocab = model_->config().vocab_size;
+  KvCacheOptions options;
+  options.max_chunk = 4;
+  const AttentionPlan plan = model_->ResolvePlan("hybrid:1:1,window:6,sinks:1");
+  auto session = model_->NewSession(plan, options);
+  std::vector<int32_t> pos(tokens_.size());
+  for (size_t i = 0; i < pos.size(); ++i) pos[i] = int32_t(i);
+  const int64_t prefix = 20, suffix = 15;
+  std::vector<float> logits(static_cast<size_t>(suffix * vocab));  // [suffix, vocab]
+  model_->Forward(logits.data(), Batch{tokens_.data(), pos.data(), prefix, false}, *session);
+  const KvCache checkpoint = session->cache.Copy();
+  // Another continuation: the last tokens of the text at the same positions.
+  model_->Forward(logits.data(), Batch{&tokens_[40], &pos[prefix], suffix}, *session);
+  session->cache = checkpoint.Copy();
+  model_->Forward(logits.data(), Batch{&tokens_[prefix], &pos[prefix], suffix}, *session);
+
+  auto fresh = model_->NewSession(plan, options);
+  std::vector<float> all(static_cast<size_t>((prefix + suffix) * vocab));  // [prefix + suffix, vocab]
+  model_->Forward(all.data(), Batch{tokens_.data(), pos.data(), prefix + suffix}, *fresh);
+  const std::vector<float> expected(all.begin() + prefix * vocab, all.end());
+  EXPECT_LT(MaxDiff(logits, expected), 1e-4);
+}
+
+TEST_F(Chunked, FullLayersStopAtMaxContext) {
+  KvCacheOptions options;
+  options.max_context = 512;
+  auto session = model_->NewSession(model_->ResolvePlan("full"), options);
+  std::vector<float> logits(512);
+  const int32_t token = 1, past = 512;
+  EXPECT_THROW(model_->Forward(logits.data(), Batch{&token, &past, 1, false}, *session), std::out_of_range);
+  // Window layers have no such limit.
+  auto window = model_->NewSession(model_->ResolvePlan("swa:16"), options);
+  const int32_t far = 100000;
+  EXPECT_NO_THROW(model_->Forward(logits.data(), Batch{&token, &far, 1, false}, *window));
+}
+
 }  // namespace
 }  // namespace swan
