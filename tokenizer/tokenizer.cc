@@ -1,5 +1,6 @@
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -96,7 +97,8 @@ Tokenizer Tokenizer::FromJson(const json& j, const std::string& source) {
 
     tok.vocab_size_ = tok.model_->size();
     for (const AddedToken& t : tok.added_) tok.vocab_size_ = std::max(tok.vocab_size_, t.id + 1);
-    if (tok.vocab_size_ > 2 * (tok.model_->size() + static_cast<int32_t>(tok.added_.size())) + 65536)
+    if (tok.vocab_size_ >
+        2 * (tok.model_->size() + static_cast<int32_t>(tok.added_.size())) + 65536)
       throw std::invalid_argument("added_tokens: ids are far outside the model's vocabulary of " +
                                   std::to_string(tok.model_->size()));
     tok.added_index_.assign(tok.vocab_size_, -1);
@@ -200,6 +202,16 @@ void Tokenizer::ReadSpecialIds(const std::string& dir) {
       eos_id_ = TokenToId(name);
       if (eos_id_ >= 0) break;
     }
+  }
+  eos_ids_.clear();
+  if (eos_id_ >= 0) eos_ids_.push_back(eos_id_);
+  for (const json* j : {&generation, &config}) {
+    if (!j->is_object() || !j->contains("eos_token_id")) continue;
+    const json& v = (*j)["eos_token_id"];
+    for (const json& id : v.is_array() ? v : json::array({v}))
+      if (id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < vocab_size_ &&
+          std::find(eos_ids_.begin(), eos_ids_.end(), id.get<int32_t>()) == eos_ids_.end())
+        eos_ids_.push_back(id.get<int32_t>());
   }
 }
 

@@ -58,8 +58,11 @@ class Tokenizer {
 
   // One past the largest token id (model vocabulary and added tokens).
   int32_t vocab_size() const { return vocab_size_; }
-  int32_t bos_id() const { return bos_id_; }        // -1 if none
-  int32_t eos_id() const { return eos_id_; }        // -1 if none
+  int32_t bos_id() const { return bos_id_; }  // -1 if none
+  int32_t eos_id() const { return eos_id_; }  // -1 if none
+  // Every end-of-sequence id a generator should stop at (e.g. Llama 3's
+  // generation_config.json lists <|end_of_text|> and <|eot_id|>); eos_id() first.
+  const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
   int32_t TokenToId(std::string_view token) const;  // -1 if none
   std::string IdToToken(int32_t id) const;          // "" if none
   bool IsSpecial(int32_t id) const;
@@ -89,6 +92,7 @@ class Tokenizer {
   int32_t vocab_size_ = 0;
   int32_t bos_id_ = -1;
   int32_t eos_id_ = -1;
+  std::vector<int32_t> eos_ids_;
 };
 
 // Turns ids into text as they arrive (one generated token at a time), never

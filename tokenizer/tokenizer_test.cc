@@ -63,6 +63,7 @@ TEST(Stories260K, EncodesTheGoldenPrompt) {
             golden["input_ids"].get<std::vector<int32_t>>());
   EXPECT_EQ(tok.bos_id(), 1);
   EXPECT_EQ(tok.eos_id(), 2);
+  EXPECT_EQ(tok.eos_ids(), std::vector<int32_t>({2}));
   EXPECT_EQ(tok.vocab_size(), 512);
 }
 
@@ -93,6 +94,42 @@ TEST(Stories260K, SpecialTokensAndByteFallback) {
   // Parsing special tokens can be turned off.
   const auto plain = tok.Encode("<s>", {.add_special_tokens = false, .parse_special = false});
   EXPECT_EQ(std::count(plain.begin(), plain.end(), 1), 0);
+}
+
+// The same SentencePiece model written the Mistral way (Metaspace
+// pre-tokenizer and decoder instead of normalizer + Replace/Strip decoders)
+// gives the same ids and text.
+TEST(Stories260K, MetaspaceFormGivesTheSameIds) {
+  const Tokenizer normalizer_form = Tokenizer::Load(Stories().string());
+  json j = ReadJson(Stories() / "tokenizer.json");
+  j["normalizer"] = nullptr;
+  j["pre_tokenizer"] = {{"type", "Metaspace"},
+                        {"replacement", "\u2581"},
+                        {"prepend_scheme", "always"},
+                        {"split", true}};
+  j["decoder"] = {
+      {"type", "Sequence"},
+      {"decoders",
+       {{{"type", "ByteFallback"}},
+        {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "always"}}}}};
+  const Tokenizer metaspace_form = Tokenizer::FromJson(j, "metaspace");
+  for (const char* text : {"Once upon a time, there was a little girl named Lily.",
+                           "tabs\tand\nnewlines", "a 🤖 b", "The cat sat."}) {
+    const auto ids = normalizer_form.Encode(text);
+    EXPECT_EQ(metaspace_form.Encode(text), ids) << text;
+    EXPECT_EQ(metaspace_form.Decode(ids, true), normalizer_form.Decode(ids, true)) << text;
+  }
+  // Metaspace adds no ▁ to text that already starts with a space (Prepend does).
+  EXPECT_EQ(metaspace_form.Encode(" a").size() + 1, normalizer_form.Encode(" a").size());
+  // prepend_scheme "first": only the text at the start of the input gets ▁.
+  j["pre_tokenizer"]["prepend_scheme"] = "first";
+  const Tokenizer first = Tokenizer::FromJson(j, "metaspace-first");
+  const auto a = first.Encode("a</s>a", {.add_special_tokens = false});
+  const auto b = normalizer_form.Encode("a", {.add_special_tokens = false});
+  ASSERT_GE(a.size(), 3u);
+  EXPECT_EQ(a.front(), b.front());  // "▁a"
+  EXPECT_NE(a.back(), b.front());   // "a" without ▁
+  EXPECT_EQ(a[a.size() - 2], 2);    // </s>
 }
 
 TEST(ByteLevel, MergesByRankAndRoundTrips) {
