@@ -103,6 +103,21 @@ PlanSpec ParsePlanSpec(const std::string& spec) {
       if (w[1] == "window" || w[1] == "all") p.nope_window = true;
       if (w[1] != "full" && w[1] != "window" && w[1] != "all")
         Reject(spec, "'" + item + "': expected nope:full, nope:window or nope:all");
+    } else if (head == "rope-base") {
+      if (w.size() != 3 || (w[1] != "full" && w[1] != "window"))
+        Reject(spec, "'" + item + "': expected rope-base:full:B or rope-base:window:B");
+      char* end = nullptr;
+      const double base = std::strtod(w[2].c_str(), &end);
+      if (w[2].empty() || *end != '\0' || !(base > 1))
+        Reject(spec, "'" + item + "': the RoPE base must be a number > 1, got '" + w[2] + "'");
+      double& slot = w[1] == "full" ? p.rope_base_full : p.rope_base_window;
+      if (slot != 0) Reject(spec, "'" + item + "': the " + w[1] + " layers' RoPE base is given twice");
+      slot = base;
+    } else if (head == "rope-scaling") {
+      if (w.size() != 2 || (w[1] != "full" && w[1] != "none"))
+        Reject(spec, "'" + item + "': expected rope-scaling:full or rope-scaling:none");
+      p.rope_scaling = w[1] == "full" ? PlanSpec::RopeScalingScope::kFullOnly
+                                      : PlanSpec::RopeScalingScope::kNone;
     } else if (head.rfind("layer", 0) == 0 && head.size() > 5) {
       const int32_t layer =
           ParseCount(spec, head.substr(5), "the layer index in '" + item + "'", /*allow_zero=*/true);
@@ -120,7 +135,8 @@ PlanSpec ParsePlanSpec(const std::string& spec) {
     } else {
       Reject(spec, "unknown word '" + item +
                        "' (expected full, swa:W, hybrid:A:B, window:W, sinks:S, layerN:full, "
-                       "layerN:swa[:W], nope:full|window|all)");
+                       "layerN:swa[:W], nope:full|window|all, rope-base:full|window:B, "
+                       "rope-scaling:full|none)");
     }
   }
   if (p.preset == PlanSpec::Preset::kFull && have_window && p.overrides.empty())
@@ -198,9 +214,14 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
       any_window = true;
       if (p.sinks > 0) l.span.sinks = p.sinks;
     }
+    const bool full = l.kind == LayerKind::kFull;
     l.rope = model.rope;
-    if ((l.kind == LayerKind::kFull && p.nope_full) || (l.kind == LayerKind::kWindow && p.nope_window))
-      l.rope.enabled = false;
+    if ((full && p.nope_full) || (!full && p.nope_window)) l.rope.enabled = false;
+    const double base = full ? p.rope_base_full : p.rope_base_window;
+    if (base > 0) l.rope.base = base;
+    if (p.rope_scaling == PlanSpec::RopeScalingScope::kNone ||
+        (p.rope_scaling == PlanSpec::RopeScalingScope::kFullOnly && !full))
+      l.rope.scaling = RopeScaling{};
     ValidateSpan(l.span);
   }
   if (p.sinks > 0 && !any_window)

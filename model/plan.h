@@ -15,6 +15,10 @@
 //   layerN:full       layer N full attention
 //   layerN:swa[:W]    layer N a window layer (of W, or the plan's window)
 //   nope:full | nope:window | nope:all   no RoPE on those layers
+//   rope-base:full:B | rope-base:window:B  RoPE base of those layers (Gemma 3:
+//                     10000 on window layers, 1000000 on full ones)
+//   rope-scaling:full | rope-scaling:none  the config's RoPE scaling (YaRN, ...)
+//                     on full layers only (Mellum 2), or on no layer
 // e.g. "hybrid:3:1,window:64,sinks:4,layer0:full,nope:full".
 #pragma once
 
@@ -64,6 +68,10 @@ struct PlanSpec {
   std::map<int32_t, LayerOverride> overrides;
   bool nope_full = false;
   bool nope_window = false;
+  double rope_base_full = 0;    // 0 = the model's
+  double rope_base_window = 0;  // 0 = the model's
+  enum class RopeScalingScope { kAll, kFullOnly, kNone };
+  RopeScalingScope rope_scaling = RopeScalingScope::kAll;
 };
 
 // Throws std::invalid_argument naming the offending word: unknown words, a

@@ -78,6 +78,26 @@ TEST(Plan, NopeOnFullLayers) {
   EXPECT_DOUBLE_EQ(win.layers[1].rope.base, 10000);
 }
 
+TEST(Plan, RopeBaseAndScalingPerLayerKind) {
+  ModelAttentionDefaults m = Model(6);
+  m.rope.scaling.kind = RopeScaling::Kind::kYarn;
+  m.rope.scaling.factor = 4;
+  // Gemma 3: base 10K on local layers, 1M on global ones.
+  const AttentionPlan gemma = ResolvePlan("hybrid:5:1,window:8,rope-base:full:1000000", m);
+  EXPECT_DOUBLE_EQ(gemma.layers[0].rope.base, 10000);
+  EXPECT_DOUBLE_EQ(gemma.layers[5].rope.base, 1000000);
+  // Mellum 2: YaRN on the full layers only.
+  const AttentionPlan mellum = ResolvePlan("hybrid:3:1,window:8,rope-scaling:full", m);
+  EXPECT_EQ(mellum.layers[0].rope.scaling.kind, RopeScaling::Kind::kNone);
+  EXPECT_EQ(mellum.layers[3].rope.scaling.kind, RopeScaling::Kind::kYarn);
+  EXPECT_DOUBLE_EQ(mellum.layers[3].rope.scaling.factor, 4);
+  const AttentionPlan none = ResolvePlan("full,rope-scaling:none,rope-base:window:500", m);
+  EXPECT_EQ(none.layers[0].rope.scaling.kind, RopeScaling::Kind::kNone);
+  EXPECT_DOUBLE_EQ(none.layers[0].rope.base, 10000);  // no window layers to rebase
+  const AttentionPlan plain = ResolvePlan("swa:8", m);
+  EXPECT_EQ(plain.layers[0].rope.scaling.kind, RopeScaling::Kind::kYarn);
+}
+
 TEST(Plan, DescribeListsEveryLayer) {
   const std::string d = ResolvePlan("hybrid:1:1,window:8,sinks:2", Model(2)).Describe();
   EXPECT_NE(d.find("layer 0"), std::string::npos) << d;
@@ -122,6 +142,12 @@ TEST(Plan, RejectsNonsense) {
       {"full,layerx:full", "layer index"},
       {"full,layer1:half", "expected layerN:full"},
       {"full,layer1:full,layer1:swa", "given twice"},
+      {"full,rope-base:full:1", "number > 1"},
+      {"full,rope-base:full:abc", "number > 1"},
+      {"full,rope-base:all:10000", "expected rope-base:full:B"},
+      {"full,rope-base:full", "expected rope-base:full:B"},
+      {"full,rope-base:full:1e4,rope-base:full:1e5", "given twice"},
+      {"full,rope-scaling:yarn", "expected rope-scaling:full"},
   };
   for (const Case& c : cases) {
     const std::string msg = Rejection(c.spec);
