@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "tokenizer/regex.h"
 #include "tokenizer/utf8.h"
 
 namespace swan {
@@ -223,6 +224,27 @@ TEST(Utf8, CompletePrefixAndLossyConversion) {
   EXPECT_EQ(ToValidUtf8("\xFF\xFE"), "\xEF\xBF\xBD\xEF\xBF\xBD");
   EXPECT_TRUE(IsValidUtf8("日本🤖"));
   EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));  // a surrogate
+}
+
+}  // namespace
+}  // namespace swan
+
+namespace swan {
+namespace {
+
+// The Oniguruma forms tokenizer.json regexes use compile in PCRE2: Unicode
+// properties, case-insensitive groups, possessive quantifiers, lookahead.
+TEST(Regex, SplitPatternFormsFromRealFiles) {
+  const Regex re(
+      "[^\\r\\n\\p{L}\\p{N}]?+\\p{L}++|\\p{N}{1,3}+|(?i:'s|'t)| ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*|"
+      "\\s*[\\r\\n]|\\s+(?!\\S)|\\s+",
+      "test");
+  std::vector<std::string> parts;
+  const std::string text = "Hello1234 WORLD'S  ünï\n";
+  re.ForEachMatch(text, [&](size_t b, size_t e) { parts.push_back(text.substr(b, e - b)); });
+  EXPECT_EQ(parts,
+            std::vector<std::string>({"Hello", "123", "4", " WORLD", "'S", " ", " ünï", "\n"}));
+  EXPECT_THROW(Regex("(?<!", "pre_tokenizer.pattern"), std::invalid_argument);
 }
 
 }  // namespace
