@@ -12,6 +12,7 @@ namespace swan::cli {
 int RunBench(const std::vector<std::string>& args);
 int RunGenerate(const std::vector<std::string>& args);
 int RunInspect(const std::vector<std::string>& args);
+int RunServe(const std::vector<std::string>& args);
 int RunTokenize(const std::vector<std::string>& args);
 int RunTokenizer(const std::vector<std::string>& args);
 int RunTrain(const std::vector<std::string>& args);
@@ -25,6 +26,7 @@ const Command kCommands[] = {
     {"bench", "measure kernels and models (`swan bench attention`)", swan::cli::RunBench},
     {"generate", "continue a prompt with a model under an attention plan", swan::cli::RunGenerate},
     {"inspect", "a model's attention plan per layer and its KV cache size", swan::cli::RunInspect},
+    {"serve", "OpenAI-compatible HTTP server with batching and prompt caching", swan::cli::RunServe},
     {"tokenize", "text to token ids and back; corpora to token files", swan::cli::RunTokenize},
     {"tokenizer", "train a byte-level BPE tokenizer (`swan tokenizer train`)",
      swan::cli::RunTokenizer},

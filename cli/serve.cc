@@ -1,0 +1,131 @@
+// `swan serve`: an OpenAI-compatible HTTP server over a model under any
+// attention plan, with continuous batching, a KV memory budget and prompt
+// caching that works with sliding windows (serve/).
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/args.h"
+#include "model/model.h"
+#include "serve/chat_template.h"
+#include "serve/engine.h"
+#include "serve/http_server.h"
+#include "tokenizer/tokenizer.h"
+
+namespace swan::cli {
+namespace {
+
+const char kUsage[] =
+    "usage: swan serve -m DIR [--attn SPEC] [--host 127.0.0.1] [--port 8080] [--kv-budget MiB]\n"
+    "                  [--chat-template FILE] [--parallel N] [--max-waiting N] [--batch B]\n"
+    "                  [--checkpoint-interval N] [--ctx N] [--kv f32|bf16] [--threads N]\n"
+    "                  [--seq-threads N] [--name NAME] [--no-prompt-cache] [--verbose]\n"
+    "  -m DIR                 Hugging Face model directory\n"
+    "  --attn SPEC            attention plan (default: the model's own), e.g. swa:256, hybrid:3:1\n"
+    "  --host H --port P      where to listen (default 127.0.0.1:8080; port 0 = any free port)\n"
+    "  --kv-budget MiB        KV memory for running sequences and the prompt cache (default 1024);\n"
+    "                         a request that does not fit waits, one larger than the budget gets 429\n"
+    "  --chat-template FILE   Jinja chat template (default: tokenizer_config.json's, else a plain\n"
+    "                         'role: content' fallback)\n"
+    "  --parallel N           sequences advanced together (default 32)\n"
+    "  --max-waiting N        queued requests before 429 (default 256)\n"
+    "  --batch B              prefill chunk per sequence per step (default 256)\n"
+    "  --checkpoint-interval N  tokens between window-layer checkpoints for prompt caching (default 64)\n"
+    "  --ctx N                context length (default: the model's max_position_embeddings)\n"
+    "  --kv TYPE              KV cache storage, f32 (default) or bf16\n"
+    "  --threads N            HTTP connections served at once (default 64)\n"
+    "  --seq-threads N        threads inside one sequence's kernels (default 1: small models;\n"
+    "                         0 = every core, for large models); sequences run one per core\n"
+    "  --name NAME            model name in responses (default: the directory's name)\n"
+    "  --no-prompt-cache      never reuse earlier requests' KV\n"
+    "  --verbose              one line per request: reused prompt tokens, finish\n"
+    "Endpoints: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health\n";
+
+std::string DirName(const std::string& dir) {
+  std::string d = dir;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  const size_t slash = d.rfind('/');
+  return slash == std::string::npos ? d : d.substr(slash + 1);
+}
+
+}  // namespace
+
+int RunServe(const std::vector<std::string>& words) {
+  const Args args(words, {"--help", "-h", "--no-prompt-cache", "--verbose"});
+  if (args.Has("--help") || args.Has("-h")) {
+    std::printf("%s", kUsage);
+    return 0;
+  }
+  args.RejectUnknown({"-m", "--attn", "--host", "--port", "--kv-budget", "--chat-template", "--parallel",
+                      "--max-waiting", "--batch", "--seq-threads", "--checkpoint-interval", "--ctx", "--kv",
+                      "--threads", "--name", "--no-prompt-cache", "--verbose"});
+  if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
+  const std::string dir = args.Get("-m", "");
+  const double budget_mib = args.GetDouble("--kv-budget", 1024);
+  if (!(budget_mib > 0)) throw std::invalid_argument("--kv-budget must be positive (MiB)");
+  const long long port = args.GetInt("--port", 8080);
+  if (port < 0 || port > 65535) throw std::invalid_argument("--port must be 0..65535");
+
+  // Signals go to one thread that stops the server; block them before any
+  // other thread starts so they all inherit the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  std::unique_ptr<LanguageModel> model = LoadModel(dir);
+  const Tokenizer tokenizer = Tokenizer::Load(dir);
+  const ChatTemplate chat_template =
+      ChatTemplate::Load(ChatTemplateOptions{dir, args.Get("--chat-template", "")}, tokenizer);
+
+  EngineOptions engine_options;
+  engine_options.attn = args.Get("--attn", "");
+  engine_options.kv_budget_bytes = size_t(budget_mib * 1024 * 1024);
+  engine_options.max_running = int32_t(args.GetInt("--parallel", 32));
+  engine_options.max_waiting = int32_t(args.GetInt("--max-waiting", 256));
+  engine_options.prefill_chunk = int32_t(args.GetInt("--batch", 256));
+  engine_options.checkpoint_interval = int32_t(args.GetInt("--checkpoint-interval", 64));
+  engine_options.context_length = args.GetInt("--ctx", 0);
+  engine_options.kv_type = KvTypeFromString(args.Get("--kv", "f32"));
+  engine_options.prompt_cache = !args.Has("--no-prompt-cache");
+  engine_options.verbose = args.Has("--verbose");
+  engine_options.sequence_threads = int32_t(args.GetInt("--seq-threads", 1));
+  if (engine_options.sequence_threads < 0) throw std::invalid_argument("--seq-threads must be >= 0");
+  Engine engine(*model, tokenizer, engine_options);
+
+  ServerOptions server_options;
+  server_options.host = args.Get("--host", "127.0.0.1");
+  server_options.port = int(port);
+  server_options.threads = int(args.GetInt("--threads", 64));
+  server_options.model_name = args.Get("--name", DirName(dir));
+  server_options.verbose = engine_options.verbose;
+  if (server_options.threads <= 0) throw std::invalid_argument("--threads must be positive");
+  HttpServer server(engine, tokenizer, chat_template, server_options);
+  server.Bind();
+  std::fprintf(
+      stderr,
+      "swan serve: listening on http://%s:%d | model %s | plan %s | context %lld | KV budget %.0f MiB | "
+      "chat template: %s\n",
+      server_options.host.c_str(), server.port(), server_options.model_name.c_str(),
+      engine.plan().spec.empty() ? "(model)" : engine.plan().spec.c_str(), (long long)engine.context_length(),
+      budget_mib, chat_template.origin().c_str());
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    std::fprintf(stderr, "swan serve: signal %d, stopping\n", sig);
+    server.Stop();
+  });
+  server.Run();
+  // Stopped by a signal, or the server failed: wake the waiter either way.
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  return 0;
+}
+
+}  // namespace swan::cli

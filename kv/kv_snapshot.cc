@@ -1,0 +1,107 @@
+#include "kv/kv_snapshot.h"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "util/bf16.h"
+
+namespace swan {
+namespace {
+
+// Row `row` of a view as float32. out [n_kv_heads * head_dim]
+void ReadRow(const KvView& view, const void* base, int64_t row, int64_t row_elems, float* out) {
+  const int64_t stride = view.row_stride > 0 ? view.row_stride : row_elems;
+  if (view.type == KvType::kF32) {
+    const float* src = static_cast<const float*>(base) + row * stride;
+    std::copy(src, src + row_elems, out);
+  } else {
+    const uint16_t* src = static_cast<const uint16_t*>(base) + row * stride;
+    for (int64_t i = 0; i < row_elems; ++i) out[i] = BF16ToF32(src[i]);
+  }
+}
+
+bool Wanted(const LayerKvCache& layer, SnapshotLayers which) {
+  const bool window = !layer.span().full();
+  return which == SnapshotLayers::kAll || (which == SnapshotLayers::kWindow) == window;
+}
+
+LayerKvSnapshot TakeLayer(const LayerKvCache& layer, int64_t n_pos, int64_t row_elems, int32_t index) {
+  const Span& span = layer.span();
+  // Positions a later query can see: [first, n_pos) plus the sinks.
+  const int64_t first = span.full() ? 0 : std::max<int64_t>(0, n_pos - (span.window - 1));
+  const int64_t sinks = span.full() ? 0 : std::min<int64_t>(span.sinks, first);
+  const KvView view = layer.View();
+  std::vector<int64_t> rows;  // view rows to copy, in position order
+  for (int64_t r = 0; r < view.n_rows; ++r) {
+    const int32_t p = view.pos[r];
+    if (p >= 0 && p < n_pos && (p >= first || p < sinks)) rows.push_back(r);
+  }
+  std::sort(rows.begin(), rows.end(), [&](int64_t a, int64_t b) { return view.pos[a] < view.pos[b]; });
+  const int64_t expected = (n_pos - first) + sinks;
+  if (int64_t(rows.size()) != expected)
+    throw std::runtime_error("KV snapshot at position " + std::to_string(n_pos) + ": layer " +
+                             std::to_string(index) + " holds " + std::to_string(rows.size()) + " of the " +
+                             std::to_string(expected) +
+                             " rows it needs (take ring snapshots right after the step that reaches n_pos)");
+  LayerKvSnapshot out;
+  out.taken = true;
+  out.pos.resize(rows.size());
+  out.k.resize(rows.size() * size_t(row_elems));
+  out.v.resize(rows.size() * size_t(row_elems));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    out.pos[i] = view.pos[rows[i]];
+    ReadRow(view, view.k, rows[i], row_elems, &out.k[i * size_t(row_elems)]);
+    ReadRow(view, view.v, rows[i], row_elems, &out.v[i * size_t(row_elems)]);
+  }
+  return out;
+}
+
+}  // namespace
+
+size_t KvSnapshot::Bytes() const {
+  size_t total = 0;
+  for (const LayerKvSnapshot& l : layers) total += l.Bytes();
+  return total;
+}
+
+KvSnapshot TakeSnapshot(const KvCache& cache, const KvShape& shape, int64_t n_pos, SnapshotLayers which) {
+  const int64_t row_elems = int64_t(shape.n_kv_heads) * shape.head_dim;
+  if (n_pos < 0) throw std::invalid_argument("KV snapshot: negative position");
+  KvSnapshot snap;
+  snap.n_pos = n_pos;
+  snap.layers.resize(size_t(cache.n_layers()));
+  for (int32_t i = 0; i < cache.n_layers(); ++i) {
+    const LayerKvCache& layer = cache.layer(i);
+    if (!Wanted(layer, which)) continue;
+    snap.layers[size_t(i)] = TakeLayer(layer, n_pos, row_elems, i);
+  }
+  return snap;
+}
+
+void RestoreSnapshot(const KvSnapshot& snapshot, const KvShape& shape, KvCache& cache, int64_t limit) {
+  const int64_t row_elems = int64_t(shape.n_kv_heads) * shape.head_dim;
+  if (int32_t(snapshot.layers.size()) != cache.n_layers())
+    throw std::invalid_argument("KV snapshot has " + std::to_string(snapshot.layers.size()) +
+                                " layers, the cache " + std::to_string(cache.n_layers()));
+  if (limit < 0) limit = snapshot.n_pos;
+  const int64_t chunk = cache.options().max_chunk;
+  for (int32_t i = 0; i < cache.n_layers(); ++i) {
+    const LayerKvSnapshot& snap = snapshot.layers[size_t(i)];
+    if (!snap.taken) continue;
+    LayerKvCache& layer = cache.layer(i);
+    if (!layer.span().full() && limit != snapshot.n_pos)
+      throw std::invalid_argument("KV snapshot: a window layer restores only at its own position " +
+                                  std::to_string(snapshot.n_pos));
+    layer.Clear();
+    const int64_t n = std::lower_bound(snap.pos.begin(), snap.pos.end(), int32_t(limit)) - snap.pos.begin();
+    for (int64_t start = 0; start < n; start += chunk) {
+      const int64_t len = std::min(chunk, n - start);
+      layer.Write(&snap.k[size_t(start * row_elems)], &snap.v[size_t(start * row_elems)],
+                  &snap.pos[size_t(start)], len);
+    }
+  }
+}
+
+}  // namespace swan

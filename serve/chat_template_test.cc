@@ -1,0 +1,310 @@
+// The Jinja subset on the chat templates that Llama 3, Qwen 2.5, Mistral
+// and Gemma 3 ship (written out here from their published structure), the
+// whitespace rules transformers renders them with, and the errors.
+#include "serve/chat_template.h"
+
+#include <gtest/gtest.h>
+
+#include "serve/jinja.h"
+
+namespace swan {
+namespace {
+
+using jinja::Json;
+
+const char kLlama3[] =
+    "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
+    "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim + "
+    "'<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content "
+    "}}{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' "
+    "}}{% "
+    "endif %}";
+
+const char kQwen25[] = R"({%- if tools %}
+    {{- '<|im_start|>system\n' }}
+    {%- if messages[0]['role'] == 'system' %}
+        {{- messages[0]['content'] }}
+    {%- else %}
+        {{- 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.' }}
+    {%- endif %}
+    {{- "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n" }}
+{%- else %}
+    {%- if messages[0]['role'] == 'system' %}
+        {{- '<|im_start|>system\n' + messages[0]['content'] + '<|im_end|>\n' }}
+    {%- else %}
+        {{- '<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n' }}
+    {%- endif %}
+{%- endif %}
+{%- for message in messages %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) or (message.role == "assistant" and not message.tool_calls) %}
+        {{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}
+    {%- elif message.role == "assistant" %}
+        {{- '<|im_start|>' + message.role }}
+        {%- if message.content %}
+            {{- '\n' + message.content }}
+        {%- endif %}
+        {%- for tool_call in message.tool_calls %}
+            {%- if tool_call.function is defined %}
+                {%- set tool_call = tool_call.function %}
+            {%- endif %}
+            {{- '\n<tool_call>\n{"name": "' }}
+            {{- tool_call.name }}
+            {{- '", "arguments": ' }}
+            {{- tool_call.arguments | tojson }}
+            {{- '}\n</tool_call>' }}
+        {%- endfor %}
+        {{- '<|im_end|>\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if (loop.index0 == 0) or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\n<tool_response>\n' }}
+        {{- message.content }}
+        {{- '\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n' }}
+{%- endif %}
+)";
+
+const char kMistralV1[] =
+    "{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) "
+    "%}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif "
+    "%}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif "
+    "message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only "
+    "user and assistant roles are supported!') }}{% endif %}{% endfor %}";
+
+const char kMistralV3[] = R"({%- if messages[0]["role"] == "system" %}
+    {%- set system_message = messages[0]["content"] %}
+    {%- set loop_messages = messages[1:] %}
+{%- else %}
+    {%- set loop_messages = messages %}
+{%- endif %}
+{%- if not tools is defined %}
+    {%- set tools = none %}
+{%- endif %}
+{%- set user_messages = loop_messages | selectattr("role", "equalto", "user") | list %}
+
+{#- This block checks for alternating user/assistant messages #}
+{%- set ns = namespace() %}
+{%- set ns.index = 0 %}
+{%- for message in loop_messages %}
+    {%- if not (message.role == "tool" or (message.tool_calls is defined and message.tool_calls is not none)) %}
+        {%- if (message["role"] == "user") != (ns.index % 2 == 0) %}
+            {{- raise_exception("After the optional system message, conversation roles must alternate user/assistant/user/assistant/...") }}
+        {%- endif %}
+        {%- set ns.index = ns.index + 1 %}
+    {%- endif %}
+{%- endfor %}
+
+{{- bos_token }}
+{%- for message in loop_messages %}
+    {%- if message["role"] == "user" %}
+        {%- if tools is not none and (message == user_messages[-1]) %}
+            {{- "[AVAILABLE_TOOLS] [" }}
+            {%- for tool in tools %}
+                {{- tool | tojson }}
+                {%- if not loop.last %}
+                    {{- ", " }}
+                {%- endif %}
+            {%- endfor %}
+            {{- "][/AVAILABLE_TOOLS]" }}
+        {%- endif %}
+        {%- if loop.last and system_message is defined %}
+            {{- "[INST] " + system_message + "\n\n" + message["content"] + "[/INST]" }}
+        {%- else %}
+            {{- "[INST] " + message["content"] + "[/INST]" }}
+        {%- endif %}
+    {%- elif message["role"] == "assistant" %}
+        {{- " " + message["content"]|trim + eos_token}}
+    {%- else %}
+        {{- raise_exception("Only user and assistant roles are supported, with the exception of an initial optional system message!") }}
+    {%- endif %}
+{%- endfor %}
+)";
+
+const char kGemma3[] = R"({{ bos_token }}
+{%- if messages[0]['role'] == 'system' -%}
+    {%- if messages[0]['content'] is string -%}
+        {%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}
+    {%- else -%}
+        {%- set first_user_prefix = messages[0]['content'][0]['text'] + '\n\n' -%}
+    {%- endif -%}
+    {%- set loop_messages = messages[1:] -%}
+{%- else -%}
+    {%- set first_user_prefix = "" -%}
+    {%- set loop_messages = messages -%}
+{%- endif -%}
+{%- for message in loop_messages -%}
+    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}
+        {{ raise_exception("Conversation roles must alternate user/assistant/user/assistant/...") }}
+    {%- endif -%}
+    {%- if (message['role'] == 'assistant') -%}
+        {%- set role = "model" -%}
+    {%- else -%}
+        {%- set role = message['role'] -%}
+    {%- endif -%}
+    {{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else "") }}
+    {%- if message['content'] is string -%}
+        {{ message['content'] | trim }}
+    {%- elif message['content'] is iterable -%}
+        {%- for item in message['content'] -%}
+            {%- if item['type'] == 'image' -%}
+                {{ '<start_of_image>' }}
+            {%- elif item['type'] == 'text' -%}
+                {{ item['text'] | trim }}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- else -%}
+        {{ raise_exception("Invalid content type") }}
+    {%- endif -%}
+    {{ '<end_of_turn>
+' }}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{'<start_of_turn>model
+'}}
+{%- endif -%}
+)";
+
+Json Conversation() {
+  return Json::array({{{"role", "system"}, {"content", "Be brief."}},
+                      {{"role", "user"}, {"content", "Hi"}},
+                      {{"role", "assistant"}, {"content", "Hello!"}},
+                      {{"role", "user"}, {"content", "Bye"}}});
+}
+
+TEST(ChatTemplate, Llama3) {
+  ChatTemplate t(kLlama3, "<|begin_of_text|>", "<|eot_id|>", "test");
+  EXPECT_EQ(t.Apply(Conversation()),
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\nHello!<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nBye<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+TEST(ChatTemplate, Qwen25WithAndWithoutTools) {
+  ChatTemplate t(kQwen25, "", "<|im_end|>", "test");
+  const Json user = Json::array({{{"role", "user"}, {"content", "Hello"}}});
+  EXPECT_EQ(
+      t.Apply(user),
+      "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+      "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(t.Apply(Conversation(), false),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+            "<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n");
+  const Json tools = Json::parse(
+      R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "required": ["city"]}}}])");
+  const std::string with_tools = t.Apply(user, true, tools);
+  EXPECT_NE(with_tools.find("<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", "
+                            "\"parameters\": {\"type\": \"object\", \"required\": [\"city\"]}}}\n</tools>"),
+            std::string::npos)
+      << with_tools;
+  // An assistant tool call and the tool's answer.
+  const Json calls = Json::parse(R"([
+    {"role": "user", "content": "Weather in Oslo?"},
+    {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]},
+    {"role": "tool", "content": "-3 C"}])");
+  EXPECT_NE(
+      t.Apply(calls).find("<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                          "{\"city\": \"Oslo\"}}\n</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n"
+                          "-3 C\n</tool_response><|im_end|>\n<|im_start|>assistant\n"),
+      std::string::npos)
+      << t.Apply(calls);
+}
+
+TEST(ChatTemplate, MistralAlternationAndSystemMessage) {
+  ChatTemplate v1(kMistralV1, "<s>", "</s>", "test");
+  const Json all = Conversation();
+  const Json no_system = Json(all.begin() + 1, all.end());
+  EXPECT_EQ(v1.Apply(no_system), "<s>[INST] Hi [/INST]Hello!</s>[INST] Bye [/INST]");
+  try {
+    v1.Apply(Conversation());
+    ADD_FAILURE() << "a system message should be refused";
+  } catch (const jinja::TemplateError& e) {
+    EXPECT_NE(std::string(e.what()).find("Conversation roles must alternate"), std::string::npos) << e.what();
+  }
+
+  ChatTemplate v3(kMistralV3, "<s>", "</s>", "test");
+  EXPECT_EQ(v3.Apply(Conversation()), "<s>[INST] Hi[/INST] Hello!</s>[INST] Be brief.\n\nBye[/INST]");
+  const Json tools = Json::parse(R"([{"type": "function", "function": {"name": "f"}}])");
+  EXPECT_EQ(v3.Apply(no_system, true, tools),
+            "<s>[INST] Hi[/INST] Hello!</s>[AVAILABLE_TOOLS] [{\"type\": \"function\", \"function\": "
+            "{\"name\": \"f\"}}][/AVAILABLE_TOOLS][INST] Bye[/INST]");
+  const Json twice =
+      Json::array({{{"role", "user"}, {"content", "a"}}, {{"role", "user"}, {"content", "b"}}});
+  EXPECT_THROW(v3.Apply(twice), jinja::TemplateError);
+}
+
+TEST(ChatTemplate, Gemma3StringAndListContent) {
+  ChatTemplate t(kGemma3, "<bos>", "<eos>", "test");
+  EXPECT_EQ(
+      t.Apply(Conversation()),
+      "<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
+      "<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n");
+  const Json parts = Json::parse(
+      R"([{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": " What is this? "}]}])");
+  EXPECT_EQ(t.Apply(parts, false), "<bos><start_of_turn>user\n<start_of_image>What is this?<end_of_turn>\n");
+}
+
+TEST(Jinja, TrimBlocksAndLstripBlocks) {
+  jinja::Template t(
+      "{% for m in messages %}\n  {% if m.role == 'user' %}\nU: {{ m.content }}\n  {% endif %}\n{% endfor "
+      "%}");
+  EXPECT_EQ(t.Render({{"messages", Conversation()}}), "U: Hi\nU: Bye\n");
+  jinja::Template keep("a {%+ if true %}b{% endif +%}\nc {# note #}d");
+  EXPECT_EQ(keep.Render(Json::object()), "a b\nc d");
+}
+
+TEST(Jinja, Expressions) {
+  auto render = [](const char* src, const Json& ctx = Json::object()) {
+    return jinja::Template(src).Render(ctx);
+  };
+  EXPECT_EQ(render("{{ 7 // 2 }} {{ -7 % 3 }} {{ 1.5 * 2 }} {{ 'a' ~ 1 }} {{ [1, 2, 3][-1] }}"),
+            "3 2 3.0 a1 3");
+  EXPECT_EQ(render("{{ 'x' if none is none else 'y' }}{{ undefined_thing is defined }}{{ 'b' in 'abc' }}"),
+            "xFalseTrue");
+  EXPECT_EQ(
+      render("{{ '  hi '.strip() }}|{{ 'a,b'.split(',') | join('-') }}|{{ 'Hi' | upper }}|{{ 'abc'[1:] }}"),
+      "hi|a-b|HI|bc");
+  EXPECT_EQ(render("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", {{"d", {{"b", 1}, {"a", 2}}}}),
+            "b=1;a=2;");
+  EXPECT_EQ(render("{% for x in xs if x > 1 %}{{ loop.index }}:{{ x }}{% else %}none{% endfor %}",
+                   {{"xs", {1, 2, 3}}}),
+            "1:22:3");
+  EXPECT_EQ(render("{% for x in [] %}{{ x }}{% else %}empty{% endfor %}"), "empty");
+  EXPECT_EQ(render("{% set x = 1 %}{% for i in range(3) %}{% set x = i %}{% endfor %}{{ x }}"), "1");
+  EXPECT_EQ(render("{{ d | tojson }}|{{ d | tojson(indent=2) }}", {{"d", {{"a", {1, "é"}}}}}),
+            "{\"a\": [1, \"é\"]}|{\n  \"a\": [\n    1,\n    \"é\"\n  ]\n}");
+  EXPECT_EQ(render("{{ xs | map(attribute='n') | list | length }}{{ missing | default('dflt') }}",
+                   {{"xs", Json::array({{{"n", 1}}, {{"n", 2}}})}}),
+            "2dflt");
+}
+
+TEST(Jinja, ErrorsNameTheProblem) {
+  EXPECT_THROW(jinja::Template("{% if x %}never closed"), jinja::TemplateError);
+  EXPECT_THROW(jinja::Template("{% macro m() %}{% endmacro %}"), jinja::TemplateError);
+  EXPECT_THROW(jinja::Template("{{ 'unterminated }}"), jinja::TemplateError);
+  EXPECT_THROW(jinja::Template("{% endfor %}"), jinja::TemplateError);
+  EXPECT_THROW(jinja::Template("{{ 1 + 'a' }}").Render(Json::object()), jinja::TemplateError);
+  EXPECT_THROW(jinja::Template("{{ x | nosuchfilter }}").Render(Json::object()), jinja::TemplateError);
+}
+
+TEST(ChatTemplate, FallbackForModelsWithout) {
+  ChatTemplate t(kFallbackChatTemplate, "<s>", "</s>", "built-in fallback");
+  EXPECT_EQ(t.Apply(Json::array({{{"role", "user"}, {"content", " Tell a story. "}}})),
+            "<s>user: Tell a story.\nassistant:");
+}
+
+}  // namespace
+}  // namespace swan

@@ -1,0 +1,395 @@
+#include "serve/engine.h"
+
+#include <malloc.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "serve/text_stream.h"
+
+namespace swan {
+
+const char* FinishReasonName(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kCancelled:
+      return "cancelled";
+    case FinishReason::kError:
+      return "error";
+  }
+  return "?";
+}
+
+bool RequestStream::Next(GenerationEvent* event, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return false;
+  *event = std::move(events_.front());
+  events_.pop_front();
+  return true;
+}
+
+void RequestStream::Push(GenerationEvent event) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(std::move(event));
+  }
+  cv_.notify_all();
+}
+
+struct Engine::Sequence {
+  GenerationRequest request;
+  std::shared_ptr<RequestStream> stream = std::make_shared<RequestStream>();
+  size_t reserved = 0;  // KV bytes reserved on admission
+  std::unique_ptr<Session> session;
+  std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<TextStream> text;
+  std::vector<int32_t> tokens;  // prompt, then generated tokens
+  int64_t n_processed = 0;      // tokens whose keys and values are in the cache
+  int64_t n_reused = 0;         // of those, restored from the prompt cache
+  int64_t generated = 0;
+  bool has_next = false;                // tokens.back() sampled, not yet fed back
+  bool sampled = false;                 // Advance() sampled a token this step
+  std::vector<float> logits;            // [vocab] after the last processed token
+  std::vector<float> prompt_logits;     // [vocab] after the prompt (capture_logits)
+  std::vector<Checkpoint> checkpoints;  // window layers, ascending position
+  std::string error;
+  bool done = false;
+  std::chrono::steady_clock::time_point admitted;
+};
+
+namespace {
+
+double MiB(size_t bytes) { return double(bytes) / (1024.0 * 1024.0); }
+
+double MsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+Engine::Engine(const LanguageModel& model, const Tokenizer& tokenizer, const EngineOptions& options)
+    : model_(model),
+      tokenizer_(tokenizer),
+      options_(options),
+      plan_(model.ResolvePlan(options.attn)),
+      prompt_cache_(plan_.HasWindowLayers()) {
+  if (options.prefill_chunk <= 0) throw std::invalid_argument("prefill chunk must be positive");
+  if (options.checkpoint_interval <= 0) throw std::invalid_argument("checkpoint interval must be positive");
+  if (options.max_running <= 0) throw std::invalid_argument("max running sequences must be positive");
+  kv_options_.type = options.kv_type;
+  kv_options_.max_chunk = options.prefill_chunk;
+  context_length_ =
+      options.context_length > 0 ? options.context_length : model.config().max_position_embeddings;
+  if (context_length_ <= 0)
+    throw std::invalid_argument("the model's config gives no context length; set one");
+  kv_options_.max_context = context_length_;
+  const KvShape shape = model.kv_shape();
+  const size_t row_bytes = size_t(shape.n_kv_heads) * size_t(shape.head_dim) * sizeof(float);
+  for (const LayerPlan& l : plan_.layers)
+    if (!l.span.full()) checkpoint_bytes_ += size_t(l.span.window - 1 + l.span.sinks) * (2 * row_bytes + 4);
+  stats_.kv_budget_bytes = options.kv_budget_bytes;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+size_t Engine::ReservationBytes(int64_t tokens) const {
+  size_t total = 0;
+  for (const LayerPlan& l : plan_.layers)
+    total += LayerKvBytesAt(l.span, model_.kv_shape(), kv_options_, tokens);
+  if (checkpoint_bytes_ > 0) total += size_t(tokens / options_.checkpoint_interval + 2) * checkpoint_bytes_;
+  return total;
+}
+
+std::shared_ptr<RequestStream> Engine::Submit(GenerationRequest request) {
+  const int64_t n_prompt = int64_t(request.prompt.size());
+  if (n_prompt == 0) throw std::invalid_argument("the prompt is empty");
+  if (request.max_tokens < 1) throw std::invalid_argument("max_tokens must be at least 1");
+  for (int32_t id : request.prompt)
+    if (id < 0 || id >= model_.config().vocab_size)
+      throw std::invalid_argument("prompt token " + std::to_string(id) + " is outside the vocabulary (" +
+                                  std::to_string(model_.config().vocab_size) + ")");
+  if (n_prompt + request.max_tokens > context_length_)
+    throw std::invalid_argument("the context is " + std::to_string(context_length_) +
+                                " tokens, but the prompt (" + std::to_string(n_prompt) +
+                                ") plus max_tokens (" + std::to_string(request.max_tokens) + ") need " +
+                                std::to_string(n_prompt + request.max_tokens));
+  Sampler check(request.sampling);  // throws for bad sampling options
+  (void)check;
+  auto seq = std::make_unique<Sequence>();
+  seq->reserved = ReservationBytes(n_prompt + request.max_tokens);
+  if (seq->reserved > options_.kv_budget_bytes) {
+    char buf[256];
+    std::snprintf(
+        buf, sizeof buf,
+        "the request needs %.2f MiB of KV cache (prompt %lld + max_tokens %lld tokens), more than the "
+        "whole KV budget of %.2f MiB; lower max_tokens or start the server with a larger --kv-budget",
+        MiB(seq->reserved), (long long)n_prompt, (long long)request.max_tokens,
+        MiB(options_.kv_budget_bytes));
+    throw EngineRejected(buf);
+  }
+  seq->request = std::move(request);
+  std::shared_ptr<RequestStream> stream = seq->stream;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (int32_t(waiting_.size()) >= options_.max_waiting)
+      throw EngineRejected("the server is busy: " + std::to_string(waiting_.size()) +
+                           " requests are already waiting for KV memory or a free slot; retry later");
+    waiting_.push_back(std::move(seq));
+    stats_.waiting = int64_t(waiting_.size());
+  }
+  wake_.notify_all();
+  return stream;
+}
+
+EngineStats Engine::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void Engine::Loop() {
+  // Kernels of a lone sequence run on this many threads. Small models decode
+  // faster on one: a parallel region costs more than their whole layer,
+  // and OpenMP's spin-then-sleep barriers are slow on shared cores.
+  omp_set_num_threads(options_.sequence_threads > 0 ? options_.sequence_threads : omp_get_num_procs());
+  for (;;) {
+    std::vector<std::unique_ptr<Sequence>> admitted;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (stopping_) break;
+      // Requests whose client left while waiting.
+      for (auto it = waiting_.begin(); it != waiting_.end();) {
+        if ((*it)->stream->cancelled()) {
+          GenerationEvent done;
+          done.kind = GenerationEvent::Kind::kDone;
+          done.finish = FinishReason::kCancelled;
+          (*it)->stream->Push(std::move(done));
+          it = waiting_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      // First come, first served, while the reservations fit the budget.
+      while (!waiting_.empty() && int32_t(running_.size() + admitted.size()) < options_.max_running &&
+             stats_.kv_reserved_bytes + waiting_.front()->reserved <= options_.kv_budget_bytes) {
+        stats_.kv_reserved_bytes += waiting_.front()->reserved;
+        admitted.push_back(std::move(waiting_.front()));
+        waiting_.pop_front();
+      }
+      stats_.waiting = int64_t(waiting_.size());
+      if (running_.empty() && admitted.empty()) {
+        wake_.wait_for(lock, std::chrono::milliseconds(100));
+        continue;
+      }
+    }
+    for (auto& seq : admitted) {
+      Sequence& s = *seq;
+      s.admitted = std::chrono::steady_clock::now();
+      s.session = model_.NewSession(plan_, kv_options_);
+      s.sampler = std::make_unique<Sampler>(s.request.sampling);
+      s.text = std::make_unique<TextStream>(tokenizer_, s.request.stop);
+      s.tokens = s.request.prompt;
+      s.logits.resize(size_t(model_.config().vocab_size));
+      PrefixMatch match;
+      if (options_.prompt_cache) {
+        match = prompt_cache_.Find(s.tokens);
+        PromptCache::Restore(match, model_.kv_shape(), s.session->cache);
+        if (match.entry)
+          for (const Checkpoint& c : match.entry->checkpoints)
+            if (c->n_pos <= match.reuse) s.checkpoints.push_back(c);
+      }
+      s.n_processed = s.n_reused = match.reuse;
+      if (options_.verbose)
+        std::fprintf(stderr,
+                     "[serve] %s: prompt %zu tokens, %lld reused from the prompt cache (%lld shared), %lld "
+                     "to process\n",
+                     s.request.id.c_str(), s.tokens.size(), (long long)match.reuse, (long long)match.shared,
+                     (long long)(int64_t(s.tokens.size()) - match.reuse));
+      running_.push_back(std::move(seq));
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      prompt_cache_.EvictTo(options_.kv_budget_bytes - stats_.kv_reserved_bytes);
+    }
+    for (auto& seq : running_)
+      if (seq->stream->cancelled()) Finish(*seq, FinishReason::kCancelled);
+    Step();
+    running_.erase(std::remove_if(running_.begin(), running_.end(), [](const auto& s) { return s->done; }),
+                   running_.end());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.running = int64_t(running_.size());
+      stats_.kv_bytes = 0;
+      for (const auto& s : running_) stats_.kv_bytes += s->session->cache.Bytes();
+      stats_.prompt_cache_bytes = prompt_cache_.bytes();
+      stats_.prompt_cache_entries = int64_t(prompt_cache_.size());
+    }
+    if (running_.empty()) malloc_trim(0);  // give freed caches back to the system
+  }
+  // Shutting down: every request ends as cancelled.
+  std::deque<std::unique_ptr<Sequence>> waiting;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiting.swap(waiting_);
+  }
+  for (auto& seq : running_) Finish(*seq, FinishReason::kCancelled);
+  for (auto& seq : waiting) Finish(*seq, FinishReason::kCancelled);
+}
+
+void Engine::Step() {
+  std::vector<Sequence*> work;
+  for (auto& s : running_)
+    if (!s->done) work.push_back(s.get());
+  const int64_t n = int64_t(work.size());
+  auto advance = [this](Sequence& s) {
+    try {
+      Advance(s);
+    } catch (const std::exception& e) {
+      s.error = e.what();
+    }
+  };
+  // One sequence uses every thread inside its kernels. Several run side by
+  // side, one per thread, their kernels' own parallel regions then nested
+  // and serial. (No OpenMP construct around a single sequence at all:
+  // libgomp starts fresh threads for every region nested in one, even an
+  // inactive one.)
+  if (n == 1) {
+    advance(*work[0]);
+  } else {
+    const int threads = int(std::min<int64_t>(n, omp_get_num_procs()));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (int64_t i = 0; i < n; ++i) advance(*work[size_t(i)]);
+  }
+  for (Sequence* s : work) {
+    if (!s->error.empty())
+      Finish(*s, FinishReason::kError, s->error);
+    else if (s->sampled)
+      Emit(*s);
+  }
+}
+
+void Engine::TakeCheckpoint(Sequence& s) {
+  if (!plan_.HasWindowLayers() || !options_.prompt_cache) return;
+  if (!s.checkpoints.empty() && s.checkpoints.back()->n_pos == s.n_processed) return;
+  s.checkpoints.push_back(std::make_shared<const KvSnapshot>(
+      TakeSnapshot(s.session->cache, model_.kv_shape(), s.n_processed, SnapshotLayers::kWindow)));
+}
+
+// Runs on a worker thread: touches only `s`.
+void Engine::Advance(Sequence& s) {
+  s.sampled = false;
+  const int64_t interval = options_.checkpoint_interval;
+  const int64_t n_prompt = int64_t(s.request.prompt.size());
+  std::vector<int32_t> pos;
+  if (s.has_next) {  // decode: feed the last sampled token
+    const int32_t p = int32_t(s.n_processed);
+    model_.Forward(s.logits.data(), Batch{&s.tokens.back(), &p, 1, false}, *s.session);
+    ++s.n_processed;
+    s.has_next = false;
+    if (s.n_processed % interval == 0) TakeCheckpoint(s);
+  } else {  // prefill: one chunk, ending at a checkpoint position when it can
+    int64_t end = std::min(n_prompt, s.n_processed + options_.prefill_chunk);
+    if (plan_.HasWindowLayers()) end = std::min(end, (s.n_processed / interval + 1) * interval);
+    pos.resize(size_t(end - s.n_processed));
+    for (size_t i = 0; i < pos.size(); ++i) pos[i] = int32_t(s.n_processed + int64_t(i));
+    model_.Forward(s.logits.data(),
+                   Batch{&s.tokens[size_t(s.n_processed)], pos.data(), int64_t(pos.size()), false},
+                   *s.session);
+    s.n_processed = end;
+    if (end % interval == 0 || end == n_prompt) TakeCheckpoint(s);
+    if (end < n_prompt) return;
+    if (s.request.capture_logits) s.prompt_logits = s.logits;
+  }
+  s.tokens.push_back(s.sampler->Sample(s.logits.data(), model_.config().vocab_size));
+  s.has_next = true;
+  s.sampled = true;
+}
+
+void Engine::Emit(Sequence& s) {
+  const int32_t id = s.tokens.back();
+  ++s.generated;
+  const std::vector<int32_t>& eos = model_.config().eos_token_ids;
+  const bool is_eos = std::find(eos.begin(), eos.end(), id) != eos.end() || id == tokenizer_.eos_id();
+  if (is_eos && !s.request.ignore_eos) {
+    Finish(s, FinishReason::kStop);
+    return;
+  }
+  std::string piece = s.text->Add(id);
+  if (!piece.empty()) {
+    GenerationEvent ev;
+    ev.text = std::move(piece);
+    s.stream->Push(std::move(ev));
+  }
+  if (s.text->stopped())
+    Finish(s, FinishReason::kStop);
+  else if (s.generated >= s.request.max_tokens || int64_t(s.tokens.size()) >= context_length_)
+    Finish(s, FinishReason::kLength);
+}
+
+void Engine::Finish(Sequence& s, FinishReason reason, const std::string& error) {
+  if (s.done) return;
+  s.done = true;
+  if ((reason == FinishReason::kStop || reason == FinishReason::kLength) && s.text) {
+    std::string rest = s.text->Finish();
+    if (!rest.empty()) {
+      GenerationEvent ev;
+      ev.text = std::move(rest);
+      s.stream->Push(std::move(ev));
+    }
+  }
+  // Keep what was computed for later prompts that share its prefix.
+  if (options_.prompt_cache && s.session && reason != FinishReason::kError && s.n_processed > 0) {
+    try {
+      PromptCacheEntry entry;
+      entry.tokens.assign(s.tokens.begin(), s.tokens.begin() + s.n_processed);
+      entry.full_layers =
+          TakeSnapshot(s.session->cache, model_.kv_shape(), s.n_processed, SnapshotLayers::kFull);
+      TakeCheckpoint(s);
+      entry.checkpoints = s.checkpoints;
+      prompt_cache_.Insert(std::move(entry));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "[serve] %s: not cached: %s\n", s.request.id.c_str(), e.what());
+    }
+  }
+  GenerationEvent done;
+  done.kind = GenerationEvent::Kind::kDone;
+  done.finish = reason;
+  done.error = error;
+  done.usage.prompt_tokens = int64_t(s.request.prompt.size());
+  done.usage.completion_tokens = s.generated;
+  done.usage.cached_tokens = s.n_reused;
+  done.logits = std::move(s.prompt_logits);
+  done.tokens.assign(s.tokens.begin() + std::min(s.tokens.size(), s.request.prompt.size()), s.tokens.end());
+  const double ms = s.session ? MsSince(s.admitted) : 0.0;
+  if (options_.verbose)
+    std::fprintf(stderr, "[serve] %s: %s after %lld tokens, %.1f ms%s%s\n", s.request.id.c_str(),
+                 FinishReasonName(reason), (long long)s.generated, ms, error.empty() ? "" : ": ",
+                 error.c_str());
+  s.session.reset();
+  s.checkpoints.clear();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (s.sampler) {  // it was admitted
+      stats_.kv_reserved_bytes -= s.reserved;
+      ++stats_.requests_done;
+      stats_.tokens_generated += s.generated;
+      stats_.prompt_tokens += done.usage.prompt_tokens;
+      stats_.prompt_tokens_reused += s.n_reused;
+    }
+    prompt_cache_.EvictTo(options_.kv_budget_bytes - stats_.kv_reserved_bytes);
+  }
+  s.stream->Push(std::move(done));
+}
+
+}  // namespace swan

@@ -1,0 +1,163 @@
+// The serving engine: many generation requests over one model at once.
+//
+// A scheduler thread runs steps. Each step admits waiting requests while
+// their KV memory fits the budget, then advances every running sequence by
+// one unit of work (a prefill chunk, or one decode token) with the
+// sequences spread over the CPU threads, and streams the new text to each
+// request (continuous batching at the granularity of steps: new requests
+// join between steps, finished ones leave at once).
+//
+// KV memory: each running sequence reserves, on admission, what its cache
+// can grow to (prompt + max_tokens) plus its window checkpoints. Admission
+// never takes memory from running sequences; it only evicts prompt-cache
+// entries. A request larger than the whole budget, or arriving when the
+// queue is full, is rejected (HTTP 429 with the reason).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "model/model.h"
+#include "model/sampler.h"
+#include "serve/prompt_cache.h"
+#include "tokenizer/tokenizer.h"
+
+namespace swan {
+
+struct EngineOptions {
+  std::string attn;  // attention plan spec ("" = the model's own)
+  size_t kv_budget_bytes = size_t(1) << 30;
+  int32_t max_running = 32;          // sequences advanced together
+  int32_t max_waiting = 256;         // queued requests before 429
+  int32_t checkpoint_interval = 64;  // tokens between window-layer checkpoints
+  int32_t prefill_chunk = 256;       // most prompt tokens per sequence per step
+  KvType kv_type = KvType::kF32;
+  int64_t context_length = 0;  // 0: the model's max_position_embeddings
+  bool prompt_cache = true;
+  int32_t sequence_threads = 1;  // threads one sequence's kernels use; 0 = all
+                                 // (sequences also run side by side, one per core)
+  bool verbose = false;          // one line per request on stderr
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;
+  int64_t max_tokens = 16;
+  SamplerOptions sampling;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+  std::string id;               // names the request in logs
+  bool capture_logits = false;  // tests: return the prompt's last logits
+};
+
+enum class FinishReason { kStop, kLength, kCancelled, kError };
+const char* FinishReasonName(FinishReason reason);
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens restored from the prompt cache
+};
+
+struct GenerationEvent {
+  enum class Kind { kText, kDone };
+  Kind kind = Kind::kText;
+  std::string text;                           // kText: the next piece
+  FinishReason finish = FinishReason::kStop;  // kDone
+  Usage usage;                                // kDone
+  std::string error;                          // kDone with kError
+  std::vector<int32_t> tokens;                // kDone: the generated token ids
+  std::vector<float> logits;                  // kDone with capture_logits: [vocab]
+};
+
+// What one request reads from the engine; shared by the engine thread and
+// the request's consumer.
+class RequestStream {
+ public:
+  // Waits up to `timeout` for the next event; false when none came.
+  bool Next(GenerationEvent* event, std::chrono::milliseconds timeout);
+  // The consumer went away: the engine frees the sequence at its next step.
+  void Cancel() { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
+  void Push(GenerationEvent event);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<GenerationEvent> events_;
+  std::atomic<bool> cancelled_{false};
+};
+
+// A request the engine refuses: HTTP 429 (busy / too large for the budget).
+class EngineRejected : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct EngineStats {
+  int64_t running = 0, waiting = 0;
+  size_t kv_reserved_bytes = 0;  // reservations of running sequences
+  size_t kv_bytes = 0;           // held now by running sequences' caches
+  size_t prompt_cache_bytes = 0;
+  int64_t prompt_cache_entries = 0;
+  size_t kv_budget_bytes = 0;
+  int64_t requests_done = 0, tokens_generated = 0, prompt_tokens = 0, prompt_tokens_reused = 0;
+};
+
+class Engine {
+ public:
+  // `model` and `tokenizer` must outlive the engine. Starts the scheduler.
+  Engine(const LanguageModel& model, const Tokenizer& tokenizer, const EngineOptions& options);
+  ~Engine();  // cancels everything and joins the scheduler
+
+  // Queues a request. Throws std::invalid_argument for a request that can
+  // never run (empty prompt, prompt + max_tokens past the context, bad
+  // token ids) and EngineRejected for one that cannot run now.
+  std::shared_ptr<RequestStream> Submit(GenerationRequest request);
+
+  EngineStats Stats() const;
+  int64_t context_length() const { return context_length_; }
+  const AttentionPlan& plan() const { return plan_; }
+  // KV bytes a sequence of `tokens` tokens reserves.
+  size_t ReservationBytes(int64_t tokens) const;
+
+ private:
+  struct Sequence;
+  void Loop();
+  void Admit(std::unique_lock<std::mutex>& lock);
+  void Step();
+  void Advance(Sequence& seq);
+  void Emit(Sequence& seq);
+  void Finish(Sequence& seq, FinishReason reason, const std::string& error = {});
+  void TakeCheckpoint(Sequence& seq);
+
+  const LanguageModel& model_;
+  const Tokenizer& tokenizer_;
+  EngineOptions options_;
+  AttentionPlan plan_;
+  KvCacheOptions kv_options_;
+  int64_t context_length_ = 0;
+  size_t checkpoint_bytes_ = 0;  // one window-layer checkpoint, at most
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::unique_ptr<Sequence>> waiting_;  // guarded by mu_
+  bool stopping_ = false;                          // guarded by mu_
+  EngineStats stats_;                              // guarded by mu_
+
+  // Owned by the scheduler thread.
+  std::vector<std::unique_ptr<Sequence>> running_;
+  PromptCache prompt_cache_;
+  std::thread thread_;
+};
+
+}  // namespace swan

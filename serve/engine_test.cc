@@ -1,0 +1,237 @@
+// The serving engine on stories260K: prompt caching across a multi-turn
+// conversation under window plans (only new tokens are processed, logits
+// equal a fresh run's), the KV budget, cancellation and stop sequences.
+#include "serve/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "model/test_files.h"
+#include "serve/text_stream.h"
+
+namespace swan {
+namespace {
+
+class EngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    model_ = LoadModel(test::Stories260K()).release();
+    tokenizer_ = new Tokenizer(Tokenizer::Load(test::Stories260K()));
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    delete tokenizer_;
+  }
+
+  struct Result {
+    std::string text;
+    GenerationEvent done;
+  };
+  static Result Collect(const std::shared_ptr<RequestStream>& stream) {
+    Result r;
+    GenerationEvent ev;
+    for (;;) {
+      if (!stream->Next(&ev, std::chrono::seconds(30))) {
+        ADD_FAILURE() << "no event within 30 s";
+        return r;
+      }
+      if (ev.kind == GenerationEvent::Kind::kDone) break;
+      r.text += ev.text;
+    }
+    r.done = std::move(ev);
+    return r;
+  }
+
+  // Logits [vocab] after the whole prompt in a fresh session.
+  static std::vector<float> FreshLogits(const std::string& spec, const std::vector<int32_t>& prompt) {
+    auto session = model_->NewSession(model_->ResolvePlan(spec), KvCacheOptions{});
+    std::vector<int32_t> pos(prompt.size());
+    for (size_t i = 0; i < pos.size(); ++i) pos[i] = int32_t(i);
+    std::vector<float> logits(size_t(model_->config().vocab_size));  // [vocab]
+    model_->Forward(logits.data(), Batch{prompt.data(), pos.data(), int64_t(prompt.size()), false}, *session);
+    return logits;
+  }
+
+  static double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return INFINITY;
+    double m = 0;
+    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, double(std::fabs(a[i] - b[i])));
+    return m;
+  }
+
+  static GenerationRequest Greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
+    GenerationRequest r;
+    r.prompt = std::move(prompt);
+    r.max_tokens = max_tokens;
+    r.sampling.temperature = 0;
+    r.ignore_eos = true;
+    r.capture_logits = true;
+    return r;
+  }
+
+  static LanguageModel* model_;
+  static Tokenizer* tokenizer_;
+};
+LanguageModel* EngineTest::model_ = nullptr;
+Tokenizer* EngineTest::tokenizer_ = nullptr;
+
+TEST_F(EngineTest, MultiTurnProcessesOnlyNewTokensAndMatchesFreshLogits) {
+  const int32_t interval = 16;
+  for (const char* spec : {"hybrid:3:1,window:16", "swa:16", "swa:16,sinks:2", "full"}) {
+    SCOPED_TRACE(spec);
+    EngineOptions options;
+    options.attn = spec;
+    options.checkpoint_interval = interval;
+    options.prefill_chunk = 48;
+    Engine engine(*model_, *tokenizer_, options);
+    std::vector<int32_t> conversation =
+        tokenizer_->Encode("Once upon a time, there was a little dog named Max.");
+    for (int turn = 0; turn < 5; ++turn) {
+      // The user's next message: a few tokens of new text.
+      const std::vector<int32_t> user = tokenizer_->Encode(
+          turn % 2 ? " He liked to run in the park with his friend." : " One day, the sun was hot.",
+          EncodeOptions{.add_special_tokens = false});
+      conversation.insert(conversation.end(), user.begin(), user.end());
+      const Result r = Collect(engine.Submit(Greedy(conversation, 17 + turn)));
+      ASSERT_EQ(r.done.finish, FinishReason::kLength) << r.done.error;
+      const int64_t processed = r.done.usage.prompt_tokens - r.done.usage.cached_tokens;
+      if (turn > 0) {
+        // The new message, plus the last reply token (sampled but never fed).
+        EXPECT_EQ(processed, int64_t(user.size()) + 1) << "turn " << turn;
+      }
+      EXPECT_LE(MaxDiff(r.done.logits, FreshLogits(spec, conversation)), 1e-4) << "turn " << turn;
+      conversation.insert(conversation.end(), r.done.tokens.begin(), r.done.tokens.end());
+    }
+    // A prompt that leaves the conversation mid-way restores the checkpoint
+    // at or before the point where it diverges.
+    std::vector<int32_t> edited(conversation.begin(), conversation.begin() + 70);
+    edited.back() = edited.back() == 300 ? 301 : 300;
+    const Result r = Collect(engine.Submit(Greedy(edited, 4)));
+    const int64_t shared = 69;
+    EXPECT_LE(r.done.usage.cached_tokens, shared);
+    EXPECT_GT(r.done.usage.cached_tokens, shared - interval);
+    if (std::string(spec) == "full") {
+      EXPECT_EQ(r.done.usage.cached_tokens, shared);
+    }
+    EXPECT_LE(MaxDiff(r.done.logits, FreshLogits(spec, edited)), 1e-4);
+  }
+}
+
+TEST_F(EngineTest, SameOutputsWithAndWithoutPromptCache) {
+  for (bool cache : {false, true}) {
+    EngineOptions options;
+    options.attn = "hybrid:3:1,window:16";
+    options.checkpoint_interval = 8;
+    options.prompt_cache = cache;
+    Engine engine(*model_, *tokenizer_, options);
+    const std::vector<int32_t> prompt = tokenizer_->Encode("Once upon a time, there was a big cat.");
+    const Result first = Collect(engine.Submit(Greedy(prompt, 30)));
+    std::vector<int32_t> next = prompt;
+    next.insert(next.end(), first.done.tokens.begin(), first.done.tokens.end());
+    const Result second = Collect(engine.Submit(Greedy(next, 30)));
+    EXPECT_EQ(second.done.usage.cached_tokens > 0, cache);
+    static std::string expected;
+    if (!cache) {
+      expected = second.text;
+    } else {
+      EXPECT_EQ(second.text, expected);
+    }
+  }
+}
+
+TEST_F(EngineTest, KvBudgetRejectsOversizedAndQueuesTheRest) {
+  EngineOptions options;
+  options.attn = "full";
+  options.max_waiting = 1;
+  options.prompt_cache = false;
+  // Room for one sequence of 256 tokens, not two.
+  {
+    Engine probe(*model_, *tokenizer_, options);
+    options.kv_budget_bytes = probe.ReservationBytes(256) * 3 / 2;
+  }
+  Engine engine(*model_, *tokenizer_, options);
+  const std::vector<int32_t> prompt = tokenizer_->Encode("Once upon a time");
+  GenerationRequest huge = Greedy(prompt, 500);
+  EXPECT_THROW(engine.Submit(huge), EngineRejected);
+
+  auto a = engine.Submit(Greedy(prompt, 240));
+  for (int i = 0; i < 1000 && engine.Stats().running == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto b = engine.Submit(Greedy(prompt, 240));  // waits for a's memory
+  try {
+    engine.Submit(Greedy(prompt, 10));
+    ADD_FAILURE() << "a third request should find the queue full";
+  } catch (const EngineRejected& e) {
+    EXPECT_NE(std::string(e.what()).find("busy"), std::string::npos) << e.what();
+  }
+  std::atomic<bool> over{false}, stop{false};
+  std::thread watch([&] {
+    while (!stop) {
+      if (engine.Stats().kv_reserved_bytes > options.kv_budget_bytes) over = true;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  const Result ra = Collect(a), rb = Collect(b);
+  stop = true;
+  watch.join();
+  EXPECT_FALSE(over);
+  EXPECT_EQ(ra.done.usage.completion_tokens, 240);
+  EXPECT_EQ(rb.done.usage.completion_tokens, 240);
+  EXPECT_EQ(ra.text, rb.text);
+}
+
+TEST_F(EngineTest, CancelFreesTheSequence) {
+  EngineOptions options;
+  options.attn = "hybrid:3:1,window:16";
+  Engine engine(*model_, *tokenizer_, options);
+  auto stream = engine.Submit(Greedy(tokenizer_->Encode("Once upon a time"), 400));
+  GenerationEvent ev;
+  ASSERT_TRUE(stream->Next(&ev, std::chrono::seconds(10)));
+  stream->Cancel();
+  const Result r = Collect(stream);
+  EXPECT_EQ(r.done.finish, FinishReason::kCancelled);
+  EXPECT_LT(r.done.usage.completion_tokens, 400);
+  for (int i = 0; i < 100 && engine.Stats().running > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const EngineStats stats = engine.Stats();
+  EXPECT_EQ(stats.running, 0);
+  EXPECT_EQ(stats.kv_reserved_bytes, 0u);
+  EXPECT_EQ(stats.kv_bytes, 0u);
+}
+
+TEST_F(EngineTest, RefusesRequestsThatCanNeverRun) {
+  Engine engine(*model_, *tokenizer_, EngineOptions{});
+  EXPECT_THROW(engine.Submit(Greedy({}, 4)), std::invalid_argument);
+  EXPECT_THROW(engine.Submit(Greedy(std::vector<int32_t>(500, 5), 20)), std::invalid_argument);
+  EXPECT_THROW(engine.Submit(Greedy({1, 99999}, 4)), std::invalid_argument);
+  GenerationRequest bad = Greedy({1, 2}, 4);
+  bad.sampling.top_p = 2;
+  EXPECT_THROW(engine.Submit(bad), std::invalid_argument);
+}
+
+TEST_F(EngineTest, StopSequencesNeverReachTheClient) {
+  const std::vector<int32_t> ids = tokenizer_->Encode("Once upon a time, there was a girl.");
+  auto run = [&](std::vector<std::string> stop, bool* stopped) {
+    TextStream text(*tokenizer_, std::move(stop));
+    std::string out;
+    for (int32_t id : ids) {
+      out += text.Add(id);
+      if (text.stopped()) break;
+    }
+    *stopped = text.stopped();
+    return *stopped ? out : out + text.Finish();
+  };
+  bool stopped = false;
+  EXPECT_EQ(run({}, &stopped), tokenizer_->Decode(ids, true));
+  EXPECT_FALSE(stopped);
+  EXPECT_EQ(run({"a time"}, &stopped), "Once upon ");
+  EXPECT_TRUE(stopped);
+  EXPECT_EQ(run({"xyz", "e was"}, &stopped), "Once upon a time, ther");
+  EXPECT_EQ(run({"girl!"}, &stopped), tokenizer_->Decode(ids, true));
+  EXPECT_FALSE(stopped);
+}
+
+}  // namespace
+}  // namespace swan

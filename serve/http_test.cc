@@ -1,0 +1,248 @@
+// `swan serve`'s HTTP API end to end on stories260K over loopback: OpenAI
+// response shapes, streaming, stop sequences, errors as OpenAI-style
+// bodies, 429 over the KV budget, and a client that disconnects mid-stream.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <thread>
+
+#include "model/test_files.h"
+#include "serve/http_server.h"
+#include "serve/openai_api.h"
+
+namespace swan {
+namespace {
+
+// A server on a free loopback port, run on its own thread.
+class TestServer {
+ public:
+  TestServer(const LanguageModel& model, const Tokenizer& tokenizer, EngineOptions engine_options)
+      : engine_(model, tokenizer, engine_options),
+        chat_template_(kFallbackChatTemplate, "<s>", "</s>", "built-in fallback"),
+        server_(engine_, tokenizer, chat_template_, ServerOptions{"127.0.0.1", 0, 16, "stories260K", false}) {
+    server_.Bind();
+    thread_ = std::thread([this] { server_.Run(); });
+  }
+  ~TestServer() {
+    server_.Stop();
+    thread_.join();
+  }
+  httplib::Client Client() const {
+    httplib::Client c("127.0.0.1", server_.port());
+    c.set_read_timeout(30, 0);
+    return c;
+  }
+  Engine& engine() { return engine_; }
+
+ private:
+  Engine engine_;
+  ChatTemplate chat_template_;
+  HttpServer server_;
+  std::thread thread_;
+};
+
+class Http : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    model_ = LoadModel(test::Stories260K()).release();
+    tokenizer_ = new Tokenizer(Tokenizer::Load(test::Stories260K()));
+    EngineOptions options;
+    options.attn = "hybrid:3:1,window:16";
+    options.checkpoint_interval = 16;
+    server_ = new TestServer(*model_, *tokenizer_, options);
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    delete tokenizer_;
+    delete model_;
+  }
+
+  static std::pair<int, Json> Post(const std::string& path, const std::string& body) {
+    httplib::Client c = server_->Client();
+    auto res = c.Post(path.c_str(), body, "application/json");
+    if (!res) return {-1, Json()};
+    return {res->status, Json::parse(res->body, nullptr, false)};
+  }
+
+  // The "data:" payloads of an event stream, [DONE] included as a string.
+  static std::vector<Json> Events(const std::string& body) {
+    std::vector<Json> out;
+    size_t i = 0;
+    while (i < body.size()) {
+      size_t end = body.find("\n\n", i);
+      if (end == std::string::npos) end = body.size();
+      const std::string event = body.substr(i, end - i);
+      if (event.rfind("data: ", 0) == 0) {
+        const std::string data = event.substr(6);
+        out.push_back(data == "[DONE]" ? Json(data) : Json::parse(data, nullptr, false));
+      }
+      i = end + 2;
+    }
+    return out;
+  }
+
+  static void ExpectError(int status, const Json& body, int want_status, const std::string& param = {}) {
+    EXPECT_EQ(status, want_status) << body.dump();
+    ASSERT_TRUE(body.is_object() && body.contains("error")) << body.dump();
+    EXPECT_TRUE(body["error"]["message"].is_string());
+    EXPECT_TRUE(body["error"]["type"].is_string());
+    if (!param.empty()) {
+      EXPECT_EQ(body["error"]["param"], param) << body.dump();
+    }
+  }
+
+  static LanguageModel* model_;
+  static Tokenizer* tokenizer_;
+  static TestServer* server_;
+};
+LanguageModel* Http::model_ = nullptr;
+Tokenizer* Http::tokenizer_ = nullptr;
+TestServer* Http::server_ = nullptr;
+
+TEST_F(Http, HealthAndModels) {
+  httplib::Client c = server_->Client();
+  auto health = c.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(Json::parse(health->body)["status"], "ok");
+  auto models = c.Get("/v1/models");
+  ASSERT_TRUE(models);
+  const Json m = Json::parse(models->body);
+  EXPECT_EQ(m["object"], "list");
+  EXPECT_EQ(m["data"][0]["id"], "stories260K");
+  EXPECT_EQ(m["data"][0]["object"], "model");
+}
+
+TEST_F(Http, CompletionGreedyStopAndStreamAgree) {
+  auto [status, body] =
+      Post("/v1/completions", R"({"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0})");
+  ASSERT_EQ(status, 200) << body.dump();
+  EXPECT_EQ(body["object"], "text_completion");
+  const std::string text = body["choices"][0]["text"];
+  EXPECT_EQ(text.rfind(", there was a little girl named Lily", 0), 0u) << text;
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(body["usage"]["completion_tokens"], 12);
+  EXPECT_EQ(body["usage"]["total_tokens"], body["usage"]["prompt_tokens"].get<int>() + 12);
+
+  auto [s2, stopped] =
+      Post("/v1/completions",
+           R"({"prompt": "Once upon a time", "max_tokens": 30, "temperature": 0, "stop": ["Lily", "zzz"]})");
+  ASSERT_EQ(s2, 200);
+  EXPECT_EQ(stopped["choices"][0]["text"], ", there was a little girl named ");
+  EXPECT_EQ(stopped["choices"][0]["finish_reason"], "stop");
+
+  httplib::Client c = server_->Client();
+  auto res = c.Post("/v1/completions",
+                    R"({"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0, "stream": true})",
+                    "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type"), "text/event-stream");
+  const std::vector<Json> events = Events(res->body);
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::string streamed;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    EXPECT_EQ(events[i]["object"], "text_completion");
+    streamed += events[i]["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(streamed, text);
+  const Json& last = events[events.size() - 2];
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(last["usage"]["completion_tokens"], 12);
+}
+
+TEST_F(Http, ChatCompletionsAndPromptReuse) {
+  const Json first_req = {{"messages", {{{"role", "user"}, {"content", "Tell me a story about a cat."}}}},
+                          {"max_tokens", 16},
+                          {"temperature", 0}};
+  auto [status, first] = Post("/v1/chat/completions", first_req.dump());
+  ASSERT_EQ(status, 200) << first.dump();
+  EXPECT_EQ(first["object"], "chat.completion");
+  EXPECT_EQ(first["choices"][0]["message"]["role"], "assistant");
+  const std::string reply = first["choices"][0]["message"]["content"];
+
+  Json next_req = first_req;
+  next_req["messages"].push_back({{"role", "assistant"}, {"content", reply}});
+  next_req["messages"].push_back({{"role", "user"}, {"content", "And then?"}});
+  next_req["stream"] = true;
+  next_req["stream_options"] = {{"include_usage", true}};
+  httplib::Client c = server_->Client();
+  auto res = c.Post("/v1/chat/completions", next_req.dump(), "application/json");
+  ASSERT_TRUE(res);
+  const std::vector<Json> events = Events(res->body);
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.front()["object"], "chat.completion.chunk");
+  EXPECT_EQ(events.front()["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(events.back(), "[DONE]");
+  const Json& usage_chunk = events[events.size() - 2];
+  EXPECT_TRUE(usage_chunk["choices"].empty());
+  // The first turn's prompt at least comes from the prompt cache.
+  EXPECT_GT(usage_chunk["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 8)
+      << usage_chunk.dump();
+}
+
+TEST_F(Http, BadInputGetsOpenAiStyleErrors) {
+  auto [s1, b1] = Post("/v1/completions", "{\"prompt\": \"hi\", ");
+  ExpectError(s1, b1, 400);
+  auto [s2, b2] = Post("/v1/completions", R"({"prompt": "hi", "max_tokens": 4, "temprature": 0.5})");
+  ExpectError(s2, b2, 400, "temprature");
+  auto [s3, b3] = Post("/v1/completions", R"({"prompt": "hi", "max_tokens": -1})");
+  ExpectError(s3, b3, 400, "max_tokens");
+  const Json long_prompt = {{"prompt", std::vector<int>(600, 300)}, {"max_tokens", 4}};
+  auto [s4, b4] = Post("/v1/completions", long_prompt.dump());
+  ExpectError(s4, b4, 400, "prompt");
+  EXPECT_EQ(b4["error"]["code"], "context_length_exceeded");
+  auto [s5, b5] = Post("/v1/completions", R"({"prompt": "hi", "max_tokens": 100000})");
+  ExpectError(s5, b5, 400, "max_tokens");
+  auto [s6, b6] = Post("/v1/chat/completions", R"({"messages": [{"role": "wizard", "content": "x"}]})");
+  ExpectError(s6, b6, 400, "messages[0].role");
+  auto [s7, b7] = Post("/v1/completions", R"({"prompt": "hi", "temperature": "hot"})");
+  ExpectError(s7, b7, 400, "temperature");
+  auto [s8, b8] = Post("/v1/completions", R"({"prompt": "hi", "n": 3})");
+  ExpectError(s8, b8, 400, "n");
+  auto [s9, b9] = Post("/v1/nothing", "{}");
+  ExpectError(s9, b9, 404);
+  auto [s10, b10] = Post("/v1/completions", "[1, 2]");
+  ExpectError(s10, b10, 400);
+}
+
+TEST_F(Http, OverTheKvBudgetIs429WithAReason) {
+  EngineOptions options;
+  options.kv_budget_bytes = 64 * 1024;  // far less than 512 positions need
+  TestServer small(*model_, *tokenizer_, options);
+  httplib::Client c = small.Client();
+  auto res =
+      c.Post("/v1/completions", R"({"prompt": "Once upon a time", "max_tokens": 400})", "application/json");
+  ASSERT_TRUE(res);
+  const Json body = Json::parse(res->body);
+  ExpectError(res->status, body, 429);
+  EXPECT_NE(body["error"]["message"].get<std::string>().find("KV budget"), std::string::npos) << body.dump();
+}
+
+TEST_F(Http, ClientDisconnectMidStreamFreesTheSequence) {
+  httplib::Client c = server_->Client();
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.set_header("Content-Type", "application/json");
+  req.body = R"({"prompt": "Once upon a time", "max_tokens": 480, "ignore_eos": true, "stream": true})";
+  int chunks = 0;
+  req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++chunks < 3; };
+  c.send(req);  // ends with a canceled read after the third chunk
+  EXPECT_GE(chunks, 3);
+  c.stop();
+  EngineStats stats;
+  for (int i = 0; i < 500; ++i) {
+    stats = server_->engine().Stats();
+    if (stats.running == 0 && stats.waiting == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(stats.running, 0);
+  EXPECT_EQ(stats.kv_reserved_bytes, 0u);
+  EXPECT_EQ(stats.kv_bytes, 0u);
+  EXPECT_LT(stats.tokens_generated, 100000);
+}
+
+}  // namespace
+}  // namespace swan

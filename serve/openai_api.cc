@@ -1,0 +1,281 @@
+#include "serve/openai_api.h"
+
+#include <random>
+#include <set>
+
+namespace swan {
+namespace {
+
+const std::set<std::string> kCommonFields = {"model", "max_tokens", "temperature", "top_p", "n", "stream",
+                                             "stream_options", "stop", "presence_penalty",
+                                             "frequency_penalty", "logit_bias", "logprobs", "user", "seed",
+                                             // extensions, as llama.cpp and vLLM accept them
+                                             "top_k", "min_p", "ignore_eos"};
+const std::set<std::string> kCompletionFields = {"prompt", "echo", "best_of", "suffix"};
+const std::set<std::string> kChatFields = {
+    "messages",    "max_completion_tokens", "top_logprobs",       "tools",
+    "tool_choice", "response_format",       "parallel_tool_calls"};
+
+[[noreturn]] void Bad(const std::string& message, const std::string& param) {
+  throw ApiError(400, message, param, "invalid_value");
+}
+
+double Number(const Json& body, const char* name, double fallback, double lo, double hi) {
+  if (!body.contains(name) || body[name].is_null()) return fallback;
+  const Json& v = body[name];
+  if (!v.is_number()) Bad(std::string(name) + " must be a number", name);
+  const double x = v.get<double>();
+  if (!(x >= lo && x <= hi))
+    Bad(std::string(name) + " must be between " + std::to_string(lo).substr(0, 4) + " and " +
+            std::to_string(hi).substr(0, 4) + ", got " + v.dump(),
+        name);
+  return x;
+}
+
+bool Integer(const Json& body, const char* name, int64_t* out) {
+  if (!body.contains(name) || body[name].is_null()) return false;
+  const Json& v = body[name];
+  if (!v.is_number_integer() && !(v.is_number_float() && v.get<double>() == double(int64_t(v.get<double>()))))
+    Bad(std::string(name) + " must be an integer, got " + v.dump(), name);
+  *out = v.is_number_integer() ? v.get<int64_t>() : int64_t(v.get<double>());
+  return true;
+}
+
+// Known fields we do not implement: accepted only at their default.
+void RejectUnsupported(const Json& body) {
+  auto is_default = [&](const char* name, const Json& dflt) {
+    return !body.contains(name) || body[name].is_null() || body[name] == dflt;
+  };
+  if (!is_default("n", 1)) Bad("n must be 1 (one choice per request)", "n");
+  if (!is_default("best_of", 1)) Bad("best_of must be 1", "best_of");
+  if (!is_default("echo", false)) Bad("echo is not supported", "echo");
+  if (!is_default("logprobs", false) && !is_default("logprobs", 0))
+    Bad("logprobs are not supported", "logprobs");
+  if (!is_default("presence_penalty", 0))
+    Bad("presence_penalty is not supported (use 0)", "presence_penalty");
+  if (!is_default("frequency_penalty", 0))
+    Bad("frequency_penalty is not supported (use 0)", "frequency_penalty");
+  if (!is_default("logit_bias", Json::object())) Bad("logit_bias is not supported", "logit_bias");
+  if (!is_default("suffix", "")) Bad("suffix is not supported", "suffix");
+  if (body.contains("response_format") && !body["response_format"].is_null() &&
+      body["response_format"].value("type", "text") != "text")
+    Bad("only response_format {\"type\": \"text\"} is supported", "response_format");
+}
+
+std::vector<std::string> StopStrings(const Json& body) {
+  if (!body.contains("stop") || body["stop"].is_null()) return {};
+  const Json& v = body["stop"];
+  if (v.is_string()) return {v.get<std::string>()};
+  if (!v.is_array() || v.size() > 4) Bad("stop must be a string or an array of at most 4 strings", "stop");
+  std::vector<std::string> out;
+  for (const Json& s : v) {
+    if (!s.is_string()) Bad("stop must be a string or an array of at most 4 strings", "stop");
+    out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+// Text of a message's content: a string, null, or [{"type": "text", "text": ...}].
+Json MessageContent(const Json& m, size_t i) {
+  const std::string where = "messages[" + std::to_string(i) + "].content";
+  if (!m.contains("content") || m["content"].is_null()) return "";
+  const Json& c = m["content"];
+  if (c.is_string()) return c;
+  if (!c.is_array()) Bad(where + " must be a string or an array of content parts", where);
+  std::string text;
+  for (const Json& part : c) {
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+        !part["text"].is_string())
+      Bad(where + ": only text parts ({\"type\": \"text\", \"text\": ...}) are supported", where);
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+Json Messages(const Json& body) {
+  if (!body.contains("messages")) Bad("messages is required", "messages");
+  const Json& v = body["messages"];
+  if (!v.is_array() || v.empty()) Bad("messages must be a non-empty array", "messages");
+  static const std::set<std::string> roles = {"system", "developer", "user", "assistant", "tool"};
+  static const std::set<std::string> fields = {"role", "content", "name", "tool_calls", "tool_call_id"};
+  Json out = Json::array();
+  for (size_t i = 0; i < v.size(); ++i) {
+    const Json& m = v[i];
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) Bad(where + " must be an object", where);
+    for (auto it = m.begin(); it != m.end(); ++it)
+      if (!fields.count(it.key()))
+        Bad("unrecognized field " + where + "." + it.key(), where + "." + it.key());
+    if (!m.contains("role") || !m["role"].is_string() || !roles.count(m["role"].get<std::string>()))
+      Bad(where + ".role must be one of system, developer, user, assistant, tool", where + ".role");
+    Json msg = m;
+    msg["role"] = m["role"] == "developer" ? Json("system") : m["role"];
+    msg["content"] = MessageContent(m, i);
+    out.push_back(std::move(msg));
+  }
+  return out;
+}
+
+std::vector<int32_t> CompletionPrompt(const Json& body, const ApiContext& ctx) {
+  if (!body.contains("prompt")) Bad("prompt is required", "prompt");
+  Json p = body["prompt"];
+  if (p.is_array() && p.size() == 1 && (p[0].is_string() || p[0].is_array())) p = p[0];
+  if (p.is_string()) return ctx.tokenizer->Encode(p.get<std::string>());
+  if (p.is_array() && !p.empty()) {
+    std::vector<int32_t> ids;
+    for (const Json& x : p) {
+      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= ctx.tokenizer->vocab_size())
+        Bad("prompt must be a string or an array of token ids below " +
+                std::to_string(ctx.tokenizer->vocab_size()),
+            "prompt");
+      ids.push_back(int32_t(x.get<int64_t>()));
+    }
+    return ids;
+  }
+  Bad("prompt must be a string or an array of token ids (one prompt per request)", "prompt");
+}
+
+}  // namespace
+
+Json ErrorBody(int status, const std::string& message, const std::string& param, const std::string& code) {
+  const char* type = status == 429   ? "rate_limit_error"
+                     : status == 404 ? "not_found_error"
+                     : status >= 500 ? "server_error"
+                                     : "invalid_request_error";
+  return {{"error",
+           {{"message", message},
+            {"type", type},
+            {"param", param.empty() ? Json() : Json(param)},
+            {"code", code.empty() ? Json() : Json(code)}}}};
+}
+
+CompletionCall ParseCompletionRequest(const std::string& text, bool chat, const ApiContext& ctx) {
+  Json body = Json::parse(text, nullptr, false);
+  if (body.is_discarded()) throw ApiError(400, "the request body is not valid JSON", "", "invalid_json");
+  if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "", "invalid_json");
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    const std::string& k = it.key();
+    if (!kCommonFields.count(k) && !(chat ? kChatFields : kCompletionFields).count(k))
+      throw ApiError(400, "Unrecognized request argument supplied: " + k, k, "unknown_field");
+  }
+  RejectUnsupported(body);
+  CompletionCall call;
+  call.chat = chat;
+  if (body.contains("model") && !body["model"].is_null() && !body["model"].is_string())
+    Bad("model must be a string", "model");
+  if (body.contains("stream") && !body["stream"].is_null()) {
+    if (!body["stream"].is_boolean()) Bad("stream must be true or false", "stream");
+    call.stream = body["stream"].get<bool>();
+  }
+  if (body.contains("stream_options") && body["stream_options"].is_object())
+    call.include_usage = body["stream_options"].value("include_usage", false);
+
+  GenerationRequest& g = call.generation;
+  if (chat) {
+    const Json messages = Messages(body);
+    const Json tools = body.contains("tools") ? body["tools"] : Json();
+    std::string prompt;
+    try {
+      prompt = ctx.chat_template->Apply(messages, true, tools);
+    } catch (const jinja::TemplateError& e) {
+      throw ApiError(400, e.what(), "messages", "chat_template_error");
+    }
+    g.prompt = ctx.tokenizer->Encode(prompt, EncodeOptions{.add_special_tokens = false});
+  } else {
+    g.prompt = CompletionPrompt(body, ctx);
+  }
+  const int64_t n_prompt = int64_t(g.prompt.size());
+  if (n_prompt == 0) Bad("the prompt is empty", chat ? "messages" : "prompt");
+  if (n_prompt >= ctx.context_length)
+    throw ApiError(400,
+                   "This model's maximum context length is " + std::to_string(ctx.context_length) +
+                       " tokens, but the prompt has " + std::to_string(n_prompt) +
+                       " tokens (at least one more is needed for the completion). Please shorten the prompt.",
+                   chat ? "messages" : "prompt", "context_length_exceeded");
+
+  int64_t max_tokens =
+      chat ? ctx.context_length - n_prompt : std::min<int64_t>(16, ctx.context_length - n_prompt);
+  const char* max_name =
+      chat && body.contains("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  if (Integer(body, max_name, &max_tokens)) {
+    if (max_tokens < 1)
+      Bad(std::string(max_name) + " must be at least 1, got " + std::to_string(max_tokens), max_name);
+    if (n_prompt + max_tokens > ctx.context_length)
+      throw ApiError(400,
+                     "This model's maximum context length is " + std::to_string(ctx.context_length) +
+                         " tokens. However, you requested " + std::to_string(n_prompt + max_tokens) +
+                         " tokens (" + std::to_string(n_prompt) + " in the prompt, " +
+                         std::to_string(max_tokens) + " for the completion). Please reduce the prompt or " +
+                         max_name + ".",
+                     max_name, "context_length_exceeded");
+  }
+  g.max_tokens = max_tokens;
+  g.sampling.temperature = Number(body, "temperature", 1.0, 0.0, 2.0);
+  g.sampling.top_p = Number(body, "top_p", 1.0, 0.0, 1.0);
+  if (g.sampling.top_p == 0.0) Bad("top_p must be greater than 0", "top_p");
+  g.sampling.min_p = Number(body, "min_p", 0.0, 0.0, 1.0);
+  int64_t top_k = 0;
+  if (Integer(body, "top_k", &top_k) && top_k < 0) Bad("top_k must be >= 0", "top_k");
+  g.sampling.top_k = int32_t(std::min<int64_t>(top_k, INT32_MAX));
+  int64_t seed = 0;
+  if (Integer(body, "seed", &seed)) {
+    g.sampling.seed = uint64_t(seed);
+  } else {
+    static std::random_device rd;
+    g.sampling.seed = (uint64_t(rd()) << 32) ^ rd();
+  }
+  g.stop = StopStrings(body);
+  if (body.contains("ignore_eos") && !body["ignore_eos"].is_null()) {
+    if (!body["ignore_eos"].is_boolean()) Bad("ignore_eos must be true or false", "ignore_eos");
+    g.ignore_eos = body["ignore_eos"].get<bool>();
+  }
+  return call;
+}
+
+Json UsageJson(const Usage& u) {
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+}
+
+Json CompletionResponse(const CompletionCall& call, const ResponseMeta& meta, const std::string& text,
+                        const GenerationEvent& done) {
+  Json choice = {{"index", 0}};
+  if (call.chat)
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  else
+    choice["text"] = text;
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = FinishReasonName(done.finish);
+  return {{"id", meta.id},
+          {"object", call.chat ? "chat.completion" : "text_completion"},
+          {"created", meta.created},
+          {"model", meta.model},
+          {"choices", Json::array({choice})},
+          {"usage", UsageJson(done.usage)}};
+}
+
+Json StreamChunk(const CompletionCall& call, const ResponseMeta& meta, const std::string& text,
+                 const std::string& finish, const Usage* usage, bool role) {
+  Json choice = {{"index", 0}};
+  if (call.chat) {
+    Json delta = Json::object();
+    if (role) delta["role"] = "assistant";
+    if (role || !text.empty()) delta["content"] = text;
+    choice["delta"] = delta;
+  } else {
+    choice["text"] = text;
+  }
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = finish.empty() ? Json() : Json(finish);
+  Json chunk = {{"id", meta.id},
+                {"object", call.chat ? "chat.completion.chunk" : "text_completion"},
+                {"created", meta.created},
+                {"model", meta.model},
+                {"choices", Json::array({choice})}};
+  if (usage) chunk["usage"] = UsageJson(*usage);
+  return chunk;
+}
+
+}  // namespace swan

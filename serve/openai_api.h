@@ -1,0 +1,66 @@
+// The OpenAI HTTP API's request and response shapes for /v1/completions
+// and /v1/chat/completions: strict parsing (unknown fields and bad values
+// are 400s with an OpenAI-style error body) and the JSON of responses and
+// server-sent-event chunks.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "serve/chat_template.h"
+#include "serve/engine.h"
+#include "serve/jinja.h"
+
+namespace swan {
+
+using Json = jinja::Json;
+
+// An error for the client: HTTP status and the fields of OpenAI's
+// {"error": {"message", "type", "param", "code"}}.
+class ApiError : public std::runtime_error {
+ public:
+  ApiError(int status, const std::string& message, std::string param = {}, std::string code = {})
+      : std::runtime_error(message), status(status), param(std::move(param)), code(std::move(code)) {}
+  int status;
+  std::string param, code;
+};
+
+Json ErrorBody(int status, const std::string& message, const std::string& param = {},
+               const std::string& code = {});
+
+struct ApiContext {
+  const Tokenizer* tokenizer = nullptr;
+  const ChatTemplate* chat_template = nullptr;
+  int64_t context_length = 0;
+  std::string model_name;
+};
+
+// A parsed request.
+struct CompletionCall {
+  bool chat = false;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  GenerationRequest generation;
+};
+
+// Parses a request body. Throws ApiError (400) naming the field.
+CompletionCall ParseCompletionRequest(const std::string& body, bool chat, const ApiContext& context);
+
+// Response identity shared by all chunks of one response.
+struct ResponseMeta {
+  std::string id;       // "cmpl-..." / "chatcmpl-..."
+  int64_t created = 0;  // unix seconds
+  std::string model;
+};
+
+Json UsageJson(const Usage& usage);
+// A whole (non-streamed) response.
+Json CompletionResponse(const CompletionCall& call, const ResponseMeta& meta, const std::string& text,
+                        const GenerationEvent& done);
+// One streamed chunk: a text piece (finish empty), the first chat chunk
+// (role only), or the last (finish set, usage when wanted).
+Json StreamChunk(const CompletionCall& call, const ResponseMeta& meta, const std::string& text,
+                 const std::string& finish = {}, const Usage* usage = nullptr, bool role = false);
+
+}  // namespace swan
