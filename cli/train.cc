@@ -155,7 +155,8 @@ int RunTrain(const std::vector<std::string>& words) {
                 peak, 100 * r.gemm_gflops / peak);
   }
   std::printf("model written to %s (swan generate -m %s)\n", r.export_dir.c_str(), r.export_dir.c_str());
-  return r.interrupted ? 130 : 0;
+  // Ctrl-C: the conventional 130; a --time-limit stop is a normal end.
+  return StopRequested().load() ? 130 : 0;
 }
 
 }  // namespace swan::cli

@@ -46,11 +46,20 @@ DataLoader::DataLoader(const DataOptions& options) : options_(options) {
                                std::to_string(synthetic_->vocab_size()) + " vs " +
                                std::to_string(train_->vocab_size()) + ")");
     // Documents end with the end-of-document id, which is the file's last id.
+    // A sequence starts at a document's start, or, for a document longer
+    // than a sequence, ends at its end, so that the retrieval question (at
+    // the end) is always inside.
     const uint32_t eod = (*synthetic_)[synthetic_->size() - 1];
-    const uint64_t last_start = synthetic_->size() - uint64_t(options.seq) - 1;
-    synthetic_docs_.push_back(0);
-    for (uint64_t i = 0; i + 1 < synthetic_->size(); ++i)
-      if ((*synthetic_)[i] == eod && i + 1 <= last_start) synthetic_docs_.push_back(i + 1);
+    const uint64_t span = uint64_t(options.seq) + 1, size = synthetic_->size();
+    uint64_t start = 0;
+    for (uint64_t i = 0; i < size; ++i) {
+      if ((*synthetic_)[i] != eod) continue;
+      const uint64_t end = i + 1;  // one past the end-of-document id
+      uint64_t first = end - start > span ? end - span : start;
+      if (first + span > size) first = size - span;
+      synthetic_docs_.push_back(first);
+      start = end;
+    }
   }
 }
 

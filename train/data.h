@@ -7,7 +7,8 @@
 //
 // A synthetic long-range retrieval file (train/synthetic.h, tokenized) can
 // be mixed in: each sequence is drawn from it with probability
-// `synthetic_rate`, starting at one of its documents.
+// `synthetic_rate`: one of its documents (its end, when it is longer than a
+// sequence).
 #pragma once
 
 #include <cstdint>
@@ -51,7 +52,7 @@ class DataLoader {
 
   DataOptions options_;
   std::unique_ptr<TokenFile> train_, val_, synthetic_;
-  std::vector<uint64_t> synthetic_docs_;  // start of each synthetic document
+  std::vector<uint64_t> synthetic_docs_;  // where each synthetic document's sequence starts
   int64_t epoch_ = -1;
   std::vector<uint32_t> order_;           // chunk order of epoch_
 };

@@ -208,7 +208,7 @@ double LogSumExp(const float* row, int64_t vocab) {
   float max = row[0];
   for (int64_t j = 1; j < vocab; ++j) max = row[j] > max ? row[j] : max;
   double sum = 0;
-  for (int64_t j = 0; j < vocab; ++j) sum += std::exp(double(row[j] - max));
+  for (int64_t j = 0; j < vocab; ++j) sum += double(std::exp(row[j] - max));  // expf, double sum
   return double(max) + std::log(sum);
 }
 
@@ -243,8 +243,8 @@ void CrossEntropyBackward(float* d_logits, const float* logits, const int32_t* t
       for (int64_t j = 0; j < vocab; ++j) d[j] = 0;
       continue;
     }
-    const double lse = LogSumExp(row, vocab);
-    for (int64_t j = 0; j < vocab; ++j) d[j] = float(std::exp(double(row[j]) - lse)) * d_loss;
+    const float lse = float(LogSumExp(row, vocab));
+    for (int64_t j = 0; j < vocab; ++j) d[j] = std::exp(row[j] - lse) * d_loss;
     d[targets[t]] -= d_loss;
   }
 }

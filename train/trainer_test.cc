@@ -200,6 +200,28 @@ TEST(Data, OrderIsAFunctionOfSeedAndIndex) {
   for (size_t i = 0; i + 1 < 16; ++i) EXPECT_EQ(y1[i], t1[i + 1]);  // targets are the next tokens
 }
 
+TEST(Data, LongSyntheticDocumentsEndInsideTheSequence) {
+  const std::string dir = TempDir("synthdocs");
+  DataOptions d;
+  d.train_path = WriteTokens(dir, "train.bin", 1000, 8);
+  d.synthetic_path = dir + "/synth.bin";
+  {
+    TokenFileWriter w(d.synthetic_path, 32);
+    std::vector<int32_t> ids;
+    for (int doc = 0; doc < 5; ++doc) {
+      for (int i = 0; i < 40; ++i) ids.push_back((doc + i) % 30);
+      ids.push_back(31);  // end of document: the file's last id
+    }
+    w.Append(ids);
+  }
+  d.synthetic_rate = 1.0;
+  d.seq = 16;
+  DataLoader loader(d);
+  std::vector<int32_t> tokens(16 * 6), targets(16 * 6);
+  loader.TrainBatch(0, 6, tokens.data(), targets.data());
+  for (int s = 0; s < 6; ++s) EXPECT_EQ(targets[size_t(s * 16 + 15)], 31) << "sequence " << s;
+}
+
 TEST(Synthetic, DocumentsCarryTheirAnswerFarFromTheFact) {
   for (SyntheticKind kind : ParseSyntheticKinds("passkey,kv,code")) {
     const SyntheticDoc doc = MakeSyntheticDoc(kind, 4000, 1, 2);
