@@ -118,19 +118,20 @@ void BpeModel::EncodeMerged(std::string_view piece, std::vector<int32_t>* ids) c
     SplitIndependent(piece, ids);
     return;
   }
+  CacheShard& shard = cache_[StringHash()(piece) % kCacheShards];
   {
-    std::lock_guard<std::mutex> lock(cache_mutex_);
-    auto it = cache_.find(piece);
-    if (it != cache_.end()) {
+    std::lock_guard<std::mutex> lock(shard.mutex);
+    auto it = shard.pieces.find(piece);
+    if (it != shard.pieces.end()) {
       ids->insert(ids->end(), it->second.begin(), it->second.end());
       return;
     }
   }
   const size_t first = ids->size();
   EncodeUncached(piece, ids);
-  std::lock_guard<std::mutex> lock(cache_mutex_);
-  if (cache_.size() >= kCacheMaxEntries) cache_.clear();
-  cache_.emplace(std::string(piece), std::vector<int32_t>(ids->begin() + first, ids->end()));
+  std::lock_guard<std::mutex> lock(shard.mutex);
+  if (shard.pieces.size() >= kCacheMaxEntriesPerShard) shard.pieces.clear();
+  shard.pieces.emplace(std::string(piece), std::vector<int32_t>(ids->begin() + first, ids->end()));
 }
 
 void BpeModel::SplitIndependent(std::string_view piece, std::vector<int32_t>* ids) const {

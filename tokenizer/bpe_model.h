@@ -6,6 +6,7 @@
 // exactly as Hugging Face's `tokenizers` does.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <mutex>
 #include <nlohmann/json_fwd.hpp>
@@ -75,11 +76,17 @@ class BpeModel {
   mutable std::once_flag inner_pairs_once_;
   mutable std::unordered_set<uint64_t> inner_pairs_;
 
-  // Pieces already encoded (only short ones). Bounded: cleared when full.
+  // Pieces already encoded (only short ones), in shards picked by hash so
+  // that threads encoding at once rarely wait for each other. Bounded: a
+  // shard is cleared when full.
   static constexpr size_t kCacheMaxPieceBytes = 256;
-  static constexpr size_t kCacheMaxEntries = 1 << 18;
-  mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache_;
+  static constexpr size_t kCacheShards = 16;
+  static constexpr size_t kCacheMaxEntriesPerShard = (1 << 18) / kCacheShards;
+  struct CacheShard {
+    std::mutex mutex;
+    std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> pieces;
+  };
+  mutable std::array<CacheShard, kCacheShards> cache_;
 };
 
 }  // namespace swan

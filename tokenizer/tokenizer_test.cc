@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
 
 #include "tokenizer/regex.h"
 #include "tokenizer/utf8.h"
@@ -245,6 +246,36 @@ TEST(Regex, SplitPatternFormsFromRealFiles) {
   EXPECT_EQ(parts,
             std::vector<std::string>({"Hello", "123", "4", " WORLD", "'S", " ", " ünï", "\n"}));
   EXPECT_THROW(Regex("(?<!", "pre_tokenizer.pattern"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace swan
+
+namespace swan {
+namespace {
+
+// Encode is safe to call from several threads at once (the piece cache is
+// shared) and gives the same ids as a single thread.
+TEST(Tokenizer, ConcurrentEncodeMatchesSerial) {
+  const Tokenizer tok = Tokenizer::FromJson(TinyByteLevel(), "tiny");
+  std::vector<std::string> texts;
+  std::mt19937 rng(3);
+  const char* words[] = {"hello", " world", " wörld", "🤖", "\n", "  ", "123", "he", "ll"};
+  for (int t = 0; t < 64; ++t) {
+    std::string s;
+    for (int w = 0; w < 200; ++w) s += words[rng() % 9];
+    texts.push_back(s);
+  }
+  std::vector<std::vector<int32_t>> serial;
+  for (const auto& s : texts) serial.push_back(tok.Encode(s));
+  std::vector<std::vector<int32_t>> parallel(texts.size());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (size_t i = t; i < texts.size(); i += 4) parallel[i] = tok.Encode(texts[i]);
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(parallel, serial);
 }
 
 }  // namespace
