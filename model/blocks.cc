@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "model/cache_positions.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 
@@ -19,6 +20,10 @@ void AttentionBlock(float* residual, const float* xn, const int32_t* pos, int64_
   MatmulTransB(q.data(), xn, layer.weights->q, {n, q_dim, sizes.hidden});
   MatmulTransB(k.data(), xn, layer.weights->k, {n, kv_dim, sizes.hidden});
   MatmulTransB(v.data(), xn, layer.weights->v, {n, kv_dim, sizes.hidden});
+  // Cache positions (StreamingLLM) rotate the queries a second way for the sinks.
+  const bool cache_positions = layer.position_mode == PositionMode::kCache && layer.span.sinks > 0;
+  std::vector<float> q_unrotated;  // [n, n_heads, head_dim] before RoPE
+  if (cache_positions) q_unrotated = q;
   layer.rope->Apply(q.data(), pos, n, h.n_heads);
   layer.rope->Apply(k.data(), pos, n, h.n_kv_heads);
   layer.cache->Write(k.data(), v.data(), pos, n);
@@ -30,7 +35,11 @@ void AttentionBlock(float* residual, const float* xn, const int32_t* pos, int64_
   args.n_q = n;
   args.kv = layer.cache->View();
   args.span = layer.span;
-  Attend(args, out.data());
+  if (cache_positions) {
+    AttendCachePositions(out.data(), args, q_unrotated.data(), *layer.rope);
+  } else {
+    Attend(args, out.data());
+  }
   MatmulTransB(residual, out.data(), layer.weights->o, {n, sizes.hidden, q_dim}, /*accumulate=*/true);
 }
 

@@ -7,6 +7,7 @@
 
 #include "attention/attention.h"
 #include "kv/kv_cache.h"
+#include "model/plan.h"
 #include "ops/rope.h"
 
 namespace swan {
@@ -37,6 +38,7 @@ struct AttentionLayer {
   const Rope* rope = nullptr;
   Span span;
   LayerKvCache* cache = nullptr;
+  PositionMode position_mode = PositionMode::kAbsolute;
 };
 
 // residual += o_proj(attention(rope(q_proj(xn)), cache ∪ rope(k_proj(xn)), v_proj(xn)))

@@ -65,7 +65,9 @@ TEST_F(Chunked, ChunksAndDecodeEqualWholePrefillForEveryPlan) {
                          "hybrid:1:1,window:8",
                          "hybrid:3:1,window:5,sinks:2",
                          "hybrid:1:1,window:8,nope:full",
-                         "full,layer2:swa:4"};
+                         "full,layer2:swa:4",
+                         "swa:8,sinks:2,pos:cache",
+                         "hybrid:1:1,window:6,sinks:1,pos:cache"};
   const int64_t n = int64_t(tokens_.size());
   ASSERT_GE(n, 2 * 8 + 8 + 1);  // past 2W + chunk for W = 8
   double worst = 0;

@@ -145,6 +145,7 @@ void Llama::ForwardChunk(float* logits, const Batch& batch, Session& session) co
     attn.rope = &session.ropes[size_t(i)];
     attn.span = session.plan.layers[size_t(i)].span;
     attn.cache = &session.cache.layer(i);
+    attn.position_mode = session.plan.layers[size_t(i)].position_mode;
     RmsNorm(xn.data(), x.data(), l.input_norm.data(), eps, n, hidden);
     AttentionBlock(x.data(), xn.data(), batch.pos, n, attn, sizes_);
     RmsNorm(xn.data(), x.data(), l.post_norm.data(), eps, n, hidden);

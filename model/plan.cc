@@ -50,7 +50,8 @@ std::string AttentionPlan::Describe() const {
   for (size_t i = 0; i < layers.size(); ++i) {
     const LayerPlan& l = layers[i];
     s << "layer " << i << "\t" << (l.kind == LayerKind::kFull ? "full  " : "window") << "\t"
-      << l.span.ToString() << "\t" << l.rope.ToString() << "\n";
+      << l.span.ToString() << "\t" << l.rope.ToString()
+      << (l.position_mode == PositionMode::kCache ? " (cache positions)" : "") << "\n";
   }
   return s.str();
 }
@@ -113,6 +114,10 @@ PlanSpec ParsePlanSpec(const std::string& spec) {
       double& slot = w[1] == "full" ? p.rope_base_full : p.rope_base_window;
       if (slot != 0) Reject(spec, "'" + item + "': the " + w[1] + " layers' RoPE base is given twice");
       slot = base;
+    } else if (head == "pos") {
+      if (w.size() != 2 || (w[1] != "cache" && w[1] != "absolute"))
+        Reject(spec, "'" + item + "': expected pos:cache or pos:absolute");
+      p.position_mode = w[1] == "cache" ? PositionMode::kCache : PositionMode::kAbsolute;
     } else if (head == "rope-scaling") {
       if (w.size() != 2 || (w[1] != "full" && w[1] != "none"))
         Reject(spec, "'" + item + "': expected rope-scaling:full or rope-scaling:none");
@@ -136,7 +141,7 @@ PlanSpec ParsePlanSpec(const std::string& spec) {
       Reject(spec, "unknown word '" + item +
                        "' (expected full, swa:W, hybrid:A:B, window:W, sinks:S, layerN:full, "
                        "layerN:swa[:W], nope:full|window|all, rope-base:full|window:B, "
-                       "rope-scaling:full|none)");
+                       "rope-scaling:full|none, pos:cache)");
     }
   }
   if (p.preset == PlanSpec::Preset::kFull && have_window && p.overrides.empty())
@@ -224,6 +229,16 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
       l.rope.scaling = RopeScaling{};
     ValidateSpan(l.span);
   }
+  bool any_sinks = false;
+  for (LayerPlan& l : plan.layers) {
+    if (l.kind != LayerKind::kWindow || l.span.sinks == 0) continue;
+    any_sinks = true;
+    l.position_mode = p.position_mode;
+  }
+  if (p.position_mode == PositionMode::kCache && !any_sinks)
+    throw std::invalid_argument("attention plan '" + spec +
+                                "': pos:cache (StreamingLLM) changes only window layers with sinks; "
+                                "add sinks:S");
   if (p.sinks > 0 && !any_window)
     throw std::invalid_argument("attention plan '" + spec +
                                 "': sinks need a window, and this plan has no window layers");

@@ -19,6 +19,7 @@
 //                     10000 on window layers, 1000000 on full ones)
 //   rope-scaling:full | rope-scaling:none  the config's RoPE scaling (YaRN, ...)
 //                     on full layers only (Mellum 2), or on no layer
+//   pos:cache         StreamingLLM positions on window layers with sinks
 // e.g. "hybrid:3:1,window:64,sinks:4,layer0:full,nope:full".
 #pragma once
 
@@ -33,9 +34,10 @@
 namespace swan {
 
 enum class LayerKind { kFull, kWindow };
-// Position mode (DESIGN.md §2): only `absolute` so far; StreamingLLM's
-// `cache` mode would rotate keys by their cache slot.
-enum class PositionMode { kAbsolute };
+// Position mode (DESIGN.md §2): `absolute` token positions, or `cache`
+// (StreamingLLM): positions counted in the cache, so a window layer's sinks
+// sit right before its window at any length (model/cache_positions.h).
+enum class PositionMode { kAbsolute, kCache };
 
 struct LayerPlan {
   LayerKind kind = LayerKind::kFull;
@@ -72,6 +74,7 @@ struct PlanSpec {
   double rope_base_window = 0;  // 0 = the model's
   enum class RopeScalingScope { kAll, kFullOnly, kNone };
   RopeScalingScope rope_scaling = RopeScalingScope::kAll;
+  PositionMode position_mode = PositionMode::kAbsolute;
 };
 
 // Throws std::invalid_argument naming the offending word: unknown words, a

@@ -98,6 +98,13 @@ TEST(Plan, RopeBaseAndScalingPerLayerKind) {
   EXPECT_EQ(plain.layers[0].rope.scaling.kind, RopeScaling::Kind::kYarn);
 }
 
+TEST(Plan, CachePositionsOnWindowLayersWithSinks) {
+  const AttentionPlan p = ResolvePlan("hybrid:1:1,window:8,sinks:2,pos:cache", Model(2));
+  EXPECT_EQ(p.layers[0].position_mode, PositionMode::kCache);
+  EXPECT_EQ(p.layers[1].position_mode, PositionMode::kAbsolute);  // full layers keep every key
+  EXPECT_EQ(ResolvePlan("swa:8,sinks:2", Model(1)).layers[0].position_mode, PositionMode::kAbsolute);
+}
+
 TEST(Plan, DescribeListsEveryLayer) {
   const std::string d = ResolvePlan("hybrid:1:1,window:8,sinks:2", Model(2)).Describe();
   EXPECT_NE(d.find("layer 0"), std::string::npos) << d;
@@ -148,6 +155,9 @@ TEST(Plan, RejectsNonsense) {
       {"full,rope-base:full", "expected rope-base:full:B"},
       {"full,rope-base:full:1e4,rope-base:full:1e5", "given twice"},
       {"full,rope-scaling:yarn", "expected rope-scaling:full"},
+      {"swa:8,pos:cache", "add sinks:S"},
+      {"full,pos:cache", "add sinks:S"},
+      {"swa:8,sinks:2,pos:stream", "expected pos:cache"},
   };
   for (const Case& c : cases) {
     const std::string msg = Rejection(c.spec);
