@@ -4,7 +4,7 @@
 
 #include "model/cache_positions.h"
 #include "ops/elementwise.h"
-#include "ops/matmul.h"
+#include "ops/linear.h"
 
 namespace swan {
 
@@ -17,9 +17,9 @@ void AttentionBlock(float* residual, const float* xn, const int32_t* pos, int64_
   std::vector<float> k(size_t(n * kv_dim));   // [n, n_kv_heads, head_dim]
   std::vector<float> v(size_t(n * kv_dim));   // [n, n_kv_heads, head_dim]
   std::vector<float> out(size_t(n * q_dim));  // [n, n_heads, head_dim]
-  MatmulTransB(q.data(), xn, layer.weights->q, {n, q_dim, sizes.hidden});
-  MatmulTransB(k.data(), xn, layer.weights->k, {n, kv_dim, sizes.hidden});
-  MatmulTransB(v.data(), xn, layer.weights->v, {n, kv_dim, sizes.hidden});
+  Linear(q.data(), xn, n, layer.weights->q);
+  Linear(k.data(), xn, n, layer.weights->k);
+  Linear(v.data(), xn, n, layer.weights->v);
   // Cache positions (StreamingLLM) rotate the queries a second way for the sinks.
   const bool cache_positions = layer.position_mode == PositionMode::kCache && layer.span.sinks > 0;
   std::vector<float> q_unrotated;  // [n, n_heads, head_dim] before RoPE
@@ -40,7 +40,7 @@ void AttentionBlock(float* residual, const float* xn, const int32_t* pos, int64_
   } else {
     Attend(args, out.data());
   }
-  MatmulTransB(residual, out.data(), layer.weights->o, {n, sizes.hidden, q_dim}, /*accumulate=*/true);
+  Linear(residual, out.data(), n, layer.weights->o, /*accumulate=*/true);
 }
 
 void SwiGluBlock(float* residual, const float* xn, int64_t n, const MlpWeights& w,
@@ -48,10 +48,10 @@ void SwiGluBlock(float* residual, const float* xn, int64_t n, const MlpWeights& 
   const int64_t inter = sizes.intermediate;
   std::vector<float> gate(size_t(n * inter));  // [n, intermediate]
   std::vector<float> up(size_t(n * inter));    // [n, intermediate]
-  MatmulTransB(gate.data(), xn, w.gate, {n, inter, sizes.hidden});
-  MatmulTransB(up.data(), xn, w.up, {n, inter, sizes.hidden});
+  Linear(gate.data(), xn, n, w.gate);
+  Linear(up.data(), xn, n, w.up);
   SiluMul(gate.data(), gate.data(), up.data(), n * inter);
-  MatmulTransB(residual, gate.data(), w.down, {n, sizes.hidden, inter}, /*accumulate=*/true);
+  Linear(residual, gate.data(), n, w.down, /*accumulate=*/true);
 }
 
 }  // namespace swan

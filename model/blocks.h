@@ -7,23 +7,24 @@
 
 #include "attention/attention.h"
 #include "kv/kv_cache.h"
+#include "ops/linear.h"
 #include "model/plan.h"
 #include "ops/rope.h"
 
 namespace swan {
 
-// Linear weights in nn.Linear layout [out, in].
+// Linear weights in nn.Linear layout [out, in], f32 or bf16.
 struct AttentionWeights {
-  const float* q = nullptr;  // [n_heads * head_dim, hidden]
-  const float* k = nullptr;  // [n_kv_heads * head_dim, hidden]
-  const float* v = nullptr;  // [n_kv_heads * head_dim, hidden]
-  const float* o = nullptr;  // [hidden, n_heads * head_dim]
+  LinearWeight q;  // [n_heads * head_dim, hidden]
+  LinearWeight k;  // [n_kv_heads * head_dim, hidden]
+  LinearWeight v;  // [n_kv_heads * head_dim, hidden]
+  LinearWeight o;  // [hidden, n_heads * head_dim]
 };
 
 struct MlpWeights {
-  const float* gate = nullptr;  // [intermediate, hidden]
-  const float* up = nullptr;    // [intermediate, hidden]
-  const float* down = nullptr;  // [hidden, intermediate]
+  LinearWeight gate;  // [intermediate, hidden]
+  LinearWeight up;    // [intermediate, hidden]
+  LinearWeight down;  // [hidden, intermediate]
 };
 
 struct BlockSizes {

@@ -5,28 +5,27 @@
 #include <vector>
 
 #include "model/blocks.h"
-#include "model/safetensors.h"
+#include "model/weight_source.h"
 #include "ops/elementwise.h"
-#include "ops/matmul.h"
+#include "ops/linear.h"
 
 namespace swan {
 namespace {
 
 struct LlamaLayer {
   std::vector<float> input_norm;  // [hidden]
-  std::vector<float> q, k, v, o;  // [n_heads*head_dim, hidden], [kv_dim, hidden] x2, [hidden, n_heads*head_dim]
+  AttentionWeights attn;          // q, k, v, o projections
   std::vector<float> post_norm;   // [hidden]
-  std::vector<float> gate, up;    // [intermediate, hidden]
-  std::vector<float> down;        // [hidden, intermediate]
-  AttentionWeights attn;          // views of the above
-  MlpWeights mlp;
+  MlpWeights mlp;                 // gate, up, down projections
 };
 
 class Llama : public LanguageModel {
  public:
-  Llama(const std::string& dir, const ModelConfig& config);
+  // `origin` names the checkpoint in messages.
+  Llama(const WeightSource& weights, const ModelConfig& config, const std::string& origin);
 
   const ModelConfig& config() const override { return config_; }
+  size_t WeightBytes() const override;
   void Forward(float* logits, const Batch& batch, Session& session) const override;
 
  private:
@@ -38,7 +37,7 @@ class Llama : public LanguageModel {
   std::vector<float> embed_;    // [vocab, hidden]
   std::vector<LlamaLayer> layers_;
   std::vector<float> norm_;     // [hidden]
-  std::vector<float> lm_head_;  // [vocab, hidden]; empty when tied to embed_
+  LinearWeight lm_head_;        // [vocab, hidden] (the embedding table when tied)
 };
 
 void CheckSupported(const ModelConfig& c, const std::string& dir) {
@@ -50,8 +49,9 @@ void CheckSupported(const ModelConfig& c, const std::string& dir) {
   if (c.head_dim % 2 != 0) throw std::runtime_error(where + "head_dim must be even for RoPE");
 }
 
-Llama::Llama(const std::string& dir, const ModelConfig& config) : config_(config) {
-  CheckSupported(config, dir);
+Llama::Llama(const WeightSource& w, const ModelConfig& config, const std::string& origin)
+    : config_(config) {
+  CheckSupported(config, origin);
   sizes_.hidden = config.hidden_size;
   sizes_.intermediate = config.intermediate_size;
   sizes_.heads = AttentionShape{config.n_heads, config.n_kv_heads, config.head_dim};
@@ -59,28 +59,33 @@ Llama::Llama(const std::string& dir, const ModelConfig& config) : config_(config
   const int64_t q_dim = int64_t(config.n_heads) * config.head_dim;
   const int64_t kv_dim = int64_t(config.n_kv_heads) * config.head_dim;
 
-  const TensorStore store = TensorStore::OpenDirectory(dir);
-  embed_ = store.ReadF32("model.embed_tokens.weight", {config.vocab_size, hidden});
-  norm_ = store.ReadF32("model.norm.weight", {hidden});
-  if (!config.tie_word_embeddings) {
-    lm_head_ = store.ReadF32("lm_head.weight", {config.vocab_size, hidden});
-  }
+  embed_ = w.F32("model.embed_tokens.weight", {config.vocab_size, hidden});
+  norm_ = w.F32("model.norm.weight", {hidden});
+  lm_head_ = w.Linear(config.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight",
+                      config.vocab_size, hidden);
   layers_.resize(size_t(config.n_layers));
   for (int32_t i = 0; i < config.n_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     LlamaLayer& l = layers_[size_t(i)];
-    l.input_norm = store.ReadF32(p + "input_layernorm.weight", {hidden});
-    l.q = store.ReadF32(p + "self_attn.q_proj.weight", {q_dim, hidden});
-    l.k = store.ReadF32(p + "self_attn.k_proj.weight", {kv_dim, hidden});
-    l.v = store.ReadF32(p + "self_attn.v_proj.weight", {kv_dim, hidden});
-    l.o = store.ReadF32(p + "self_attn.o_proj.weight", {hidden, q_dim});
-    l.post_norm = store.ReadF32(p + "post_attention_layernorm.weight", {hidden});
-    l.gate = store.ReadF32(p + "mlp.gate_proj.weight", {inter, hidden});
-    l.up = store.ReadF32(p + "mlp.up_proj.weight", {inter, hidden});
-    l.down = store.ReadF32(p + "mlp.down_proj.weight", {hidden, inter});
-    l.attn = AttentionWeights{l.q.data(), l.k.data(), l.v.data(), l.o.data()};
-    l.mlp = MlpWeights{l.gate.data(), l.up.data(), l.down.data()};
+    l.input_norm = w.F32(p + "input_layernorm.weight", {hidden});
+    l.attn.q = w.Linear(p + "self_attn.q_proj.weight", q_dim, hidden);
+    l.attn.k = w.Linear(p + "self_attn.k_proj.weight", kv_dim, hidden);
+    l.attn.v = w.Linear(p + "self_attn.v_proj.weight", kv_dim, hidden);
+    l.attn.o = w.Linear(p + "self_attn.o_proj.weight", hidden, q_dim);
+    l.post_norm = w.F32(p + "post_attention_layernorm.weight", {hidden});
+    l.mlp.gate = w.Linear(p + "mlp.gate_proj.weight", inter, hidden);
+    l.mlp.up = w.Linear(p + "mlp.up_proj.weight", inter, hidden);
+    l.mlp.down = w.Linear(p + "mlp.down_proj.weight", hidden, inter);
   }
+}
+
+size_t Llama::WeightBytes() const {
+  size_t bytes = lm_head_.Bytes() + norm_.size() * sizeof(float);
+  for (const LlamaLayer& l : layers_)
+    bytes += l.attn.q.Bytes() + l.attn.k.Bytes() + l.attn.v.Bytes() + l.attn.o.Bytes() +
+             l.mlp.gate.Bytes() + l.mlp.up.Bytes() + l.mlp.down.Bytes() +
+             (l.input_norm.size() + l.post_norm.size()) * sizeof(float);
+  return bytes;
 }
 
 }  // namespace
@@ -156,14 +161,18 @@ void Llama::ForwardChunk(float* logits, const Batch& batch, Session& session) co
   const int64_t first = batch.all_logits ? 0 : n - 1;
   const int64_t rows = n - first;
   RmsNorm(xn.data(), x.data() + first * hidden, norm_.data(), eps, rows, hidden);
-  const float* head = lm_head_.empty() ? embed_.data() : lm_head_.data();
-  MatmulTransB(logits, xn.data(), head, {rows, vocab, hidden});
+  Linear(logits, xn.data(), rows, lm_head_);
 }
 
 }  // namespace
 
 std::unique_ptr<LanguageModel> LoadLlama(const std::string& dir, const ModelConfig& config) {
-  return std::make_unique<Llama>(dir, config);
+  return std::make_unique<Llama>(CheckpointWeights(dir), config, dir);
+}
+
+std::unique_ptr<LanguageModel> BuildLlama(const WeightSource& weights, const ModelConfig& config,
+                                          const std::string& origin) {
+  return std::make_unique<Llama>(weights, config, origin);
 }
 
 }  // namespace swan

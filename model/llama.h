@@ -17,6 +17,11 @@ namespace swan {
 // (biases, activations other than silu) and for missing or misshapen tensors.
 std::unique_ptr<LanguageModel> LoadLlama(const std::string& dir, const ModelConfig& config);
 
+class WeightSource;
+// The same from any weight source (e.g. random weights in a real shape).
+std::unique_ptr<LanguageModel> BuildLlama(const WeightSource& weights, const ModelConfig& config,
+                                          const std::string& origin);
+
 // The family's layer spans: HF sliding_window on every layer (Mistral), or
 // per layer from layer_types; none (full attention) for Llama.
 ModelAttentionDefaults LlamaAttentionDefaults(const ModelConfig& config);

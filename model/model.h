@@ -40,6 +40,9 @@ class LanguageModel {
   virtual ~LanguageModel() = default;
 
   virtual const ModelConfig& config() const = 0;
+  // Bytes of the weights a forward step reads (projections and the output
+  // head; not the embedding table, of which a step reads one row a token).
+  virtual size_t WeightBytes() const = 0;
   // The model's own attention (its default plan) as the config gives it.
   ModelAttentionDefaults AttentionDefaults() const;
 

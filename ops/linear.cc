@@ -1,5 +1,8 @@
 #include "ops/linear.h"
 
+#include <atomic>
+#include <chrono>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -34,7 +37,13 @@ WeightView LinearWeight::view() const {
                     type_, out_, in_};
 }
 
-void Linear(float* y, const float* x, int64_t m, const LinearWeight& w, bool accumulate) {
+namespace {
+
+std::atomic<bool> g_stats_on{false};
+std::mutex g_stats_mu;
+LinearStats g_stats;
+
+void Product(float* y, const float* x, int64_t m, const LinearWeight& w, bool accumulate) {
   if (m <= kGemvMaxRows) {
     Gemv(y, x, w.view(), m, accumulate);
     return;
@@ -47,6 +56,30 @@ void Linear(float* y, const float* x, int64_t m, const LinearWeight& w, bool acc
   std::vector<uint16_t> x16(static_cast<size_t>(m * w.in()));  // [m, in] bf16
   for (size_t i = 0; i < x16.size(); ++i) x16[i] = F32ToBF16(x[i]);
   MatmulTransBBF16(y, x16.data(), w.bf16(), shape, accumulate);
+}
+
+}  // namespace
+
+void Linear(float* y, const float* x, int64_t m, const LinearWeight& w, bool accumulate) {
+  if (!g_stats_on.load(std::memory_order_relaxed)) {
+    Product(y, x, m, w, accumulate);
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  Product(y, x, m, w, accumulate);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::lock_guard<std::mutex> lock(g_stats_mu);
+  g_stats.seconds += s;
+  g_stats.flops += 2.0 * double(m) * double(w.out()) * double(w.in());
+}
+
+void EnableLinearStats(bool on) { g_stats_on.store(on); }
+
+LinearStats TakeLinearStats() {
+  std::lock_guard<std::mutex> lock(g_stats_mu);
+  const LinearStats s = g_stats;
+  g_stats = LinearStats{};
+  return s;
 }
 
 }  // namespace swan

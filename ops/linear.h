@@ -41,4 +41,13 @@ class LinearWeight {
 // y = x · wᵀ, or y += x · wᵀ with accumulate.   y [m, out], x [m, in]
 void Linear(float* y, const float* x, int64_t m, const LinearWeight& w, bool accumulate = false);
 
+// Time and FLOPs spent in Linear since the last reset, counted only while
+// enabled (benchmarks use it to report the matrix products' share).
+struct LinearStats {
+  double seconds = 0;
+  double flops = 0;
+};
+void EnableLinearStats(bool on);
+LinearStats TakeLinearStats();  // returns and resets
+
 }  // namespace swan

@@ -1,0 +1,227 @@
+// `swan bench -m DIR | --synthetic NAME`: prefill and decode speed of a
+// whole model under several attention plans and depths, like llama-bench,
+// with the decode roofline (bytes a token reads / measured read bandwidth)
+// and the matrix products' rate against oneDNN's GEMM, both measured in
+// the same run.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "model/model.h"
+#include "model/synthetic.h"
+#include "ops/linear.h"
+#include "util/bandwidth.h"
+#include "util/gemm_rate.h"
+
+namespace swan::cli {
+namespace {
+
+const char kUsage[] =
+    "usage: swan bench (-m DIR | --synthetic NAME) [options]\n"
+    "  -m DIR            a Hugging Face model directory\n"
+    "  --synthetic NAME  random weights in a real model's shape: llama3.2-1b, qwen2.5-0.5b,\n"
+    "                    gemma3-1b, mistral-7b (Llama-family compute, see model/synthetic.h)\n"
+    "  --attn LIST       plans separated by ';' (default: the model's own), e.g.\n"
+    "                    'full;swa:1024;hybrid:3:1,window:1024'\n"
+    "  -p N              prompt tokens timed as prefill (default 512; 0 = skip)\n"
+    "  -n N              tokens timed as decode (default 16)\n"
+    "  -d LIST           depths: tokens already in the cache (default 0)\n"
+    "  --fill MODE       how depth is filled: random (random K/V rows, seconds even at 128K;\n"
+    "                    default) or prefill (a real prefill of random tokens)\n"
+    "  --kv TYPE         KV cache storage, bf16 (default) or f32\n"
+    "  --weights TYPE    synthetic weights, bf16 (default) or f32\n"
+    "  --batch B         prefill chunk (default 512)\n"
+    "  --json            print the figures as JSON\n"
+    "Decode roofline: a token reads every weight once plus the K/V rows each layer\n"
+    "attends to; roofline tok/s = read bandwidth / those bytes.\n";
+
+std::vector<std::string> SplitPlans(const std::string& list) {
+  std::vector<std::string> plans;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(';', start);
+    if (end == std::string::npos) end = list.size();
+    if (end > start) plans.push_back(list.substr(start, end - start));
+    start = end + 1;
+  }
+  return plans;
+}
+
+double Seconds(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Writes random K/V rows for positions [0, depth) into every layer.
+void FillRandom(Session& session, const KvShape& shape, int64_t depth, int64_t chunk) {
+  const int64_t row = int64_t(shape.n_kv_heads) * shape.head_dim;
+  std::vector<float> k(size_t(chunk * row)), v(size_t(chunk * row));  // [chunk, kv_heads, head_dim]
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  for (auto& x : k) x = normal(rng);
+  for (auto& x : v) x = normal(rng);
+  std::vector<int32_t> pos(static_cast<size_t>(chunk));  // [chunk]
+  for (int64_t start = 0; start < depth; start += chunk) {
+    const int64_t n = std::min(chunk, depth - start);
+    for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t(start + i);
+    for (int32_t l = 0; l < session.cache.n_layers(); ++l)
+      session.cache.layer(l).Write(k.data(), v.data(), pos.data(), n);
+  }
+}
+
+// K and V bytes one decode step at position `pos` reads in layer spans.
+double KvBytesPerToken(const AttentionPlan& plan, const KvShape& shape, int64_t pos, int kv_bytes) {
+  double bytes = 0;
+  for (const LayerPlan& l : plan.layers) {
+    int64_t keys = pos + 1;
+    if (l.span.window > 0) keys = std::min<int64_t>(keys, int64_t(l.span.window) + l.span.sinks);
+    bytes += double(keys) * shape.n_kv_heads * shape.head_dim * 2.0 * kv_bytes;
+  }
+  return bytes;
+}
+
+struct Row {
+  std::string plan;
+  int64_t depth;
+  double prefill_tps = 0, decode_tps = 0, kv_mib = 0;
+  double decode_roofline_tps = 0, linear_gflops = 0;
+};
+
+}  // namespace
+
+int RunBenchModel(const std::vector<std::string>& words) {
+  const Args args(words, {"--json", "--help"});
+  if (args.Has("--help")) {
+    std::printf("%s", kUsage);
+    return 0;
+  }
+  args.RejectUnknown({"-m", "--synthetic", "--attn", "-p", "-n", "-d", "--fill", "--kv",
+                      "--weights", "--batch", "--json", "--help"});
+  const bool json = args.Has("--json");
+  if (args.Has("-m") == args.Has("--synthetic"))
+    throw std::invalid_argument("give exactly one of -m DIR and --synthetic NAME\n" +
+                                std::string(kUsage));
+  const int64_t prompt = args.GetInt("-p", 512), gen = args.GetInt("-n", 16);
+  const int64_t batch = args.GetInt("--batch", 512);
+  const auto depths = args.GetIntList("-d", {0});
+  const std::string fill = args.Get("--fill", "random");
+  const std::string kv_name = args.Get("--kv", "bf16"), w_name = args.Get("--weights", "bf16");
+  if (prompt < 0 || gen < 1 || batch < 1) throw std::invalid_argument("-p >= 0, -n >= 1, --batch >= 1");
+  if (fill != "random" && fill != "prefill") throw std::invalid_argument("--fill: random or prefill");
+  if ((kv_name != "bf16" && kv_name != "f32") || (w_name != "bf16" && w_name != "f32"))
+    throw std::invalid_argument("--kv and --weights take bf16 or f32");
+  for (long long d : depths)
+    if (d < 0) throw std::invalid_argument("-d: depths must be >= 0");
+  const KvType kv_type = kv_name == "bf16" ? KvType::kBF16 : KvType::kF32;
+
+  auto log = [&](const std::string& line) {
+    if (!json) std::fprintf(stderr, "%s\n", line.c_str());
+  };
+  const std::string source = args.Has("-m") ? args.Get("-m", "") : "synthetic " + args.Get("--synthetic", "");
+  log("loading " + source + " ...");
+  const std::unique_ptr<LanguageModel> model =
+      args.Has("-m") ? LoadModel(args.Get("-m", ""))
+                     : LoadSyntheticModel(args.Get("--synthetic", ""),
+                                          w_name == "bf16" ? KvType::kBF16 : KvType::kF32);
+  const ModelConfig& config = model->config();
+  const std::vector<std::string> specs = SplitPlans(args.Get("--attn", "model"));
+  if (specs.empty()) throw std::invalid_argument("--attn: no plan given");
+
+  log("measuring read bandwidth and oneDNN GEMM ...");
+  const double bandwidth = MeasureReadBandwidthGBs();
+  const double gemm = MeasureOneDnnGemmGflops(2048, 2048, 2048);
+  const double weight_bytes = double(model->WeightBytes());
+
+  std::vector<Row> rows;
+  for (const std::string& spec : specs) {
+    const AttentionPlan plan = model->ResolvePlan(spec);
+    for (long long depth : depths) {
+      KvCacheOptions options;
+      options.type = kv_type;
+      options.max_chunk = int32_t(std::max<int64_t>(batch, 1));
+      options.max_context = depth + prompt + gen + 1;
+      std::unique_ptr<Session> session = model->NewSession(plan, options);
+      Row row{spec, depth};
+      log("  " + spec + " depth " + std::to_string(depth) + ": filling ...");
+      std::mt19937 rng(11);
+      std::uniform_int_distribution<int32_t> token(3, int32_t(config.vocab_size - 1));
+      std::vector<float> logits(static_cast<size_t>(config.vocab_size));  // [1, vocab]
+      auto run = [&](int64_t start, int64_t n) {
+        std::vector<int32_t> tokens(static_cast<size_t>(n)), pos(static_cast<size_t>(n));  // [n]
+        for (int64_t i = 0; i < n; ++i) {
+          tokens[size_t(i)] = token(rng);
+          pos[size_t(i)] = int32_t(start + i);
+        }
+        Batch b{tokens.data(), pos.data(), n, /*all_logits=*/false};
+        model->Forward(logits.data(), b, *session);
+      };
+      if (fill == "random")
+        FillRandom(*session, model->kv_shape(), depth, options.max_chunk);
+      else if (depth > 0)
+        run(0, depth);
+      if (prompt > 0) {
+        log("  " + spec + " depth " + std::to_string(depth) + ": prefill ...");
+        TakeLinearStats();
+        EnableLinearStats(true);
+        const auto start = std::chrono::steady_clock::now();
+        run(depth, prompt);
+        row.prefill_tps = double(prompt) / Seconds(start);
+        EnableLinearStats(false);
+        const LinearStats ls = TakeLinearStats();
+        row.linear_gflops = ls.seconds > 0 ? ls.flops / ls.seconds * 1e-9 : 0;
+      }
+      log("  " + spec + " depth " + std::to_string(depth) + ": decode ...");
+      run(depth + prompt, 1);  // warm-up step
+      const auto start = std::chrono::steady_clock::now();
+      for (int64_t i = 0; i < gen; ++i) run(depth + prompt + 1 + i, 1);
+      row.decode_tps = double(gen) / Seconds(start);
+      const double bytes = weight_bytes + KvBytesPerToken(plan, model->kv_shape(),
+                                                          depth + prompt + gen / 2,
+                                                          kv_type == KvType::kBF16 ? 2 : 4);
+      row.decode_roofline_tps = bandwidth * 1e9 / bytes;
+      row.kv_mib = double(session->cache.Bytes()) / (1 << 20);
+      rows.push_back(row);
+    }
+  }
+
+  if (json) {
+    nlohmann::json j;
+    j["model"] = source;
+    j["read_bandwidth_gbs"] = bandwidth;
+    j["gemm_fp32_gflops"] = gemm;
+    j["weight_bytes"] = weight_bytes;
+    j["prompt_tokens"] = prompt;
+    j["decode_tokens"] = gen;
+    j["kv_type"] = kv_name;
+    for (const Row& r : rows)
+      j["rows"].push_back({{"plan", r.plan},
+                           {"depth", r.depth},
+                           {"prefill_tokens_per_s", r.prefill_tps},
+                           {"prefill_matmul_gflops", r.linear_gflops},
+                           {"decode_tokens_per_s", r.decode_tps},
+                           {"decode_roofline_tokens_per_s", r.decode_roofline_tps},
+                           {"decode_fraction_of_roofline", r.decode_tps / r.decode_roofline_tps},
+                           {"kv_mib", r.kv_mib}});
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("%s: %.0f MiB of weights read per token; read bandwidth %.1f GB/s; "
+              "oneDNN fp32 GEMM %.0f GFLOP/s; KV %s\n",
+              source.c_str(), weight_bytes / (1 << 20), bandwidth, gemm, kv_name.c_str());
+  std::printf("%-28s %8s %11s %9s %11s %11s %7s %9s\n", "plan", "depth", "pp tok/s", "mm %GEMM",
+              "tg tok/s", "roofline", "%roof", "KV MiB");
+  for (const Row& r : rows)
+    std::printf("%-28s %8lld %11.1f %8.0f%% %11.2f %11.2f %6.0f%% %9.1f\n", r.plan.c_str(),
+                (long long)r.depth, r.prefill_tps, 100.0 * r.linear_gflops / gemm, r.decode_tps,
+                r.decode_roofline_tps, 100.0 * r.decode_tps / r.decode_roofline_tps, r.kv_mib);
+  std::printf("pp: prefill of %lld tokens; mm %%GEMM: the matrix products' GFLOP/s in it against "
+              "oneDNN's fp32 2048^3 rate; tg: decode of %lld tokens\n",
+              (long long)prompt, (long long)gen);
+  return 0;
+}
+
+}  // namespace swan::cli

@@ -1,0 +1,62 @@
+#include "model/weight_source.h"
+
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+
+#include "util/bf16.h"
+
+namespace swan {
+
+std::vector<float> CheckpointWeights::F32(const std::string& name,
+                                          const std::vector<int64_t>& shape) const {
+  return store_.ReadF32(name, shape);
+}
+
+LinearWeight CheckpointWeights::Linear(const std::string& name, int64_t out, int64_t in) const {
+  const TensorInfo& t = store_.Info(name);
+  if (t.dtype != "BF16") return LinearWeight(store_.ReadF32(name, {out, in}), out, in);
+  if (t.shape != std::vector<int64_t>{out, in})
+    throw std::runtime_error(t.file + ": tensor '" + name + "' has shape " +
+                             ShapeToString(t.shape) + ", expected " + ShapeToString({out, in}));
+  std::vector<uint16_t> bits(static_cast<size_t>(out * in));  // [out, in] bf16
+  std::memcpy(bits.data(), t.data, bits.size() * sizeof(uint16_t));
+  return LinearWeight(std::move(bits), out, in);
+}
+
+namespace {
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Uniform on [-a, a] with a = 0.02 * sqrt(3): standard deviation 0.02.
+void FillUniform(float* out, int64_t n, uint64_t seed) {
+  const float a = 0.02f * 1.7320508f;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t r = SplitMix64(seed ^ (uint64_t(i) * 0xd1342543de82ef95ull));
+    out[i] = (float(r >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f) * a;
+  }
+}
+
+}  // namespace
+
+std::vector<float> RandomWeights::F32(const std::string& name,
+                                      const std::vector<int64_t>& shape) const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<float> out(static_cast<size_t>(n), 1.0f);  // [numel]
+  if (name.find("norm") == std::string::npos)
+    FillUniform(out.data(), n, seed_ ^ std::hash<std::string>{}(name));
+  return out;
+}
+
+LinearWeight RandomWeights::Linear(const std::string& name, int64_t out, int64_t in) const {
+  return LinearWeight(F32(name, {out, in}), out, in, linear_type_);
+}
+
+}  // namespace swan

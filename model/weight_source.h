@@ -1,0 +1,55 @@
+// Where a model's weights come from: a checkpoint directory, or seeded
+// random values in the shapes of a real model (so performance can be
+// measured without downloading weights).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/safetensors.h"
+#include "ops/linear.h"
+
+namespace swan {
+
+class WeightSource {
+ public:
+  virtual ~WeightSource() = default;
+  virtual bool Has(const std::string& name) const = 0;
+  // A norm weight or an embedding table as float32. Throws when it is missing
+  // or its shape differs.
+  virtual std::vector<float> F32(const std::string& name, const std::vector<int64_t>& shape) const = 0;
+  // A linear layer [out, in] in its stored precision: BF16 stays bf16, F32
+  // and F16 become float32.
+  virtual LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const = 0;
+};
+
+// Tensors of a Hugging Face directory (model.safetensors or shards).
+class CheckpointWeights : public WeightSource {
+ public:
+  explicit CheckpointWeights(const std::string& dir) : store_(TensorStore::OpenDirectory(dir)) {}
+  bool Has(const std::string& name) const override { return store_.Has(name); }
+  std::vector<float> F32(const std::string& name, const std::vector<int64_t>& shape) const override;
+  LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const override;
+
+ private:
+  TensorStore store_;
+};
+
+// Every tensor exists: norms are 1, everything else uniform with standard
+// deviation 0.02 from a seeded counter-based generator (fast enough to fill
+// billions of values), linear layers stored as `linear_type`.
+class RandomWeights : public WeightSource {
+ public:
+  RandomWeights(uint64_t seed, KvType linear_type) : seed_(seed), linear_type_(linear_type) {}
+  bool Has(const std::string&) const override { return true; }
+  std::vector<float> F32(const std::string& name, const std::vector<int64_t>& shape) const override;
+  LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const override;
+
+ private:
+  uint64_t seed_;
+  KvType linear_type_;
+};
+
+}  // namespace swan
