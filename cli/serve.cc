@@ -24,7 +24,8 @@ const char kUsage[] =
     "usage: swan serve -m DIR [--attn SPEC] [--host 127.0.0.1] [--port 8080] [--kv-budget MiB]\n"
     "                  [--chat-template FILE] [--parallel N] [--max-waiting N] [--batch B]\n"
     "                  [--checkpoint-interval N] [--ctx N] [--kv f32|bf16] [--threads N]\n"
-    "                  [--seq-threads N] [--name NAME] [--no-prompt-cache] [--verbose]\n"
+    "                  [--seq-threads N] [--name NAME] [--prompt-cache MiB | --no-prompt-cache]\n"
+    "                  [--verbose]\n"
     "  -m DIR                 Hugging Face model directory\n"
     "  --attn SPEC            attention plan (default: the model's own), e.g. swa:256, hybrid:3:1\n"
     "  --host H --port P      where to listen (default 127.0.0.1:8080; port 0 = any free port)\n"
@@ -42,6 +43,8 @@ const char kUsage[] =
     "  --seq-threads N        threads inside one sequence's kernels (default 1: small models;\n"
     "                         0 = every core, for large models); sequences run one per core\n"
     "  --name NAME            model name in responses (default: the directory's name)\n"
+    "  --prompt-cache MiB     most memory finished requests' KV may keep for reuse (default: a\n"
+    "                         quarter of --kv-budget; it always yields to running requests)\n"
     "  --no-prompt-cache      never reuse earlier requests' KV\n"
     "  --verbose              one line per request: reused prompt tokens, finish\n"
     "Endpoints: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health\n";
@@ -63,7 +66,7 @@ int RunServe(const std::vector<std::string>& words) {
   }
   args.RejectUnknown({"-m", "--attn", "--host", "--port", "--kv-budget", "--chat-template", "--parallel",
                       "--max-waiting", "--batch", "--seq-threads", "--checkpoint-interval", "--ctx", "--kv",
-                      "--threads", "--name", "--no-prompt-cache", "--verbose"});
+                      "--threads", "--name", "--no-prompt-cache", "--verbose", "--prompt-cache"});
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
   const std::string dir = args.Get("-m", "");
   const double budget_mib = args.GetDouble("--kv-budget", 1024);
@@ -94,6 +97,10 @@ int RunServe(const std::vector<std::string>& words) {
   engine_options.context_length = args.GetInt("--ctx", 0);
   engine_options.kv_type = KvTypeFromString(args.Get("--kv", "f32"));
   engine_options.prompt_cache = !args.Has("--no-prompt-cache");
+  const double cache_mib = args.GetDouble("--prompt-cache", budget_mib / 4);
+  if (!(cache_mib >= 0)) throw std::invalid_argument("--prompt-cache must be >= 0 (MiB)");
+  engine_options.prompt_cache_bytes = size_t(cache_mib * 1024 * 1024);
+  if (engine_options.prompt_cache_bytes == 0) engine_options.prompt_cache = false;
   engine_options.verbose = args.Has("--verbose");
   engine_options.sequence_threads = int32_t(args.GetInt("--seq-threads", 1));
   if (engine_options.sequence_threads < 0) throw std::invalid_argument("--seq-threads must be >= 0");

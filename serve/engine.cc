@@ -104,6 +104,13 @@ Engine::~Engine() {
   thread_.join();
 }
 
+// The prompt cache gets what running sequences leave of the budget, up to
+// its own cap.
+size_t Engine::PromptCacheLimit() const {
+  const size_t cap = options_.prompt_cache_bytes > 0 ? options_.prompt_cache_bytes : options_.kv_budget_bytes;
+  return std::min(cap, options_.kv_budget_bytes - stats_.kv_reserved_bytes);
+}
+
 size_t Engine::ReservationBytes(int64_t tokens) const {
   size_t total = 0;
   for (const LayerPlan& l : plan_.layers)
@@ -220,7 +227,7 @@ void Engine::Loop() {
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
-      prompt_cache_.EvictTo(options_.kv_budget_bytes - stats_.kv_reserved_bytes);
+      prompt_cache_.EvictTo(PromptCacheLimit());
     }
     for (auto& seq : running_)
       if (seq->stream->cancelled()) Finish(*seq, FinishReason::kCancelled);
@@ -387,7 +394,7 @@ void Engine::Finish(Sequence& s, FinishReason reason, const std::string& error) 
       stats_.prompt_tokens += done.usage.prompt_tokens;
       stats_.prompt_tokens_reused += s.n_reused;
     }
-    prompt_cache_.EvictTo(options_.kv_budget_bytes - stats_.kv_reserved_bytes);
+    prompt_cache_.EvictTo(PromptCacheLimit());
   }
   s.stream->Push(std::move(done));
 }

@@ -44,9 +44,10 @@ struct EngineOptions {
   KvType kv_type = KvType::kF32;
   int64_t context_length = 0;  // 0: the model's max_position_embeddings
   bool prompt_cache = true;
-  int32_t sequence_threads = 1;  // threads one sequence's kernels use; 0 = all
-                                 // (sequences also run side by side, one per core)
-  bool verbose = false;          // one line per request on stderr
+  size_t prompt_cache_bytes = 0;  // cap of the prompt cache; 0 = the whole budget
+  int32_t sequence_threads = 1;   // threads one sequence's kernels use; 0 = all
+                                  // (sequences also run side by side, one per core)
+  bool verbose = false;           // one line per request on stderr
 };
 
 struct GenerationRequest {
@@ -139,6 +140,7 @@ class Engine {
   void Emit(Sequence& seq);
   void Finish(Sequence& seq, FinishReason reason, const std::string& error = {});
   void TakeCheckpoint(Sequence& seq);
+  size_t PromptCacheLimit() const;  // with mu_ held
 
   const LanguageModel& model_;
   const Tokenizer& tokenizer_;

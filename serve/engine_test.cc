@@ -201,6 +201,26 @@ TEST_F(EngineTest, CancelFreesTheSequence) {
   EXPECT_EQ(stats.kv_bytes, 0u);
 }
 
+TEST_F(EngineTest, PromptCacheStaysUnderItsCap) {
+  EngineOptions options;
+  options.attn = "hybrid:3:1,window:16";
+  options.checkpoint_interval = 16;
+  options.prompt_cache_bytes = 200 * 1024;  // room for about three of the five
+  Engine engine(*model_, *tokenizer_, options);
+  for (const char* text :
+       {"Once upon a time", "The cat sat", "A big red ball", "Lily and Tom", "The sun was hot"})
+    Collect(engine.Submit(Greedy(tokenizer_->Encode(text), 40)));
+  EngineStats stats;
+  for (int i = 0; i < 500; ++i) {
+    stats = engine.Stats();
+    if (stats.running == 0 && stats.requests_done == 5) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_GT(stats.prompt_cache_entries, 0);
+  EXPECT_LT(stats.prompt_cache_entries, 5);
+  EXPECT_LE(stats.prompt_cache_bytes, options.prompt_cache_bytes);
+}
+
 TEST_F(EngineTest, RefusesRequestsThatCanNeverRun) {
   Engine engine(*model_, *tokenizer_, EngineOptions{});
   EXPECT_THROW(engine.Submit(Greedy({}, 4)), std::invalid_argument);
