@@ -152,8 +152,8 @@ void CheckModelGradient(const std::string& spec, bool tied) {
   EXPECT_NEAR(loss, ReferenceLoss(model, params, tokens, targets, batch, seq), 1e-5);
   double worst = 0;
   for (const ParamTensor& t : model.tensors()) {
-    // Differences on up to 40 entries of each tensor, spread over it.
-    const int64_t stride = std::max<int64_t>(1, t.numel / 40);
+    // Differences on about 20 entries of each tensor, spread over it.
+    const int64_t stride = std::max<int64_t>(1, t.numel / 20);
     std::vector<float> analytic;
     std::vector<double> numeric;
     for (int64_t i = 0; i < t.numel; i += stride) {
