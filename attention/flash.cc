@@ -207,7 +207,12 @@ static void RunFlash(const AttentionArgs& args, const DualOutput& out, bool dual
   if (args.n_q == 0) return;
   FlashPlan plan(args, out, dual);
   const int64_t n_tasks = plan.n_tasks();
-#pragma omp parallel for schedule(dynamic, 1)
+  // Threads only pay off past a few hundred thousand multiply-adds; below
+  // that (a tiny model's decode step) waking them costs more than the work.
+  const bool threaded = n_tasks > 1 && double(args.n_q) * double(args.kv.n_rows) *
+                                               args.shape.n_heads * args.shape.head_dim >
+                                           double(1 << 18);
+#pragma omp parallel for schedule(dynamic, 1) if (threaded)
   for (int64_t task = 0; task < n_tasks; ++task) HWY_DYNAMIC_DISPATCH(RunFlashTask)(plan, task);
   plan.Finish();
 }

@@ -269,7 +269,7 @@ void AttendBackward(const AttentionArgs& args, const AttentionSaved& saved,
 
   const int64_t n_rows_q = args.n_q * s.n_heads, d = s.head_dim;
   plan.D.resize(size_t(n_rows_q));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n_rows_q * d > 65536)
   for (int64_t row = 0; row < n_rows_q; ++row) {
     double dot = 0;
     for (int64_t c = 0; c < d; ++c) dot += double(saved.d_out[row * d + c]) * saved.out[row * d + c];
@@ -282,11 +282,13 @@ void AttendBackward(const AttentionArgs& args, const AttentionSaved& saved,
     }
   }
 
+  // As in the forward: no threads for a tiny problem.
+  const bool threaded = double(args.n_q) * double(args.kv.n_rows) * s.n_heads * d > double(1 << 18);
   const int64_t key_tasks = int64_t(plan.blocks.size()) * s.n_kv_heads;
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (threaded)
   for (int64_t task = 0; task < key_tasks; ++task) HWY_DYNAMIC_DISPATCH(BackwardKeyBlock)(plan, task);
   const int64_t query_tasks = int64_t(plan.tiles.size()) * s.n_kv_heads;
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (threaded)
   for (int64_t task = 0; task < query_tasks; ++task) HWY_DYNAMIC_DISPATCH(BackwardQueryTile)(plan, task);
 }
 

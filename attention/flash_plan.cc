@@ -109,7 +109,7 @@ void FlashPlan::Finish() {
   const int64_t n_rows = args->n_q * args->shape.n_heads;
   const int64_t d = args->shape.head_dim;
   const int n_states = dual ? 2 : 1;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n_rows * d > 65536)
   for (int64_t row = 0; row < n_rows; ++row) {
     const int64_t query = row / args->shape.n_heads, head = row % args->shape.n_heads;
     for (int state = 0; state < n_states; ++state) {
