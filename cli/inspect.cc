@@ -63,15 +63,17 @@ int RunInspect(const std::vector<std::string>& words) {
   std::printf("plan        %s\n\n", plan.spec.c_str());
 
   const KvShape shape{c.n_kv_heads, c.head_dim};
-  std::printf("layer  kind    span                    positions             KV @ %lld tokens\n", (long long)ctx);
+  std::printf("layer  kind    span                    positions                 KV @ %lld tokens\n", (long long)ctx);
   size_t total = 0, total_full = 0;
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     const LayerPlan& l = plan.layers[i];
     const size_t bytes = LayerKvBytesAt(l.span, shape, kv, ctx);
     total += bytes;
     total_full += LayerKvBytesAt(Span{}, shape, kv, ctx);
-    std::printf("%5zu  %-6s  %-22s  %-20s  %s\n", i, l.kind == LayerKind::kFull ? "full" : "window",
-                l.span.ToString().c_str(), l.rope.ToString().c_str(), Bytes(double(bytes)).c_str());
+    std::printf("%5zu  %-6s  %-22s  %-24s  %s\n", i, l.kind == LayerKind::kFull ? "full" : "window",
+                l.span.ToString().c_str(),
+                (l.rope.ToString() + (l.position_mode == PositionMode::kCache ? ", cache pos" : "")).c_str(),
+                Bytes(double(bytes)).c_str());
   }
   std::printf("\nKV cache at %lld tokens (%s): %s; full attention on every layer: %s (%.1f%%)\n",
               (long long)ctx, kv.type == KvType::kF32 ? "f32" : "bf16", Bytes(double(total)).c_str(),
