@@ -79,7 +79,8 @@ Tokenizer* EngineTest::tokenizer_ = nullptr;
 
 TEST_F(EngineTest, MultiTurnProcessesOnlyNewTokensAndMatchesFreshLogits) {
   const int32_t interval = 16;
-  for (const char* spec : {"hybrid:3:1,window:16", "swa:16", "swa:16,sinks:2", "full"}) {
+  for (const char* spec :
+       {"hybrid:3:1,window:16", "swa:16", "swa:16,sinks:2", "swa:16,sinks:2,pos:cache", "full"}) {
     SCOPED_TRACE(spec);
     EngineOptions options;
     options.attn = spec;

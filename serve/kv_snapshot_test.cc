@@ -61,7 +61,8 @@ std::vector<int32_t> Snapshot::tokens_;
 TEST_F(Snapshot, RestoreAndContinueEqualsNeverLeaving) {
   const int64_t n = int64_t(tokens_.size()), cut = 37;
   ASSERT_GT(n, cut + 10);
-  for (const char* spec : {"swa:16", "hybrid:3:1,window:16", "swa:8,sinks:4", "full"}) {
+  for (const char* spec :
+       {"swa:16", "hybrid:3:1,window:16", "swa:8,sinks:4", "swa:8,sinks:4,pos:cache", "full"}) {
     for (KvType type : {KvType::kF32, KvType::kBF16}) {
       SCOPED_TRACE(std::string(spec) + (type == KvType::kF32 ? " f32" : " bf16"));
       KvCacheOptions options;
