@@ -145,10 +145,11 @@ int RunTrain(const std::vector<std::string>& words) {
 
   std::signal(SIGINT, OnSigint);
   const TrainResult r = Train(o);
-  std::printf("%s at step %lld: loss %.6f%s | %.0f tokens/s | matmuls %.1f GFLOP/s, %.0f%% of the time\n",
+  std::printf("%s at step %lld: loss %.6f%s | %.0f tokens/s | matmuls %.1f GFLOP/s, %.0f%% of the "
+              "time; attention %.0f%%\n",
               r.interrupted ? "stopped" : "done", (long long)r.steps_done, r.last_loss,
               r.last_val_loss >= 0 ? (" | val " + std::to_string(r.last_val_loss)).c_str() : "",
-              r.tokens_per_s, r.gemm_gflops, 100 * r.gemm_share);
+              r.tokens_per_s, r.gemm_gflops, 100 * r.gemm_share, 100 * r.attention_share);
   if (args.Has("--gemm-report")) {
     const double peak = MeasureOneDnnGemmGflops(1024, 1024, 1024);
     std::printf("oneDNN fp32 GEMM 1024^3 on this machine: %.1f GFLOP/s; the run's matmuls reached %.0f%%\n",

@@ -1,5 +1,7 @@
 #include "train/layers.h"
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -173,10 +175,30 @@ AttentionArgs SequenceArgs(const float* q, const float* k, const float* v,
   return args;
 }
 
+std::atomic<int64_t> attention_ns{0};
+
+// Adds the time from construction to destruction to attention_ns.
+class AttentionTimer {
+ public:
+  AttentionTimer() : start_(std::chrono::steady_clock::now()) {}
+  ~AttentionTimer() {
+    attention_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now() - start_)
+                        .count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
 }  // namespace
+
+double AttentionSeconds() { return double(attention_ns.load()) * 1e-9; }
+void ResetAttentionSeconds() { attention_ns = 0; }
 
 void AttentionForward(float* out, float* lse, const float* q, const float* k, const float* v,
                       const SequenceAttention& a) {
+  const AttentionTimer timer;
   const int64_t q_row = int64_t(a.shape.n_heads) * a.shape.head_dim;
   for (int64_t b = 0; b < a.batch; ++b)
     Attend(SequenceArgs(q, k, v, a, b), out + b * a.seq * q_row, lse + b * a.seq * a.shape.n_heads);
@@ -185,6 +207,7 @@ void AttentionForward(float* out, float* lse, const float* q, const float* k, co
 void AttentionBackward(float* dq, float* dk, float* dv, const float* d_out, const float* out,
                        const float* lse, const float* q, const float* k, const float* v,
                        const SequenceAttention& a) {
+  const AttentionTimer timer;
   const int64_t q_row = int64_t(a.shape.n_heads) * a.shape.head_dim;
   const int64_t kv_row = int64_t(a.shape.n_kv_heads) * a.shape.head_dim;
   for (int64_t b = 0; b < a.batch; ++b) {

@@ -91,6 +91,11 @@ void AttentionBackward(float* dq, float* dk, float* dv, const float* d_out, cons
                        const float* lse, const float* q, const float* k, const float* v,
                        const SequenceAttention& a);
 
+// Seconds spent in AttentionForward and AttentionBackward since the last
+// reset, for a run's time breakdown.
+double AttentionSeconds();
+void ResetAttentionSeconds();
+
 // --- softmax cross-entropy over the vocabulary -----------------------------------
 // losses[t] = logsumexp(logits[t]) - logits[t][targets[t]]; a target < 0
 // is ignored (loss 0). Returns the mean over the counted tokens.

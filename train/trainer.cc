@@ -16,6 +16,7 @@
 #include "train/data.h"
 #include "train/gemm.h"
 #include "train/hf_io.h"
+#include "train/layers.h"
 #include "train/model.h"
 #include "train/run_log.h"
 
@@ -184,6 +185,7 @@ TrainResult Train(const TrainOptions& o) {
   TrainResult result;
   result.steps_done = start_step;
   ResetGemmCounters();
+  ResetAttentionSeconds();
   const auto run_start = Clock::now();
   double train_seconds = 0;
   int64_t last_saved = start_step;
@@ -257,7 +259,9 @@ TrainResult Train(const TrainOptions& o) {
   const GemmCounters g = GetGemmCounters();
   result.tokens_per_s = train_seconds > 0 ? double((result.steps_done - start_step) * o.accum * N) / train_seconds : 0;
   result.gemm_gflops = g.seconds > 0 ? g.flops / g.seconds * 1e-9 : 0;
-  result.gemm_share = train_seconds > 0 ? g.seconds / Since(run_start) : 0;
+  const double run_seconds = Since(run_start);
+  result.gemm_share = run_seconds > 0 ? g.seconds / run_seconds : 0;
+  result.attention_share = run_seconds > 0 ? AttentionSeconds() / run_seconds : 0;
   result.export_dir = (fs::path(o.run_dir) / "model").string();
   ExportHfDirectory(result.export_dir, model, export_options);
   return result;

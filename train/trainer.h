@@ -55,7 +55,8 @@ struct TrainResult {
   bool interrupted = false;      // stopped by SIGINT or the time limit
   double tokens_per_s = 0;
   double gemm_gflops = 0;        // rate of the matrix products during the run
-  double gemm_share = 0;         // fraction of the step time spent in them
+  double gemm_share = 0;         // fraction of the run's time spent in them
+  double attention_share = 0;    // ... and in attention (forward and backward)
   std::string export_dir;
 };
 
