@@ -10,8 +10,10 @@
 
 namespace swan::cli {
 int RunBench(const std::vector<std::string>& args);
+int RunCompare(const std::vector<std::string>& args);
 int RunGenerate(const std::vector<std::string>& args);
 int RunInspect(const std::vector<std::string>& args);
+int RunPerplexity(const std::vector<std::string>& args);
 int RunServe(const std::vector<std::string>& args);
 int RunTokenize(const std::vector<std::string>& args);
 int RunTokenizer(const std::vector<std::string>& args);
@@ -24,9 +26,13 @@ using swan::cli::Command;
 
 const Command kCommands[] = {
     {"bench", "measure kernels and models (`swan bench attention`)", swan::cli::RunBench},
+    {"compare", "what each attention plan costs and loses: one table, JSON, HTML report",
+     swan::cli::RunCompare},
     {"generate", "continue a prompt with a model under an attention plan", swan::cli::RunGenerate},
     {"inspect", "a model's attention plan per layer and its KV cache size", swan::cli::RunInspect},
     {"serve", "OpenAI-compatible HTTP server with batching and prompt caching", swan::cli::RunServe},
+    {"perplexity", "perplexity of a long text, with the loss by position in the window",
+     swan::cli::RunPerplexity},
     {"tokenize", "text to token ids and back; corpora to token files", swan::cli::RunTokenize},
     {"tokenizer", "train a byte-level BPE tokenizer (`swan tokenizer train`)",
      swan::cli::RunTokenizer},

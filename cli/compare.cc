@@ -1,0 +1,245 @@
+// `swan compare`: one table of what each attention plan costs and loses,
+// from the task suite in eval/ and a small benchmark, with JSON, SVG and
+// HTML output.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "cli/input_files.h"
+#include "eval/report.h"
+#include "eval/sample_text.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace swan::cli {
+namespace {
+
+const char kUsage[] =
+    "usage: swan compare -m DIR [--attn 'PLAN;PLAN;...'] [--window W] [-f TEXT] [--filler FILE]\n"
+    "                    [-c CTX] [--lengths L,..] [--depths D,..] [--distances D,..] [--samples N]\n"
+    "                    [--seed S] [--limit N] [--bench-depths D,..] [--batch N] [--kv f32|bf16]\n"
+    "                    [--json] [--html FILE] [--svg DIR] [--quiet]\n"
+    "Runs the task suite and a small benchmark under each attention plan and prints one table:\n"
+    "perplexity inside and beyond the window, bits per byte, passkey and needle-in-a-haystack\n"
+    "accuracy with the needle inside and outside the window, associative recall by distance,\n"
+    "prefill and decode tokens/s and KV cache MiB at several depths.\n"
+    "  -m DIR            Hugging Face model directory\n"
+    "  --attn LIST       plans separated by ';' (plan specs contain commas), quoted for the shell:\n"
+    "                    default 'full;swa:W;swa:W,sinks:4;hybrid:3:1'\n"
+    "  --window W        window of the default plans, and of any hybrid plan given without\n"
+    "                    window:W (default CTX/8)\n"
+    "  -f TEXT           text file for perplexity (default: text sampled from the model itself\n"
+    "                    under full attention, seeded; see --text-tokens)\n"
+    "  --text-tokens N   length of the sampled text (default 8 * CTX)\n"
+    "  --filler FILE     haystack sentences from a text file (default: RULER's noise sentences)\n"
+    "  -c CTX            longest prompt and perplexity window (default max_position_embeddings)\n"
+    "  --lengths LIST    prompt lengths of the retrieval grid (default CTX/4, CTX/2, 3CTX/4, CTX)\n"
+    "  --depths LIST     needle depths in percent (default 0,25,50,75,100)\n"
+    "  --distances LIST  recall distances in tokens (default W/4, W/2, 3W/4, W, 3W/2, 2W, 4W up to CTX)\n"
+    "  --samples N       items per grid cell and per distance (default 3)\n"
+    "  --seed S          seed of every generated item and text (default 1)\n"
+    "  --limit N         at most N items per task and 2 perplexity windows: a quick run\n"
+    "  --bench-depths L  prompt lengths the speed and KV figures are measured at (default CTX/4,CTX)\n"
+    "  --batch N         prefill chunk (default 128; window rings hold W-1+N slots)\n"
+    "  --kv TYPE         KV cache storage, f32 (default) or bf16\n"
+    "  --json            print the report as JSON instead of the table\n"
+    "  --html FILE       write a self-contained HTML report (table and pictures)\n"
+    "  --svg DIR         write the pictures as SVG files into DIR\n"
+    "  --quiet           no progress on stderr\n"
+    "Tasks: passkey retrieval (Landmark-attention format), NIAH single needle, multi-key,\n"
+    "multi-value and multi-query (RULER), multi-query associative recall; each answer is scored\n"
+    "by exact match under greedy decoding, computed by teacher forcing in one forward pass.\n";
+
+std::vector<std::string> SplitPlans(const std::string& list) {
+  std::vector<std::string> plans;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(';', start);
+    if (end == std::string::npos) end = list.size();
+    std::string p = list.substr(start, end - start);
+    p.erase(0, p.find_first_not_of(" \t"));
+    p.erase(p.find_last_not_of(" \t") + 1);
+    if (!p.empty()) plans.push_back(p);
+    start = end + 1;
+  }
+  if (plans.empty()) throw std::invalid_argument("--attn: no plan given");
+  return plans;
+}
+
+int32_t SmallestWindow(const AttentionPlan& plan) {
+  int32_t w = 0;
+  for (const LayerPlan& l : plan.layers)
+    if (l.kind == LayerKind::kWindow && l.span.window > 0 && (w == 0 || l.span.window < w)) w = l.span.window;
+  return w;
+}
+
+std::vector<int64_t> Positive(const Args& args, const std::string& name, std::vector<long long> fallback) {
+  std::vector<int64_t> out;
+  for (long long v : args.GetIntList(name, fallback)) {
+    if (v <= 0) throw std::invalid_argument(name + ": values must be positive");
+    out.push_back(v);
+  }
+  return out;
+}
+
+void WriteText(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+}  // namespace
+
+int RunCompare(const std::vector<std::string>& words) {
+  const Args args(words, {"--json", "--quiet", "--help", "-h"});
+  if (args.Has("--help") || args.Has("-h")) {
+    std::printf("%s", kUsage);
+    return 0;
+  }
+  args.RejectUnknown({"-m", "--attn", "--window", "-f", "--text-tokens", "--filler", "-c", "--lengths", "--depths",
+                      "--distances", "--samples", "--seed", "--limit", "--bench-depths", "--batch", "--kv", "--json",
+                      "--html", "--svg", "--quiet"});
+  if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
+  const std::string dir = args.Get("-m", "");
+  const bool quiet = args.Has("--quiet");
+  auto log = [quiet](const std::string& s) {
+    if (!quiet) std::fprintf(stderr, "\r%-100s", s.c_str()), std::fflush(stderr);
+  };
+
+  std::unique_ptr<LanguageModel> model = LoadModel(dir);
+  const Tokenizer tokenizer = Tokenizer::Load(dir);
+  const ModelConfig& config = model->config();
+  CompareReport report;
+  report.model = dir;
+  report.context = int32_t(args.GetInt("-c", config.max_position_embeddings > 0 ? config.max_position_embeddings : 4096));
+  const int32_t ctx = report.context;
+  if (ctx < 16) throw std::invalid_argument("-c must be at least 16");
+  const int32_t window = int32_t(args.GetInt("--window", std::max(1, ctx / 8)));
+  if (window <= 0) throw std::invalid_argument("--window must be positive");
+  const std::string w = std::to_string(window);
+  std::vector<std::string> specs =
+      SplitPlans(args.Get("--attn", "full;swa:" + w + ";swa:" + w + ",sinks:4;hybrid:3:1"));
+  for (std::string& s : specs)
+    if (s.rfind("hybrid", 0) == 0 && s.find("window:") == std::string::npos) s += ",window:" + w;
+  std::vector<AttentionPlan> plans;
+  for (const std::string& s : specs) plans.push_back(model->ResolvePlan(s));  // errors before any work
+
+  KvCacheOptions kv;
+  kv.max_chunk = int32_t(args.GetInt("--batch", 128));
+  if (kv.max_chunk <= 0) throw std::invalid_argument("--batch must be positive");
+  kv.type = KvTypeFromString(args.Get("--kv", "f32"));
+  const int64_t limit = args.GetInt("--limit", 0);
+  const int32_t bos = tokenizer.bos_id() >= 0 ? tokenizer.bos_id() : config.bos_token_id;
+
+  // The suite, made once for every plan.
+  SuiteOptions& suite = report.suite;
+  suite.lengths = Positive(args, "--lengths", {ctx / 4, ctx / 2, ctx * 3 / 4, ctx});
+  for (long long d : args.GetIntList("--depths", {0, 25, 50, 75, 100})) {
+    if (d < 0 || d > 100) throw std::invalid_argument("--depths: percentages from 0 to 100");
+    suite.depths.push_back(double(d) / 100.0);
+  }
+  std::vector<long long> default_distances;
+  for (long long d : {window / 4, window / 2, window * 3 / 4, window, window * 3 / 2, window * 2, window * 4})
+    if (d >= 1 && d <= ctx - 80 && (default_distances.empty() || d > default_distances.back()))
+      default_distances.push_back(d);
+  suite.distances = Positive(args, "--distances", default_distances);
+  suite.samples = int32_t(args.GetInt("--samples", 3));
+  if (suite.samples <= 0) throw std::invalid_argument("--samples must be positive");
+  suite.seed = uint64_t(args.GetInt("--seed", 1));
+  suite.limit = limit;
+  for (int64_t l : suite.lengths)
+    if (l > ctx) throw std::invalid_argument("--lengths: " + std::to_string(l) + " is longer than the context " + std::to_string(ctx));
+
+  const PieceEncoder encoder(tokenizer);
+  const Filler filler = args.Has("--filler") ? TextFiller(encoder, ReadWholeFile(args.Get("--filler", "")))
+                                             : NoiseFiller(encoder);
+  report.filler_source = args.Has("--filler") ? args.Get("--filler", "") : "noise sentences (RULER)";
+  const TaskContext task_context{&encoder, &filler, bos};
+  log("[compare] making the task items ...");
+  const std::vector<TaskItem> items = MakeSuiteItems(task_context, suite);
+
+  std::vector<int32_t> text;
+  if (args.Has("-f")) {
+    EncodeOptions plain;
+    plain.add_special_tokens = false;
+    plain.parse_special = false;
+    text = tokenizer.Encode(ReadWholeFile(args.Get("-f", "")), plain);
+    report.text_source = args.Get("-f", "");
+  } else {
+    SampleTextOptions so;
+    so.tokens = args.GetInt("--text-tokens", limit > 0 ? 2 * ctx : 8 * ctx);
+    so.context = ctx;
+    so.bos_id = bos;
+    so.seed = suite.seed;
+    log("[compare] sampling " + std::to_string(so.tokens) + " tokens of text from the model ...");
+    text = SampleText(*model, so);
+    report.text_source = std::to_string(text.size()) + " tokens sampled from the model (full attention, T=1, seed " +
+                         std::to_string(suite.seed) + ")";
+  }
+
+  CostOptions cost;
+  cost.depths = Positive(args, "--bench-depths", {ctx / 4, ctx});
+  cost.kv = kv;
+
+  for (size_t i = 0; i < plans.size(); ++i) {
+    PlanReport p;
+    p.spec = specs[i];
+    p.window = SmallestWindow(plans[i]);
+    if (p.window > 0 && (report.window == 0 || p.window < report.window)) report.window = p.window;
+    const std::string head = "[compare] plan " + std::to_string(i + 1) + "/" + std::to_string(plans.size()) + " " +
+                             specs[i] + ": ";
+    const auto start = std::chrono::steady_clock::now();
+    PerplexityOptions po;
+    po.context = ctx;
+    po.bos_id = bos;
+    po.kv = kv;
+    po.bucket_width = std::max(1, std::min(ctx / 32, window / 4));
+    if (limit > 0) po.max_windows = 2;
+    po.progress = [&](const PerplexityProgress& pr) {
+      log(head + "perplexity window " + std::to_string(pr.windows_done) + "/" + std::to_string(pr.windows_total));
+    };
+    p.perplexity = EvaluatePerplexity(*model, plans[i], text, po);
+    const std::span<const int32_t> scored(text.data() + p.perplexity.text_begin,
+                                          size_t(p.perplexity.text_end - p.perplexity.text_begin));
+    const size_t bytes = tokenizer.DecodeRaw(scored).size();
+    p.bits_per_byte = bytes ? p.perplexity.nll_sum / std::log(2.0) / double(bytes) : 0.0;
+    p.answers = ScoreSuite(*model, plans[i], items, kv, [&](size_t done, size_t total) {
+      if (done % 8 == 0 || done == total)
+        log(head + "tasks " + std::to_string(done) + "/" + std::to_string(total));
+    });
+    log(head + "benchmark ...");
+    p.cost = MeasureCost(*model, plans[i], cost);
+    p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    report.plans.push_back(std::move(p));
+  }
+  if (!quiet) std::fprintf(stderr, "\r%-100s\r", "");
+
+  if (args.Has("--svg")) {
+    const std::filesystem::path out = args.Get("--svg", "");
+    std::filesystem::create_directories(out);
+    WriteText(out / "perplexity_by_position.svg", PerplexityByPositionSvg(report));
+    WriteText(out / "recall_by_distance.svg", RecallByDistanceSvg(report));
+    for (size_t i = 0; i < report.plans.size(); ++i)
+      WriteText(out / ("retrieval_grid_" + std::to_string(i + 1) + ".svg"), NiahHeatmapSvg(report, report.plans[i]));
+  }
+  if (args.Has("--html")) WriteText(args.Get("--html", ""), ReportHtml(report));
+  if (args.Has("--json")) {
+    std::printf("%s\n", ReportJson(report).dump(2).c_str());
+    return 0;
+  }
+  std::printf("model %s, context %d, %zu task items per plan, window split at %d\n", dir.c_str(), ctx, items.size(),
+              report.window);
+  std::printf("perplexity text: %s\n\n%s", report.text_source.c_str(), ReportTable(report).c_str());
+  std::printf("\naccuracy: exact match under greedy decoding (answers counted in parentheses); loss: mean nats per\n"
+              "answer token. 'needle < W back': the needle is fewer than W tokens before the answer.\n");
+  return 0;
+}
+
+}  // namespace swan::cli

@@ -1,0 +1,54 @@
+#include "eval/cost.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <stdexcept>
+
+#include "model/sampler.h"
+
+namespace swan {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+std::vector<CostPoint> MeasureCost(const LanguageModel& model, const AttentionPlan& plan, const CostOptions& options) {
+  const int64_t vocab = model.config().vocab_size;
+  std::vector<CostPoint> points;
+  for (int64_t depth : options.depths) {
+    if (depth < 1) throw std::invalid_argument("cost: depths must be positive");
+    std::mt19937_64 rng(options.seed);
+    std::vector<int32_t> tokens(static_cast<size_t>(depth));  // [depth] random ids
+    for (int32_t& t : tokens) t = int32_t(rng() % uint64_t(vocab));
+    std::vector<int32_t> pos(static_cast<size_t>(depth));  // [depth]
+    for (int64_t i = 0; i < depth; ++i) pos[size_t(i)] = int32_t(i);
+    std::vector<float> logits(static_cast<size_t>(vocab));  // [vocab] of the last token
+    CostPoint point;
+    point.depth = depth;
+    double best_prefill = 1e30, best_decode = 1e30;
+    for (int32_t r = 0; r < std::max(1, options.repeats); ++r) {
+      auto session = model.NewSession(plan, options.kv);
+      auto t0 = std::chrono::steady_clock::now();
+      model.Forward(logits.data(), Batch{tokens.data(), pos.data(), depth, false}, *session);
+      best_prefill = std::min(best_prefill, SecondsSince(t0));
+      t0 = std::chrono::steady_clock::now();
+      for (int32_t i = 0; i < options.decode_tokens; ++i) {
+        const int32_t next = Argmax(logits.data(), vocab);
+        const int32_t p = int32_t(depth + i);
+        model.Forward(logits.data(), Batch{&next, &p, 1, false}, *session);
+      }
+      best_decode = std::min(best_decode, SecondsSince(t0));
+      point.kv_bytes = double(session->cache.Bytes());
+    }
+    point.prefill_tokens_per_s = double(depth) / std::max(best_prefill, 1e-9);
+    point.decode_tokens_per_s = double(options.decode_tokens) / std::max(best_decode, 1e-9);
+    points.push_back(point);
+  }
+  return points;
+}
+
+}  // namespace swan

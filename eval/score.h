@@ -1,0 +1,23 @@
+// Scoring a task item by teacher forcing: one forward pass over the prompt
+// and its expected answers (eval/tasks.h).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "eval/tasks.h"
+#include "model/model.h"
+
+namespace swan {
+
+struct AnswerScore {
+  bool correct = false;  // every answer token was the top choice (greedy would say it)
+  double nll = 0;        // nats summed over the answer tokens
+  int64_t tokens = 0;
+};
+
+// One score per item.answers, in order. kv.max_chunk is the prefill chunk.
+std::vector<AnswerScore> ScoreItem(const LanguageModel& model, const AttentionPlan& plan, const TaskItem& item,
+                                   const KvCacheOptions& kv);
+
+}  // namespace swan
