@@ -61,7 +61,7 @@ if [ ! -f "$OUT/data/stdlib.bin" ]; then
     < "$OUT/corpus/files.txt"
 fi
 if [ ! -f "$OUT/data/synthetic.bin" ]; then
-  "$SWAN" train synth --out "$OUT/synthetic" --docs 800 --chars 4800 --kinds passkey,kv,code
+  "$SWAN" train synth --out "$OUT/synthetic" --docs 800 --chars 4400 --kinds passkey,kv,code
   "$SWAN" tokenize -t "$OUT/tokenizer" --out "$OUT/data/synthetic.bin" --holdout 0 --ext .txt \
     "$OUT/synthetic" > /dev/null
 fi
