@@ -11,6 +11,7 @@
 
 #include "attention/attention.h"
 #include "attention/backward.h"
+#include "attention/seeded_test.h"
 #include "attention/test_problem.h"
 
 namespace swan {
@@ -20,16 +21,7 @@ using testing::MakePrefill;
 using testing::Problem;
 using testing::RelativeError;
 
-class BackwardTest : public ::testing::Test {
- protected:
-  void TearDown() override {
-    if (HasFailure()) std::printf("random seed of this test: %u\n", seed_);
-  }
-  const unsigned seed_ = std::getenv("SWAN_TEST_SEED")
-                             ? unsigned(std::strtoul(std::getenv("SWAN_TEST_SEED"), nullptr, 10))
-                             : std::random_device()();
-  std::mt19937 rng{seed_};
-};
+using BackwardTest = testing::SeededTest;
 
 // loss = sum(out * w) of attention computed in float64 from double inputs.
 double Loss(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attention/attention.h"
+#include "attention/seeded_test.h"
 #include "attention/test_problem.h"
 
 namespace swan {
@@ -20,18 +21,7 @@ using testing::MakePrefill;
 using testing::Problem;
 using testing::RelativeError;
 
-// Each test draws a fresh seed and prints it when it fails, so a failure
-// can be replayed with SWAN_TEST_SEED=<seed>.
-class AttendTest : public ::testing::Test {
- protected:
-  void TearDown() override {
-    if (HasFailure()) std::printf("random seed of this test: %u\n", seed_);
-  }
-  const unsigned seed_ = std::getenv("SWAN_TEST_SEED")
-                             ? unsigned(std::strtoul(std::getenv("SWAN_TEST_SEED"), nullptr, 10))
-                             : std::random_device()();
-  std::mt19937 rng{seed_};
-};
+using AttendTest = testing::SeededTest;
 
 // Runs `body` once on every SIMD target Highway compiled that this CPU
 // supports (AVX-512, AVX2, SSE4, ...), so each dispatch path is checked.

@@ -80,4 +80,25 @@ void Args::RejectUnknown(const std::set<std::string>& known) const {
     if (!known.count(name)) throw std::invalid_argument("unknown flag " + name + " (see --help)");
 }
 
+std::vector<std::string> SplitList(const std::string& list, char sep) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(sep, start);
+    if (end == std::string::npos) end = list.size();
+    std::string item = list.substr(start, end - start);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) items.push_back(item);
+    start = end + 1;
+  }
+  return items;
+}
+
+std::vector<std::string> SplitPlanList(const std::string& list) {
+  std::vector<std::string> plans = SplitList(list, ';');
+  if (plans.empty()) throw std::invalid_argument("--attn: no plan given");
+  return plans;
+}
+
 }  // namespace swan::cli

@@ -31,4 +31,11 @@ class Args {
   std::vector<std::string> positional_;
 };
 
+// The non-empty items of `list` separated by `sep`, blanks trimmed.
+std::vector<std::string> SplitList(const std::string& list, char sep);
+
+// Attention plans given as one argument: specs contain commas, so plans are
+// separated by ';' ("full;swa:64,sinks:4;hybrid:3:1"). Throws when empty.
+std::vector<std::string> SplitPlanList(const std::string& list);
+
 }  // namespace swan::cli

@@ -104,17 +104,11 @@ int RunBenchAttention(const std::vector<std::string>& words) {
     std::printf("oneDNN fp32 GEMM 2048^3: %.1f GFLOP/s at the start\n\n", gemm);
 
   std::vector<Span> plans;
-  {
-    const std::string list = args.Get("--plans", "full,swa,sinks") + ",";
-    size_t start = 0;
-    for (size_t comma = list.find(','); comma != std::string::npos;
-         start = comma + 1, comma = list.find(',', start)) {
-      const std::string name = list.substr(start, comma - start);
-      if (name == "full") plans.push_back(Span{});
-      else if (name == "swa") plans.push_back(Span{window, 0});
-      else if (name == "sinks") plans.push_back(Span{window, sinks});
-      else throw std::invalid_argument("--plans: unknown plan '" + name + "' (full, swa, sinks)");
-    }
+  for (const std::string& name : SplitList(args.Get("--plans", "full,swa,sinks"), ',')) {
+    if (name == "full") plans.push_back(Span{});
+    else if (name == "swa") plans.push_back(Span{window, 0});
+    else if (name == "sinks") plans.push_back(Span{window, sinks});
+    else throw std::invalid_argument("--plans: unknown plan '" + name + "' (full, swa, sinks)");
   }
   std::vector<PrefillRow> rows;
   double peak_full_mib = 0;

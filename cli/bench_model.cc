@@ -41,18 +41,6 @@ const char kUsage[] =
     "attends to; roofline tok/s = read bandwidth / those bytes. (A model whose weights\n"
     "fit in the CPU caches can beat this DRAM roofline.)\n";
 
-std::vector<std::string> SplitPlans(const std::string& list) {
-  std::vector<std::string> plans;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t end = list.find(';', start);
-    if (end == std::string::npos) end = list.size();
-    if (end > start) plans.push_back(list.substr(start, end - start));
-    start = end + 1;
-  }
-  return plans;
-}
-
 double Seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -129,8 +117,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
                      : LoadSyntheticModel(args.Get("--synthetic", ""),
                                           w_name == "bf16" ? KvType::kBF16 : KvType::kF32);
   const ModelConfig& config = model->config();
-  const std::vector<std::string> specs = SplitPlans(args.Get("--attn", "model"));
-  if (specs.empty()) throw std::invalid_argument("--attn: no plan given");
+  const std::vector<std::string> specs = SplitPlanList(args.Get("--attn", "model"));
 
   log("measuring read bandwidth and oneDNN GEMM ...");
   const double bandwidth = MeasureReadBandwidthGBs();
