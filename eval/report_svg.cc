@@ -44,7 +44,10 @@ struct Series {
 // A line chart with axes, a legend and an optional dashed vertical line.
 std::string LineChart(const std::string& title, const std::string& x_label, const std::string& y_label,
                       const std::vector<Series>& series, double marker_x, const std::string& marker_label) {
-  const double width = 640, height = 360, left = 64, right = 170, top = 36, bottom = 48;
+  size_t longest_name = 0;
+  for (const Series& s : series) longest_name = std::max(longest_name, s.name.size());
+  const double right = 48 + 7.0 * double(longest_name);  // the legend
+  const double width = 470 + right, height = 360, left = 64, top = 36, bottom = 48;
   double x0 = 1e300, x1 = -1e300, y0 = 1e300, y1 = -1e300;
   for (const Series& s : series)
     for (auto [x, y] : s.points) {
@@ -115,7 +118,7 @@ std::string NiahHeatmapSvg(const CompareReport& report, const PlanReport& plan) 
     cells[{a.length, a.depth}].push_back(&a);
   }
   const double cw = 92, ch = 42, left = 70, top = 50;
-  const double width = left + cw * double(std::max<size_t>(1, lengths.size())) + 20;
+  const double width = std::max(520.0, left + cw * double(std::max<size_t>(1, lengths.size())) + 20);
   const double height = top + ch * double(std::max<size_t>(1, depths.size())) + 70;
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + Num(width, "%.0f") + "\" height=\"" +
                     Num(height, "%.0f") + "\" viewBox=\"0 0 " + Num(width, "%.0f") + " " + Num(height, "%.0f") +
@@ -159,8 +162,8 @@ std::string NiahHeatmapSvg(const CompareReport& report, const PlanReport& plan) 
   svg += Text(8, ly, "cell: accuracy (exact match), mean answer loss in nats/token", "fill=\"#555\"");
   if (report.window > 0)
     svg += Text(8, ly + 16,
-                "dashed border: the needle is on average " + std::to_string(report.window) +
-                    " or more tokens before the answer (outside the window)",
+                "dashed border: needle on average " + std::to_string(report.window) +
+                    "+ tokens before the answer (outside the window)",
                 "fill=\"#555\"");
   return svg + "</svg>\n";
 }
