@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "attention/attention.h"
+#include "attention/routed.h"
 #include "attention/test_problem.h"
 #include "cli/args.h"
 #include "util/gemm_rate.h"
@@ -73,11 +74,14 @@ int RunBenchAttention(const std::vector<std::string>& words) {
         "  --decode-depth D  keys of the full view for decode (default 32768)\n"
         "  --plans LIST      any of full,swa,sinks (default all three)\n"
         "  --repeats R       best of R runs (default 3; 1 above 8K tokens)\n"
+        "  --route-ratio r   routed decode: each step full with probability r, else the\n"
+        "                    window (default 0.13, the SwiAttn paper's average)\n"
         "  --json            print the figures as JSON\n");
     return 0;
   }
   args.RejectUnknown({"--json", "--help", "--n", "--head-dims", "--heads", "--kv-heads",
-                      "--window", "--sinks", "--decode-depth", "--repeats", "--plans"});
+                      "--window", "--sinks", "--decode-depth", "--repeats", "--plans",
+                      "--route-ratio"});
   const auto lengths = args.GetIntList("--n", {1024, 2048, 4096, 8192, 16384, 32768});
   const auto head_dims = args.GetIntList("--head-dims", {64, 128});
   const int32_t heads = int32_t(args.GetInt("--heads", 8));
@@ -87,6 +91,9 @@ int RunBenchAttention(const std::vector<std::string>& words) {
   const int64_t decode_depth = args.GetInt("--decode-depth", 32768);
   const int repeats = int(args.GetInt("--repeats", 3));
   const bool json = args.Has("--json");
+  const double route_ratio = args.GetDouble("--route-ratio", 0.13);
+  if (!(route_ratio >= 0.0 && route_ratio <= 1.0))
+    throw std::invalid_argument("--route-ratio must be in [0, 1]");
   if (window <= 0) throw std::invalid_argument("--window must be positive");
   ValidateSpan(Span{window, sinks});
 
@@ -174,6 +181,22 @@ int RunBenchAttention(const std::vector<std::string>& words) {
   const double ring_s = BestSeconds(3, [&] {
     for (int i = 0; i < decode_steps; ++i) Attend(ring_args, out.data());
   }) / decode_steps;
+  // Routed decode over the same full view: each step's gate is drawn with
+  // probability r (cost alone; a trained router decides in a real model).
+  AttentionArgs window_args = full_args;
+  window_args.span = Span{window, sinks};
+  const double window_s = BestSeconds(3, [&] {
+    for (int i = 0; i < decode_steps; ++i) Attend(window_args, out.data());
+  }) / decode_steps;
+  std::vector<uint8_t> gates(decode_steps);  // [steps] 1 = full attention
+  std::bernoulli_distribution draw(route_ratio);
+  for (auto& g : gates) g = draw(rng);
+  const double routed_s = BestSeconds(3, [&] {
+    for (int i = 0; i < decode_steps; ++i) AttendRouted(window_args, &gates[size_t(i)], out.data());
+  }) / decode_steps;
+  double drawn = 0;
+  for (uint8_t g : gates) drawn += g;
+  drawn /= decode_steps;
 
   if (json) {
     nlohmann::json j;
@@ -191,7 +214,11 @@ int RunBenchAttention(const std::vector<std::string>& words) {
     j["decode"] = {{"head_dim", decode_dim},   {"kv_type", "bf16"},
                    {"depth", decode_depth},    {"full_us", full_s * 1e6},
                    {"ring_slots", window + sinks}, {"ring_us", ring_s * 1e6},
-                   {"full_over_ring", full_s / ring_s}};
+                   {"full_over_ring", full_s / ring_s}, {"window_in_full_view_us", window_s * 1e6},
+                   {"route_ratio", route_ratio}, {"route_ratio_drawn", drawn},
+                   {"routed_us", routed_s * 1e6},
+                   {"routed_expected_us", (drawn * full_s + (1 - drawn) * window_s) * 1e6},
+                   {"full_over_routed", full_s / routed_s}};
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -204,6 +231,11 @@ int RunBenchAttention(const std::vector<std::string>& words) {
   std::printf("  ring of %d + %d sink slots:  %9.1f us/token\n", window, sinks, ring_s * 1e6);
   std::printf("  full / ring: %.1fx (key ratio %.1fx)\n", full_s / ring_s,
               double(decode_depth) / double(window + sinks));
+  std::printf("  routed, full with probability %.2f (drawn %.3f): %9.1f us/token; expected "
+              "r*full + (1-r)*window = %.1f us (window over the same view: %.1f us); "
+              "full / routed: %.1fx\n",
+              route_ratio, drawn, routed_s * 1e6, (drawn * full_s + (1 - drawn) * window_s) * 1e6,
+              window_s * 1e6, full_s / routed_s);
   return 0;
 }
 
