@@ -123,10 +123,19 @@ ModelConfig ParseModelConfig(const std::string& config_json, const std::string& 
     c.rope.scaling = ParseRopeScaling(f.Raw("rope_scaling"), origin, c.max_position_embeddings);
   c.tie_word_embeddings = f.Optional<bool>("tie_word_embeddings", false);
   c.hidden_act = f.Optional<std::string>("hidden_act", "silu");
+  // Gemma configs name the MLP activation hidden_activation.
+  c.hidden_act = f.Optional<std::string>("hidden_activation", c.hidden_act);
   c.attention_bias = f.Optional<bool>("attention_bias", false);
   c.mlp_bias = f.Optional<bool>("mlp_bias", false);
   c.sliding_window = f.Optional<int32_t>("sliding_window", 0);
   c.layer_types = f.Optional<std::vector<std::string>>("layer_types", {});
+  c.use_sliding_window = f.Optional<bool>("use_sliding_window", false);
+  c.max_window_layers = f.Optional<int32_t>("max_window_layers", -1);
+  c.sliding_window_pattern = f.Optional<int32_t>("sliding_window_pattern", 0);
+  c.rope_local_base_freq = f.Optional<double>("rope_local_base_freq", 0.0);
+  c.query_pre_attn_scalar = f.Optional<double>("query_pre_attn_scalar", 0.0);
+  c.attn_logit_softcapping = f.Optional<double>("attn_logit_softcapping", 0.0);
+  c.final_logit_softcapping = f.Optional<double>("final_logit_softcapping", 0.0);
   c.attention_plan = f.Optional<std::string>("swan_attention_plan", "");
   c.bos_token_id = f.Optional<int32_t>("bos_token_id", -1);
   c.eos_token_ids = f.Ids("eos_token_id");

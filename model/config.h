@@ -40,6 +40,19 @@ struct ModelConfig {
   // layer_types ("sliding_attention" / "full_attention" per layer).
   int32_t sliding_window = 0;
   std::vector<std::string> layer_types;
+  // Qwen2: the window applies only when use_sliding_window, and then only
+  // to layers with index >= max_window_layers.
+  bool use_sliding_window = false;
+  int32_t max_window_layers = -1;  // -1 = not given
+  // Gemma 3: every sliding_window_pattern-th layer is global (0 = not
+  // given), local layers use RoPE base rope_local_base_freq (0 = not given),
+  // attention logits scale by query_pre_attn_scalar^-0.5 (0 = not given).
+  int32_t sliding_window_pattern = 0;
+  double rope_local_base_freq = 0;
+  double query_pre_attn_scalar = 0;
+  // Soft-capping of attention and final logits (Gemma 2); 0 = none.
+  double attn_logit_softcapping = 0;
+  double final_logit_softcapping = 0;
   // The attention plan spec a model trained by swan was trained with
   // ("swan_attention_plan"; "" = none). It is the model's own plan.
   std::string attention_plan;

@@ -22,7 +22,8 @@ struct LlamaLayer {
 class Llama : public LanguageModel {
  public:
   // `origin` names the checkpoint in messages.
-  Llama(const WeightSource& weights, const ModelConfig& config, const std::string& origin);
+  Llama(const WeightSource& weights, const ModelConfig& config, const std::string& origin,
+        const LlamaVariant& variant);
 
   const ModelConfig& config() const override { return config_; }
   size_t WeightBytes() const override;
@@ -40,18 +41,20 @@ class Llama : public LanguageModel {
   LinearWeight lm_head_;        // [vocab, hidden] (the embedding table when tied)
 };
 
-void CheckSupported(const ModelConfig& c, const std::string& dir) {
+void CheckSupported(const ModelConfig& c, const std::string& dir, const LlamaVariant& variant) {
   const std::string where = dir + "/config.json: ";
   if (c.hidden_act != "silu")
     throw std::runtime_error(where + "hidden_act '" + c.hidden_act + "' is not supported (silu)");
-  if (c.attention_bias) throw std::runtime_error(where + "attention_bias = true is not supported");
+  if (c.attention_bias && !variant.qkv_bias)
+    throw std::runtime_error(where + "attention_bias = true is not supported");
   if (c.mlp_bias) throw std::runtime_error(where + "mlp_bias = true is not supported");
   if (c.head_dim % 2 != 0) throw std::runtime_error(where + "head_dim must be even for RoPE");
 }
 
-Llama::Llama(const WeightSource& w, const ModelConfig& config, const std::string& origin)
+Llama::Llama(const WeightSource& w, const ModelConfig& config, const std::string& origin,
+             const LlamaVariant& variant)
     : config_(config) {
-  CheckSupported(config, origin);
+  CheckSupported(config, origin, variant);
   sizes_.hidden = config.hidden_size;
   sizes_.intermediate = config.intermediate_size;
   sizes_.heads = AttentionShape{config.n_heads, config.n_kv_heads, config.head_dim};
@@ -72,6 +75,11 @@ Llama::Llama(const WeightSource& w, const ModelConfig& config, const std::string
     l.attn.k = w.Linear(p + "self_attn.k_proj.weight", kv_dim, hidden);
     l.attn.v = w.Linear(p + "self_attn.v_proj.weight", kv_dim, hidden);
     l.attn.o = w.Linear(p + "self_attn.o_proj.weight", hidden, q_dim);
+    if (variant.qkv_bias) {
+      l.attn.q_bias = w.F32(p + "self_attn.q_proj.bias", {q_dim});
+      l.attn.k_bias = w.F32(p + "self_attn.k_proj.bias", {kv_dim});
+      l.attn.v_bias = w.F32(p + "self_attn.v_proj.bias", {kv_dim});
+    }
     l.post_norm = w.F32(p + "post_attention_layernorm.weight", {hidden});
     l.mlp.gate = w.Linear(p + "mlp.gate_proj.weight", inter, hidden);
     l.mlp.up = w.Linear(p + "mlp.up_proj.weight", inter, hidden);
@@ -84,7 +92,8 @@ size_t Llama::WeightBytes() const {
   for (const LlamaLayer& l : layers_)
     bytes += l.attn.q.Bytes() + l.attn.k.Bytes() + l.attn.v.Bytes() + l.attn.o.Bytes() +
              l.mlp.gate.Bytes() + l.mlp.up.Bytes() + l.mlp.down.Bytes() +
-             (l.input_norm.size() + l.post_norm.size()) * sizeof(float);
+             (l.input_norm.size() + l.post_norm.size() + l.attn.q_bias.size() +
+              l.attn.k_bias.size() + l.attn.v_bias.size()) * sizeof(float);
   return bytes;
 }
 
@@ -116,24 +125,10 @@ void Llama::Forward(float* logits, const Batch& batch, Session& session) const {
   if (batch.n <= 0) throw std::invalid_argument("Forward: empty batch");
   if (int32_t(session.plan.layers.size()) != config_.n_layers)
     throw std::invalid_argument("Forward: the session's plan does not fit this model");
-  const int64_t chunk = session.cache.options().max_chunk;
-  const int64_t vocab = config_.vocab_size;
-  for (int64_t start = 0; start < batch.n; start += chunk) {
-    Batch part = batch;
-    part.tokens = batch.tokens + start;
-    part.pos = batch.pos + start;
-    part.n = std::min(chunk, batch.n - start);
-    const bool last = start + part.n == batch.n;
-    if (!batch.all_logits) {
-      part.all_logits = false;
-      if (!last) {
-        std::vector<float> unused(static_cast<size_t>(vocab));  // [1, vocab]
-        ForwardChunk(unused.data(), part, session);
-        continue;
-      }
-    }
-    ForwardChunk(batch.all_logits ? logits + start * vocab : logits, part, session);
-  }
+  ForwardInChunks(logits, batch, session.cache.options().max_chunk, config_.vocab_size,
+                  [&](float* part_logits, const Batch& part) {
+                    ForwardChunk(part_logits, part, session);
+                  });
 }
 
 void Llama::ForwardChunk(float* logits, const Batch& batch, Session& session) const {
@@ -167,12 +162,12 @@ void Llama::ForwardChunk(float* logits, const Batch& batch, Session& session) co
 }  // namespace
 
 std::unique_ptr<LanguageModel> LoadLlama(const std::string& dir, const ModelConfig& config) {
-  return std::make_unique<Llama>(CheckpointWeights(dir), config, dir);
+  return std::make_unique<Llama>(CheckpointWeights(dir), config, dir, LlamaVariant{});
 }
 
 std::unique_ptr<LanguageModel> BuildLlama(const WeightSource& weights, const ModelConfig& config,
-                                          const std::string& origin) {
-  return std::make_unique<Llama>(weights, config, origin);
+                                          const std::string& origin, const LlamaVariant& variant) {
+  return std::make_unique<Llama>(weights, config, origin, variant);
 }
 
 }  // namespace swan

@@ -17,10 +17,16 @@ namespace swan {
 // (biases, activations other than silu) and for missing or misshapen tensors.
 std::unique_ptr<LanguageModel> LoadLlama(const std::string& dir, const ModelConfig& config);
 
+// What a family built on the Llama compute adds to it.
+struct LlamaVariant {
+  bool qkv_bias = false;  // q/k/v projection biases (Qwen2)
+};
+
 class WeightSource;
 // The same from any weight source (e.g. random weights in a real shape).
 std::unique_ptr<LanguageModel> BuildLlama(const WeightSource& weights, const ModelConfig& config,
-                                          const std::string& origin);
+                                          const std::string& origin,
+                                          const LlamaVariant& variant = {});
 
 // The family's layer spans: HF sliding_window on every layer (Mistral), or
 // per layer from layer_types; none (full attention) for Llama.

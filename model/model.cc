@@ -2,7 +2,9 @@
 
 #include <stdexcept>
 
+#include "model/gemma3.h"
 #include "model/llama.h"
+#include "model/qwen2.h"
 
 namespace swan {
 namespace {
@@ -19,6 +21,8 @@ struct Family {
 const Family kFamilies[] = {
     {"LlamaForCausalLM", LoadLlama, LlamaAttentionDefaults},
     {"MistralForCausalLM", LoadLlama, LlamaAttentionDefaults},
+    {"Qwen2ForCausalLM", LoadQwen2, Qwen2AttentionDefaults},
+    {"Gemma3ForCausalLM", LoadGemma3, Gemma3AttentionDefaults},
 };
 
 const Family& FamilyOf(const ModelConfig& config, const std::string& origin) {

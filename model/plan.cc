@@ -166,6 +166,10 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
   if (!model.spans.empty() && int32_t(model.spans.size()) != n)
     throw std::invalid_argument("attention plan: the model gives " + std::to_string(model.spans.size()) +
                                 " spans for " + std::to_string(n) + " layers");
+  if (!model.layer_ropes.empty() && int32_t(model.layer_ropes.size()) != n)
+    throw std::invalid_argument("attention plan: the model gives " +
+                                std::to_string(model.layer_ropes.size()) + " RoPE settings for " +
+                                std::to_string(n) + " layers");
 
   // The window of window layers that the spec does not size itself.
   int32_t window = p.window;
@@ -214,13 +218,15 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
     l.span = o.kind == LayerKind::kFull ? Span{} : Span{o.window > 0 ? o.window : window, 0};
   }
   bool any_window = false;
-  for (LayerPlan& l : plan.layers) {
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    LayerPlan& l = plan.layers[i];
     if (l.kind == LayerKind::kWindow) {
       any_window = true;
       if (p.sinks > 0) l.span.sinks = p.sinks;
     }
     const bool full = l.kind == LayerKind::kFull;
-    l.rope = model.rope;
+    // A layer keeps the RoPE it was trained with, whatever attention it runs.
+    l.rope = model.layer_ropes.empty() ? model.rope : model.layer_ropes[i];
     if ((full && p.nope_full) || (!full && p.nope_window)) l.rope.enabled = false;
     const double base = full ? p.rope_base_full : p.rope_base_window;
     if (base > 0) l.rope.base = base;

@@ -86,6 +86,9 @@ PlanSpec ParsePlanSpec(const std::string& spec);
 struct ModelAttentionDefaults {
   int32_t n_layers = 0;
   RopeSettings rope;
+  // Per layer, when layers differ (Gemma 3: base 10000 on local layers, the
+  // config's rope_theta and scaling on global ones); empty = `rope` on all.
+  std::vector<RopeSettings> layer_ropes;  // [n_layers] or empty
   std::vector<Span> spans;     // [n_layers] from the config (full when empty)
   int32_t default_window = 4096;  // for hybrid presets without window:W
 };

@@ -210,9 +210,8 @@ TensorStore TensorStore::OpenDirectory(const std::string& dir) {
     return store;
   }
   if (fs::exists(single)) {
-    TensorStore store = OpenFiles({single.string()});
-    store.origin_ = dir;
-    return store;
+    // Messages name the one file (its path includes the directory).
+    return OpenFiles({single.string()});
   }
   throw std::runtime_error(dir + ": no model.safetensors or model.safetensors.index.json");
 }

@@ -15,6 +15,15 @@ void RmsNorm(float* out, const float* x, const float* weight, float eps, int64_t
 //   out, gate, up [n]
 void SiluMul(float* out, const float* gate, const float* up, int64_t n);
 
+// out = gelu_tanh(gate) * up, elementwise (Gemma's gelu_pytorch_tanh:
+// gelu(g) = g/2 * (1 + tanh(sqrt(2/pi) * (g + 0.044715 g³)))). out may alias gate.
+//   out, gate, up [n]
+void GeluTanhMul(float* out, const float* gate, const float* up, int64_t n);
+
+// x[t] += bias for each row t (an nn.Linear bias).
+//   x [n_rows, dim], bias [dim]
+void AddBias(float* x, const float* bias, int64_t n_rows, int64_t dim);
+
 // out[t] = table[ids[t]] for each token t.
 //   out [n_tokens, dim], table [n_rows, dim]
 // Throws std::out_of_range for an id outside [0, n_rows).
