@@ -45,7 +45,8 @@ struct TileScratch {
   std::vector<float> st;    // [kBlockKeys][rows_padded] scores, key-major
   std::vector<float> sm;    // [kBlockKeys][rows_padded] masked scores
   std::vector<float> pt;    // [kBlockKeys][rows_padded] probabilities
-  std::vector<float> kf;    // [kBlockKeys][head_dim] K block as float
+  std::vector<float> qr;    // [rows][dim_padded] scaled queries, row-major (few-row tiles)
+  std::vector<float> kf;    // [kBlockKeys][dim_padded] K block as float
   std::vector<float> vf;    // [kBlockKeys][dim_padded] V block as float
   std::vector<float> alpha; // [rows_padded] rescale factor of this block
   std::vector<float> m[2], l[2];  // [rows_padded] per state
@@ -129,7 +130,7 @@ void RunFlashTask(const FlashPlan& plan, int64_t task) {
   Grow(s.st, size_t(kBlockKeys * rows_padded));
   Grow(s.sm, size_t(kBlockKeys * rows_padded));
   Grow(s.pt, size_t(kBlockKeys * rows_padded));
-  Grow(s.kf, size_t(kBlockKeys * d));
+  Grow(s.kf, size_t(kBlockKeys * dim_padded));
   Grow(s.vf, size_t(kBlockKeys * dim_padded));
   Grow(s.alpha, size_t(rows_padded));
   for (int i = 0; i < n_states; ++i) {
@@ -141,6 +142,14 @@ void RunFlashTask(const FlashPlan& plan, int64_t task) {
     std::fill_n(s.acc[i].begin(), rows * dim_padded, 0.0f);
   }
   std::fill_n(s.vf.begin(), kBlockKeys * dim_padded, 0.0f);  // keeps padding columns 0
+  std::fill_n(s.kf.begin(), kBlockKeys * dim_padded, 0.0f);
+  // A tile of at most one vector of rows (decode) scores by dot products
+  // along head_dim; larger tiles broadcast K against transposed queries.
+  const bool few_rows = rows_padded == L && L > 1;
+  if (few_rows) {
+    Grow(s.qr, size_t(rows * dim_padded));
+    std::fill_n(s.qr.begin(), rows * dim_padded, 0.0f);
+  }
 
   // QT[c][r] = scale * q[query(r)][head(r)][c]; padded rows are 0.
   std::vector<int32_t> row_pos(static_cast<size_t>(rows));  // [rows] query position of each row
@@ -151,6 +160,8 @@ void RunFlashTask(const FlashPlan& plan, int64_t task) {
     row_pos[size_t(r)] = args.q_pos[i];
     const float* q = args.q + (i * shape.n_heads + h) * d;
     for (int64_t c = 0; c < d; ++c) s.qt[size_t(c * rows_padded + r)] = q[c] * plan.scale;
+    if (few_rows)
+      for (int64_t c = 0; c < d; ++c) s.qr[size_t(r * dim_padded + c)] = q[c] * plan.scale;
   }
 
   const KvView& kv = args.kv;
@@ -165,10 +176,14 @@ void RunFlashTask(const FlashPlan& plan, int64_t task) {
     const int64_t n_keys = std::min<int64_t>(kBlockKeys, kv.n_rows - j0);
     for (int64_t j = 0; j < n_keys; ++j) {
       const int64_t index = (j0 + j) * stride + int64_t(t.kv_head) * d;
-      LoadRowAsFloat(kv.k, kv.type, index, d, s.kf.data() + j * d);
+      LoadRowAsFloat(kv.k, kv.type, index, d, s.kf.data() + j * dim_padded);
       LoadRowAsFloat(kv.v, kv.type, index, d, s.vf.data() + j * dim_padded);
     }
-    ScoreBlock(s.kf.data(), d, d, s.qt.data(), rows_padded, n_keys, s.st.data());
+    if (few_rows)
+      ScoreBlockFewRows(s.kf.data(), dim_padded, s.qr.data(), rows, dim_padded, rows_padded, n_keys,
+                        s.st.data());
+    else
+      ScoreBlock(s.kf.data(), dim_padded, d, s.qt.data(), rows_padded, n_keys, s.st.data());
     const int32_t* k_pos = kv.pos + j0;
     for (int state = 0; state < n_states; ++state) {
       const Visibility vis = state == 0 ? visit.span : visit.outside;
