@@ -1,82 +1,12 @@
 #include "ops/matmul.h"
 
-#include <map>
-#include <mutex>
-#include <oneapi/dnnl/dnnl.hpp>
 #include <stdexcept>
 #include <string>
-#include <tuple>
+
+#include "ops/gemm.h"
 
 namespace swan {
 namespace {
-
-using dnnl::memory;
-
-struct Key {
-  int64_t m, n, k;
-  bool accumulate;
-  bool bf16;  // x and w in bfloat16 (y stays float32)
-  bool operator<(const Key& o) const {
-    return std::tie(m, n, k, accumulate, bf16) < std::tie(o.m, o.n, o.k, o.accumulate, o.bf16);
-  }
-};
-
-struct Entry {
-  memory::desc x_md, w_md, y_md;
-  dnnl::matmul prim;
-};
-
-// One CPU engine and a cache of primitives by shape.
-class MatmulCache {
- public:
-  MatmulCache() : engine_(dnnl::engine::kind::cpu, 0) {}
-
-  void Run(float* y, const void* x, const void* w, const Key& key) {
-    const Entry* e;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = cache_.find(key);
-      if (it == cache_.end()) it = cache_.emplace(key, Build(key)).first;
-      e = &it->second;  // std::map nodes are stable
-    }
-    dnnl::stream stream(engine_);
-    memory x_mem(e->x_md, engine_, const_cast<void*>(x));
-    memory w_mem(e->w_md, engine_, const_cast<void*>(w));
-    memory y_mem(e->y_md, engine_, y);
-    e->prim.execute(stream, {{DNNL_ARG_SRC, x_mem}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, y_mem}});
-    stream.wait();
-  }
-
- private:
-  Entry Build(const Key& key) const {
-    const auto f32 = memory::data_type::f32;
-    const auto in = key.bf16 ? memory::data_type::bf16 : f32;
-    Entry e;
-    e.x_md = memory::desc({key.m, key.k}, in, memory::format_tag::ab);
-    // w is [n, k] row-major, i.e. the [k, n] operand stored transposed.
-    e.w_md = memory::desc({key.k, key.n}, in, memory::format_tag::ba);
-    e.y_md = memory::desc({key.m, key.n}, f32, memory::format_tag::ab);
-    dnnl::primitive_attr attr;
-    if (key.accumulate) {
-      dnnl::post_ops ops;
-      ops.append_sum(1.0f);
-      attr.set_post_ops(ops);
-    }
-    dnnl::matmul::desc desc(e.x_md, e.w_md, e.y_md);
-    dnnl::matmul::primitive_desc pd(desc, attr, engine_);
-    e.prim = dnnl::matmul(pd);
-    return e;
-  }
-
-  dnnl::engine engine_;
-  std::mutex mu_;
-  std::map<Key, Entry> cache_;
-};
-
-MatmulCache& Cache() {
-  static MatmulCache cache;
-  return cache;
-}
 
 void CheckShape(const MatmulShape& s) {
   if (s.m <= 0 || s.n <= 0 || s.k <= 0)
@@ -86,16 +16,17 @@ void CheckShape(const MatmulShape& s) {
 
 }  // namespace
 
+// y = x · wᵀ is the general product with B = w stored transposed.
 void MatmulTransB(float* y, const float* x, const float* w, const MatmulShape& shape,
                   bool accumulate) {
   CheckShape(shape);
-  Cache().Run(y, x, w, Key{shape.m, shape.n, shape.k, accumulate, false});
+  Gemm(y, x, w, GemmShape{shape.m, shape.n, shape.k, false, true}, accumulate);
 }
 
 void MatmulTransBBF16(float* y, const uint16_t* x, const uint16_t* w, const MatmulShape& shape,
                       bool accumulate) {
   CheckShape(shape);
-  Cache().Run(y, x, w, Key{shape.m, shape.n, shape.k, accumulate, true});
+  GemmBF16(y, x, w, GemmShape{shape.m, shape.n, shape.k, false, true}, accumulate);
 }
 
 void MatmulTransBReference(float* y, const float* x, const float* w, const MatmulShape& shape,

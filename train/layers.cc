@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "attention/backward.h"
-#include "train/gemm.h"
+#include "ops/gemm.h"
 
 namespace swan {
 

@@ -14,7 +14,7 @@
 #include "model/model.h"
 #include "train/checkpoint.h"
 #include "train/data.h"
-#include "train/gemm.h"
+#include "ops/gemm.h"
 #include "train/hf_io.h"
 #include "train/layers.h"
 #include "train/model.h"

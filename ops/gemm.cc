@@ -1,4 +1,4 @@
-#include "train/gemm.h"
+#include "ops/gemm.h"
 
 #include <atomic>
 #include <chrono>
@@ -17,9 +17,10 @@ using dnnl::memory;
 struct Key {
   int64_t m, n, k;
   bool trans_a, trans_b, accumulate;
+  bool bf16;  // A and B in bfloat16
   bool operator<(const Key& o) const {
-    return std::tie(m, n, k, trans_a, trans_b, accumulate) <
-           std::tie(o.m, o.n, o.k, o.trans_a, o.trans_b, o.accumulate);
+    return std::tie(m, n, k, trans_a, trans_b, accumulate, bf16) <
+           std::tie(o.m, o.n, o.k, o.trans_a, o.trans_b, o.accumulate, o.bf16);
   }
 };
 
@@ -32,7 +33,7 @@ class GemmCache {
  public:
   GemmCache() : engine_(dnnl::engine::kind::cpu, 0) {}
 
-  void Run(float* c, const float* a, const float* b, const Key& key) {
+  void Run(float* c, const void* a, const void* b, const Key& key) {
     const Entry* e;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -41,8 +42,8 @@ class GemmCache {
       e = &it->second;  // std::map nodes are stable
     }
     dnnl::stream stream(engine_);
-    memory a_mem(e->a_md, engine_, const_cast<float*>(a));
-    memory b_mem(e->b_md, engine_, const_cast<float*>(b));
+    memory a_mem(e->a_md, engine_, const_cast<void*>(a));
+    memory b_mem(e->b_md, engine_, const_cast<void*>(b));
     memory c_mem(e->c_md, engine_, c);
     e->prim.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
     stream.wait();
@@ -51,12 +52,13 @@ class GemmCache {
  private:
   Entry Build(const Key& key) const {
     const auto f32 = memory::data_type::f32;
+    const auto in = key.bf16 ? memory::data_type::bf16 : f32;
     Entry e;
     // A transposed operand is the plain one with swapped strides.
-    e.a_md = key.trans_a ? memory::desc({key.m, key.k}, f32, memory::dims{1, key.m})
-                         : memory::desc({key.m, key.k}, f32, memory::dims{key.k, 1});
-    e.b_md = key.trans_b ? memory::desc({key.k, key.n}, f32, memory::dims{1, key.k})
-                         : memory::desc({key.k, key.n}, f32, memory::dims{key.n, 1});
+    e.a_md = key.trans_a ? memory::desc({key.m, key.k}, in, memory::dims{1, key.m})
+                         : memory::desc({key.m, key.k}, in, memory::dims{key.k, 1});
+    e.b_md = key.trans_b ? memory::desc({key.k, key.n}, in, memory::dims{1, key.k})
+                         : memory::desc({key.k, key.n}, in, memory::dims{key.n, 1});
     e.c_md = memory::desc({key.m, key.n}, f32, memory::format_tag::ab);
     dnnl::primitive_attr attr;
     if (key.accumulate) {
@@ -85,17 +87,32 @@ GemmCounters counters;
 
 }  // namespace
 
-void Gemm(float* c, const float* a, const float* b, const GemmShape& s, bool accumulate) {
+namespace {
+
+void RunCounted(float* c, const void* a, const void* b, const GemmShape& s, bool accumulate,
+                bool bf16) {
   if (s.m <= 0 || s.n <= 0 || s.k <= 0)
-    throw std::invalid_argument("Gemm sizes must be positive, got m=" + std::to_string(s.m) +
-                                " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k));
+    throw std::invalid_argument("matrix product sizes must be positive, got m=" +
+                                std::to_string(s.m) + " n=" + std::to_string(s.n) +
+                                " k=" + std::to_string(s.k));
   const auto start = std::chrono::steady_clock::now();
-  Cache().Run(c, a, b, Key{s.m, s.n, s.k, s.trans_a, s.trans_b, accumulate});
+  Cache().Run(c, a, b, Key{s.m, s.n, s.k, s.trans_a, s.trans_b, accumulate, bf16});
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard<std::mutex> lock(counters_mu);
   counters.flops += 2.0 * double(s.m) * double(s.n) * double(s.k);
   counters.seconds += seconds;
+}
+
+}  // namespace
+
+void Gemm(float* c, const float* a, const float* b, const GemmShape& s, bool accumulate) {
+  RunCounted(c, a, b, s, accumulate, /*bf16=*/false);
+}
+
+void GemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& s,
+              bool accumulate) {
+  RunCounted(c, a, b, s, accumulate, /*bf16=*/true);
 }
 
 GemmCounters GetGemmCounters() {

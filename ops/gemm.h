@@ -1,4 +1,5 @@
-// General float32 matrix products for training, through oneDNN (2.6 API).
+// General matrix products through oneDNN (2.6 API), float32 or bfloat16
+// inputs with float32 output; every other matrix product in swan calls these.
 //
 //   C [m, n] (+)= op(A) · op(B)
 //   op(A) = A [m, k], or A stored as [k, m] when trans_a
@@ -25,6 +26,9 @@ struct GemmShape {
 
 // Throws std::invalid_argument on non-positive sizes.
 void Gemm(float* c, const float* a, const float* b, const GemmShape& shape, bool accumulate);
+// The same with A and B in bfloat16 (raw bits); C stays float32.
+void GemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& shape,
+              bool accumulate);
 
 // Floating-point operations and seconds spent in Gemm since the last reset.
 struct GemmCounters {
