@@ -25,14 +25,15 @@ namespace {
 using swan::cli::Command;
 
 const Command kCommands[] = {
-    {"bench", "measure kernels and models (`swan bench attention`)", swan::cli::RunBench},
+    {"bench", "kernel and model speed (`swan bench attention`, `swan bench -m DIR`)",
+     swan::cli::RunBench},
     {"compare", "what each attention plan costs and loses: one table, JSON, HTML report",
      swan::cli::RunCompare},
     {"generate", "continue a prompt with a model under an attention plan", swan::cli::RunGenerate},
     {"inspect", "a model's attention plan per layer and its KV cache size", swan::cli::RunInspect},
-    {"serve", "OpenAI-compatible HTTP server with batching and prompt caching", swan::cli::RunServe},
     {"perplexity", "perplexity of a long text, with the loss by position in the window",
      swan::cli::RunPerplexity},
+    {"serve", "OpenAI-compatible HTTP server with batching and prompt caching", swan::cli::RunServe},
     {"tokenize", "text to token ids and back; corpora to token files", swan::cli::RunTokenize},
     {"tokenizer", "train a byte-level BPE tokenizer (`swan tokenizer train`)",
      swan::cli::RunTokenizer},

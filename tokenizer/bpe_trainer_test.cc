@@ -80,7 +80,7 @@ TEST(BpeTrainer, RejectsATooSmallVocabulary) {
 // gives the same ids as swan.
 TEST(BpeTrainer, JsPortReadsTheTrainedTokenizer) {
   const char* src = std::getenv("SWAN_SOURCE_DIR");
-  const fs::path root = src ? src : ".";
+  const fs::path root = src ? src : SWAN_SOURCE_ROOT;
   const fs::path js = root / ".cache" / "tokenizers" / "js" / "package";
   if (!fs::exists(js / "dist" / "tokenizers.mjs") || std::system("node --version >/dev/null 2>&1"))
     GTEST_SKIP() << "node or the JS port (" << js.string()

@@ -19,7 +19,7 @@ namespace {
 
 std::filesystem::path CacheDir() {
   const char* src = std::getenv("SWAN_SOURCE_DIR");
-  return std::filesystem::path(src ? src : ".") / ".cache" / "tokenizers";
+  return std::filesystem::path(src ? src : SWAN_SOURCE_ROOT) / ".cache" / "tokenizers";
 }
 
 // Why swan may differ from the JS port on a text, or "" if it must not.
