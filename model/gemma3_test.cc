@@ -258,12 +258,16 @@ TEST(Gemma3Load, RejectsSoftCapping) {
 }
 
 // Writes the tiny checkpoint to $SWAN_FIXTURE_DIR for the command-line
-// tests (model/CMakeLists.txt); skipped without it.
+// tests (model/CMakeLists.txt), or to a temporary directory without it, and
+// checks that the written directory loads as a Gemma 3 model.
 TEST(Gemma3Fixture, WriteForCli) {
-  const char* dir = std::getenv("SWAN_FIXTURE_DIR");
-  if (dir == nullptr) GTEST_SKIP() << "SWAN_FIXTURE_DIR is not set";
+  const char* env = std::getenv("SWAN_FIXTURE_DIR");
+  const fs::path dir = env ? fs::path(env) : fs::temp_directory_path() / "swan_gemma3_fixture";
   fs::create_directories(dir);
-  MakeCheckpoint().Write(dir, kConfig);
+  MakeCheckpoint().Write(dir.string(), kConfig);
+  const auto model = LoadModel(dir.string());
+  EXPECT_EQ(model->config().architecture, "Gemma3ForCausalLM");
+  if (!env) fs::remove_all(dir);
 }
 
 TEST(Gemma3Ops, GeluTanhMulMatchesFormula) {
