@@ -67,17 +67,20 @@ int RunInspect(const std::vector<std::string>& words) {
   size_t total = 0, total_full = 0;
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     const LayerPlan& l = plan.layers[i];
-    const size_t bytes = LayerKvBytesAt(l.span, shape, kv, ctx);
+    const size_t bytes = LayerKvBytesAt(l.cache_span(), shape, kv, ctx);
     total += bytes;
     total_full += LayerKvBytesAt(Span{}, shape, kv, ctx);
-    std::printf("%5zu  %-6s  %-22s  %-24s  %s\n", i, l.kind == LayerKind::kFull ? "full" : "window",
-                l.span.ToString().c_str(),
+    std::printf("%5zu  %-6s  %-22s  %-24s  %s\n", i, LayerKindName(l.kind),
+                (l.kind == LayerKind::kRouted ? "full | " + l.span.ToString() : l.span.ToString()).c_str(),
                 (l.rope.ToString() + (l.position_mode == PositionMode::kCache ? ", cache pos" : "")).c_str(),
                 Bytes(double(bytes)).c_str());
   }
   std::printf("\nKV cache at %lld tokens (%s): %s; full attention on every layer: %s (%.1f%%)\n",
               (long long)ctx, kv.type == KvType::kF32 ? "f32" : "bf16", Bytes(double(total)).c_str(),
               Bytes(double(total_full)).c_str(), 100.0 * double(total) / double(total_full));
+  if (plan.HasRoutedLayers())
+    std::printf("routed layers keep every token's keys (any later token may route to full attention):\n"
+                "their KV memory is that of full attention; routing saves compute, not memory\n");
   return 0;
 }
 

@@ -40,7 +40,7 @@ const Family& FamilyOf(const ModelConfig& config, const std::string& origin) {
 Session::Session(const AttentionPlan& plan_in, const KvShape& shape, const KvCacheOptions& options)
     : plan(plan_in), cache([&] {
         std::vector<Span> spans;
-        for (const LayerPlan& l : plan_in.layers) spans.push_back(l.span);
+        for (const LayerPlan& l : plan_in.layers) spans.push_back(l.cache_span());
         return KvCache(spans, shape, options);
       }()) {
   for (const LayerPlan& l : plan.layers) ropes.emplace_back(l.rope, shape.head_dim);

@@ -39,6 +39,21 @@ int32_t ParseCount(const std::string& spec, const std::string& text, const std::
 
 }  // namespace
 
+const char* LayerKindName(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::kFull: return "full";
+    case LayerKind::kWindow: return "window";
+    case LayerKind::kRouted: return "routed";
+  }
+  return "?";
+}
+
+bool AttentionPlan::HasRoutedLayers() const {
+  for (const LayerPlan& l : layers)
+    if (l.kind == LayerKind::kRouted) return true;
+  return false;
+}
+
 bool AttentionPlan::HasWindowLayers() const {
   for (const LayerPlan& l : layers)
     if (l.kind == LayerKind::kWindow) return true;
@@ -49,8 +64,8 @@ std::string AttentionPlan::Describe() const {
   std::ostringstream s;
   for (size_t i = 0; i < layers.size(); ++i) {
     const LayerPlan& l = layers[i];
-    s << "layer " << i << "\t" << (l.kind == LayerKind::kFull ? "full  " : "window") << "\t"
-      << l.span.ToString() << "\t" << l.rope.ToString()
+    s << "layer " << i << "\t" << LayerKindName(l.kind) << "\t"
+      << (l.kind == LayerKind::kRouted ? "full or " : "") << l.span.ToString() << "\t" << l.rope.ToString()
       << (l.position_mode == PositionMode::kCache ? " (cache positions)" : "") << "\n";
   }
   return s.str();
@@ -68,16 +83,16 @@ PlanSpec ParsePlanSpec(const std::string& spec) {
     if (item.empty()) Reject(spec, "empty item (two commas in a row, or a trailing comma)");
 
     // Presets: only as the first item.
-    if (head == "full" || head == "swa" || head == "hybrid" || head == "model") {
+    if (head == "full" || head == "swa" || head == "hybrid" || head == "model" || head == "routed") {
       if (have_preset || i != 0)
-        Reject(spec, "'" + item + "': the preset (full, swa:W, hybrid:A:B, model) comes once, first");
+        Reject(spec, "'" + item + "': the preset (full, swa:W, hybrid:A:B, routed:W, model) comes once, first");
       have_preset = true;
       if (head == "full" || head == "model") {
         if (w.size() != 1) Reject(spec, "'" + item + "' takes no arguments");
         p.preset = head == "full" ? PlanSpec::Preset::kFull : PlanSpec::Preset::kModel;
-      } else if (head == "swa") {
-        if (w.size() != 2) Reject(spec, "'" + item + "': expected swa:W");
-        p.preset = PlanSpec::Preset::kSwa;
+      } else if (head == "swa" || head == "routed") {
+        if (w.size() != 2) Reject(spec, "'" + item + "': expected " + head + ":W");
+        p.preset = head == "swa" ? PlanSpec::Preset::kSwa : PlanSpec::Preset::kRouted;
         p.window = ParseCount(spec, w[1], "the window in '" + item + "'");
         have_window = true;
       } else {
@@ -130,17 +145,17 @@ PlanSpec ParsePlanSpec(const std::string& spec) {
       PlanSpec::LayerOverride o;
       if (w.size() == 2 && w[1] == "full") {
         o.kind = LayerKind::kFull;
-      } else if ((w.size() == 2 || w.size() == 3) && w[1] == "swa") {
-        o.kind = LayerKind::kWindow;
+      } else if ((w.size() == 2 || w.size() == 3) && (w[1] == "swa" || w[1] == "routed")) {
+        o.kind = w[1] == "swa" ? LayerKind::kWindow : LayerKind::kRouted;
         if (w.size() == 3) o.window = ParseCount(spec, w[2], "the window in '" + item + "'");
       } else {
-        Reject(spec, "'" + item + "': expected layerN:full, layerN:swa or layerN:swa:W");
+        Reject(spec, "'" + item + "': expected layerN:full, layerN:swa[:W] or layerN:routed[:W]");
       }
       p.overrides[layer] = o;
     } else {
       Reject(spec, "unknown word '" + item +
-                       "' (expected full, swa:W, hybrid:A:B, window:W, sinks:S, layerN:full, "
-                       "layerN:swa[:W], nope:full|window|all, rope-base:full|window:B, "
+                       "' (expected full, swa:W, hybrid:A:B, routed:W, window:W, sinks:S, "
+                       "layerN:full, layerN:swa[:W], layerN:routed[:W], nope:full|window|all, rope-base:full|window:B, "
                        "rope-scaling:full|none, pos:cache)");
     }
   }
@@ -148,13 +163,14 @@ PlanSpec ParsePlanSpec(const std::string& spec) {
     Reject(spec, "window:" + std::to_string(p.window) + " given, but a full plan has no window layers");
   if (p.preset == PlanSpec::Preset::kFull && have_sinks && p.sinks > 0) {
     bool any_window = false;
-    for (const auto& [layer, o] : p.overrides) any_window |= o.kind == LayerKind::kWindow;
+    for (const auto& [layer, o] : p.overrides) any_window |= o.kind != LayerKind::kFull;
     if (!any_window) Reject(spec, "sinks need a window: full attention already sees every key");
   }
-  if (p.preset == PlanSpec::Preset::kSwa) {
-    // swa:W sets the window; a later window:W would be a second one.
+  if (p.preset == PlanSpec::Preset::kSwa || p.preset == PlanSpec::Preset::kRouted) {
+    // swa:W and routed:W set the window; a later window:W would be a second one.
     for (size_t i = 1; i < items.size(); ++i)
-      if (items[i].rfind("window:", 0) == 0) Reject(spec, "the window is given twice (swa:W and window:W)");
+      if (items[i].rfind("window:", 0) == 0)
+        Reject(spec, "the window is given twice (" + items[0] + " and window:W)");
   }
   return p;
 }
@@ -199,6 +215,10 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
         l.kind = LayerKind::kWindow;
         l.span.window = window;
         break;
+      case PlanSpec::Preset::kRouted:
+        l.kind = LayerKind::kRouted;
+        l.span.window = window;
+        break;
       case PlanSpec::Preset::kHybrid: {
         const int32_t period = p.hybrid_window_layers + p.hybrid_full_layers;
         const bool is_window = i % period < p.hybrid_window_layers;
@@ -220,11 +240,12 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
   bool any_window = false;
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     LayerPlan& l = plan.layers[i];
-    if (l.kind == LayerKind::kWindow) {
+    if (l.kind != LayerKind::kFull) {
       any_window = true;
       if (p.sinks > 0) l.span.sinks = p.sinks;
     }
-    const bool full = l.kind == LayerKind::kFull;
+    // A routed layer's positions are those of its full branch.
+    const bool full = l.kind != LayerKind::kWindow;
     // A layer keeps the RoPE it was trained with, whatever attention it runs.
     l.rope = model.layer_ropes.empty() ? model.rope : model.layer_ropes[i];
     if ((full && p.nope_full) || (!full && p.nope_window)) l.rope.enabled = false;

@@ -8,12 +8,17 @@
 //   hybrid:A:B        A window layers then B full layers, repeating
 //                     (hybrid:3:1 Mellum 2, hybrid:1:1 Gemma 2 / gpt-oss,
 //                     hybrid:5:1 Gemma 3)
+//   routed:W          every layer routed (Switch Attention, DESIGN.md §4): a
+//                     learned router sends each token to full attention or
+//                     to a window of W keys; the cache keeps every key
 // followed by comma-separated modifiers:
 //   window:W          the window of the window layers (hybrid; default: the
 //                     model's sliding_window, else 4096)
-//   sinks:S           S sink tokens on every window layer
+//   sinks:S           S sink tokens on every window layer (and on the
+//                     window branch of routed layers)
 //   layerN:full       layer N full attention
 //   layerN:swa[:W]    layer N a window layer (of W, or the plan's window)
+//   layerN:routed[:W] layer N routed, its window branch W (or the plan's)
 //   nope:full | nope:window | nope:all   no RoPE on those layers
 //   rope-base:full:B | rope-base:window:B  RoPE base of those layers (Gemma 3:
 //                     10000 on window layers, 1000000 on full ones)
@@ -33,7 +38,10 @@
 
 namespace swan {
 
-enum class LayerKind { kFull, kWindow };
+// kRouted: per token, full attention or the window `span` (Switch
+// Attention); both branches share Q, K, V and a cache that keeps every key.
+enum class LayerKind { kFull, kWindow, kRouted };
+const char* LayerKindName(LayerKind kind);  // full, window or routed
 // Position mode (DESIGN.md §2): `absolute` token positions, or `cache`
 // (StreamingLLM): positions counted in the cache, so a window layer's sinks
 // sit right before its window at any length (model/cache_positions.h).
@@ -41,29 +49,34 @@ enum class PositionMode { kAbsolute, kCache };
 
 struct LayerPlan {
   LayerKind kind = LayerKind::kFull;
-  Span span;                // window 0 for full layers
+  Span span;                // window 0 for full layers; the window branch of routed ones
   RopeSettings rope;
   PositionMode position_mode = PositionMode::kAbsolute;
+
+  // The span the KV cache must serve: a routed layer keeps every key, since
+  // any later token may route to full attention.
+  Span cache_span() const { return kind == LayerKind::kRouted ? Span{} : span; }
 };
 
 struct AttentionPlan {
   std::string spec;                // what it was resolved from
   std::vector<LayerPlan> layers;   // [n_layers]
 
-  bool HasWindowLayers() const;
+  bool HasWindowLayers() const;  // kWindow layers (ring caches)
+  bool HasRoutedLayers() const;
   // One line per layer: "layer  3  window 64 + 4 sinks  rope 10000".
   std::string Describe() const;
 };
 
 // The syntax of a spec, before a model gives it layers. Exposed for tests.
 struct PlanSpec {
-  enum class Preset { kModel, kFull, kSwa, kHybrid };
+  enum class Preset { kModel, kFull, kSwa, kHybrid, kRouted };
   struct LayerOverride {
     LayerKind kind = LayerKind::kFull;
-    int32_t window = 0;  // kWindow: 0 = the plan's window
+    int32_t window = 0;  // kWindow, kRouted: 0 = the plan's window
   };
   Preset preset = Preset::kModel;
-  int32_t window = 0;             // swa:W or window:W; 0 = not given
+  int32_t window = 0;             // swa:W, routed:W or window:W; 0 = not given
   int32_t sinks = 0;
   int32_t hybrid_window_layers = 0;
   int32_t hybrid_full_layers = 0;

@@ -16,7 +16,8 @@ ModelAttentionDefaults Model(int32_t n_layers, int32_t sliding_window = 0) {
   return m;
 }
 
-// "W" for window layers (with the window), "F" for full ones, e.g. "8 8 8 F".
+// "W" for window layers (with the window), "F" for full ones, "RW" for
+// routed ones, e.g. "8 8 8 F".
 std::string Kinds(const AttentionPlan& p) {
   std::string s;
   for (const LayerPlan& l : p.layers) {
@@ -25,6 +26,7 @@ std::string Kinds(const AttentionPlan& p) {
       EXPECT_TRUE(l.span.full());
       s += 'F';
     } else {
+      if (l.kind == LayerKind::kRouted) s += 'R';
       s += std::to_string(l.span.window);
       if (l.span.sinks) s += "+" + std::to_string(l.span.sinks);
     }
@@ -52,6 +54,21 @@ TEST(Plan, Presets) {
   EXPECT_EQ(Kinds(ResolvePlan("hybrid:1:1,window:8", Model(4))), "8 F 8 F");
   EXPECT_EQ(Kinds(ResolvePlan("hybrid:5:1,window:8", Model(7))), "8 8 8 8 8 F 8");
   EXPECT_EQ(Kinds(ResolvePlan("hybrid:2:2,window:8", Model(4))), "8 8 F F");
+}
+
+TEST(Plan, RoutedLayersKeepEveryKey) {
+  const AttentionPlan p = ResolvePlan("routed:64,sinks:4", Model(3));
+  EXPECT_EQ(Kinds(p), "R64+4 R64+4 R64+4");
+  EXPECT_TRUE(p.HasRoutedLayers());
+  EXPECT_FALSE(p.HasWindowLayers());
+  for (const LayerPlan& l : p.layers) EXPECT_TRUE(l.cache_span().full());
+  const AttentionPlan mixed = ResolvePlan("hybrid:1:1,window:8,layer1:routed,layer3:routed:16", Model(4));
+  EXPECT_EQ(Kinds(mixed), "8 R8 8 R16");
+  EXPECT_EQ(mixed.layers[0].cache_span().window, 8);
+  // NoPE on full layers reaches the routed ones (their full branch needs it).
+  const AttentionPlan nope = ResolvePlan("full,layer0:routed:8,nope:full", Model(2));
+  EXPECT_FALSE(nope.layers[0].rope.enabled);
+  EXPECT_NE(p.Describe().find("routed"), std::string::npos);
 }
 
 TEST(Plan, HybridWindowDefaultsToModelThen4096) {
@@ -158,6 +175,10 @@ TEST(Plan, RejectsNonsense) {
       {"swa:8,pos:cache", "add sinks:S"},
       {"full,pos:cache", "add sinks:S"},
       {"swa:8,sinks:2,pos:stream", "expected pos:cache"},
+      {"routed", "expected routed:W"},
+      {"routed:0", "must be positive"},
+      {"routed:8,window:16", "given twice"},
+      {"full,layer1:routed:x", "non-negative integer"},
   };
   for (const Case& c : cases) {
     const std::string msg = Rejection(c.spec);

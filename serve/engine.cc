@@ -90,7 +90,7 @@ Engine::Engine(const LanguageModel& model, const Tokenizer& tokenizer, const Eng
   const KvShape shape = model.kv_shape();
   const size_t row_bytes = size_t(shape.n_kv_heads) * size_t(shape.head_dim) * sizeof(float);
   for (const LayerPlan& l : plan_.layers)
-    if (!l.span.full()) checkpoint_bytes_ += size_t(l.span.window - 1 + l.span.sinks) * (2 * row_bytes + 4);
+    if (!l.cache_span().full()) checkpoint_bytes_ += size_t(l.span.window - 1 + l.span.sinks) * (2 * row_bytes + 4);
   stats_.kv_budget_bytes = options.kv_budget_bytes;
   thread_ = std::thread([this] { Loop(); });
 }
@@ -114,7 +114,7 @@ size_t Engine::PromptCacheLimit() const {
 size_t Engine::ReservationBytes(int64_t tokens) const {
   size_t total = 0;
   for (const LayerPlan& l : plan_.layers)
-    total += LayerKvBytesAt(l.span, model_.kv_shape(), kv_options_, tokens);
+    total += LayerKvBytesAt(l.cache_span(), model_.kv_shape(), kv_options_, tokens);
   if (checkpoint_bytes_ > 0) total += size_t(tokens / options_.checkpoint_interval + 2) * checkpoint_bytes_;
   return total;
 }
