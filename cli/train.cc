@@ -30,9 +30,15 @@ const char kUsage[] =
     "  --preset NAME        shape from scratch: tiny, mini, small (~7M at vocab 4K; default)\n"
     "  --init DIR           start from a Hugging Face model directory (continual pretraining)\n"
     "  --attn SPEC          attention plan, e.g. full, swa:256, hybrid:3:1,window:256,sinks:4,\n"
-    "                       nope:full (default full; with --init: the model's own)\n"
+    "                       nope:full, routed:256 (default full; with --init: the model's own)\n"
     "  --rope-base B        RoPE base from scratch (default 10000)\n"
     "  --tokenizer PATH     tokenizer.json (or its directory) copied into the exported model\n"
+    "Switch Attention (routed layers: a router per layer sends each token to full attention\n"
+    "or the window; new routers start with every token on full attention):\n"
+    "  --router-gamma G     regularizer weight gamma_base (default 1e-3)\n"
+    "  --router-eps E       gamma_t = G / (E + NLL_t + A |o_full - o_window|^2) (default 0.1)\n"
+    "  --router-alpha A     (default 100; 0 = no output-difference term)\n"
+    "  --router-gamma-constant  gamma_t = G for every token (ablation)\n"
     "optimization:\n"
     "  --context T          training context (default 256)\n"
     "  --batch B            sequences per micro-batch (default 4)\n"
@@ -90,7 +96,8 @@ int Synth(const std::vector<std::string>& words) {
 int RunTrain(const std::vector<std::string>& words) {
   if (!words.empty() && words[0] == "synth")
     return Synth(std::vector<std::string>(words.begin() + 1, words.end()));
-  const Args args(words, {"--help", "-h", "--resume", "--quiet", "--gemm-report"});
+  const Args args(words, {"--help", "-h", "--resume", "--quiet", "--gemm-report",
+                          "--router-gamma-constant"});
   if (words.empty() || args.Has("--help") || args.Has("-h")) {
     std::printf("%s", kUsage);
     return words.empty() ? 2 : 0;
@@ -100,7 +107,8 @@ int RunTrain(const std::vector<std::string>& words) {
                       "--steps", "--lr", "--min-lr-ratio", "--warmup", "--weight-decay", "--clip",
                       "--seed", "--out", "--resume", "--eval-every", "--eval-seqs",
                       "--checkpoint-every", "--log-every", "--time-limit", "--quiet",
-                      "--gemm-report", "--debug-kill-after"});
+                      "--gemm-report", "--debug-kill-after", "--router-gamma", "--router-eps",
+                      "--router-alpha", "--router-gamma-constant"});
   if (!args.Has("--data")) throw std::invalid_argument("--data TRAIN.bin is required\n" + std::string(kUsage));
   if (!args.Has("--out")) throw std::invalid_argument("--out RUN is required\n" + std::string(kUsage));
   TrainOptions o;
@@ -122,6 +130,12 @@ int RunTrain(const std::vector<std::string>& words) {
   o.init_from = args.Get("--init", "");
   o.attn = args.Get("--attn", o.init_from.empty() ? "full" : "model");
   o.rope_base = args.GetDouble("--rope-base", 10000.0);
+  o.router.gamma_base = args.GetDouble("--router-gamma", o.router.gamma_base);
+  o.router.eps = args.GetDouble("--router-eps", o.router.eps);
+  o.router.alpha = args.GetDouble("--router-alpha", o.router.alpha);
+  o.router.gamma_constant = args.Has("--router-gamma-constant");
+  if (o.router.gamma_base < 0 || o.router.alpha < 0 || o.router.eps <= 0)
+    throw std::invalid_argument("--router-gamma and --router-alpha must be >= 0, --router-eps > 0");
   o.tokenizer = args.Get("--tokenizer", "");
   o.context = args.GetInt("--context", 256);
   o.batch = args.GetInt("--batch", 4);
@@ -145,11 +159,15 @@ int RunTrain(const std::vector<std::string>& words) {
 
   std::signal(SIGINT, OnSigint);
   const TrainResult r = Train(o);
-  std::printf("%s at step %lld: loss %.6f%s | %.0f tokens/s | matmuls %.1f GFLOP/s, %.0f%% of the "
+  char route[96] = "";
+  if (r.last_full_ratio >= 0)
+    std::snprintf(route, sizeof route, " | router %.3g, full attention %.1f%%", r.last_router_loss,
+                  100 * r.last_full_ratio);
+  std::printf("%s at step %lld: loss %.6f%s%s | %.0f tokens/s | matmuls %.1f GFLOP/s, %.0f%% of the "
               "time; attention %.0f%%\n",
               r.interrupted ? "stopped" : "done", (long long)r.steps_done, r.last_loss,
               r.last_val_loss >= 0 ? (" | val " + std::to_string(r.last_val_loss)).c_str() : "",
-              r.tokens_per_s, r.gemm_gflops, 100 * r.gemm_share, 100 * r.attention_share);
+              route, r.tokens_per_s, r.gemm_gflops, 100 * r.gemm_share, 100 * r.attention_share);
   if (args.Has("--gemm-report")) {
     const double peak = MeasureOneDnnGemmGflops(1024, 1024, 1024);
     std::printf("oneDNN fp32 GEMM 1024^3 on this machine: %.1f GFLOP/s; the run's matmuls reached %.0f%%\n",

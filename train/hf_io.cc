@@ -9,6 +9,7 @@
 
 #include "model/safetensors.h"
 #include "train/checkpoint.h"
+#include "train/routed.h"
 
 namespace swan {
 namespace {
@@ -46,6 +47,10 @@ json RopeScalingJson(const RopeScaling& s) {
   return j;
 }
 
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
 }  // namespace
 
 ModelShape ShapeFromConfig(const ModelConfig& c) {
@@ -68,12 +73,29 @@ ModelShape ShapeFromConfig(const ModelConfig& c) {
   return s;
 }
 
-void LoadHfWeights(TrainModel& model, const std::string& dir) {
+int32_t LoadHfWeights(TrainModel& model, const std::string& dir) {
   const TensorStore store = TensorStore::OpenDirectory(dir);
-  for (const ParamTensor& t : model.tensors()) {
+  const std::vector<ParamTensor>& tensors = model.tensors();
+  int32_t new_routers = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const ParamTensor& t = tensors[i];
+    if (EndsWith(t.name, ".router.weight") && !store.Has(t.name)) {
+      // A full-attention model becoming routed: TrainModel lays the bias out
+      // right after the weight.
+      const ParamTensor& bias = tensors.at(i + 1);
+      if (!EndsWith(bias.name, ".router.bias"))
+        throw std::logic_error("LoadHfWeights: " + t.name + " is not followed by its bias");
+      if (store.Has(bias.name))
+        throw std::runtime_error(dir + " has " + bias.name + " but not " + t.name);
+      InitRouter(model.params().data() + t.offset, model.params().data() + bias.offset, t.numel);
+      ++new_routers;
+      ++i;
+      continue;
+    }
     const std::vector<float> w = store.ReadF32(t.name, t.shape);
     std::memcpy(model.params().data() + t.offset, w.data(), w.size() * sizeof(float));
   }
+  return new_routers;
 }
 
 std::string CanonicalPlanSpec(const AttentionPlan& plan) {
@@ -82,11 +104,16 @@ std::string CanonicalPlanSpec(const AttentionPlan& plan) {
   bool nope_full = true, nope_window = true, any_full = false, any_window = false;
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     const LayerPlan& l = plan.layers[i];
-    if (l.kind == LayerKind::kWindow) {
-      spec += ",layer" + std::to_string(i) + ":swa:" + std::to_string(l.span.window);
+    if (l.kind != LayerKind::kFull) {
+      // sinks:S applies to window layers and routed layers' window branches alike.
+      spec += ",layer" + std::to_string(i) + (l.kind == LayerKind::kWindow ? ":swa:" : ":routed:") +
+              std::to_string(l.span.window);
       if (sinks >= 0 && sinks != l.span.sinks)
         throw std::invalid_argument("plan has different sink counts per layer; no spec says that");
       sinks = l.span.sinks;
+    }
+    // nope:full covers routed layers too: their positions are the full branch's.
+    if (l.kind == LayerKind::kWindow) {
       any_window = true;
       nope_window &= !l.rope.enabled;
     } else {
@@ -163,7 +190,7 @@ void ExportHfDirectory(const std::string& dir, const TrainModel& model, const Ex
   p["trained_with"] = plan.spec;
   json layers = json::array();
   for (const LayerPlan& l : plan.layers)
-    layers.push_back({{"kind", l.kind == LayerKind::kWindow ? "window" : "full"},
+    layers.push_back({{"kind", LayerKindName(l.kind)},
                       {"window", l.span.window},
                       {"sinks", l.span.sinks},
                       {"rope", l.rope.ToString()}});

@@ -14,12 +14,15 @@ namespace swan {
 // for what training does not cover (biases, activations other than silu).
 ModelShape ShapeFromConfig(const ModelConfig& config);
 
-// Copies every parameter from DIR's safetensors into the model. Throws
-// naming the missing or misshapen tensor.
-void LoadHfWeights(TrainModel& model, const std::string& dir);
+// Copies every parameter from DIR's safetensors into the model. A routed
+// layer whose router DIR lacks (continual pretraining of a full-attention
+// model) gets InitRouter's: weight 0, bias +2, every token on full
+// attention. Returns how many routers were so initialised. Throws naming
+// the missing or misshapen tensor.
+int32_t LoadHfWeights(TrainModel& model, const std::string& dir);
 
 // A spec that model/plan.h resolves to exactly `plan` for any model with
-// its layer count ("full,layer0:swa:64,...,sinks:4,nope:full").
+// its layer count ("full,layer0:swa:64,layer1:routed:64,...,sinks:4,nope:full").
 std::string CanonicalPlanSpec(const AttentionPlan& plan);
 
 struct ExportOptions {
@@ -29,10 +32,11 @@ struct ExportOptions {
 };
 
 // Writes DIR/config.json (LlamaForCausalLM; the plan's window layers as
-// sliding_window + layer_types, and the whole plan as
-// "swan_attention_plan"), DIR/model.safetensors (F32), DIR/tokenizer.json
-// and DIR/attention_plan.json (spec and per-layer description). Every file
-// is written atomically.
+// sliding_window + layer_types, routed layers there as full attention, and
+// the whole plan as "swan_attention_plan"), DIR/model.safetensors (F32,
+// routers included), DIR/tokenizer.json and DIR/attention_plan.json (spec
+// and per-layer description: kind full, window or routed). Every file is
+// written atomically.
 void ExportHfDirectory(const std::string& dir, const TrainModel& model, const ExportOptions& options);
 
 // The id of `token` among tokenizer.json's added tokens, or -1.

@@ -155,8 +155,6 @@ void GeluTanhBackward(float* dx, const float* d_out, const float* x, int64_t n) 
 
 // --- attention -----------------------------------------------------------------------
 
-namespace {
-
 AttentionArgs SequenceArgs(const float* q, const float* k, const float* v,
                            const SequenceAttention& a, int64_t b) {
   const int64_t q_row = int64_t(a.shape.n_heads) * a.shape.head_dim;
@@ -175,23 +173,20 @@ AttentionArgs SequenceArgs(const float* q, const float* k, const float* v,
   return args;
 }
 
+namespace {
+
 std::atomic<int64_t> attention_ns{0};
 
-// Adds the time from construction to destruction to attention_ns.
-class AttentionTimer {
- public:
-  AttentionTimer() : start_(std::chrono::steady_clock::now()) {}
-  ~AttentionTimer() {
-    attention_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        std::chrono::steady_clock::now() - start_)
-                        .count();
-  }
-
- private:
-  std::chrono::steady_clock::time_point start_;
-};
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 }  // namespace
+
+AttentionTimer::AttentionTimer() : start_ns_(NowNs()) {}
+AttentionTimer::~AttentionTimer() { attention_ns += NowNs() - start_ns_; }
 
 double AttentionSeconds() { return double(attention_ns.load()) * 1e-9; }
 void ResetAttentionSeconds() { attention_ns = 0; }

@@ -91,10 +91,26 @@ void AttentionBackward(float* dq, float* dk, float* dv, const float* d_out, cons
                        const float* lse, const float* q, const float* k, const float* v,
                        const SequenceAttention& a);
 
-// Seconds spent in AttentionForward and AttentionBackward since the last
-// reset, for a run's time breakdown.
+// The kernel arguments of sequence b of the batch (attention/attention.h).
+AttentionArgs SequenceArgs(const float* q, const float* k, const float* v,
+                           const SequenceAttention& a, int64_t b);
+
+// Seconds spent in attention kernels (AttentionForward, AttentionBackward,
+// and the routed layer's in train/routed.h) since the last reset, for a
+// run's time breakdown.
 double AttentionSeconds();
 void ResetAttentionSeconds();
+// Adds its lifetime to AttentionSeconds().
+class AttentionTimer {
+ public:
+  AttentionTimer();
+  ~AttentionTimer();
+  AttentionTimer(const AttentionTimer&) = delete;
+  AttentionTimer& operator=(const AttentionTimer&) = delete;
+
+ private:
+  int64_t start_ns_;
+};
 
 // --- softmax cross-entropy over the vocabulary -----------------------------------
 // losses[t] = logsumexp(logits[t]) - logits[t][targets[t]]; a target < 0

@@ -76,7 +76,11 @@ TrainModel::TrainModel(const ModelShape& shape, const AttentionPlan& plan)
   if (int32_t(plan.layers.size()) != shape.n_layers)
     throw std::invalid_argument("attention plan has " + std::to_string(plan.layers.size()) +
                                 " layers, the model " + std::to_string(shape.n_layers));
-  for (const LayerPlan& l : plan_.layers) ropes_.emplace_back(l.rope, shape.head_dim);
+  for (const LayerPlan& l : plan_.layers) {
+    ropes_.emplace_back(l.rope, shape.head_dim);
+    routed_index_.push_back(l.kind == LayerKind::kRouted ? n_routed_++ : -1);
+  }
+  routing_.full_tokens.assign(size_t(shape.n_layers), 0);
   Layout();
 }
 
@@ -97,6 +101,7 @@ void TrainModel::Layout() {
   add("model.embed_tokens.weight", {V, C});
   for (int32_t l = 0; l < shape_.n_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
+    layer_first_.push_back(tensors_.size());
     add(p + "input_layernorm.weight", {C});
     add(p + "self_attn.q_proj.weight", {shape_.q_dim(), C});
     add(p + "self_attn.k_proj.weight", {shape_.kv_dim(), C});
@@ -106,6 +111,11 @@ void TrainModel::Layout() {
     add(p + "mlp.gate_proj.weight", {F, C});
     add(p + "mlp.up_proj.weight", {F, C});
     add(p + "mlp.down_proj.weight", {C, F});
+    if (routed_index_[size_t(l)] >= 0) {
+      add(p + "self_attn.router.weight", {1, C});
+      tensors_.back().decay = false;  // decay would pull every token's route towards the bias alone
+      add(p + "self_attn.router.bias", {1});
+    }
   }
   add("model.norm.weight", {C});
   if (!shape_.tied_embeddings) add("lm_head.weight", {V, C});
@@ -120,10 +130,12 @@ const ParamTensor& TrainModel::tensor(const std::string& name) const {
 }
 
 TrainModel::LayerParams TrainModel::Layer(std::vector<float>& b, int32_t l) {
-  // The layer's 9 tensors follow the embedding, in Layout() order.
-  const size_t first = 1 + size_t(l) * 9;
+  // The layer's tensors in Layout() order: 9, then a routed layer's router.
+  const size_t first = layer_first_[size_t(l)];
   auto p = [&](size_t i) { return At(b, tensors_[first + i].offset); };
-  return LayerParams{p(0), p(1), p(2), p(3), p(4), p(5), p(6), p(7), p(8)};
+  const bool routed = routed_index_[size_t(l)] >= 0;
+  return LayerParams{p(0), p(1), p(2), p(3), p(4), p(5), p(6), p(7), p(8),
+                     routed ? p(9) : nullptr, routed ? p(10) : nullptr};
 }
 
 void TrainModel::InitRandom(uint64_t seed) {
@@ -131,6 +143,7 @@ void TrainModel::InitRandom(uint64_t seed) {
   const float out_scale = 1.0f / std::sqrt(2.0f * float(shape_.n_layers));
   for (const ParamTensor& t : tensors_) {
     float* p = At(params_, t.offset);
+    if (t.name.find(".router.") != std::string::npos) continue;  // InitRouters, no draws
     if (t.shape.size() == 1) {
       std::fill(p, p + t.numel, 1.0f);
       continue;
@@ -140,6 +153,31 @@ void TrainModel::InitRandom(uint64_t seed) {
     std::normal_distribution<float> dist(0.0f, 0.02f * (output ? out_scale : 1.0f));
     for (int64_t i = 0; i < t.numel; ++i) p[i] = dist(rng);
   }
+  InitRouters();
+}
+
+void TrainModel::InitRouters() {
+  for (int32_t l = 0; l < shape_.n_layers; ++l) {
+    const LayerParams p = Layer(params_, l);
+    if (p.router_w) InitRouter(p.router_w, p.router_b, shape_.hidden);
+  }
+}
+
+double TrainModel::router_loss() const {
+  return counted_ > 0 ? routing_.regularizer / double(counted_) : 0.0;
+}
+
+double TrainModel::full_ratio() const {
+  if (n_routed_ == 0 || routing_.tokens == 0) return -1;
+  int64_t full = 0;
+  for (int64_t f : routing_.full_tokens) full += f;
+  return double(full) / double(routing_.tokens * n_routed_);
+}
+
+RoutedBranches TrainModel::Branches(int32_t r) {
+  const int64_t N = acts_.batch * acts_.seq, QD = shape_.q_dim(), H = shape_.n_heads;
+  return RoutedBranches{At(acts_.att_full, r * N * QD), At(acts_.lse_full, r * N * H),
+                        At(acts_.att_window, r * N * QD), At(acts_.lse_window, r * N * H)};
 }
 
 void TrainModel::ZeroGrads() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
@@ -173,6 +211,13 @@ void TrainModel::Allocate(int64_t batch, int64_t seq) {
   a.final_rstd.assign(size_t(N), 0.0f);
   a.logits.assign(size_t(N * V), 0.0f);
   a.losses.assign(size_t(N), 0.0f);
+  const int64_t R = n_routed_;
+  a.router_logit.assign(size_t(R * N), 0.0f);
+  a.att_full.assign(size_t(R * N * QD), 0.0f);
+  a.lse_full.assign(size_t(R * N * H), 0.0f);
+  a.att_window.assign(size_t(R * N * QD), 0.0f);
+  a.lse_window.assign(size_t(R * N * H), 0.0f);
+  a.gamma.assign(size_t(R * N), 0.0f);
   Scratch& s = scratch_;
   s.d_res.assign(size_t(N * C), 0.0f);
   s.d_xn.assign(size_t(N * C), 0.0f);
@@ -183,6 +228,7 @@ void TrainModel::Allocate(int64_t batch, int64_t seq) {
   s.d_act.assign(size_t(N * F), 0.0f);
   s.d_gate.assign(size_t(N * F), 0.0f);
   s.d_up.assign(size_t(N * F), 0.0f);
+  s.d_logit.assign(size_t(N), 0.0f);
 }
 
 double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_t batch,
@@ -209,6 +255,9 @@ double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_
     float* mid = At(a.attn_mid, l * N * C);
     // Attention branch.
     RmsNormForward(xn, At(a.attn_rstd, l * N), res, p.attn_norm, shape_.rms_eps, N, C);
+    const int32_t r = routed_index_[size_t(l)];
+    float* logit = r >= 0 ? At(a.router_logit, r * N) : nullptr;
+    if (r >= 0) RouterForward(logit, xn, p.router_w, p.router_b, N, C);
     LinearForward(q, xn, p.wq, N, C, QD);
     LinearForward(k, xn, p.wk, N, C, KD);
     LinearForward(v, xn, p.wv, N, C, KD);
@@ -218,7 +267,14 @@ double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_
     }
     SequenceAttention sa{{shape_.n_heads, shape_.n_kv_heads, shape_.head_dim},
                          plan_.layers[size_t(l)].span, batch, seq, a.pos.data()};
-    AttentionForward(att, At(a.lse, l * N * H), q, k, v, sa);
+    if (r >= 0) {
+      RoutedAttentionForward(att, Branches(r), logit, q, k, v, sa);
+      int64_t full = 0;
+      for (int64_t t = 0; t < N; ++t) full += RoutesFull(logit[t]);
+      routing_.full_tokens[size_t(l)] = full;
+    } else {
+      AttentionForward(att, At(a.lse, l * N * H), q, k, v, sa);
+    }
     std::copy(res, res + N * C, mid);
     LinearForward(mid, att, p.wo, N, QD, C, /*accumulate_y=*/true);
     // MLP branch.
@@ -239,7 +295,17 @@ double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_
   RmsNormForward(a.final_xn.data(), a.final_rstd.data(), At(a.residual, shape_.n_layers * N * C),
                  final_norm, shape_.rms_eps, N, C);
   LinearForward(a.logits.data(), a.final_xn.data(), head, N, C, V);
-  return CrossEntropyForward(a.losses.data(), a.logits.data(), a.targets.data(), N, V);
+  const double loss = CrossEntropyForward(a.losses.data(), a.logits.data(), a.targets.data(), N, V);
+  // The regularizer weighs each token by its NLL, so it follows the loss.
+  routing_.tokens = N;
+  routing_.regularizer = 0;
+  for (int32_t r = 0; r < n_routed_; ++r) {
+    const RoutedBranches br = Branches(r);
+    routing_.regularizer += RouterRegularizerForward(
+        At(a.gamma, r * N), At(a.router_logit, r * N), a.losses.data(), a.targets.data(),
+        br.out_full, br.out_window, router_reg_, N, QD);
+  }
+  return loss;
 }
 
 void TrainModel::Backward(float loss_scale) {
@@ -282,8 +348,16 @@ void TrainModel::Backward(float loss_scale) {
     const float* v = At(a.v, l * N * KD);
     SequenceAttention sa{{shape_.n_heads, shape_.n_kv_heads, shape_.head_dim},
                          plan_.layers[size_t(l)].span, batch, seq, a.pos.data()};
-    AttentionBackward(s.dq.data(), s.dk.data(), s.dv.data(), s.d_att.data(), att,
-                      At(a.lse, l * N * H), q, k, v, sa);
+    const int32_t r = routed_index_[size_t(l)];
+    const float* logit = r >= 0 ? At(a.router_logit, r * N) : nullptr;
+    if (r >= 0) {
+      RoutedAttentionBackward(s.dq.data(), s.dk.data(), s.dv.data(), s.d_logit.data(),
+                              s.d_att.data(), Branches(r), logit, q, k, v, sa);
+      RouterRegularizerBackward(s.d_logit.data(), At(a.gamma, r * N), logit, loss_scale, N);
+    } else {
+      AttentionBackward(s.dq.data(), s.dk.data(), s.dv.data(), s.d_att.data(), att,
+                        At(a.lse, l * N * H), q, k, v, sa);
+    }
     for (int64_t b = 0; b < batch; ++b) {
       RopeBackward(s.dq.data() + b * seq * QD, ropes_[size_t(l)], a.pos.data(), seq, shape_.n_heads);
       RopeBackward(s.dk.data() + b * seq * KD, ropes_[size_t(l)], a.pos.data(), seq,
@@ -293,6 +367,7 @@ void TrainModel::Backward(float loss_scale) {
     LinearBackward(s.d_xn.data(), g.wq, s.dq.data(), xn, p.wq, N, C, QD, false);
     LinearBackward(s.d_xn.data(), g.wk, s.dk.data(), xn, p.wk, N, C, KD, true);
     LinearBackward(s.d_xn.data(), g.wv, s.dv.data(), xn, p.wv, N, C, KD, true);
+    if (r >= 0) RouterBackward(s.d_xn.data(), g.router_w, g.router_b, s.d_logit.data(), xn, p.router_w, N, C);
     RmsNormBackward(s.d_res.data(), g.attn_norm, s.d_xn.data(), At(a.residual, l * N * C),
                     At(a.attn_rstd, l * N), p.attn_norm, N, C, /*accumulate_dx=*/true);
   }
@@ -305,6 +380,9 @@ std::string TrainModel::FirstNonFinite() const {
   if (N == 0) return "";
   if (!AllFinite(a.residual.data(), N * C)) return "embedding";
   for (int32_t l = 0; l < shape_.n_layers; ++l) {
+    const int32_t r = routed_index_[size_t(l)];
+    if (r >= 0 && !AllFinite(a.router_logit.data() + r * N, N))
+      return "layer " + std::to_string(l) + " router";
     if (!AllFinite(a.attn_mid.data() + l * N * C, N * C))
       return "layer " + std::to_string(l) + " attention";
     if (!AllFinite(a.residual.data() + (l + 1) * N * C, N * C))

@@ -6,6 +6,11 @@
 // LlamaForCausalLM): embedding, per layer RMSNorm -> Q, K, V -> RoPE or
 // NoPE -> attention under the layer's span -> O -> residual -> RMSNorm ->
 // SwiGLU MLP -> residual; final RMSNorm; tied or separate lm_head.
+//
+// A routed layer (Switch Attention, train/routed.h) adds a router
+// (self_attn.router.weight [1, C], self_attn.router.bias [1]) on the normed
+// attention input; each token takes full attention or the layer's window
+// span, and the objective gains the router's regularizer.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +19,7 @@
 
 #include "model/plan.h"
 #include "ops/rope.h"
+#include "train/routed.h"
 
 namespace swan {
 
@@ -46,7 +52,14 @@ struct ParamTensor {
   std::vector<int64_t> shape;
   int64_t offset = 0;           // into params / grads
   int64_t numel = 0;
-  bool decay = false;           // AdamW weight decay: matrices yes, norms no
+  bool decay = false;           // AdamW weight decay: matrices yes, norms and routers no
+};
+
+// How the routed layers routed in the last forward pass.
+struct RoutingStats {
+  std::vector<int64_t> full_tokens;  // [L] tokens sent to full attention (0 on other layers)
+  int64_t tokens = 0;                // tokens per layer (B*T)
+  double regularizer = 0;            // Σ over routed layers and counted tokens of γ_t softplus(logit_t)
 };
 
 class TrainModel {
@@ -65,18 +78,34 @@ class TrainModel {
   std::vector<float>& grads() { return grads_; }    // [num_params]
 
   // Normal(0, 0.02) matrices, output projections scaled by 1/sqrt(2L),
-  // norms 1. Deterministic in `seed`.
+  // norms 1, routers as InitRouters. Deterministic in `seed`; the draws do
+  // not depend on which layers are routed.
   void InitRandom(uint64_t seed);
+  // Every router to weight 0, bias +2: every token starts on full attention.
+  void InitRouters();
+  int32_t num_routed_layers() const { return n_routed_; }
+  // The router's regularizer weights (defaults: DESIGN.md §4).
+  void set_router_regularizer(const RouterRegularizer& r) { router_reg_ = r; }
   void ZeroGrads();
 
   // Runs B sequences of T tokens (token t at position t) and returns the
   // mean cross-entropy against `targets` (< 0: not counted). Keeps the
-  // activations for Backward.
+  // activations for Backward. With routed layers the objective also holds
+  // the router regularizer: router_loss() per counted token.
   //   tokens, targets [B, T]
   double Forward(const int32_t* tokens, const int32_t* targets, int64_t batch, int64_t seq);
-  // Adds d(loss_scale * sum of counted token losses)/d(params) into grads().
-  // The usual loss_scale is 1 / (counted tokens of all micro-batches).
+  // Adds d(loss_scale * (sum of counted token losses + the router
+  // regularizer's sum))/d(params) into grads(); the hard gates backpropagate
+  // by the straight-through estimator. The usual loss_scale is
+  // 1 / (counted tokens of all micro-batches).
   void Backward(float loss_scale);
+
+  // Routing of the last Forward.
+  const RoutingStats& routing() const { return routing_; }
+  // The regularizer per counted token, as Forward's loss is (0 without routed layers).
+  double router_loss() const;
+  // Fraction of (token, routed layer) pairs on full attention; -1 without routed layers.
+  double full_ratio() const;
 
   // After a non-finite loss: where the forward first produced a non-finite
   // value ("embedding", "layer 3 attention", "layer 3 mlp", "final norm /
@@ -98,6 +127,8 @@ class TrainModel {
     float* w_gate;     // (F, C)
     float* w_up;       // (F, C)
     float* w_down;     // (C, F)
+    float* router_w;   // (1, C) routed layers; null on others
+    float* router_b;   // (1)
   };
   // Every activation of one forward pass; N = B * T tokens.
   struct Activations {
@@ -122,6 +153,13 @@ class TrainModel {
     std::vector<float> final_rstd;   // (N)
     std::vector<float> logits;       // (N, V); d_logits in place during Backward
     std::vector<float> losses;       // (N)
+    // Routed layers only, at r = routed_index_[l] of R:
+    std::vector<float> router_logit; // (R, N)
+    std::vector<float> att_full;     // (R, N, H*D) full branch
+    std::vector<float> lse_full;     // (R, N, H)
+    std::vector<float> att_window;   // (R, N, H*D) window branch
+    std::vector<float> lse_window;   // (R, N, H)
+    std::vector<float> gamma;        // (R, N) regularizer weights γ_t
   };
   // Gradient scratch of one layer, reused across layers.
   struct Scratch {
@@ -134,15 +172,22 @@ class TrainModel {
     std::vector<float> d_act;   // (N, F)
     std::vector<float> d_gate;  // (N, F)
     std::vector<float> d_up;    // (N, F)
+    std::vector<float> d_logit; // (N) router logits
   };
 
   void Layout();
   LayerParams Layer(std::vector<float>& buffer, int32_t l);
   void Allocate(int64_t batch, int64_t seq);
+  RoutedBranches Branches(int32_t r);
 
   ModelShape shape_;
   AttentionPlan plan_;
   std::vector<Rope> ropes_;  // [L]
+  std::vector<int32_t> routed_index_;  // [L] among the routed layers; -1 on others
+  int32_t n_routed_ = 0;               // R
+  std::vector<size_t> layer_first_;    // [L] index into tensors_ of the layer's first tensor
+  RouterRegularizer router_reg_;
+  RoutingStats routing_;
   std::vector<ParamTensor> tensors_;
   std::vector<float> params_;
   std::vector<float> grads_;

@@ -1,15 +1,27 @@
 // The whole model's gradient against central differences of a float64
 // reference forward written here, on a tiny configuration under a window
-// plan with sinks and NoPE on the full layers.
+// plan with sinks and NoPE on the full layers, and under routed plans
+// (Switch Attention: straight-through gate and regularizer). Continual
+// pretraining into a routed plan, and export round trips.
 #include "train/model.h"
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 
+#include "model/config.h"
+#include "model/model.h"
+#include "model/safetensors.h"
 #include "train/grad_check.h"
+#include "train/hf_io.h"
 
 namespace swan {
 namespace {
@@ -53,15 +65,65 @@ void Rotate(Vec& x, const Rope& rope, bool enabled, int64_t seq, int32_t heads, 
       }
 }
 
-// Mean cross-entropy of one batch, every sequence from position 0.
+double Sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+
+// Routed layers in the reference. The hard gate has no derivative; the
+// surrogate gate g = h + σ(logit) − σ(logit0), with logit0 (hence the hard
+// gate h = 1[logit0 > 0]) frozen where the gradient is taken, has the value
+// h there and the straight-through gradient σ'(logit). The regularizer's
+// weights γ are frozen too (they carry no gradient).
+struct RoutedFrozen {
+  std::map<int32_t, Vec> logit0;  // layer -> [B*T]
+  std::map<int32_t, Vec> gamma;   // layer -> [B*T]
+};
+// What a reference pass saw, to freeze from.
+struct RoutedTrace {
+  std::map<int32_t, Vec> logit;  // layer -> [B*T]
+  std::map<int32_t, Vec> dist;   // layer -> [B*T] ‖o_full − o_window‖² over the H*D row
+  Vec nll;                       // [B*T] cross-entropy, 0 without a target
+};
+
+// out [seq, H*D]: attention of one sequence under `span`.
+Vec Attention(const Vec& q, const Vec& k, const Vec& v, Span span, int64_t seq, int64_t H,
+              int64_t KV, int64_t D) {
+  Vec att(size_t(seq * H * D), 0.0);
+  for (int64_t i = 0; i < seq; ++i)
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t kh = h / (H / KV);
+      std::vector<double> w(size_t(seq), 0.0);
+      double max = -1e300, sum = 0;
+      for (int64_t j = 0; j <= i; ++j) {
+        if (!Sees(span, i, j)) continue;
+        double d = 0;
+        for (int64_t c = 0; c < D; ++c) d += q[size_t((i * H + h) * D + c)] * k[size_t((j * KV + kh) * D + c)];
+        w[size_t(j)] = d / std::sqrt(double(D));
+        max = std::max(max, w[size_t(j)]);
+      }
+      for (int64_t j = 0; j <= i; ++j)
+        if (Sees(span, i, j)) sum += std::exp(w[size_t(j)] - max);
+      for (int64_t j = 0; j <= i; ++j) {
+        if (!Sees(span, i, j)) continue;
+        const double pr = std::exp(w[size_t(j)] - max) / sum;
+        for (int64_t c = 0; c < D; ++c) att[size_t((i * H + h) * D + c)] += pr * v[size_t((j * KV + kh) * D + c)];
+      }
+    }
+  return att;
+}
+
+// Mean cross-entropy of one batch, every sequence from position 0. With
+// `frozen`: routed layers use the surrogate gate, and the loss gains the
+// regularizer Σ γ softplus(logit) per counted token. Without: hard gates
+// and no regularizer. `trace` (may be null) records routing and NLL.
 double ReferenceLoss(const TrainModel& m, const Vec& params, const std::vector<int32_t>& tokens,
-                     const std::vector<int32_t>& targets, int64_t batch, int64_t seq) {
+                     const std::vector<int32_t>& targets, int64_t batch, int64_t seq,
+                     const RoutedFrozen* frozen = nullptr, RoutedTrace* trace = nullptr) {
   const ModelShape& s = m.shape();
   const int64_t C = s.hidden, F = s.intermediate, V = s.vocab, H = s.n_heads, KV = s.n_kv_heads;
   const int64_t D = s.head_dim;
   auto P = [&](const std::string& name) { return params.data() + m.tensor(name).offset; };
-  double total = 0;
+  double total = 0, regularizer = 0;
   int64_t counted = 0;
+  if (trace) trace->nll.assign(size_t(batch * seq), 0.0);
   for (int64_t b = 0; b < batch; ++b) {
     Vec x(size_t(seq * C));
     for (int64_t t = 0; t < seq; ++t)
@@ -77,27 +139,35 @@ double ReferenceLoss(const TrainModel& m, const Vec& params, const std::vector<i
       const Vec v = Linear(xn, P(p + "self_attn.v_proj.weight"), seq, C, KV * D);
       Rotate(q, rope, lp.rope.enabled, seq, int32_t(H), int32_t(D));
       Rotate(k, rope, lp.rope.enabled, seq, int32_t(KV), int32_t(D));
-      Vec att(size_t(seq * H * D), 0.0);
-      for (int64_t i = 0; i < seq; ++i)
-        for (int64_t h = 0; h < H; ++h) {
-          const int64_t kh = h / (H / KV);
-          std::vector<double> w(size_t(seq), 0.0);
-          double max = -1e300, sum = 0;
-          for (int64_t j = 0; j <= i; ++j) {
-            if (!Sees(lp.span, i, j)) continue;
-            double d = 0;
-            for (int64_t c = 0; c < D; ++c) d += q[size_t((i * H + h) * D + c)] * k[size_t((j * KV + kh) * D + c)];
-            w[size_t(j)] = d / std::sqrt(double(D));
-            max = std::max(max, w[size_t(j)]);
+      Vec att = Attention(q, k, v, lp.kind == LayerKind::kRouted ? Span{} : lp.span, seq, H, KV, D);
+      if (lp.kind == LayerKind::kRouted) {  // att holds the full branch
+        const Vec window = Attention(q, k, v, lp.span, seq, H, KV, D);
+        const double* w = P(p + "self_attn.router.weight");
+        const double bias = *P(p + "self_attn.router.bias");
+        for (int64_t t = 0; t < seq; ++t) {
+          const size_t token = size_t(b * seq + t);
+          double logit = bias, dist = 0;
+          for (int64_t i = 0; i < C; ++i) logit += xn[size_t(t * C + i)] * w[i];
+          double g = logit > 0;
+          if (frozen) {
+            const double logit0 = frozen->logit0.at(l)[token];
+            g = double(logit0 > 0) + Sigmoid(logit) - Sigmoid(logit0);
+            if (targets[token] >= 0) regularizer += frozen->gamma.at(l)[token] * std::log1p(std::exp(logit));
           }
-          for (int64_t j = 0; j <= i; ++j)
-            if (Sees(lp.span, i, j)) sum += std::exp(w[size_t(j)] - max);
-          for (int64_t j = 0; j <= i; ++j) {
-            if (!Sees(lp.span, i, j)) continue;
-            const double pr = std::exp(w[size_t(j)] - max) / sum;
-            for (int64_t c = 0; c < D; ++c) att[size_t((i * H + h) * D + c)] += pr * v[size_t((j * KV + kh) * D + c)];
+          for (int64_t c = 0; c < H * D; ++c) {
+            double& o = att[size_t(t * H * D + c)];
+            const double ow = window[size_t(t * H * D + c)];
+            dist += (o - ow) * (o - ow);
+            o = g * o + (1 - g) * ow;
+          }
+          if (trace) {
+            trace->logit[l].resize(size_t(batch * seq));
+            trace->dist[l].resize(size_t(batch * seq));
+            trace->logit[l][token] = logit;
+            trace->dist[l][token] = dist;
           }
         }
+      }
       const Vec o = Linear(att, P(p + "self_attn.o_proj.weight"), seq, H * D, C);
       for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
       const Vec mxn = Norm(x, P(p + "post_attention_layernorm.weight"), s.rms_eps, seq, C);
@@ -115,11 +185,28 @@ double ReferenceLoss(const TrainModel& m, const Vec& params, const std::vector<i
       double max = -1e300, sum = 0;
       for (int64_t j = 0; j < V; ++j) max = std::max(max, logits[size_t(t * V + j)]);
       for (int64_t j = 0; j < V; ++j) sum += std::exp(logits[size_t(t * V + j)] - max);
-      total += max + std::log(sum) - logits[size_t(t * V + target)];
+      const double nll = max + std::log(sum) - logits[size_t(t * V + target)];
+      if (trace) trace->nll[size_t(b * seq + t)] = nll;
+      total += nll;
       ++counted;
     }
   }
-  return total / double(counted);
+  return (total + regularizer) / double(counted);
+}
+
+// γ_t = γ_base / (ε + NLL_t + α ‖o_full_t − o_window_t‖²) from a trace,
+// written out (DESIGN.md §4); 0 for tokens without a target.
+RoutedFrozen Freeze(const RoutedTrace& trace, const std::vector<int32_t>& targets,
+                    const RouterRegularizer& r) {
+  RoutedFrozen f;
+  f.logit0 = trace.logit;
+  for (const auto& [l, dist] : trace.dist) {
+    Vec& gamma = f.gamma[l];
+    gamma.assign(dist.size(), 0.0);
+    for (size_t t = 0; t < dist.size(); ++t)
+      if (targets[t] >= 0) gamma[t] = r.gamma_base / (r.eps + trace.nll[t] + r.alpha * dist[t]);
+  }
+  return f;
 }
 
 AttentionPlan TinyPlan(const std::string& spec, int32_t n_layers) {
@@ -137,6 +224,12 @@ void CheckModelGradient(const std::string& spec, bool tied) {
   std::mt19937_64 rng(11);
   std::normal_distribution<float> noise(0.0f, 0.3f);
   for (float& p : model.params()) p += noise(rng);
+  const bool routed = model.num_routed_layers() > 0;
+  RouterRegularizer reg;
+  reg.gamma_base = 0.5;  // large enough to show in the router's gradient
+  model.set_router_regularizer(reg);
+  for (const ParamTensor& t : model.tensors())  // bias 0: tokens on both branches
+    if (t.name.find("router.bias") != std::string::npos) model.params()[size_t(t.offset)] = 0;
   const int64_t batch = 2, seq = 10;
   std::vector<int32_t> tokens(size_t(batch * seq)), targets(tokens.size());
   std::uniform_int_distribution<int32_t> id(0, 31);
@@ -149,7 +242,26 @@ void CheckModelGradient(const std::string& spec, bool tied) {
   model.Backward(1.0f / float(model.counted_tokens()));
 
   Vec params(model.params().begin(), model.params().end());
-  EXPECT_NEAR(loss, ReferenceLoss(model, params, tokens, targets, batch, seq), 1e-5);
+  RoutedTrace trace;
+  EXPECT_NEAR(loss, ReferenceLoss(model, params, tokens, targets, batch, seq, nullptr, &trace), 1e-5);
+  const RoutedFrozen frozen = Freeze(trace, targets, reg);
+  if (routed) {
+    // The float32 gates are the reference's, and both branches are used.
+    int64_t full = 0, pairs = 0;
+    for (const auto& [l, logits] : trace.logit)
+      for (double x : logits) {
+        ASSERT_GT(std::abs(x), 1e-4) << "a logit at the gate's edge; choose another seed";
+        full += x > 0;
+        ++pairs;
+      }
+    ASSERT_GT(full, 0);
+    ASSERT_LT(full, pairs);
+    EXPECT_NEAR(model.full_ratio(), double(full) / double(pairs), 1e-12);
+    // The regularizer's value, per counted token.
+    const double with_reg = ReferenceLoss(model, params, tokens, targets, batch, seq, &frozen);
+    EXPECT_NEAR(loss + model.router_loss(), with_reg, 1e-5);
+    EXPECT_GT(model.router_loss(), 1e-3);
+  }
   double worst = 0;
   for (const ParamTensor& t : model.tensors()) {
     // Differences on about 20 entries of each tensor, spread over it.
@@ -161,9 +273,9 @@ void CheckModelGradient(const std::string& spec, bool tied) {
       double& p = params[size_t(t.offset + i)];
       const double keep = p, h = 1e-5;
       p = keep + h;
-      const double up = ReferenceLoss(model, params, tokens, targets, batch, seq);
+      const double up = ReferenceLoss(model, params, tokens, targets, batch, seq, &frozen);
       p = keep - h;
-      const double down = ReferenceLoss(model, params, tokens, targets, batch, seq);
+      const double down = ReferenceLoss(model, params, tokens, targets, batch, seq, &frozen);
       p = keep;
       numeric.push_back((up - down) / (2 * h));
     }
@@ -177,6 +289,9 @@ void CheckModelGradient(const std::string& spec, bool tied) {
 
 TEST(ModelGrad, WindowSinksNopeTied) { CheckModelGradient("hybrid:1:1,window:4,sinks:1,nope:full", true); }
 TEST(ModelGrad, FullUntied) { CheckModelGradient("full", false); }
+// Switch Attention: the straight-through gate and the regularizer through the whole model.
+TEST(ModelGrad, RoutedSinksTied) { CheckModelGradient("routed:4,sinks:1", true); }
+TEST(ModelGrad, RoutedAndFullNopeUntied) { CheckModelGradient("full,layer1:routed:3,nope:full", false); }
 
 TEST(ModelGrad, FirstNonFiniteNamesTheLayer) {
   const ModelShape shape = PresetShape("tiny", 32, 16);
@@ -188,6 +303,106 @@ TEST(ModelGrad, FirstNonFiniteNamesTheLayer) {
   model.params()[size_t(model.tensor("model.layers.1.mlp.up_proj.weight").offset)] = NAN;
   EXPECT_FALSE(std::isfinite(model.Forward(tokens.data(), targets.data(), 1, 4)));
   EXPECT_EQ(model.FirstNonFinite(), "layer 1 mlp");
+}
+
+std::string TempDir(const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path p = fs::path(::testing::TempDir()) / ("swan_model_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p.string();
+}
+
+// Continual pretraining: a full-attention model's weights under a routed
+// plan, new routers. Every gate starts at 1, so the model is the full one:
+// same loss, same logits, and the same gradient for every shared tensor
+// (the window branch gets none, the router's weight 0 passes none back).
+TEST(RoutedCpt, NewRoutersStartAsTheFullModel) {
+  const ModelShape shape = PresetShape("tiny", 32, 16);
+  TrainModel full(shape, TinyPlan("full", shape.n_layers));
+  full.InitRandom(3);
+  std::mt19937_64 rng(4);
+  std::normal_distribution<float> noise(0.0f, 0.2f);
+  for (float& p : full.params()) p += noise(rng);
+  const std::string dir = TempDir("cpt");
+  ExportHfDirectory(dir, full, ExportOptions{});
+
+  TrainModel routed(shape, TinyPlan("routed:4,sinks:1", shape.n_layers));
+  EXPECT_EQ(LoadHfWeights(routed, dir), 2);
+  for (int l = 0; l < 2; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".self_attn.router.";
+    const ParamTensor& w = routed.tensor(p + "weight");
+    EXPECT_EQ(w.shape, (std::vector<int64_t>{1, shape.hidden}));
+    EXPECT_FALSE(w.decay);
+    for (int64_t i = 0; i < w.numel; ++i) EXPECT_EQ(routed.params()[size_t(w.offset + i)], 0.0f);
+    EXPECT_EQ(routed.params()[size_t(routed.tensor(p + "bias").offset)], 2.0f);
+  }
+  const int64_t batch = 2, seq = 12;
+  std::vector<int32_t> tokens(size_t(batch * seq)), targets(tokens.size());
+  std::uniform_int_distribution<int32_t> id(0, 31);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = id(rng), targets[i] = id(rng);
+  full.ZeroGrads();
+  routed.ZeroGrads();
+  const double full_loss = full.Forward(tokens.data(), targets.data(), batch, seq);
+  const double routed_loss = routed.Forward(tokens.data(), targets.data(), batch, seq);
+  EXPECT_NEAR(routed_loss, full_loss, 1e-5);
+  EXPECT_EQ(routed.full_ratio(), 1.0);
+  EXPECT_EQ(full.full_ratio(), -1.0);
+  EXPECT_GT(routed.router_loss(), 0.0);
+  double worst = 0;
+  for (size_t i = 0; i < full.logits().size(); ++i)
+    worst = std::max(worst, double(std::abs(full.logits()[i] - routed.logits()[i])));
+  EXPECT_LT(worst, 1e-5);
+  full.Backward(1.0f / float(batch * seq));
+  routed.Backward(1.0f / float(batch * seq));
+  for (const ParamTensor& t : full.tensors()) {
+    const ParamTensor& r = routed.tensor(t.name);
+    const std::vector<float> a(full.grads().begin() + t.offset, full.grads().begin() + t.offset + t.numel);
+    const Vec b(routed.grads().begin() + r.offset, routed.grads().begin() + r.offset + r.numel);
+    EXPECT_LT(testing::RelativeError(a, b), 1e-5) << t.name;
+  }
+  // The routers learn from the start: the straight-through gradient and the regularizer.
+  const ParamTensor& bias = routed.tensor("model.layers.1.self_attn.router.bias");
+  EXPECT_NE(routed.grads()[size_t(bias.offset)], 0.0f);
+}
+
+// Export writes the routers and the plan; loading the directory back gives
+// the same plan and the same parameters, routers included.
+TEST(RoutedCpt, ExportKeepsRoutersAndThePlan) {
+  const ModelShape shape = PresetShape("tiny", 32, 16);
+  const AttentionPlan plan = TinyPlan("hybrid:1:1,window:4,layer1:routed:3,sinks:1", shape.n_layers);
+  TrainModel model(shape, plan);
+  model.InitRandom(5);
+  std::mt19937_64 rng(6);
+  std::normal_distribution<float> noise(0.0f, 0.5f);
+  const ParamTensor& w = model.tensor("model.layers.1.self_attn.router.weight");
+  for (int64_t i = 0; i < w.numel + 1; ++i) model.params()[size_t(w.offset + i)] = noise(rng);  // and the bias
+  const std::string dir = TempDir("export");
+  ExportHfDirectory(dir, model, ExportOptions{});
+
+  const ModelConfig config = LoadModelConfig(dir);
+  EXPECT_EQ(config.attention_plan, CanonicalPlanSpec(plan));
+  EXPECT_NE(config.attention_plan.find("layer1:routed:3"), std::string::npos) << config.attention_plan;
+  const AttentionPlan again = ResolvePlan(config.attention_plan, AttentionDefaultsFor(config));
+  ASSERT_EQ(again.layers.size(), plan.layers.size());
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    EXPECT_EQ(again.layers[i].kind, plan.layers[i].kind) << i;
+    EXPECT_EQ(again.layers[i].span, plan.layers[i].span) << i;
+  }
+  EXPECT_EQ(plan.layers[1].span, (Span{3, 1}));  // sinks reach the routed window branch
+  std::ifstream in(dir + "/attention_plan.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["layers"][0]["kind"], "window");
+  EXPECT_EQ(j["layers"][1]["kind"], "routed");
+  EXPECT_EQ(j["layers"][1]["window"], 3);
+
+  const TensorStore store = TensorStore::OpenDirectory(dir);
+  EXPECT_TRUE(store.Has("model.layers.1.self_attn.router.weight"));
+  EXPECT_TRUE(store.Has("model.layers.1.self_attn.router.bias"));
+  EXPECT_FALSE(store.Has("model.layers.0.self_attn.router.weight"));
+  TrainModel back(ShapeFromConfig(config), again);
+  EXPECT_EQ(LoadHfWeights(back, dir), 0);
+  EXPECT_EQ(back.params(), model.params());
 }
 
 }  // namespace

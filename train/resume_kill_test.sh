@@ -2,7 +2,8 @@
 # A run killed with SIGKILL and resumed from its last checkpoint reaches the
 # same losses (to 1e-6) as an uninterrupted run; then continual pretraining
 # of stories260K under a different attention plan, and `swan generate` on
-# the exported directory.
+# the exported directory; then under a routed plan (Switch Attention), whose
+# export keeps its routers and plan.
 #   usage: resume_kill_test.sh SWAN SHARED_DIR
 set -eu
 SWAN=$1
@@ -37,3 +38,11 @@ grep -q '"swan_attention_plan"' "$TMP/c/model/config.json"
 "$SWAN" generate -m "$TMP/c/model" -p "Once upon a time" -n 8 > "$TMP/gen.txt"
 grep -q "Once upon a time" "$TMP/gen.txt"
 echo "continual pretraining and export: ok"
+
+"$SWAN" train --init "$MODEL" --attn routed:32,sinks:2 --router-alpha 0 --data "$TMP/data.bin" \
+  --context 64 --batch 2 --steps 2 --lr 1e-4 --eval-every 0 --quiet --out "$TMP/r" > "$TMP/r.txt"
+grep -q 'full attention 100.0%' "$TMP/r.txt"
+grep -q '"swan_attention_plan": "full,layer0:routed:32,.*sinks:2"' "$TMP/r/model/config.json"
+grep -q 'router.weight' "$TMP/r/model/model.safetensors"
+head -1 "$TMP/r/train_log.csv" | grep -q 'router_loss,full_ratio'
+echo "routed continual pretraining and export: ok"

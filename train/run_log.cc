@@ -14,27 +14,55 @@ namespace swan {
 namespace {
 
 const char kHeader[] = "step,tokens,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s";
+// Appended when the run has routed layers; the last one is ';'-separated.
+const char kRouterHeader[] = ",router_loss,full_ratio,val_full_ratio,val_full_ratio_by_layer";
 
 std::string Path(const std::string& dir, const char* name) {
   return (std::filesystem::path(dir) / name).string();
 }
 
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::string part;
+  std::istringstream in(s);
+  while (std::getline(in, part, sep)) parts.push_back(part);
+  if (!s.empty() && s.back() == sep) parts.emplace_back();
+  return parts;
+}
+
+// A CSV row back into a LogRow; false for a line that is not one.
+bool ParseRow(const std::string& line, LogRow& r) {
+  const std::vector<std::string> f = Split(line, ',');
+  if (f.size() < 8) return false;
+  try {
+    r.step = std::stoll(f[0]);
+    r.tokens = std::stoll(f[1]);
+    double* fields[] = {&r.loss, &r.val_loss, &r.lr, &r.grad_norm, &r.tokens_per_s, &r.elapsed_s};
+    for (size_t i = 0; i < 6; ++i) *fields[i] = std::stod(f[2 + i]);
+    if (f.size() >= 11) {
+      r.router_loss = std::stod(f[8]);
+      r.full_ratio = std::stod(f[9]);
+      r.val_full_ratio = std::stod(f[10]);
+    }
+    if (f.size() >= 12 && !f[11].empty())
+      for (const std::string& v : Split(f[11], ';')) r.val_full_ratio_by_layer.push_back(std::stod(v));
+  } catch (const std::exception&) {  // std::stod's invalid_argument / out_of_range
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
-RunLog::RunLog(const std::string& run_dir, int64_t keep_until_step) : dir_(run_dir) {
+RunLog::RunLog(const std::string& run_dir, int64_t keep_until_step, bool routed)
+    : dir_(run_dir), routed_(routed) {
   if (keep_until_step <= 0) return;
   std::ifstream in(Path(dir_, "train_log.csv"));
   std::string line;
   std::getline(in, line);  // header
   while (std::getline(in, line)) {
     LogRow r;
-    long long step, tokens;
-    if (std::sscanf(line.c_str(), "%lld,%lld,%lf,%lf,%lf,%lf,%lf,%lf", &step, &tokens, &r.loss,
-                    &r.val_loss, &r.lr, &r.grad_norm, &r.tokens_per_s, &r.elapsed_s) != 8)
-      continue;
-    r.step = step;
-    r.tokens = tokens;
-    if (r.step <= keep_until_step) rows_.push_back(r);
+    if (ParseRow(line, r) && r.step <= keep_until_step) rows_.push_back(r);
   }
 }
 
@@ -42,11 +70,11 @@ void RunLog::Add(const LogRow& row) { rows_.push_back(row); }
 
 void RunLog::Write() const {
   std::ostringstream csv;
-  csv << kHeader << "\n";
+  csv << kHeader << (routed_ ? kRouterHeader : "") << "\n";
   nlohmann::json j = nlohmann::json::array();
   char buf[256];
   for (const LogRow& r : rows_) {
-    std::snprintf(buf, sizeof buf, "%lld,%lld,%.9g,%.9g,%.6g,%.6g,%.1f,%.2f\n", (long long)r.step,
+    std::snprintf(buf, sizeof buf, "%lld,%lld,%.9g,%.9g,%.6g,%.6g,%.1f,%.2f", (long long)r.step,
                   (long long)r.tokens, r.loss, r.val_loss, r.lr, r.grad_norm, r.tokens_per_s,
                   r.elapsed_s);
     csv << buf;
@@ -54,6 +82,19 @@ void RunLog::Write() const {
                           {"grad_norm", r.grad_norm}, {"tokens_per_s", r.tokens_per_s},
                           {"elapsed_s", r.elapsed_s}};
     if (r.val_loss >= 0) row["val_loss"] = r.val_loss;
+    if (routed_) {
+      std::snprintf(buf, sizeof buf, ",%.6g,%.6g,%.6g,", r.router_loss, r.full_ratio, r.val_full_ratio);
+      csv << buf;
+      for (size_t i = 0; i < r.val_full_ratio_by_layer.size(); ++i) {
+        std::snprintf(buf, sizeof buf, "%s%.6g", i ? ";" : "", r.val_full_ratio_by_layer[i]);
+        csv << buf;
+      }
+      row["router_loss"] = r.router_loss;
+      row["full_ratio"] = r.full_ratio;
+      if (r.val_full_ratio >= 0) row["val_full_ratio"] = r.val_full_ratio;
+      if (!r.val_full_ratio_by_layer.empty()) row["val_full_ratio_by_layer"] = r.val_full_ratio_by_layer;
+    }
+    csv << "\n";
     j.push_back(row);
   }
   WriteFileAtomic(Path(dir_, "train_log.csv"), csv.str(), /*durable=*/false);

@@ -18,13 +18,20 @@ struct LogRow {
   double grad_norm = 0;
   double tokens_per_s = 0;
   double elapsed_s = 0;
+  // Switch Attention runs only (RunLog's `routed`):
+  double router_loss = 0;     // router regularizer per counted token
+  double full_ratio = 0;      // fraction of (token, routed layer) pairs on full attention
+  double val_full_ratio = -1; // the same on the held-out sequences; -1 when not evaluated
+  std::vector<double> val_full_ratio_by_layer;  // [L] fraction of each layer's held-out
+                                                // tokens on full attention; empty when not evaluated
 };
 
 class RunLog {
  public:
   // Reads RUN/train_log.csv if present, keeping the rows up to `keep_until_step`
   // (a resumed run drops rows written after its checkpoint); 0 = start empty.
-  RunLog(const std::string& run_dir, int64_t keep_until_step);
+  // `routed`: the run has routed layers, so rows carry the router columns.
+  RunLog(const std::string& run_dir, int64_t keep_until_step, bool routed = false);
 
   void Add(const LogRow& row);
   // Rewrites train_log.csv, train_log.json and loss.svg (atomically).
@@ -33,6 +40,7 @@ class RunLog {
 
  private:
   std::string dir_;
+  bool routed_ = false;
   std::vector<LogRow> rows_;
 };
 

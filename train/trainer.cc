@@ -114,7 +114,9 @@ TrainResult Train(const TrainOptions& o) {
                                ") is larger than the model's (" + std::to_string(shape.vocab) +
                                "); tokenize with the model's tokenizer");
     shape.max_position = std::max<int64_t>(shape.max_position, o.context);
-    plan = ResolvePlan(o.attn, AttentionDefaultsFor(config));
+    // A model swan trained keeps its own plan (routed layers included) in config.json.
+    const bool own_plan = (o.attn.empty() || o.attn == "model") && !config.attention_plan.empty();
+    plan = ResolvePlan(own_plan ? config.attention_plan : o.attn, AttentionDefaultsFor(config));
     export_options.bos_token_id = config.bos_token_id;
     if (!config.eos_token_ids.empty()) export_options.eos_token_id = config.eos_token_ids[0];
   } else {
@@ -128,6 +130,8 @@ TrainResult Train(const TrainOptions& o) {
       export_options.eos_token_id = AddedTokenId(export_options.tokenizer_json, "<|endoftext|>");
   }
   TrainModel model(shape, plan);
+  model.set_router_regularizer(o.router);
+  const bool routed = model.num_routed_layers() > 0;
   AdamW adam(o.adamw, model.num_params());
   const std::string fingerprint = Fingerprint(model, o, loader.train_tokens());
 
@@ -144,7 +148,10 @@ TrainResult Train(const TrainOptions& o) {
     adam.set_steps(s.adam_steps);
     start_step = s.step;
   } else if (!o.init_from.empty()) {
-    LoadHfWeights(model, o.init_from);
+    const int32_t new_routers = LoadHfWeights(model, o.init_from);
+    if (new_routers > 0 && !o.quiet)
+      std::fprintf(stderr, "%d new routers (weight 0, bias +2): every token starts on full attention\n",
+                   new_routers);
   } else {
     model.InitRandom(o.seed);
   }
@@ -167,19 +174,35 @@ TrainResult Train(const TrainOptions& o) {
     SaveCheckpoint(ckpt_path, s);
   };
 
-  RunLog log(o.run_dir, o.resume ? start_step : 0);
+  RunLog log(o.run_dir, o.resume ? start_step : 0, routed);
   const int64_t T = o.context, B = o.batch, N = B * T;
   std::vector<int32_t> tokens(static_cast<size_t>(N)), targets(static_cast<size_t>(N));  // [B, T]
 
-  auto evaluate = [&]() {
+  // Held-out loss into row.val_loss, and for routed plans the held-out routing.
+  auto evaluate = [&](LogRow& row) {
     const int64_t n = std::min(o.eval_sequences, loader.val_sequences());
     double total = 0;
     int64_t batches = 0;
+    std::vector<int64_t> full(size_t(shape.n_layers), 0);  // [L] tokens on full attention
     for (int64_t first = 0; first < n; first += B, ++batches) {
       loader.ValBatch(first, B, tokens.data(), targets.data());
       total += model.Forward(tokens.data(), targets.data(), B, T);
+      for (size_t l = 0; l < full.size(); ++l) full[l] += model.routing().full_tokens[l];
     }
-    return batches ? total / double(batches) : -1.0;
+    row.val_loss = batches ? total / double(batches) : -1.0;
+    if (!routed || batches == 0) return;
+    const double tokens_per_layer = double(batches * N);
+    int64_t routed_full = 0;
+    row.val_full_ratio_by_layer.clear();
+    for (int32_t l = 0; l < shape.n_layers; ++l) {
+      // Static layers: all (full) or none (window) of their tokens.
+      const LayerKind kind = plan.layers[size_t(l)].kind;
+      const double ratio = kind == LayerKind::kRouted ? double(full[size_t(l)]) / tokens_per_layer
+                                                      : kind == LayerKind::kFull ? 1.0 : 0.0;
+      row.val_full_ratio_by_layer.push_back(ratio);
+      if (kind == LayerKind::kRouted) routed_full += full[size_t(l)];
+    }
+    row.val_full_ratio = double(routed_full) / (tokens_per_layer * model.num_routed_layers());
   };
 
   TrainResult result;
@@ -193,7 +216,7 @@ TrainResult Train(const TrainOptions& o) {
   for (int64_t step = start_step; step < o.steps; ++step) {
     const auto step_start = Clock::now();
     model.ZeroGrads();
-    double loss = 0;
+    double loss = 0, router_loss = 0, full_ratio = 0;  // means over the micro-batches
     for (int64_t micro = 0; micro < o.accum; ++micro) {
       loader.TrainBatch((step * o.accum + micro) * B, B, tokens.data(), targets.data());
       const double l = model.Forward(tokens.data(), targets.data(), B, T);
@@ -209,6 +232,8 @@ TrainResult Train(const TrainOptions& o) {
             "; lower --lr, or resume with --resume");
       }
       loss += l / double(o.accum);
+      router_loss += model.router_loss() / double(o.accum);
+      full_ratio += model.full_ratio() / double(o.accum);
       model.Backward(1.0f / float(N * o.accum));
     }
     CheckGradients(model, step + 1);
@@ -224,18 +249,38 @@ TrainResult Train(const TrainOptions& o) {
     row.lr = lr;
     row.grad_norm = grad_norm;
     row.tokens_per_s = double((done - start_step) * o.accum * N) / train_seconds;
-    if (o.eval_every > 0 && loader.has_val() && (done % o.eval_every == 0 || done == o.steps))
-      row.val_loss = result.last_val_loss = evaluate();
+    row.router_loss = router_loss;
+    row.full_ratio = full_ratio;
+    if (o.eval_every > 0 && loader.has_val() && (done % o.eval_every == 0 || done == o.steps)) {
+      evaluate(row);
+      result.last_val_loss = row.val_loss;
+      result.val_full_ratio_by_layer = row.val_full_ratio_by_layer;
+    }
     row.elapsed_s = Since(run_start);
     result.last_loss = loss;
+    if (routed) {
+      result.last_router_loss = router_loss;
+      result.last_full_ratio = full_ratio;
+    }
     if (done % o.log_every == 0 || done == o.steps || row.val_loss >= 0) log.Add(row);
     if (!o.quiet && (done % o.log_every == 0 || done == o.steps)) {
       const double eta = train_seconds / double(done - start_step) * double(o.steps - done);
-      char val[32] = "";
+      char val[32] = "", route[64] = "";
       if (row.val_loss >= 0) std::snprintf(val, sizeof val, " | val %.4f", row.val_loss);
-      std::fprintf(stderr, "%sstep %lld/%lld | loss %.4f%s | lr %.2e | %.0f tok/s | ETA %s   %s",
-                   tty ? "\r" : "", (long long)done, (long long)o.steps, loss, val, lr,
+      if (routed)
+        std::snprintf(route, sizeof route, " | router %.3g, full %.1f%%", router_loss, 100 * full_ratio);
+      std::fprintf(stderr, "%sstep %lld/%lld | loss %.4f%s%s | lr %.2e | %.0f tok/s | ETA %s   %s",
+                   tty ? "\r" : "", (long long)done, (long long)o.steps, loss, val, route, lr,
                    row.tokens_per_s, Duration(eta).c_str(), tty ? "" : "\n");
+      if (!row.val_full_ratio_by_layer.empty()) {
+        std::string by_layer;
+        char buf[16];
+        for (double r : row.val_full_ratio_by_layer) {
+          std::snprintf(buf, sizeof buf, " %.1f%%", 100 * r);
+          by_layer += buf;
+        }
+        std::fprintf(stderr, "%sheld-out full attention by layer:%s\n", tty ? "\n" : "", by_layer.c_str());
+      }
     }
     result.steps_done = done;
     if (o.debug_kill_after_step == done) std::raise(SIGKILL);

@@ -11,7 +11,10 @@
 #include <cstdint>
 #include <string>
 
+#include <vector>
+
 #include "train/optimizer.h"
+#include "train/routed.h"
 
 namespace swan {
 
@@ -25,7 +28,8 @@ struct TrainOptions {
   // Model: from scratch with a preset shape, or from a Hugging Face directory.
   std::string preset = "small";
   std::string init_from;         // HF directory; "" = from scratch
-  std::string attn = "full";     // attention plan spec (model/plan.h)
+  std::string attn = "full";     // attention plan spec (model/plan.h); "model" = the --init model's
+  RouterRegularizer router;      // routed layers' regularizer (train/routed.h)
   double rope_base = 10000.0;    // from scratch only
   std::string tokenizer;         // tokenizer.json (or its directory) copied into the export
   // Batches: each step is accum micro-batches of `batch` sequences of `context` tokens.
@@ -57,6 +61,10 @@ struct TrainResult {
   double gemm_gflops = 0;        // rate of the matrix products during the run
   double gemm_share = 0;         // fraction of the run's time spent in them
   double attention_share = 0;    // ... and in attention (forward and backward)
+  // Routed plans only (else -1 / empty):
+  double last_router_loss = -1;  // regularizer per counted token of the last step
+  double last_full_ratio = -1;   // fraction of (token, routed layer) pairs on full attention
+  std::vector<double> val_full_ratio_by_layer;  // [L] at the last evaluation
   std::string export_dir;
 };
 

@@ -9,8 +9,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 
+#include "model/config.h"
 #include "model/model.h"
 #include "train/checkpoint.h"
 #include "train/data.h"
@@ -101,6 +103,89 @@ TEST(Trainer, LearnsAndResumesExactly) {
   const std::vector<double> resumed = Losses(part.run_dir);
   ASSERT_EQ(resumed.size(), reference.size());
   for (size_t i = 0; i < reference.size(); ++i) EXPECT_NEAR(resumed[i], reference[i], 1e-6) << "step " << i + 1;
+}
+
+// Switch Attention from scratch: routing in the log and the progress,
+// exact resume (routers are ordinary parameters), export of the routed
+// plan, and continual pretraining from that export keeping its routers.
+TEST(Trainer, RoutedRunLogsRoutingResumesAndExports) {
+  const std::string dir = TempDir("routed");
+  const std::string data = WriteTokens(dir, "train.bin", 4000, 11);
+  TrainOptions o = TinyRun(dir, data);
+  o.attn = "routed:4,sinks:2";
+  o.val_data = WriteTokens(dir, "val.bin", 400, 12);
+  const TrainResult r = Train(o);
+  EXPECT_GT(r.last_router_loss, 0);
+  EXPECT_GE(r.last_full_ratio, 0);
+  EXPECT_LE(r.last_full_ratio, 1);
+  EXPECT_EQ(r.val_full_ratio_by_layer.size(), 2u);
+
+  const RunLog log(o.run_dir, 1 << 30, true);
+  ASSERT_EQ(log.rows().size(), 8u);
+  EXPECT_EQ(log.rows()[0].full_ratio, 1.0);  // new routers: every token on full attention
+  EXPECT_GT(log.rows()[0].router_loss, 0);
+  EXPECT_GE(log.rows()[3].val_full_ratio, 0);  // evaluated at step 4
+  EXPECT_EQ(log.rows()[3].val_full_ratio_by_layer.size(), 2u);
+  EXPECT_TRUE(log.rows()[2].val_full_ratio_by_layer.empty());
+  {
+    std::ifstream csv(o.run_dir + "/train_log.csv");
+    std::string header;
+    std::getline(csv, header);
+    EXPECT_NE(header.find("router_loss,full_ratio"), std::string::npos) << header;
+    std::ifstream json(o.run_dir + "/train_log.json");
+    const nlohmann::json j = nlohmann::json::parse(json);
+    EXPECT_TRUE(j[0].contains("full_ratio"));
+    EXPECT_TRUE(j[3].contains("val_full_ratio_by_layer"));
+  }
+
+  TrainOptions part = o;
+  part.run_dir = dir + "/run2";
+  {
+    TrainOptions first = part;
+    first.time_limit_s = 1e-9;
+    EXPECT_TRUE(Train(first).interrupted);
+  }
+  part.resume = true;
+  Train(part);
+  const RunLog resumed(part.run_dir, 1 << 30, true);
+  ASSERT_EQ(resumed.rows().size(), log.rows().size());
+  for (size_t i = 0; i < log.rows().size(); ++i) {
+    EXPECT_NEAR(resumed.rows()[i].loss, log.rows()[i].loss, 1e-6) << "step " << i + 1;
+    EXPECT_NEAR(resumed.rows()[i].router_loss, log.rows()[i].router_loss, 1e-9) << "step " << i + 1;
+    EXPECT_EQ(resumed.rows()[i].full_ratio, log.rows()[i].full_ratio) << "step " << i + 1;
+  }
+
+  const ModelConfig config = LoadModelConfig(r.export_dir);
+  EXPECT_EQ(config.attention_plan, "full,layer0:routed:4,layer1:routed:4,sinks:2");
+  TrainOptions cpt = TinyRun(dir, data);
+  cpt.run_dir = dir + "/cpt";
+  cpt.init_from = r.export_dir;
+  cpt.attn = "model";  // the stored plan, routers and all
+  cpt.steps = 1;
+  const TrainResult c = Train(cpt);
+  EXPECT_EQ(LoadModelConfig(c.export_dir).attention_plan, config.attention_plan);
+  EXPECT_GE(c.last_full_ratio, 0);
+}
+
+// Continual pretraining of a full-attention model into a routed plan: the
+// first step runs every token on full attention.
+TEST(Trainer, RoutedContinualPretrainingStartsOnFullAttention) {
+  const std::string dir = TempDir("routed_cpt");
+  const std::string data = WriteTokens(dir, "train.bin", 2000, 13);
+  TrainOptions o = TinyRun(dir, data);
+  o.attn = "full";
+  o.steps = 2;
+  const TrainResult base = Train(o);
+  TrainOptions cpt = TinyRun(dir, data);
+  cpt.run_dir = dir + "/cpt";
+  cpt.init_from = base.export_dir;
+  cpt.attn = "routed:4";
+  cpt.router.gamma_constant = true;
+  cpt.steps = 2;
+  Train(cpt);
+  const RunLog log(cpt.run_dir, 1 << 30, true);
+  ASSERT_EQ(log.rows().size(), 2u);
+  EXPECT_EQ(log.rows()[0].full_ratio, 1.0);
 }
 
 TEST(Trainer, ExportLoadsWithTheSameLogits) {
@@ -251,10 +336,13 @@ TEST(HfIo, CanonicalSpecResolvesToThePlan) {
   ModelAttentionDefaults d;
   d.n_layers = 6;
   for (const char* spec : {"hybrid:3:1,window:64,sinks:4,nope:full", "full", "swa:32,nope:all",
-                           "hybrid:1:1,window:16,layer0:full"}) {
+                           "hybrid:1:1,window:16,layer0:full", "routed:16,sinks:2",
+                           "hybrid:1:1,window:16,layer3:routed:8,sinks:1,nope:full",
+                           "routed:8,layer2:swa,nope:window"}) {
     const AttentionPlan plan = ResolvePlan(spec, d);
     const AttentionPlan again = ResolvePlan(CanonicalPlanSpec(plan), d);
     for (size_t i = 0; i < plan.layers.size(); ++i) {
+      EXPECT_EQ(plan.layers[i].kind, again.layers[i].kind) << spec;
       EXPECT_EQ(plan.layers[i].span, again.layers[i].span) << spec;
       EXPECT_EQ(plan.layers[i].rope.enabled, again.layers[i].rope.enabled) << spec;
     }
