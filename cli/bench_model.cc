@@ -2,7 +2,8 @@
 // whole model under several attention plans and depths, like llama-bench,
 // with the decode roofline (bytes a token reads / measured read bandwidth)
 // and the matrix products' rate against oneDNN's GEMM, both measured in
-// the same run.
+// the same run. Routed plans (Switch Attention) run with their learned
+// routers, or with a forced full ratio (--route-ratio) on any model.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -27,7 +28,10 @@ const char kUsage[] =
     "  --synthetic NAME  random weights in a real model's shape: llama3.2-1b, qwen2.5-0.5b,\n"
     "                    gemma3-1b, mistral-7b (Llama-family compute, see model/synthetic.h)\n"
     "  --attn LIST       plans separated by ';' (default: the model's own), e.g.\n"
-    "                    'full;swa:1024;hybrid:3:1,window:1024'\n"
+    "                    'full;swa:1024;hybrid:3:1,window:1024;routed:1024'\n"
+    "  --route-ratio R   routed layers ignore their routers and send each token to full\n"
+    "                    attention with probability R (a seeded draw): the cost of a full ratio\n"
+    "                    on a model without routers (default: the learned routers decide)\n"
     "  -p N              prompt tokens timed as prefill (default 512; 0 = skip)\n"
     "  -n N              tokens timed as decode (default 16)\n"
     "  -d LIST           depths: tokens already in the cache (default 0)\n"
@@ -38,8 +42,10 @@ const char kUsage[] =
     "  --batch B         prefill chunk (default 512)\n"
     "  --json            print the figures as JSON\n"
     "Decode roofline: a token reads every weight once plus the K/V rows each layer\n"
-    "attends to; roofline tok/s = read bandwidth / those bytes. (A model whose weights\n"
-    "fit in the CPU caches can beat this DRAM roofline.)\n";
+    "attends to; roofline tok/s = read bandwidth / those bytes. A routed layer reads\n"
+    "r * (all keys) + (1 - r) * (window keys) for its full ratio r: the forced one, or\n"
+    "the share its router chose during the timed decode (column full%). (A model whose\n"
+    "weights fit in the CPU caches can beat this DRAM roofline.)\n";
 
 double Seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -62,13 +68,19 @@ void FillRandom(Session& session, const KvShape& shape, int64_t depth, int64_t c
   }
 }
 
-// K and V bytes one decode step at position `pos` reads in layer spans.
-double KvBytesPerToken(const AttentionPlan& plan, const KvShape& shape, int64_t pos, int kv_bytes) {
+// K and V bytes one decode step at position `pos` reads in layer spans; a
+// routed layer reads all keys with its full ratio, else its window's.
+//   full_ratio [n_layers], used on routed layers
+double KvBytesPerToken(const AttentionPlan& plan, const std::vector<double>& full_ratio, const KvShape& shape,
+                       int64_t pos, int kv_bytes) {
   double bytes = 0;
-  for (const LayerPlan& l : plan.layers) {
-    int64_t keys = pos + 1;
-    if (l.span.window > 0) keys = std::min<int64_t>(keys, int64_t(l.span.window) + l.span.sinks);
-    bytes += double(keys) * shape.n_kv_heads * shape.head_dim * 2.0 * kv_bytes;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const LayerPlan& l = plan.layers[i];
+    const double all_keys = double(pos + 1);
+    double keys = all_keys;
+    if (l.span.window > 0) keys = std::min(all_keys, double(l.span.window) + l.span.sinks);
+    if (l.kind == LayerKind::kRouted) keys = full_ratio[i] * all_keys + (1.0 - full_ratio[i]) * keys;
+    bytes += keys * shape.n_kv_heads * shape.head_dim * 2.0 * kv_bytes;
   }
   return bytes;
 }
@@ -78,6 +90,7 @@ struct Row {
   int64_t depth;
   double prefill_tps = 0, decode_tps = 0, kv_mib = 0;
   double decode_roofline_tps = 0, linear_gflops = 0;
+  double full_ratio = -1;  // routed plans: share of the decode's routed token-layer pairs that used full
 };
 
 }  // namespace
@@ -89,7 +102,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
     return 0;
   }
   args.RejectUnknown({"-m", "--synthetic", "--attn", "-p", "-n", "-d", "--fill", "--kv",
-                      "--weights", "--batch", "--json", "--help"});
+                      "--weights", "--batch", "--route-ratio", "--json", "--help"});
   const bool json = args.Has("--json");
   if (args.Has("-m") == args.Has("--synthetic"))
     throw std::invalid_argument("give exactly one of -m DIR and --synthetic NAME\n" +
@@ -106,6 +119,9 @@ int RunBenchModel(const std::vector<std::string>& words) {
   for (long long d : depths)
     if (d < 0) throw std::invalid_argument("-d: depths must be >= 0");
   const KvType kv_type = kv_name == "bf16" ? KvType::kBF16 : KvType::kF32;
+  const double route_ratio = args.Has("--route-ratio") ? args.GetDouble("--route-ratio", 0) : -1;
+  if (args.Has("--route-ratio") && (route_ratio < 0 || route_ratio > 1))
+    throw std::invalid_argument("--route-ratio must be between 0 and 1");
 
   auto log = [&](const std::string& line) {
     if (!json) std::fprintf(stderr, "%s\n", line.c_str());
@@ -132,7 +148,12 @@ int RunBenchModel(const std::vector<std::string>& words) {
       options.type = kv_type;
       options.max_chunk = int32_t(std::max<int64_t>(batch, 1));
       options.max_context = depth + prompt + gen + 1;
-      std::unique_ptr<Session> session = model->NewSession(plan, options);
+      auto new_session = [&] {
+        std::unique_ptr<Session> s = model->NewSession(plan, options);
+        s->routing.forced_full_ratio = route_ratio;
+        return s;
+      };
+      std::unique_ptr<Session> session = new_session();
       Row row{spec, depth};
       log("  " + spec + " depth " + std::to_string(depth) + ": filling ...");
       std::mt19937 rng(11);
@@ -155,7 +176,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
         // Warm-up on a scratch session: oneDNN builds (JIT-compiles) a
         // primitive per shape on first use, which is not prefill speed.
         {
-          std::unique_ptr<Session> scratch = model->NewSession(plan, options);
+          std::unique_ptr<Session> scratch = new_session();
           std::swap(scratch, session);
           run(0, prompt);
           std::swap(scratch, session);
@@ -172,10 +193,24 @@ int RunBenchModel(const std::vector<std::string>& words) {
       }
       log("  " + spec + " depth " + std::to_string(depth) + ": decode ...");
       run(depth + prompt, 1);  // warm-up step
+      // The routes the timed decode takes, per layer (routed layers only).
+      std::vector<std::vector<uint8_t>> routes(plan.layers.size());  // [n_layers][gen]
+      for (auto& r : routes) session->routing.record.push_back(&r);
       const auto start = std::chrono::steady_clock::now();
       for (int64_t i = 0; i < gen; ++i) run(depth + prompt + 1 + i, 1);
       row.decode_tps = double(gen) / Seconds(start);
-      const double bytes = weight_bytes + KvBytesPerToken(plan, model->kv_shape(),
+      session->routing.record.clear();
+      std::vector<double> full_ratio(plan.layers.size(), 0.0);  // [n_layers]
+      int64_t routed_pairs = 0, full_pairs = 0;
+      for (size_t l = 0; l < routes.size(); ++l) {
+        int64_t full = 0;
+        for (uint8_t g : routes[l]) full += g;
+        if (!routes[l].empty()) full_ratio[l] = double(full) / double(routes[l].size());
+        routed_pairs += int64_t(routes[l].size());
+        full_pairs += full;
+      }
+      if (routed_pairs > 0) row.full_ratio = double(full_pairs) / double(routed_pairs);
+      const double bytes = weight_bytes + KvBytesPerToken(plan, full_ratio, model->kv_shape(),
                                                           depth + prompt + gen / 2,
                                                           kv_type == KvType::kBF16 ? 2 : 4);
       row.decode_roofline_tps = bandwidth * 1e9 / bytes;
@@ -193,8 +228,11 @@ int RunBenchModel(const std::vector<std::string>& words) {
     j["prompt_tokens"] = prompt;
     j["decode_tokens"] = gen;
     j["kv_type"] = kv_name;
+    if (route_ratio >= 0) j["forced_route_ratio"] = route_ratio;
     for (const Row& r : rows)
       j["rows"].push_back({{"plan", r.plan},
+                           {"decode_full_route_ratio", r.full_ratio >= 0 ? nlohmann::json(r.full_ratio)
+                                                                         : nlohmann::json(nullptr)},
                            {"depth", r.depth},
                            {"prefill_tokens_per_s", r.prefill_tps},
                            {"prefill_matmul_gflops", r.linear_gflops},
@@ -208,15 +246,24 @@ int RunBenchModel(const std::vector<std::string>& words) {
   std::printf("%s: %.0f MiB of weights read per token; read bandwidth %.1f GB/s; "
               "oneDNN fp32 GEMM %.0f GFLOP/s; KV %s\n",
               source.c_str(), weight_bytes / (1 << 20), bandwidth, gemm, kv_name.c_str());
-  std::printf("%-28s %8s %11s %9s %11s %11s %7s %9s\n", "plan", "depth", "pp tok/s", "mm %GEMM",
-              "tg tok/s", "roofline", "%roof", "KV MiB");
-  for (const Row& r : rows)
-    std::printf("%-28s %8lld %11.1f %8.0f%% %11.2f %11.2f %6.0f%% %9.1f\n", r.plan.c_str(),
+  std::printf("%-28s %8s %11s %9s %11s %11s %7s %9s %6s\n", "plan", "depth", "pp tok/s", "mm %GEMM",
+              "tg tok/s", "roofline", "%roof", "KV MiB", "full%");
+  for (const Row& r : rows) {
+    char full[16] = "-";
+    if (r.full_ratio >= 0) std::snprintf(full, sizeof(full), "%.0f%%", 100.0 * r.full_ratio);
+    std::printf("%-28s %8lld %11.1f %8.0f%% %11.2f %11.2f %6.0f%% %9.1f %6s\n", r.plan.c_str(),
                 (long long)r.depth, r.prefill_tps, 100.0 * r.linear_gflops / gemm, r.decode_tps,
-                r.decode_roofline_tps, 100.0 * r.decode_tps / r.decode_roofline_tps, r.kv_mib);
+                r.decode_roofline_tps, 100.0 * r.decode_tps / r.decode_roofline_tps, r.kv_mib, full);
+  }
   std::printf("pp: prefill of %lld tokens; mm %%GEMM: the matrix products' GFLOP/s in it against "
               "oneDNN's fp32 2048^3 rate; tg: decode of %lld tokens\n",
               (long long)prompt, (long long)gen);
+  for (const Row& r : rows)
+    if (r.full_ratio >= 0) {
+      std::printf("full%%: share of the decode's routed token-layer pairs that used full attention (%s)\n",
+                  route_ratio >= 0 ? "forced: --route-ratio" : "the learned routers");
+      break;
+    }
   return 0;
 }
 

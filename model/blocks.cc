@@ -1,16 +1,94 @@
 #include "model/blocks.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
+#include "attention/routed.h"
 #include "model/cache_positions.h"
 #include "ops/elementwise.h"
 #include "ops/linear.h"
 
 namespace swan {
 
+namespace {
+
+uint64_t Mix64(uint64_t x) {  // SplitMix64's finalizer
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// A uniform draw in [0, 1) that depends only on (seed, layer, pos): a token
+// gets the same forced route however the sequence is chunked.
+double RouteDraw(uint64_t seed, int32_t layer, int32_t pos) {
+  const uint64_t r = Mix64(Mix64(seed ^ (uint64_t(uint32_t(layer)) << 32)) ^ uint64_t(uint32_t(pos)));
+  return double(r >> 11) * (1.0 / 9007199254740992.0);  // 53 bits
+}
+
+}  // namespace
+
+void RouteTokens(uint8_t* route_full, const float* xn, const int32_t* pos, int64_t n,
+                 int64_t hidden, const LayerRoutes& routes) {
+  if (routes.forced_full_ratio >= 0) {
+    for (int64_t t = 0; t < n; ++t)
+      route_full[t] = RouteDraw(routes.seed, routes.layer, pos[t]) < routes.forced_full_ratio;
+  } else {
+    if (!routes.router || int64_t(routes.router->weight.size()) != hidden)
+      throw std::logic_error("RouteTokens: layer " + std::to_string(routes.layer) + " has no router of width " +
+                             std::to_string(hidden));
+    const float* w = routes.router->weight.data();
+    for (int64_t t = 0; t < n; ++t) {
+      // The logit in double: the route is its sign, so keep it exact enough
+      // that float rounding order does not flip near-zero logits needlessly.
+      double logit = routes.router->bias;
+      for (int64_t c = 0; c < hidden; ++c) logit += double(w[c]) * double(xn[t * hidden + c]);
+      route_full[t] = logit > 0.0;
+    }
+  }
+  if (routes.record) routes.record->insert(routes.record->end(), route_full, route_full + n);
+}
+
+LayerRoutes SessionLayerRoutes(const Session& session, int32_t layer, const RouterWeights* router) {
+  LayerRoutes r;
+  r.router = router;
+  r.forced_full_ratio = session.routing.forced_full_ratio;
+  r.seed = session.routing.seed;
+  r.layer = layer;
+  if (size_t(layer) < session.routing.record.size()) r.record = session.routing.record[size_t(layer)];
+  return r;
+}
+
+void RequireRouters(const Session& session, const std::vector<const RouterWeights*>& routers,
+                    const std::string& origin) {
+  const double forced = session.routing.forced_full_ratio;
+  if (forced > 1.0)
+    throw std::invalid_argument("forced route ratio " + std::to_string(forced) + " is above 1");
+  if (forced >= 0) return;
+  for (size_t i = 0; i < session.plan.layers.size(); ++i) {
+    const LayerPlan& l = session.plan.layers[i];
+    if (l.kind != LayerKind::kRouted || (i < routers.size() && routers[i])) continue;
+    const std::string file =
+        std::filesystem::is_directory(origin) ? origin + "/model.safetensors" : origin;
+    throw std::runtime_error(
+        file + " has no router for layer " + std::to_string(i) + " (model.layers." + std::to_string(i) +
+        ".self_attn.router.weight), which the plan '" + session.plan.spec + "' routes: run `swan train --init " +
+        origin + " --attn routed:" + std::to_string(l.span.window) +
+        "` to train one (or force a route ratio, e.g. swan bench --route-ratio R, to measure cost alone)");
+  }
+}
+
 void AttentionBlock(float* residual, const float* xn, const int32_t* pos, int64_t n,
                     const AttentionLayer& layer, const BlockSizes& sizes) {
+  // A cache that keeps every key under a window span is a routed layer's
+  // (LayerPlan::cache_span): running it without routes would silently give
+  // every token the window.
+  if (!layer.routes && layer.cache->span().full() && !layer.span.full())
+    throw std::invalid_argument("a routed layer (" + layer.span.ToString() +
+                                " or full) needs routes: this model family does not run routed layers");
   const AttentionShape& h = sizes.heads;
   const int64_t q_dim = int64_t(h.n_heads) * h.head_dim;
   const int64_t kv_dim = int64_t(h.n_kv_heads) * h.head_dim;
@@ -46,7 +124,11 @@ void AttentionBlock(float* residual, const float* xn, const int32_t* pos, int64_
   args.kv = layer.cache->View();
   args.span = layer.span;
   args.scale = layer.scale;
-  if (cache_positions) {
+  if (layer.routes) {
+    std::vector<uint8_t> route_full(static_cast<size_t>(n));  // [n] 1 = full attention
+    RouteTokens(route_full.data(), xn, pos, n, sizes.hidden, *layer.routes);
+    AttendRouted(args, route_full.data(), out.data());
+  } else if (cache_positions) {
     AttendCachePositions(out.data(), args, q_unrotated.data(), *layer.rope);
   } else {
     Attend(args, out.data());

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "attention/attention.h"
@@ -33,6 +34,43 @@ struct AttentionWeights {
   std::vector<float> k_norm;  // [head_dim]
 };
 
+// A routed layer's router (Switch Attention, DESIGN.md §4): a token goes to
+// full attention iff weight · xn + bias > 0 (sigmoid > 0.5), xn being the
+// layer's normed attention input (what Q, K and V see); one route per token,
+// shared by all heads. Stored as model.layers.{l}.self_attn.router.weight
+// [1, hidden] and model.layers.{l}.self_attn.router.bias [1].
+struct RouterWeights {
+  std::vector<float> weight;  // [hidden]
+  float bias = 0.0f;
+};
+
+// Where a routed layer's routes come from, and where they are recorded.
+struct LayerRoutes {
+  const RouterWeights* router = nullptr;  // the learned router; unused when forced
+  double forced_full_ratio = -1;          // >= 0: a seeded draw instead (RouteOptions)
+  uint64_t seed = 1;
+  int32_t layer = 0;                       // so that layers draw differently
+  std::vector<uint8_t>* record = nullptr;  // appends each token's route; may be null
+};
+
+// Each token's route: 1 = full attention, 0 = the window.
+//   route_full [n]; xn [n, hidden]; pos [n] (what the forced draw depends on)
+void RouteTokens(uint8_t* route_full, const float* xn, const int32_t* pos, int64_t n,
+                 int64_t hidden, const LayerRoutes& routes);
+
+// Layer `layer`'s routes under the session's RouteOptions, with its router
+// (null when the model has none; then the ratio must be forced).
+LayerRoutes SessionLayerRoutes(const Session& session, int32_t layer, const RouterWeights* router);
+
+// Checks before a forward pass that every routed layer of the session's
+// plan can route: it has a router, or the session forces a ratio. Throws
+// std::runtime_error naming the weights file and the missing tensor, and
+// how to train a router; std::invalid_argument for a forced ratio above 1.
+//   routers [n_layers], null = the layer has none; `origin` the model
+//   directory (or another name for the weights)
+void RequireRouters(const Session& session, const std::vector<const RouterWeights*>& routers,
+                    const std::string& origin);
+
 struct MlpWeights {
   LinearWeight gate;  // [intermediate, hidden]
   LinearWeight up;    // [intermediate, hidden]
@@ -54,12 +92,18 @@ struct AttentionLayer {
   PositionMode position_mode = PositionMode::kAbsolute;
   float scale = 0.0f;        // attention logit scale; 0 = 1/sqrt(head_dim)
   float qk_norm_eps = 1e-6f;  // eps of the QK-norm, when the weights have one
+  // Set on routed layers (their cache keeps every key): each token runs full
+  // attention or `span`, as its route says. A layer whose cache keeps every
+  // key but whose span is a window must have it (see AttentionBlock).
+  const LayerRoutes* routes = nullptr;
 };
 
 // residual += o_proj(attention(rope(q_proj(xn)), cache ∪ rope(k_proj(xn)), v_proj(xn)))
 // (HF LlamaAttention; keys and values of the n tokens are written into the
 // cache first, so the chunk's queries see each other causally). With biases
-// and QK-norm: q = rope(norm(q_proj(xn) + q_bias)), the same for k.
+// and QK-norm: q = rope(norm(q_proj(xn) + q_bias)), the same for k. On a
+// routed layer each query runs full causal attention or the window span as
+// its route says (attention/routed.h: no work for the other branch).
 //   residual, xn [n, hidden]; pos [n]
 void AttentionBlock(float* residual, const float* xn, const int32_t* pos, int64_t n,
                     const AttentionLayer& layer, const BlockSizes& sizes);

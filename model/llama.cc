@@ -1,6 +1,7 @@
 #include "model/llama.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -17,6 +18,9 @@ struct LlamaLayer {
   AttentionWeights attn;          // q, k, v, o projections
   std::vector<float> post_norm;   // [hidden]
   MlpWeights mlp;                 // gate, up, down projections
+  // Switch Attention router; present when the checkpoint has one (models
+  // trained with routed layers), used when the plan routes this layer.
+  std::optional<RouterWeights> router;
 };
 
 class Llama : public LanguageModel {
@@ -34,6 +38,7 @@ class Llama : public LanguageModel {
   void ForwardChunk(float* logits, const Batch& batch, Session& session) const;
 
   ModelConfig config_;
+  std::string origin_;          // the checkpoint directory, for messages
   BlockSizes sizes_;
   std::vector<float> embed_;    // [vocab, hidden]
   std::vector<LlamaLayer> layers_;
@@ -53,7 +58,7 @@ void CheckSupported(const ModelConfig& c, const std::string& dir, const LlamaVar
 
 Llama::Llama(const WeightSource& w, const ModelConfig& config, const std::string& origin,
              const LlamaVariant& variant)
-    : config_(config) {
+    : config_(config), origin_(origin) {
   CheckSupported(config, origin, variant);
   sizes_.hidden = config.hidden_size;
   sizes_.intermediate = config.intermediate_size;
@@ -84,6 +89,12 @@ Llama::Llama(const WeightSource& w, const ModelConfig& config, const std::string
     l.mlp.gate = w.Linear(p + "mlp.gate_proj.weight", inter, hidden);
     l.mlp.up = w.Linear(p + "mlp.up_proj.weight", inter, hidden);
     l.mlp.down = w.Linear(p + "mlp.down_proj.weight", hidden, inter);
+    if (w.Has(p + "self_attn.router.weight")) {
+      RouterWeights r;
+      r.weight = w.F32(p + "self_attn.router.weight", {1, hidden});
+      r.bias = w.F32(p + "self_attn.router.bias", {1})[0];
+      l.router = std::move(r);
+    }
   }
 }
 
@@ -93,7 +104,8 @@ size_t Llama::WeightBytes() const {
     bytes += l.attn.q.Bytes() + l.attn.k.Bytes() + l.attn.v.Bytes() + l.attn.o.Bytes() +
              l.mlp.gate.Bytes() + l.mlp.up.Bytes() + l.mlp.down.Bytes() +
              (l.input_norm.size() + l.post_norm.size() + l.attn.q_bias.size() +
-              l.attn.k_bias.size() + l.attn.v_bias.size()) * sizeof(float);
+              l.attn.k_bias.size() + l.attn.v_bias.size() +
+              (l.router ? l.router->weight.size() + 1 : 0)) * sizeof(float);
   return bytes;
 }
 
@@ -125,6 +137,11 @@ void Llama::Forward(float* logits, const Batch& batch, Session& session) const {
   if (batch.n <= 0) throw std::invalid_argument("Forward: empty batch");
   if (int32_t(session.plan.layers.size()) != config_.n_layers)
     throw std::invalid_argument("Forward: the session's plan does not fit this model");
+  if (session.plan.HasRoutedLayers()) {
+    std::vector<const RouterWeights*> routers;  // [n_layers]
+    for (const LlamaLayer& l : layers_) routers.push_back(l.router ? &*l.router : nullptr);
+    RequireRouters(session, routers, origin_);
+  }
   ForwardInChunks(logits, batch, session.cache.options().max_chunk, config_.vocab_size,
                   [&](float* part_logits, const Batch& part) {
                     ForwardChunk(part_logits, part, session);
@@ -140,12 +157,15 @@ void Llama::ForwardChunk(float* logits, const Batch& batch, Session& session) co
 
   for (int32_t i = 0; i < config_.n_layers; ++i) {
     const LlamaLayer& l = layers_[size_t(i)];
+    const LayerPlan& plan = session.plan.layers[size_t(i)];
     AttentionLayer attn;
     attn.weights = &l.attn;
     attn.rope = &session.ropes[size_t(i)];
-    attn.span = session.plan.layers[size_t(i)].span;
+    attn.span = plan.span;
     attn.cache = &session.cache.layer(i);
-    attn.position_mode = session.plan.layers[size_t(i)].position_mode;
+    attn.position_mode = plan.position_mode;
+    const LayerRoutes routes = SessionLayerRoutes(session, i, l.router ? &*l.router : nullptr);
+    if (plan.kind == LayerKind::kRouted) attn.routes = &routes;
     RmsNorm(xn.data(), x.data(), l.input_norm.data(), eps, n, hidden);
     AttentionBlock(x.data(), xn.data(), batch.pos, n, attn, sizes_);
     RmsNorm(xn.data(), x.data(), l.post_norm.data(), eps, n, hidden);

@@ -1,7 +1,9 @@
 // The Llama family (LlamaForCausalLM, and MistralForCausalLM, which has the
 // same weights plus a sliding window): embedding, per layer RMSNorm ->
 // self-attention (RoPE, GQA) -> residual -> RMSNorm -> SwiGLU MLP ->
-// residual, final RMSNorm, tied or separate lm_head.
+// residual, final RMSNorm, tied or separate lm_head. A checkpoint may add a
+// Switch Attention router per layer (model.layers.{l}.self_attn.router.weight
+// [1, hidden] and .bias [1]), which routed layers of a plan use.
 #pragma once
 
 #include <memory>

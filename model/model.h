@@ -26,6 +26,21 @@ struct Batch {
   bool all_logits = true;
 };
 
+// How the routed layers of a plan (Switch Attention, DESIGN.md §4) pick
+// each token's branch, and who sees the routes.
+struct RouteOptions {
+  // In [0, 1]: routed layers ignore their routers and send each token to
+  // full attention with this probability, drawn per layer and position from
+  // `seed` (so chunking does not change the draw). It measures what a full
+  // ratio costs on a model without routers. < 0: the learned routers decide.
+  double forced_full_ratio = -1;
+  uint64_t seed = 1;
+  // [n_layers] or empty. When record[l] is set, every Forward appends the
+  // route of each token it processes on routed layer l, in batch order
+  // (1 = full attention, 0 = the window); other layers record nothing.
+  std::vector<std::vector<uint8_t>*> record;
+};
+
 // One sequence: the attention plan it runs under and its KV cache.
 struct Session {
   Session(const AttentionPlan& plan, const KvShape& shape, const KvCacheOptions& options);
@@ -33,6 +48,7 @@ struct Session {
   AttentionPlan plan;
   KvCache cache;
   std::vector<Rope> ropes;  // [n_layers] from plan.layers[i].rope
+  RouteOptions routing;
 };
 
 class LanguageModel {
