@@ -14,6 +14,7 @@ int RunCompare(const std::vector<std::string>& args);
 int RunGenerate(const std::vector<std::string>& args);
 int RunInspect(const std::vector<std::string>& args);
 int RunPerplexity(const std::vector<std::string>& args);
+int RunRouteStats(const std::vector<std::string>& args);
 int RunServe(const std::vector<std::string>& args);
 int RunTokenize(const std::vector<std::string>& args);
 int RunTokenizer(const std::vector<std::string>& args);
@@ -33,6 +34,8 @@ const Command kCommands[] = {
     {"inspect", "a model's attention plan per layer and its KV cache size", swan::cli::RunInspect},
     {"perplexity", "perplexity of a long text, with the loss by position in the window",
      swan::cli::RunPerplexity},
+    {"route-stats", "how often each routed (Switch Attention) layer uses full attention: table, JSON, SVG",
+     swan::cli::RunRouteStats},
     {"serve", "OpenAI-compatible HTTP server with batching and prompt caching", swan::cli::RunServe},
     {"tokenize", "text to token ids and back; corpora to token files", swan::cli::RunTokenize},
     {"tokenizer", "train a byte-level BPE tokenizer (`swan tokenizer train`)",
