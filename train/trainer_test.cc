@@ -216,6 +216,44 @@ TEST(Trainer, ExportLoadsWithTheSameLogits) {
   EXPECT_LT(worst, 1e-4);
 }
 
+// The routed contract between training and inference: the router reads the
+// normed attention input, logit > 0 sends a token to full attention. An
+// export with routers set to split the tokens runs in the inference model
+// with the training forward's logits.
+TEST(Trainer, RoutedExportLoadsWithTheSameLogits) {
+  const std::string dir = TempDir("routed_export");
+  const AttentionPlan plan = [] {
+    ModelAttentionDefaults d;
+    d.n_layers = 2;
+    d.rope.base = 10000;
+    return ResolvePlan("routed:4,sinks:1,nope:window", d);
+  }();
+  ModelShape shape = PresetShape("tiny", 32, 32);
+  TrainModel model(shape, plan);
+  model.InitRandom(21);
+  std::mt19937_64 rng(22);
+  std::normal_distribution<float> noise(0.0f, 0.5f);
+  for (const ParamTensor& t : model.tensors())
+    if (t.name.find("router") != std::string::npos)
+      for (int64_t i = 0; i < t.numel; ++i) model.params()[size_t(t.offset + i)] = noise(rng);
+  ExportHfDirectory(dir + "/model", model, ExportOptions{});
+  auto loaded = LoadModel(dir + "/model");
+  const AttentionPlan again = loaded->ResolvePlan("");
+  ASSERT_EQ(again.layers[1].kind, LayerKind::kRouted);
+
+  std::vector<int32_t> tokens(24), targets(24, 0), pos(24);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t(rng() % 32), pos[i] = int32_t(i);
+  model.Forward(tokens.data(), targets.data(), 1, int64_t(tokens.size()));
+  ASSERT_GT(model.full_ratio(), 0.0);
+  ASSERT_LT(model.full_ratio(), 1.0);
+  auto session = loaded->NewSession(again);
+  std::vector<float> logits(tokens.size() * 32);
+  loaded->Forward(logits.data(), Batch{tokens.data(), pos.data(), int64_t(tokens.size()), true}, *session);
+  double worst = 0;
+  for (size_t i = 0; i < logits.size(); ++i) worst = std::max(worst, double(std::abs(logits[i] - model.logits()[i])));
+  EXPECT_LT(worst, 1e-4);
+}
+
 TEST(Trainer, CheckpointErrorsAreClear) {
   const std::string dir = TempDir("ckpt");
   TrainOptions o = TinyRun(dir, WriteTokens(dir, "train.bin", 2000, 4));
