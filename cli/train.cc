@@ -39,6 +39,8 @@ const char kUsage[] =
     "  --router-eps E       gamma_t = G / (E + NLL_t + A |o_full - o_window|^2) (default 0.1)\n"
     "  --router-alpha A     (default 100; 0 = no output-difference term)\n"
     "  --router-gamma-constant  gamma_t = G for every token (ablation)\n"
+    "  --router-lr LR       routers' peak learning rate, on --lr's warmup + cosine shape\n"
+    "                       (default: --lr; a new router's bias of +2 takes ~2/LR steps to reach 0)\n"
     "optimization:\n"
     "  --context T          training context (default 256)\n"
     "  --batch B            sequences per micro-batch (default 4)\n"
@@ -108,7 +110,7 @@ int RunTrain(const std::vector<std::string>& words) {
                       "--seed", "--out", "--resume", "--eval-every", "--eval-seqs",
                       "--checkpoint-every", "--log-every", "--time-limit", "--quiet",
                       "--gemm-report", "--debug-kill-after", "--router-gamma", "--router-eps",
-                      "--router-alpha", "--router-gamma-constant"});
+                      "--router-alpha", "--router-gamma-constant", "--router-lr"});
   if (!args.Has("--data")) throw std::invalid_argument("--data TRAIN.bin is required\n" + std::string(kUsage));
   if (!args.Has("--out")) throw std::invalid_argument("--out RUN is required\n" + std::string(kUsage));
   TrainOptions o;
@@ -142,6 +144,9 @@ int RunTrain(const std::vector<std::string>& words) {
   o.accum = args.GetInt("--accum", 1);
   o.steps = args.GetInt("--steps", 1000);
   o.schedule.lr = args.GetDouble("--lr", 3e-3);
+  o.router_lr = args.GetDouble("--router-lr", -1);  // -1: --lr's
+  if (args.Has("--router-lr") && o.router_lr < 0)
+    throw std::invalid_argument("--router-lr must be >= 0 (0 freezes the routers)");
   o.schedule.min_lr_ratio = args.GetDouble("--min-lr-ratio", 0.1);
   o.schedule.warmup_steps = args.GetInt("--warmup", std::min<long long>(100, std::max<long long>(1, o.steps / 10)));
   o.schedule.total_steps = o.steps;

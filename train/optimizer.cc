@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 namespace swan {
 
@@ -25,7 +26,11 @@ double AdamW::GradNorm(const std::vector<float>& grads) {
   return std::sqrt(sum);
 }
 
-double AdamW::Step(TrainModel& model, double lr) {
+bool IsRouterTensor(const ParamTensor& t) {
+  return t.name.find(".self_attn.router.") != std::string::npos;
+}
+
+double AdamW::Step(TrainModel& model, double base_lr, double router_lr) {
   std::vector<float>& params = model.params();
   std::vector<float>& grads = model.grads();
   if (params.size() != m_.size()) throw std::logic_error("AdamW: parameter count changed");
@@ -35,6 +40,7 @@ double AdamW::Step(TrainModel& model, double lr) {
   const double b1 = options_.beta1, b2 = options_.beta2;
   const double c1 = 1.0 - std::pow(b1, double(t_)), c2 = 1.0 - std::pow(b2, double(t_));
   for (const ParamTensor& t : model.tensors()) {
+    const double lr = IsRouterTensor(t) ? router_lr : base_lr;
     const float decay = t.decay ? float(lr * options_.weight_decay) : 0.0f;
 #pragma omp parallel for if (t.numel > 65536)
     for (int64_t i = t.offset; i < t.offset + t.numel; ++i) {

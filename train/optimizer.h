@@ -1,6 +1,8 @@
 // AdamW with decoupled weight decay, a warmup + cosine learning-rate
 // schedule and global gradient-norm clipping, over a TrainModel's flat
-// float32 parameter buffer.
+// float32 parameter buffer. Switch Attention routers may have their own
+// learning rate: AdamW moves a parameter by about lr per step, so a new
+// router's bias of +2 needs ~2/lr steps to reach 0 at the model's rate.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,9 @@ struct AdamWOptions {
   double clip_norm = 1.0;     // global gradient L2 norm limit; 0 = no clipping
 };
 
+// A Switch Attention router's tensor: model.layers.N.self_attn.router.{weight,bias}.
+bool IsRouterTensor(const ParamTensor& t);
+
 class AdamW {
  public:
   AdamW(const AdamWOptions& options, int64_t num_params);
@@ -36,9 +41,11 @@ class AdamW {
   // The L2 norm of all gradients (before clipping).
   static double GradNorm(const std::vector<float>& grads);
 
-  // One update of model.params() from model.grads() at learning rate lr.
+  // One update of model.params() from model.grads() at learning rate lr;
+  // router tensors (IsRouterTensor) at router_lr, the others at lr.
   // Returns the gradient norm before clipping.
-  double Step(TrainModel& model, double lr);
+  double Step(TrainModel& model, double lr, double router_lr);
+  double Step(TrainModel& model, double lr) { return Step(model, lr, lr); }
 
   int64_t steps() const { return t_; }
   std::vector<float>& m() { return m_; }  // [num_params] first moment

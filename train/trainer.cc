@@ -133,6 +133,12 @@ TrainResult Train(const TrainOptions& o) {
   model.set_router_regularizer(o.router);
   const bool routed = model.num_routed_layers() > 0;
   AdamW adam(o.adamw, model.num_params());
+  // The routers' schedule: the same warmup + cosine shape at their own peak.
+  ScheduleOptions router_schedule = o.schedule;
+  if (o.router_lr >= 0) router_schedule.lr = o.router_lr;
+  const bool own_router_lr = routed && router_schedule.lr != o.schedule.lr;
+  if (o.router_lr >= 0 && !routed && !o.quiet)
+    std::fprintf(stderr, "note: the plan has no routed layers; the router learning rate is unused\n");
   const std::string fingerprint = Fingerprint(model, o, loader.train_tokens());
 
   int64_t start_step = 0;
@@ -238,7 +244,8 @@ TrainResult Train(const TrainOptions& o) {
     }
     CheckGradients(model, step + 1);
     const double lr = LearningRate(o.schedule, step);
-    const double grad_norm = adam.Step(model, lr);
+    const double router_lr = LearningRate(router_schedule, step);
+    const double grad_norm = adam.Step(model, lr, router_lr);
     train_seconds += Since(step_start);
     const int64_t done = step + 1;
 
@@ -265,12 +272,14 @@ TrainResult Train(const TrainOptions& o) {
     if (done % o.log_every == 0 || done == o.steps || row.val_loss >= 0) log.Add(row);
     if (!o.quiet && (done % o.log_every == 0 || done == o.steps)) {
       const double eta = train_seconds / double(done - start_step) * double(o.steps - done);
-      char val[32] = "", route[64] = "";
+      char val[32] = "", route[64] = "", lrs[48];
       if (row.val_loss >= 0) std::snprintf(val, sizeof val, " | val %.4f", row.val_loss);
       if (routed)
         std::snprintf(route, sizeof route, " | router %.3g, full %.1f%%", router_loss, 100 * full_ratio);
-      std::fprintf(stderr, "%sstep %lld/%lld | loss %.4f%s%s | lr %.2e | %.0f tok/s | ETA %s   %s",
-                   tty ? "\r" : "", (long long)done, (long long)o.steps, loss, val, route, lr,
+      if (own_router_lr) std::snprintf(lrs, sizeof lrs, "%.2e (routers %.2e)", lr, router_lr);
+      else std::snprintf(lrs, sizeof lrs, "%.2e", lr);
+      std::fprintf(stderr, "%sstep %lld/%lld | loss %.4f%s%s | lr %s | %.0f tok/s | ETA %s   %s",
+                   tty ? "\r" : "", (long long)done, (long long)o.steps, loss, val, route, lrs,
                    row.tokens_per_s, Duration(eta).c_str(), tty ? "" : "\n");
       if (!row.val_full_ratio_by_layer.empty()) {
         std::string by_layer;

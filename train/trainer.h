@@ -38,6 +38,11 @@ struct TrainOptions {
   int64_t accum = 1;
   int64_t steps = 1000;
   ScheduleOptions schedule;
+  // Routers' peak learning rate, on the schedule's warmup + cosine shape
+  // (router lr at a step = schedule lr * router_lr / schedule.lr); < 0 =
+  // schedule.lr. Like lr, not in the resume fingerprint: a resume may
+  // change either (e.g. lower both after a divergence).
+  double router_lr = -1;
   AdamWOptions adamw;
   uint64_t seed = 1234;
   // Bookkeeping.

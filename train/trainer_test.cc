@@ -113,6 +113,7 @@ TEST(Trainer, RoutedRunLogsRoutingResumesAndExports) {
   const std::string data = WriteTokens(dir, "train.bin", 4000, 11);
   TrainOptions o = TinyRun(dir, data);
   o.attn = "routed:4,sinks:2";
+  o.router_lr = 5e-2;  // resumes exactly with its own rate too
   o.val_data = WriteTokens(dir, "val.bin", 400, 12);
   const TrainResult r = Train(o);
   EXPECT_GT(r.last_router_loss, 0);
@@ -165,6 +166,51 @@ TEST(Trainer, RoutedRunLogsRoutingResumesAndExports) {
   const TrainResult c = Train(cpt);
   EXPECT_EQ(LoadModelConfig(c.export_dir).attention_plan, config.attention_plan);
   EXPECT_GE(c.last_full_ratio, 0);
+}
+
+// --router-lr: routers move at their own rate on the schedule's shape. On
+// AdamW's first step every parameter with a gradient moves by lr (m̂ = g,
+// v̂ = g²), so with no weight decay, half-way through a 2-step warmup the
+// router tensors move by router_lr / 2 and the others by lr / 2.
+TEST(Trainer, RoutersLearnAtTheirOwnRate) {
+  const std::string dir = TempDir("router_lr");
+  TrainOptions o = TinyRun(dir, WriteTokens(dir, "train.bin", 2000, 14));
+  o.attn = "routed:4,sinks:2";
+  o.steps = 1;
+  o.schedule.warmup_steps = 2;
+  o.schedule.lr = 1e-3;
+  o.router_lr = 1e-2;
+  o.adamw.weight_decay = 0;
+  o.eval_every = 0;
+  Train(o);
+
+  // The initial parameters, as Train makes them from scratch.
+  ModelShape shape = PresetShape(o.preset, 32, o.context);
+  shape.rope.base = o.rope_base;
+  ModelAttentionDefaults defaults;
+  defaults.n_layers = shape.n_layers;
+  defaults.rope = shape.rope;
+  TrainModel model(shape, ResolvePlan(o.attn, defaults));
+  model.InitRandom(o.seed);
+  const std::vector<float> after = LoadCheckpoint(o.run_dir + "/checkpoint.bin").params;
+  ASSERT_EQ(after.size(), model.params().size());
+
+  int routers = 0;
+  for (const ParamTensor& t : model.tensors()) {
+    const double rate = (IsRouterTensor(t) ? o.router_lr : o.schedule.lr) / 2;
+    double most = 0;
+    for (int64_t i = t.offset; i < t.offset + t.numel; ++i)
+      most = std::max(most, std::abs(double(after[size_t(i)]) - model.params()[size_t(i)]));
+    EXPECT_LE(most, rate * 1.001) << t.name;
+    if (IsRouterTensor(t)) {
+      ++routers;
+      EXPECT_GT(most, rate * 0.999) << t.name;
+    }
+    if (t.name == "model.layers.0.self_attn.q_proj.weight") {
+      EXPECT_GT(most, rate * 0.999) << t.name;
+    }
+  }
+  EXPECT_EQ(routers, 4);  // 2 layers' weight and bias
 }
 
 // Continual pretraining of a full-attention model into a routed plan: the
