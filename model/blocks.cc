@@ -83,12 +83,70 @@ void RequireRouters(const Session& session, const std::vector<const RouterWeight
 
 void AttentionBlock(float* residual, const float* xn, const int32_t* pos, int64_t n,
                     const AttentionLayer& layer, const BlockSizes& sizes) {
-  // A cache that keeps every key under a window span is a routed layer's
-  // (LayerPlan::cache_span): running it without routes would silently give
-  // every token the window.
-  if (!layer.routes && layer.cache->span().full() && !layer.span.full())
-    throw std::invalid_argument("a routed layer (" + layer.span.ToString() +
-                                " or full) needs routes: this model family does not run routed layers");
+  AttentionBlockBatch(residual, xn, n, {AttentionRows{0, n, pos, layer}}, sizes);
+}
+
+namespace {
+
+// RoPE, the cache write and attention for one sequence's rows.
+//   q [n, n_heads, head_dim] (rotated in place), k [n, n_kv_heads, head_dim]
+//   (rotated in place), v [n, n_kv_heads, head_dim], xn [n, hidden],
+//   out [n, n_heads, head_dim]
+void AttendRows(float* out, float* q, float* k, const float* v, const float* xn,
+                const AttentionRows& part, const BlockSizes& sizes) {
+  const AttentionLayer& layer = part.layer;
+  const AttentionShape& h = sizes.heads;
+  const int64_t n = part.n;
+  // Cache positions (StreamingLLM) rotate the queries a second way for the sinks.
+  const bool cache_positions = layer.position_mode == PositionMode::kCache && layer.span.sinks > 0;
+  std::vector<float> q_unrotated;  // [n, n_heads, head_dim] before RoPE
+  if (cache_positions) q_unrotated.assign(q, q + n * h.n_heads * h.head_dim);
+  layer.rope->Apply(q, part.pos, n, h.n_heads);
+  layer.rope->Apply(k, part.pos, n, h.n_kv_heads);
+  layer.cache->Write(k, v, part.pos, n);
+
+  AttentionArgs args;
+  args.shape = h;
+  args.q = q;
+  args.q_pos = part.pos;
+  args.n_q = n;
+  args.kv = layer.cache->View();
+  args.span = layer.span;
+  args.scale = layer.scale;
+  if (layer.routes) {
+    std::vector<uint8_t> route_full(static_cast<size_t>(n));  // [n] 1 = full attention
+    RouteTokens(route_full.data(), xn, part.pos, n, sizes.hidden, *layer.routes);
+    AttendRouted(args, route_full.data(), out);
+  } else if (cache_positions) {
+    AttendCachePositions(out, args, q_unrotated.data(), *layer.rope);
+  } else {
+    Attend(args, out);
+  }
+}
+
+}  // namespace
+
+void AttentionBlockBatch(float* residual, const float* xn, int64_t n,
+                         const std::vector<AttentionRows>& parts, const BlockSizes& sizes) {
+  if (parts.empty()) throw std::logic_error("AttentionBlockBatch: no sequences");
+  const AttentionLayer& shared = parts[0].layer;
+  int64_t covered = 0;
+  for (const AttentionRows& part : parts) {
+    const AttentionLayer& layer = part.layer;
+    if (part.first != covered || part.n <= 0)
+      throw std::logic_error("AttentionBlockBatch: the parts do not cover the rows in order");
+    covered += part.n;
+    if (layer.weights != shared.weights || layer.scale != shared.scale ||
+        layer.qk_norm_eps != shared.qk_norm_eps)
+      throw std::logic_error("AttentionBlockBatch: the parts run different layers");
+    // A cache that keeps every key under a window span is a routed layer's
+    // (LayerPlan::cache_span): running it without routes would silently give
+    // every token the window.
+    if (!layer.routes && layer.cache->span().full() && !layer.span.full())
+      throw std::invalid_argument("a routed layer (" + layer.span.ToString() +
+                                  " or full) needs routes: this model family does not run routed layers");
+  }
+  if (covered != n) throw std::logic_error("AttentionBlockBatch: the parts do not cover the rows");
   const AttentionShape& h = sizes.heads;
   const int64_t q_dim = int64_t(h.n_heads) * h.head_dim;
   const int64_t kv_dim = int64_t(h.n_kv_heads) * h.head_dim;
@@ -96,44 +154,23 @@ void AttentionBlock(float* residual, const float* xn, const int32_t* pos, int64_
   std::vector<float> k(size_t(n * kv_dim));   // [n, n_kv_heads, head_dim]
   std::vector<float> v(size_t(n * kv_dim));   // [n, n_kv_heads, head_dim]
   std::vector<float> out(size_t(n * q_dim));  // [n, n_heads, head_dim]
-  Linear(q.data(), xn, n, layer.weights->q);
-  Linear(k.data(), xn, n, layer.weights->k);
-  Linear(v.data(), xn, n, layer.weights->v);
-  const AttentionWeights& w = *layer.weights;
+  const AttentionWeights& w = *shared.weights;
+  Linear(q.data(), xn, n, w.q);
+  Linear(k.data(), xn, n, w.k);
+  Linear(v.data(), xn, n, w.v);
   if (!w.q_bias.empty()) AddBias(q.data(), w.q_bias.data(), n, q_dim);
   if (!w.k_bias.empty()) AddBias(k.data(), w.k_bias.data(), n, kv_dim);
   if (!w.v_bias.empty()) AddBias(v.data(), w.v_bias.data(), n, kv_dim);
   // QK-norm: each head's vector is one RMSNorm row.
   if (!w.q_norm.empty())
-    RmsNorm(q.data(), q.data(), w.q_norm.data(), layer.qk_norm_eps, n * h.n_heads, h.head_dim);
+    RmsNorm(q.data(), q.data(), w.q_norm.data(), shared.qk_norm_eps, n * h.n_heads, h.head_dim);
   if (!w.k_norm.empty())
-    RmsNorm(k.data(), k.data(), w.k_norm.data(), layer.qk_norm_eps, n * h.n_kv_heads, h.head_dim);
-  // Cache positions (StreamingLLM) rotate the queries a second way for the sinks.
-  const bool cache_positions = layer.position_mode == PositionMode::kCache && layer.span.sinks > 0;
-  std::vector<float> q_unrotated;  // [n, n_heads, head_dim] before RoPE
-  if (cache_positions) q_unrotated = q;
-  layer.rope->Apply(q.data(), pos, n, h.n_heads);
-  layer.rope->Apply(k.data(), pos, n, h.n_kv_heads);
-  layer.cache->Write(k.data(), v.data(), pos, n);
-
-  AttentionArgs args;
-  args.shape = h;
-  args.q = q.data();
-  args.q_pos = pos;
-  args.n_q = n;
-  args.kv = layer.cache->View();
-  args.span = layer.span;
-  args.scale = layer.scale;
-  if (layer.routes) {
-    std::vector<uint8_t> route_full(static_cast<size_t>(n));  // [n] 1 = full attention
-    RouteTokens(route_full.data(), xn, pos, n, sizes.hidden, *layer.routes);
-    AttendRouted(args, route_full.data(), out.data());
-  } else if (cache_positions) {
-    AttendCachePositions(out.data(), args, q_unrotated.data(), *layer.rope);
-  } else {
-    Attend(args, out.data());
-  }
-  Linear(residual, out.data(), n, layer.weights->o, /*accumulate=*/true);
+    RmsNorm(k.data(), k.data(), w.k_norm.data(), shared.qk_norm_eps, n * h.n_kv_heads, h.head_dim);
+  for (const AttentionRows& part : parts)
+    AttendRows(out.data() + part.first * q_dim, q.data() + part.first * q_dim,
+               k.data() + part.first * kv_dim, v.data() + part.first * kv_dim,
+               xn + part.first * sizes.hidden, part, sizes);
+  Linear(residual, out.data(), n, w.o, /*accumulate=*/true);
 }
 
 namespace {
@@ -167,6 +204,62 @@ void GeluTanhMlpBlock(float* residual, const float* xn, int64_t n, const MlpWeig
 std::vector<float> GemmaNormWeight(std::vector<float> weight) {
   for (float& x : weight) x = 1.0f + x;
   return weight;
+}
+
+StepRows ConcatSteps(const std::vector<SequenceStep>& steps) {
+  StepRows rows;
+  rows.first.push_back(0);
+  for (const SequenceStep& step : steps) {
+    const Batch& b = step.batch;
+    const int64_t first = rows.n();
+    rows.tokens.insert(rows.tokens.end(), b.tokens, b.tokens + b.n);
+    rows.first.push_back(rows.n());
+    for (int64_t r = b.all_logits ? first : rows.n() - 1; r < rows.n(); ++r) rows.logit_rows.push_back(r);
+  }
+  return rows;
+}
+
+bool StepsFitChunks(const std::vector<SequenceStep>& steps) {
+  for (const SequenceStep& step : steps)
+    if (step.batch.n > step.session->cache.options().max_chunk) return false;
+  return true;
+}
+
+std::vector<AttentionRows> StepAttention(const std::vector<SequenceStep>& steps,
+                                         const StepRows& rows, int32_t layer,
+                                         const AttentionWeights& weights,
+                                         const RouterWeights* router,
+                                         std::vector<LayerRoutes>* routes) {
+  std::vector<AttentionRows> parts(steps.size());  // [n_steps]
+  if (routes) routes->resize(steps.size());
+  for (size_t s = 0; s < steps.size(); ++s) {
+    Session& session = *steps[s].session;
+    const LayerPlan& plan = session.plan.layers[size_t(layer)];
+    AttentionRows& part = parts[s];
+    part.first = rows.first[s];
+    part.n = steps[s].batch.n;
+    part.pos = steps[s].batch.pos;
+    part.layer.weights = &weights;
+    part.layer.rope = &session.ropes[size_t(layer)];
+    part.layer.span = plan.span;
+    part.layer.cache = &session.cache.layer(layer);
+    part.layer.position_mode = plan.position_mode;
+    if (routes && plan.kind == LayerKind::kRouted) {
+      (*routes)[s] = SessionLayerRoutes(session, layer, router);
+      part.layer.routes = &(*routes)[s];
+    }
+  }
+  return parts;
+}
+
+void OutputLogits(float* logits, const float* x, const std::vector<int64_t>& rows,
+                  const float* norm, float eps, const LinearWeight& head, int64_t hidden) {
+  const int64_t n = int64_t(rows.size());
+  std::vector<float> xn(size_t(n * hidden));  // [n, hidden] the wanted rows, then normed
+  for (int64_t i = 0; i < n; ++i)
+    std::copy_n(x + rows[size_t(i)] * hidden, hidden, xn.data() + i * hidden);
+  RmsNorm(xn.data(), xn.data(), norm, eps, n, hidden);
+  Linear(logits, xn.data(), n, head);
 }
 
 void ForwardInChunks(float* logits, const Batch& batch, int64_t max_chunk, int64_t vocab,

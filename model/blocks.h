@@ -108,6 +108,24 @@ struct AttentionLayer {
 void AttentionBlock(float* residual, const float* xn, const int32_t* pos, int64_t n,
                     const AttentionLayer& layer, const BlockSizes& sizes);
 
+// One sequence's rows in a batched attention block: rows [first, first + n)
+// of the batch, at positions pos, with the sequence's own RoPE, span,
+// cache, position mode and routes in `layer`.
+struct AttentionRows {
+  int64_t first = 0;
+  int64_t n = 0;
+  const int32_t* pos = nullptr;  // [n]
+  AttentionLayer layer;
+};
+
+// AttentionBlock over several sequences at once: the q/k/v and output
+// projections run once over all n rows (one read of the weights for every
+// sequence), RoPE, the cache write and attention per sequence on its rows.
+// Every part has the same weights, scale and QK-norm eps; the parts cover
+// rows 0..n in order.   residual, xn [n, hidden]
+void AttentionBlockBatch(float* residual, const float* xn, int64_t n,
+                         const std::vector<AttentionRows>& parts, const BlockSizes& sizes);
+
 // residual += down(silu(gate(xn)) * up(xn))   (HF LlamaMLP)
 //   residual, xn [n, hidden]
 void SwiGluBlock(float* residual, const float* xn, int64_t n, const MlpWeights& w,
@@ -121,6 +139,35 @@ void GeluTanhMlpBlock(float* residual, const float* xn, int64_t n, const MlpWeig
 // Gemma's RMSNorm multiplies by (1 + weight), in float32 (HF Gemma3RMSNorm):
 // RmsNorm() with the returned weight is that norm.
 std::vector<float> GemmaNormWeight(std::vector<float> weight);
+
+// The tokens of a batched step (LanguageModel::ForwardBatch), concatenated
+// in step order.
+struct StepRows {
+  std::vector<int32_t> tokens;      // [n]
+  std::vector<int64_t> first;       // [n_steps + 1] each step's first row, then n
+  std::vector<int64_t> logit_rows;  // [n_logits] rows whose logits are wanted, in order
+  int64_t n() const { return int64_t(tokens.size()); }
+};
+StepRows ConcatSteps(const std::vector<SequenceStep>& steps);
+
+// Whether every step fits its session's max_chunk (so one pass can write it).
+bool StepsFitChunks(const std::vector<SequenceStep>& steps);
+
+// Layer `layer`'s attention for each sequence of a step, under the
+// sequence's own plan, RoPE and cache. routes: [n_steps] storage that the
+// parts of routed layers point into, each sequence routed by `router` under
+// its session's RouteOptions; null for a family that does not route (a
+// routed plan then fails in the block).
+std::vector<AttentionRows> StepAttention(const std::vector<SequenceStep>& steps,
+                                         const StepRows& rows, int32_t layer,
+                                         const AttentionWeights& weights,
+                                         const RouterWeights* router,
+                                         std::vector<LayerRoutes>* routes);
+
+// logits = head(rms_norm(x[r]) * norm) for each wanted row r.
+//   logits [rows.size(), vocab]; x [n, hidden]; norm [hidden]
+void OutputLogits(float* logits, const float* x, const std::vector<int64_t>& rows,
+                  const float* norm, float eps, const LinearWeight& head, int64_t hidden);
 
 // Runs `chunk_forward` on pieces of at most `max_chunk` tokens of `batch`,
 // in order, writing logits as Forward() promises (every row, or the last

@@ -49,10 +49,13 @@ class Gemma3 : public LanguageModel {
   const ModelConfig& config() const override { return config_; }
   size_t WeightBytes() const override;
   void Forward(float* logits, const Batch& batch, Session& session) const override;
+  void ForwardBatch(float* logits, const std::vector<SequenceStep>& steps) const override;
 
  private:
-  // One chunk of at most the cache's max_chunk tokens.
-  void ForwardChunk(float* logits, const Batch& batch, Session& session) const;
+  // Throws when the session's plan does not fit this model.
+  void CheckSession(const Session& session) const;
+  // One pass over the steps' tokens, each step at most its cache's max_chunk.
+  void ForwardSteps(float* logits, const std::vector<SequenceStep>& steps) const;
 
   ModelConfig config_;
   BlockSizes sizes_;
@@ -128,13 +131,28 @@ size_t Gemma3::WeightBytes() const {
   return bytes;
 }
 
-void Gemma3::Forward(float* logits, const Batch& batch, Session& session) const {
-  if (batch.n <= 0) throw std::invalid_argument("Forward: empty batch");
+void Gemma3::CheckSession(const Session& session) const {
   if (int32_t(session.plan.layers.size()) != config_.n_layers)
     throw std::invalid_argument("Forward: the session's plan does not fit this model");
-  ForwardInChunks(
-      logits, batch, session.cache.options().max_chunk, config_.vocab_size,
-      [&](float* part_logits, const Batch& part) { ForwardChunk(part_logits, part, session); });
+}
+
+void Gemma3::Forward(float* logits, const Batch& batch, Session& session) const {
+  if (batch.n <= 0) throw std::invalid_argument("Forward: empty batch");
+  CheckSession(session);
+  ForwardInChunks(logits, batch, session.cache.options().max_chunk, config_.vocab_size,
+                  [&](float* part_logits, const Batch& part) {
+                    ForwardSteps(part_logits, {SequenceStep{part, &session}});
+                  });
+}
+
+void Gemma3::ForwardBatch(float* logits, const std::vector<SequenceStep>& steps) const {
+  CheckSteps(steps);
+  for (const SequenceStep& step : steps) CheckSession(*step.session);
+  // A step longer than its cache's chunk needs several passes: one by one.
+  if (!StepsFitChunks(steps))
+    LanguageModel::ForwardBatch(logits, steps);
+  else if (!steps.empty())
+    ForwardSteps(logits, steps);
 }
 
 // x += y, elementwise.  x, y [n]
@@ -142,30 +160,29 @@ void AddInto(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
-void Gemma3::ForwardChunk(float* logits, const Batch& batch, Session& session) const {
-  const int64_t n = batch.n, hidden = sizes_.hidden, vocab = config_.vocab_size;
+void Gemma3::ForwardSteps(float* logits, const std::vector<SequenceStep>& steps) const {
+  const StepRows rows = ConcatSteps(steps);
+  const int64_t n = rows.n(), hidden = sizes_.hidden, vocab = config_.vocab_size;
   const float eps = float(config_.rms_norm_eps);
   std::vector<float> x(size_t(n * hidden));       // [n, hidden] residual stream
   std::vector<float> xn(size_t(n * hidden));      // [n, hidden] normed block input
   std::vector<float> branch(size_t(n * hidden));  // [n, hidden] a block's output
-  Embed(x.data(), embed_.data(), batch.tokens, n, vocab, hidden);
+  Embed(x.data(), embed_.data(), rows.tokens.data(), n, vocab, hidden);
   for (float& v : x) v *= embed_scale_;
 
   for (int32_t i = 0; i < config_.n_layers; ++i) {
     const Gemma3Layer& l = layers_[size_t(i)];
-    AttentionLayer attn;
-    attn.weights = &l.attn;
-    attn.rope = &session.ropes[size_t(i)];
-    attn.span = session.plan.layers[size_t(i)].span;
-    attn.cache = &session.cache.layer(i);
-    attn.position_mode = session.plan.layers[size_t(i)].position_mode;
-    attn.scale = attention_scale_;
-    attn.qk_norm_eps = eps;
+    // No routes: Gemma 3 has no routers, so a routed plan fails in the block.
+    std::vector<AttentionRows> attn = StepAttention(steps, rows, i, l.attn, nullptr, nullptr);
+    for (AttentionRows& part : attn) {
+      part.layer.scale = attention_scale_;
+      part.layer.qk_norm_eps = eps;
+    }
     // The blocks add into their first argument: give them a zeroed buffer
     // so that the post-norm sees the block's own output.
     RmsNorm(xn.data(), x.data(), l.input_norm.data(), eps, n, hidden);
     std::fill(branch.begin(), branch.end(), 0.0f);
-    AttentionBlock(branch.data(), xn.data(), batch.pos, n, attn, sizes_);
+    AttentionBlockBatch(branch.data(), xn.data(), n, attn, sizes_);
     RmsNorm(branch.data(), branch.data(), l.post_attn_norm.data(), eps, n, hidden);
     AddInto(x.data(), branch.data(), n * hidden);
 
@@ -177,10 +194,7 @@ void Gemma3::ForwardChunk(float* logits, const Batch& batch, Session& session) c
   }
 
   // Only the rows whose logits are wanted go through the final norm and head.
-  const int64_t first = batch.all_logits ? 0 : n - 1;
-  const int64_t rows = n - first;
-  RmsNorm(xn.data(), x.data() + first * hidden, norm_.data(), eps, rows, hidden);
-  Linear(logits, xn.data(), rows, lm_head_);
+  OutputLogits(logits, x.data(), rows.logit_rows, norm_.data(), eps, lm_head_, hidden);
 }
 
 }  // namespace

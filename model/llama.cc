@@ -32,10 +32,13 @@ class Llama : public LanguageModel {
   const ModelConfig& config() const override { return config_; }
   size_t WeightBytes() const override;
   void Forward(float* logits, const Batch& batch, Session& session) const override;
+  void ForwardBatch(float* logits, const std::vector<SequenceStep>& steps) const override;
 
  private:
-  // One chunk of at most the cache's max_chunk tokens.
-  void ForwardChunk(float* logits, const Batch& batch, Session& session) const;
+  // Throws when the session's plan does not fit or routes without routers.
+  void CheckSession(const Session& session) const;
+  // One pass over the steps' tokens, each step at most its cache's max_chunk.
+  void ForwardSteps(float* logits, const std::vector<SequenceStep>& steps) const;
 
   ModelConfig config_;
   std::string origin_;          // the checkpoint directory, for messages
@@ -133,8 +136,7 @@ ModelAttentionDefaults LlamaAttentionDefaults(const ModelConfig& config) {
 
 namespace {
 
-void Llama::Forward(float* logits, const Batch& batch, Session& session) const {
-  if (batch.n <= 0) throw std::invalid_argument("Forward: empty batch");
+void Llama::CheckSession(const Session& session) const {
   if (int32_t(session.plan.layers.size()) != config_.n_layers)
     throw std::invalid_argument("Forward: the session's plan does not fit this model");
   if (session.plan.HasRoutedLayers()) {
@@ -142,41 +144,47 @@ void Llama::Forward(float* logits, const Batch& batch, Session& session) const {
     for (const LlamaLayer& l : layers_) routers.push_back(l.router ? &*l.router : nullptr);
     RequireRouters(session, routers, origin_);
   }
+}
+
+void Llama::Forward(float* logits, const Batch& batch, Session& session) const {
+  if (batch.n <= 0) throw std::invalid_argument("Forward: empty batch");
+  CheckSession(session);
   ForwardInChunks(logits, batch, session.cache.options().max_chunk, config_.vocab_size,
                   [&](float* part_logits, const Batch& part) {
-                    ForwardChunk(part_logits, part, session);
+                    ForwardSteps(part_logits, {SequenceStep{part, &session}});
                   });
 }
 
-void Llama::ForwardChunk(float* logits, const Batch& batch, Session& session) const {
-  const int64_t n = batch.n, hidden = sizes_.hidden, vocab = config_.vocab_size;
+void Llama::ForwardBatch(float* logits, const std::vector<SequenceStep>& steps) const {
+  CheckSteps(steps);
+  for (const SequenceStep& step : steps) CheckSession(*step.session);
+  // A step longer than its cache's chunk needs several passes: one by one.
+  if (!StepsFitChunks(steps))
+    LanguageModel::ForwardBatch(logits, steps);
+  else if (!steps.empty())
+    ForwardSteps(logits, steps);
+}
+
+void Llama::ForwardSteps(float* logits, const std::vector<SequenceStep>& steps) const {
+  const StepRows rows = ConcatSteps(steps);
+  const int64_t n = rows.n(), hidden = sizes_.hidden, vocab = config_.vocab_size;
   const float eps = float(config_.rms_norm_eps);
   std::vector<float> x(size_t(n * hidden));   // [n, hidden] residual stream
   std::vector<float> xn(size_t(n * hidden));  // [n, hidden] normed
-  Embed(x.data(), embed_.data(), batch.tokens, n, vocab, hidden);
+  Embed(x.data(), embed_.data(), rows.tokens.data(), n, vocab, hidden);
 
+  std::vector<LayerRoutes> routes;  // [n_steps] this layer's, for routed layers
   for (int32_t i = 0; i < config_.n_layers; ++i) {
     const LlamaLayer& l = layers_[size_t(i)];
-    const LayerPlan& plan = session.plan.layers[size_t(i)];
-    AttentionLayer attn;
-    attn.weights = &l.attn;
-    attn.rope = &session.ropes[size_t(i)];
-    attn.span = plan.span;
-    attn.cache = &session.cache.layer(i);
-    attn.position_mode = plan.position_mode;
-    const LayerRoutes routes = SessionLayerRoutes(session, i, l.router ? &*l.router : nullptr);
-    if (plan.kind == LayerKind::kRouted) attn.routes = &routes;
+    const std::vector<AttentionRows> attn =
+        StepAttention(steps, rows, i, l.attn, l.router ? &*l.router : nullptr, &routes);
     RmsNorm(xn.data(), x.data(), l.input_norm.data(), eps, n, hidden);
-    AttentionBlock(x.data(), xn.data(), batch.pos, n, attn, sizes_);
+    AttentionBlockBatch(x.data(), xn.data(), n, attn, sizes_);
     RmsNorm(xn.data(), x.data(), l.post_norm.data(), eps, n, hidden);
     SwiGluBlock(x.data(), xn.data(), n, l.mlp, sizes_);
   }
-
   // Only the rows whose logits are wanted go through the final norm and head.
-  const int64_t first = batch.all_logits ? 0 : n - 1;
-  const int64_t rows = n - first;
-  RmsNorm(xn.data(), x.data() + first * hidden, norm_.data(), eps, rows, hidden);
-  Linear(logits, xn.data(), rows, lm_head_);
+  OutputLogits(logits, x.data(), rows.logit_rows, norm_.data(), eps, lm_head_, hidden);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "model/model.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "model/gemma3.h"
 #include "model/llama.h"
@@ -51,6 +53,28 @@ AttentionPlan LanguageModel::ResolvePlan(const std::string& spec) const {
   if ((spec.empty() || spec == "model") && !config().attention_plan.empty())
     return swan::ResolvePlan(config().attention_plan, AttentionDefaults());
   return swan::ResolvePlan(spec, AttentionDefaults());
+}
+
+void LanguageModel::ForwardBatch(float* logits, const std::vector<SequenceStep>& steps) const {
+  CheckSteps(steps);
+  for (const SequenceStep& step : steps) {
+    Forward(logits, step.batch, *step.session);
+    logits += (step.batch.all_logits ? step.batch.n : 1) * int64_t(config().vocab_size);
+  }
+}
+
+void CheckSteps(const std::vector<SequenceStep>& steps) {
+  std::vector<const Session*> sessions;  // [n_steps]
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const SequenceStep& step = steps[i];
+    const std::string which = "ForwardBatch: step " + std::to_string(i);
+    if (!step.session) throw std::invalid_argument(which + " has no session");
+    if (step.batch.n <= 0) throw std::invalid_argument(which + " is empty");
+    sessions.push_back(step.session);
+  }
+  std::sort(sessions.begin(), sessions.end());
+  if (std::adjacent_find(sessions.begin(), sessions.end()) != sessions.end())
+    throw std::invalid_argument("ForwardBatch: a session appears in two steps of one batch");
 }
 
 KvShape LanguageModel::kv_shape() const { return KvShape{config().n_kv_heads, config().head_dim}; }

@@ -51,6 +51,13 @@ struct Session {
   RouteOptions routing;
 };
 
+// One sequence's part of a batched forward step (LanguageModel::ForwardBatch):
+// its tokens and positions, and the session whose cache they extend.
+struct SequenceStep {
+  Batch batch;
+  Session* session = nullptr;
+};
+
 class LanguageModel {
  public:
   virtual ~LanguageModel() = default;
@@ -67,12 +74,28 @@ class LanguageModel {
   // in chunks. logits: [n, vocab] or [1, vocab] (see Batch::all_logits).
   virtual void Forward(float* logits, const Batch& batch, Session& session) const = 0;
 
+  // One forward step over several sequences, each with its own session
+  // (plan, cache, routing): the same logits and cache contents as a Forward
+  // per step, up to float rounding. Families that override it run every
+  // linear layer once over all the steps' tokens, so a decode step reads
+  // the weights once for all sequences, and attention per sequence over
+  // its own cache; this default calls Forward for each step in turn.
+  // logits: each step's rows in step order, n of them with
+  // batch.all_logits, else 1 ([n_steps, vocab] for one decode token each).
+  // Throws std::invalid_argument for an empty step or a session that
+  // appears twice.
+  virtual void ForwardBatch(float* logits, const std::vector<SequenceStep>& steps) const;
+
   // The plan `spec` (see model/plan.h) resolved for this model.
   AttentionPlan ResolvePlan(const std::string& spec) const;
   std::unique_ptr<Session> NewSession(const AttentionPlan& plan,
                                       const KvCacheOptions& options = {}) const;
   KvShape kv_shape() const;
 };
+
+// Throws std::invalid_argument unless every step has a session and tokens,
+// and no session appears twice (its cache would be written out of order).
+void CheckSteps(const std::vector<SequenceStep>& steps);
 
 // The attention a config describes (layer spans, RoPE), by the config's
 // architecture, without loading weights. Throws for unsupported architectures.

@@ -52,8 +52,8 @@ struct Engine::Sequence {
   int64_t n_reused = 0;         // of those, restored from the prompt cache
   int64_t generated = 0;
   bool has_next = false;                // tokens.back() sampled, not yet fed back
-  bool sampled = false;                 // Advance() sampled a token this step
-  std::vector<float> logits;            // [vocab] after the last processed token
+  bool sampled = false;                 // Prefill() or Decode() sampled a token this step
+  std::vector<float> logits;            // [vocab] after the last prefill chunk
   std::vector<float> prompt_logits;     // [vocab] after the prompt (capture_logits)
   std::vector<Checkpoint> checkpoints;  // window layers, ascending position
   std::string error;
@@ -255,28 +255,47 @@ void Engine::Loop() {
 }
 
 void Engine::Step() {
-  std::vector<Sequence*> work;
-  for (auto& s : running_)
-    if (!s->done) work.push_back(s.get());
-  const int64_t n = int64_t(work.size());
-  auto advance = [this](Sequence& s) {
+  std::vector<Sequence*> work, prefill, decode;
+  for (auto& s : running_) {
+    if (s->done) continue;
+    work.push_back(s.get());
+    (s->has_next ? decode : prefill).push_back(s.get());
+  }
+  // Work items: each prefill chunk, and all decode tokens as one batch (one
+  // forward reads the weights once for every sequence).
+  const int64_t n_items = int64_t(prefill.size()) + (decode.empty() ? 0 : 1);
+  auto run = [&](int64_t item) {
+    const bool is_decode = item == int64_t(prefill.size());
     try {
-      Advance(s);
+      if (is_decode)
+        Decode(decode);
+      else
+        Prefill(*prefill[size_t(item)]);
     } catch (const std::exception& e) {
-      s.error = e.what();
+      if (is_decode)
+        for (Sequence* s : decode) s->error = e.what();
+      else
+        prefill[size_t(item)]->error = e.what();
     }
   };
-  // One sequence uses every thread inside its kernels. Several run side by
+  // A lone item uses every thread inside its kernels. Several run side by
   // side, one per thread, their kernels' own parallel regions then nested
-  // and serial. (No OpenMP construct around a single sequence at all:
-  // libgomp starts fresh threads for every region nested in one, even an
-  // inactive one.)
-  if (n == 1) {
-    advance(*work[0]);
+  // and serial. (No OpenMP construct around a single item at all: libgomp
+  // starts fresh threads for every region nested in one, even an inactive
+  // one.)
+  if (n_items == 1 && decode.size() > 1) {
+    // The batch does the work of several sequences: as many threads as they
+    // would have had side by side.
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(int(std::min<int64_t>(int64_t(decode.size()) * threads, omp_get_num_procs())));
+    run(0);
+    omp_set_num_threads(threads);
+  } else if (n_items == 1) {
+    run(0);
   } else {
-    const int threads = int(std::min<int64_t>(n, omp_get_num_procs()));
+    const int threads = int(std::min<int64_t>(n_items, omp_get_num_procs()));
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (int64_t i = 0; i < n; ++i) advance(*work[size_t(i)]);
+    for (int64_t i = 0; i < n_items; ++i) run(i);
   }
   for (Sequence* s : work) {
     if (!s->error.empty())
@@ -293,34 +312,69 @@ void Engine::TakeCheckpoint(Sequence& s) {
       TakeSnapshot(s.session->cache, model_.kv_shape(), s.n_processed, SnapshotLayers::kWindow)));
 }
 
-// Runs on a worker thread: touches only `s`.
-void Engine::Advance(Sequence& s) {
+// Runs on a worker thread: touches only `s`. One chunk of the prompt,
+// ending at a checkpoint position when it can; the first token is sampled
+// after the last chunk.
+void Engine::Prefill(Sequence& s) {
   s.sampled = false;
   const int64_t interval = options_.checkpoint_interval;
   const int64_t n_prompt = int64_t(s.request.prompt.size());
-  std::vector<int32_t> pos;
-  if (s.has_next) {  // decode: feed the last sampled token
-    const int32_t p = int32_t(s.n_processed);
-    model_.Forward(s.logits.data(), Batch{&s.tokens.back(), &p, 1, false}, *s.session);
-    ++s.n_processed;
-    s.has_next = false;
-    if (s.n_processed % interval == 0) TakeCheckpoint(s);
-  } else {  // prefill: one chunk, ending at a checkpoint position when it can
-    int64_t end = std::min(n_prompt, s.n_processed + options_.prefill_chunk);
-    if (plan_.HasWindowLayers()) end = std::min(end, (s.n_processed / interval + 1) * interval);
-    pos.resize(size_t(end - s.n_processed));
-    for (size_t i = 0; i < pos.size(); ++i) pos[i] = int32_t(s.n_processed + int64_t(i));
-    model_.Forward(s.logits.data(),
-                   Batch{&s.tokens[size_t(s.n_processed)], pos.data(), int64_t(pos.size()), false},
-                   *s.session);
-    s.n_processed = end;
-    if (end % interval == 0 || end == n_prompt) TakeCheckpoint(s);
-    if (end < n_prompt) return;
-    if (s.request.capture_logits) s.prompt_logits = s.logits;
-  }
+  int64_t end = std::min(n_prompt, s.n_processed + options_.prefill_chunk);
+  if (plan_.HasWindowLayers()) end = std::min(end, (s.n_processed / interval + 1) * interval);
+  std::vector<int32_t> pos(size_t(end - s.n_processed));  // [end - n_processed]
+  for (size_t i = 0; i < pos.size(); ++i) pos[i] = int32_t(s.n_processed + int64_t(i));
+  model_.Forward(s.logits.data(),
+                 Batch{&s.tokens[size_t(s.n_processed)], pos.data(), int64_t(pos.size()), false},
+                 *s.session);
+  s.n_processed = end;
+  if (end % interval == 0 || end == n_prompt) TakeCheckpoint(s);
+  if (end < n_prompt) return;
+  if (s.request.capture_logits) s.prompt_logits = s.logits;
   s.tokens.push_back(s.sampler->Sample(s.logits.data(), model_.config().vocab_size));
   s.has_next = true;
   s.sampled = true;
+}
+
+// Runs on a worker thread: touches only `seqs`. Feeds each sequence's last
+// sampled token through one batched forward, then samples the next.
+void Engine::Decode(const std::vector<Sequence*>& seqs) {
+  const int64_t n = int64_t(seqs.size()), vocab = model_.config().vocab_size;
+  std::vector<int32_t> pos(seqs.size());                // [n] each sequence's next position
+  std::vector<SequenceStep> steps(seqs.size());         // [n] one token each
+  std::vector<float> logits(size_t(n) * size_t(vocab));  // [n, vocab]
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    Sequence& s = *seqs[i];
+    s.sampled = false;
+    pos[i] = int32_t(s.n_processed);
+    steps[i] = SequenceStep{Batch{&s.tokens.back(), &pos[i], 1, false}, s.session.get()};
+  }
+  try {
+    model_.ForwardBatch(logits.data(), steps);
+  } catch (const std::exception&) {
+    // Find the sequence that failed: each alone again. (Rewriting a
+    // position's keys and values leaves a cache as it was.)
+    for (int64_t i = 0; i < n; ++i) {
+      try {
+        model_.Forward(&logits[size_t(i * vocab)], steps[size_t(i)].batch, *seqs[size_t(i)]->session);
+      } catch (const std::exception& e) {
+        seqs[size_t(i)]->error = e.what();
+      }
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    Sequence& s = *seqs[size_t(i)];
+    if (!s.error.empty()) continue;
+    try {
+      ++s.n_processed;
+      s.has_next = false;
+      if (s.n_processed % options_.checkpoint_interval == 0) TakeCheckpoint(s);
+      s.tokens.push_back(s.sampler->Sample(&logits[size_t(i * vocab)], vocab));
+      s.has_next = true;
+      s.sampled = true;
+    } catch (const std::exception& e) {
+      s.error = e.what();
+    }
+  }
 }
 
 void Engine::Emit(Sequence& s) {

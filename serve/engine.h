@@ -2,10 +2,13 @@
 //
 // A scheduler thread runs steps. Each step admits waiting requests while
 // their KV memory fits the budget, then advances every running sequence by
-// one unit of work (a prefill chunk, or one decode token) with the
-// sequences spread over the CPU threads, and streams the new text to each
-// request (continuous batching at the granularity of steps: new requests
-// join between steps, finished ones leave at once).
+// one unit of work (a prefill chunk, or one decode token), and streams the
+// new text to each request (continuous batching at the granularity of
+// steps: new requests join between steps, finished ones leave at once).
+// The decode tokens of all sequences go through one batched forward
+// (LanguageModel::ForwardBatch: the weights are read once per step, not
+// once per sequence); prefill chunks run per sequence, side by side with
+// the decode batch over the CPU threads.
 //
 // KV memory: each running sequence reserves, on admission, what its cache
 // can grow to (prompt + max_tokens) plus its window checkpoints. Admission
@@ -46,7 +49,9 @@ struct EngineOptions {
   bool prompt_cache = true;
   size_t prompt_cache_bytes = 0;  // cap of the prompt cache; 0 = the whole budget
   int32_t sequence_threads = 1;   // threads one sequence's kernels use; 0 = all
-                                  // (sequences also run side by side, one per core)
+                                  // (prefills also run side by side, one per core;
+                                  // a decode batch of n sequences alone gets n times
+                                  // as many threads, up to every core)
   bool verbose = false;           // one line per request on stderr
 };
 
@@ -136,7 +141,8 @@ class Engine {
   void Loop();
   void Admit(std::unique_lock<std::mutex>& lock);
   void Step();
-  void Advance(Sequence& seq);
+  void Prefill(Sequence& seq);
+  void Decode(const std::vector<Sequence*>& seqs);
   void Emit(Sequence& seq);
   void Finish(Sequence& seq, FinishReason reason, const std::string& error = {});
   void TakeCheckpoint(Sequence& seq);

@@ -142,6 +142,56 @@ TEST_F(EngineTest, SameOutputsWithAndWithoutPromptCache) {
   }
 }
 
+TEST_F(EngineTest, RequestsDecodedTogetherGiveWhatEachGivesAlone) {
+  // Each step decodes every running sequence in one batched forward; the
+  // requests start and finish at different steps (different prompt lengths
+  // and max_tokens), some with stop sequences, one cancelled.
+  const char* texts[] = {"Once upon a time", "The cat sat on the mat and looked at the bird in the tree.",
+                         "A big red ball", "Lily and Tom went to the park. They saw a dog.", "The sun was hot",
+                         "One day"};
+  for (const char* spec : {"hybrid:3:1,window:16", "swa:8,sinks:2", "routed:8"}) {
+    SCOPED_TRACE(spec);
+    EngineOptions options;
+    options.attn = spec;
+    options.checkpoint_interval = 8;
+    options.prefill_chunk = 8;
+    Engine engine(*model_, *tokenizer_, options);
+    auto request = [&](size_t i) {
+      GenerationRequest r = Greedy(tokenizer_->Encode(texts[i]), 12 + 7 * int64_t(i));
+      if (i == 2) r.stop = {"ball"};
+      r.id = std::to_string(i);
+      return r;
+    };
+    if (std::string(spec) == "routed:8") {
+      // stories260K has no routers: the requests fail, each with the reason.
+      const Result r = Collect(engine.Submit(request(0)));
+      EXPECT_EQ(r.done.finish, FinishReason::kError);
+      EXPECT_NE(r.done.error.find("has no router for layer 0"), std::string::npos) << r.done.error;
+      continue;
+    }
+    std::vector<Result> alone;
+    {
+      EngineOptions no_cache = options;  // nothing reused: a plain run of each
+      no_cache.prompt_cache = false;
+      Engine reference(*model_, *tokenizer_, no_cache);
+      for (size_t i = 0; i < std::size(texts); ++i) alone.push_back(Collect(reference.Submit(request(i))));
+    }
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (size_t i = 0; i < std::size(texts); ++i) streams.push_back(engine.Submit(request(i)));
+    auto cancelled = engine.Submit(Greedy(tokenizer_->Encode("The dog ran"), 400));
+    GenerationEvent first;
+    ASSERT_TRUE(cancelled->Next(&first, std::chrono::seconds(10)));
+    cancelled->Cancel();
+    for (size_t i = 0; i < streams.size(); ++i) {
+      const Result r = Collect(streams[i]);
+      EXPECT_EQ(r.done.finish, alone[i].done.finish) << i;
+      EXPECT_EQ(r.done.tokens, alone[i].done.tokens) << i;
+      EXPECT_EQ(r.text, alone[i].text) << i;
+    }
+    EXPECT_EQ(Collect(cancelled).done.finish, FinishReason::kCancelled);
+  }
+}
+
 TEST_F(EngineTest, KvBudgetRejectsOversizedAndQueuesTheRest) {
   EngineOptions options;
   options.attn = "full";
