@@ -15,6 +15,7 @@
 // O(N (W + S))), fully visible (no mask), or on the boundary (a per-element
 // mask from Sees()).
 #include <hwy/aligned_allocator.h>
+#include <hwy/cache_control.h>
 
 #include <algorithm>
 #include <cmath>
@@ -171,7 +172,25 @@ void RunFlashTask(const FlashPlan& plan, int64_t task) {
   auto outside_span = [span](int64_t q, int64_t k) { return Sees(Span{}, q, k) && !Sees(span, q, k); };
 
   const std::vector<BlockVisit> visits = plan.VisitsFor(t);
-  for (const BlockVisit& visit : visits) {
+  const int64_t row_bytes = d * (kv.type == KvType::kF32 ? 4 : 2);
+  // This head's K and V rows of block `b`, requested ahead: a row is a few
+  // cache lines far apart from the next, and decode does too little work
+  // per row for the hardware prefetcher alone to keep loads in flight.
+  auto prefetch_block = [&](int64_t b) {
+    const int64_t first = b * kBlockKeys, last = std::min<int64_t>(kv.n_rows, first + kBlockKeys);
+    const int elem = kv.type == KvType::kF32 ? 4 : 2;
+    for (int64_t j = first; j < last; ++j) {
+      const int64_t offset = (j * stride + int64_t(t.kv_head) * d) * elem;
+      for (int64_t byte = 0; byte < row_bytes; byte += 64) {
+        hwy::Prefetch(static_cast<const char*>(kv.k) + offset + byte);
+        hwy::Prefetch(static_cast<const char*>(kv.v) + offset + byte);
+      }
+    }
+  };
+  if (!visits.empty()) prefetch_block(visits[0].block);
+  for (size_t vi = 0; vi < visits.size(); ++vi) {
+    const BlockVisit& visit = visits[vi];
+    if (vi + 1 < visits.size()) prefetch_block(visits[vi + 1].block);
     const int64_t j0 = visit.block * kBlockKeys;
     const int64_t n_keys = std::min<int64_t>(kBlockKeys, kv.n_rows - j0);
     for (int64_t j = 0; j < n_keys; ++j) {
