@@ -43,7 +43,12 @@ int RunInspect(const std::vector<std::string>& words) {
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
   const std::string dir = args.Get("-m", "");
   const ModelConfig c = LoadModelConfig(dir);
-  const AttentionPlan plan = ResolvePlan(args.Get("--attn", ""), AttentionDefaultsFor(c));
+  // A model trained by swan stores its plan in config.json: its own plan
+  // unless --attn says otherwise (as LanguageModel::ResolvePlan does).
+  const std::string spec = args.Get("--attn", "");
+  const bool own = spec.empty() || spec == "model";
+  const AttentionPlan plan =
+      ResolvePlan(own && !c.attention_plan.empty() ? c.attention_plan : spec, AttentionDefaultsFor(c));
   const int64_t ctx = args.GetInt("-c", c.max_position_embeddings > 0 ? c.max_position_embeddings : 4096);
   if (ctx <= 0) throw std::invalid_argument("-c must be positive");
   KvCacheOptions kv;

@@ -11,6 +11,7 @@
 namespace swan::cli {
 int RunBench(const std::vector<std::string>& args);
 int RunCompare(const std::vector<std::string>& args);
+int RunConvert(const std::vector<std::string>& args);
 int RunGenerate(const std::vector<std::string>& args);
 int RunInspect(const std::vector<std::string>& args);
 int RunPerplexity(const std::vector<std::string>& args);
@@ -30,6 +31,7 @@ const Command kCommands[] = {
      swan::cli::RunBench},
     {"compare", "what each attention plan costs and loses: one table, JSON, HTML report",
      swan::cli::RunCompare},
+    {"convert", "a model directory with its weights stored as bf16 or f32", swan::cli::RunConvert},
     {"generate", "continue a prompt with a model under an attention plan", swan::cli::RunGenerate},
     {"inspect", "a model's attention plan per layer and its KV cache size", swan::cli::RunInspect},
     {"perplexity", "perplexity of a long text, with the loss by position in the window",

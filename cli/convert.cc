@@ -1,0 +1,103 @@
+// `swan convert -m DIR --out DIR2 --dtype bf16|f32`: a model directory with
+// its weights stored in another floating-point type (bf16 halves a
+// float32 export: swan's own models ship that way), every other file
+// copied, config.json's torch_dtype updated.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "model/safetensors.h"
+#include "train/checkpoint.h"
+#include "util/bf16.h"
+
+namespace swan::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const char kUsage[] =
+    "usage: swan convert -m DIR --out DIR2 [--dtype bf16|f32]\n"
+    "Writes DIR's weights as one model.safetensors of the given type (default bf16;\n"
+    "rounded to nearest even) into DIR2, with DIR's other files (config.json with its\n"
+    "torch_dtype updated, tokenizer files, the attention plan). DIR2 must not be DIR.\n";
+
+std::string ReadAll(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+int RunConvert(const std::vector<std::string>& words) {
+  const Args args(words, {"--help"});
+  if (args.Has("--help")) {
+    std::printf("%s", kUsage);
+    return 0;
+  }
+  args.RejectUnknown({"-m", "--out", "--dtype", "--help"});
+  if (!args.Has("-m") || !args.Has("--out")) throw std::invalid_argument(std::string(kUsage));
+  const fs::path src = args.Get("-m", ""), dst = args.Get("--out", "");
+  const std::string dtype = args.Get("--dtype", "bf16");
+  if (dtype != "bf16" && dtype != "f32") throw std::invalid_argument("--dtype: bf16 or f32");
+  fs::create_directories(dst);
+  if (fs::equivalent(src, dst)) throw std::invalid_argument("--out must be another directory than -m");
+
+  const TensorStore store = TensorStore::OpenDirectory(src.string());
+  const int64_t elem = dtype == "bf16" ? 2 : 4;
+  json header = json::object();
+  int64_t offset = 0;
+  const std::vector<std::string> names = store.Names();
+  for (const std::string& name : names) {
+    const TensorInfo& t = store.Info(name);
+    const int64_t bytes = t.numel() * elem;
+    header[name] = {{"dtype", dtype == "bf16" ? "BF16" : "F32"}, {"shape", t.shape},
+                    {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  header["__metadata__"] = {{"format", "pt"}};
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // data starts 8-byte aligned
+  std::string out;
+  out.reserve(8 + text.size() + size_t(offset));
+  const uint64_t header_len = text.size();
+  out.append(reinterpret_cast<const char*>(&header_len), 8);
+  out += text;
+  for (const std::string& name : names) {
+    const TensorInfo& t = store.Info(name);
+    const std::vector<float> values = store.ReadF32(name, t.shape);  // [numel]
+    if (dtype == "f32") {
+      out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+      continue;
+    }
+    for (float v : values) {
+      const uint16_t b = F32ToBF16(v);
+      out.append(reinterpret_cast<const char*>(&b), 2);
+    }
+  }
+  WriteFileAtomic((dst / "model.safetensors").string(), out);
+
+  // Everything else but the weights, config.json with the new dtype.
+  for (const fs::directory_entry& e : fs::directory_iterator(src)) {
+    const std::string file = e.path().filename().string();
+    if (!e.is_regular_file() || file.find(".safetensors") != std::string::npos) continue;
+    std::string bytes = ReadAll(e.path());
+    if (file == "config.json") {
+      json config = json::parse(bytes, nullptr, false);
+      if (config.is_discarded()) throw std::runtime_error(e.path().string() + ": not valid JSON");
+      config["torch_dtype"] = dtype == "bf16" ? "bfloat16" : "float32";
+      bytes = config.dump(2) + "\n";
+    }
+    WriteFileAtomic((dst / file).string(), bytes);
+  }
+  std::printf("wrote %s: %zu tensors, %.1f MiB of %s weights\n", dst.string().c_str(), names.size(),
+              double(offset) / (1 << 20), dtype.c_str());
+  return 0;
+}
+
+}  // namespace swan::cli
