@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include "cli/args.h"
@@ -107,6 +108,8 @@ int EncodeCorpus(const Args& args, const Tokenizer& tok) {
     batch.push_back(std::move(text));
     if (batch_bytes >= (16u << 20) || batch.size() >= 4096) flush();
   };
+  const bool tty = isatty(fileno(stderr)) != 0;
+  double last_progress_s = 0;
   for (size_t i = 0; i < files.size(); ++i) {
     std::string content = ReadWholeFile(files[i]);
     if (!args.Has("--jsonl")) {
@@ -131,12 +134,19 @@ int EncodeCorpus(const Args& args, const Tokenizer& tok) {
     if (i + 1 == files.size()) flush();
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "\rtokenize: %zu/%zu files, %.1f MB, %llu tokens, %.1f MB/s   ", i + 1,
+    // A terminal gets a line redrawn a few times a second; a log file gets a
+    // line per tenth of the files, not one per file.
+    const bool last = i + 1 == files.size();
+    if (!last && (tty ? s - last_progress_s < 0.25 : (i + 1) % std::max<size_t>(1, files.size() / 10) != 0))
+      continue;
+    last_progress_s = s;
+    std::fprintf(stderr, tty ? "\rtokenize: %zu/%zu files, %.1f MB, %llu tokens, %.1f MB/s   "
+                             : "tokenize: %zu/%zu files, %.1f MB, %llu tokens, %.1f MB/s\n", i + 1,
                  files.size(), static_cast<double>(bytes) / 1e6,
                  static_cast<unsigned long long>(train.count() + val.count()),
                  static_cast<double>(bytes) / 1e6 / std::max(s, 1e-9));
   }
-  std::fprintf(stderr, "\n");
+  if (tty) std::fprintf(stderr, "\n");
   train.Close();
   val.Close();
   if (holdout > 0 && val.count() == 0 && train.count() > 1) {
