@@ -51,6 +51,7 @@ const char kUsage[] =
     "  --warmup N           warmup steps (default: min(100, steps/10))\n"
     "  --weight-decay W     AdamW decoupled weight decay on matrices (default 0.1)\n"
     "  --clip C             gradient-norm clipping (default 1; 0 = off)\n"
+    "  --matmul P           linear layers' products: f32 (default) or bf16 (f32 weights and AdamW)\n"
     "  --seed S             seed of the initialization and the data order (default 1234)\n"
     "run:\n"
     "  --out RUN            run directory: checkpoint.bin, train_log.csv/.json, loss.svg, model/\n"
@@ -110,7 +111,7 @@ int RunTrain(const std::vector<std::string>& words) {
                       "--seed", "--out", "--resume", "--eval-every", "--eval-seqs",
                       "--checkpoint-every", "--log-every", "--time-limit", "--quiet",
                       "--gemm-report", "--debug-kill-after", "--router-gamma", "--router-eps",
-                      "--router-alpha", "--router-gamma-constant", "--router-lr"});
+                      "--router-alpha", "--router-gamma-constant", "--router-lr", "--matmul"});
   if (!args.Has("--data")) throw std::invalid_argument("--data TRAIN.bin is required\n" + std::string(kUsage));
   if (!args.Has("--out")) throw std::invalid_argument("--out RUN is required\n" + std::string(kUsage));
   TrainOptions o;
@@ -152,6 +153,7 @@ int RunTrain(const std::vector<std::string>& words) {
   o.schedule.total_steps = o.steps;
   o.adamw.weight_decay = args.GetDouble("--weight-decay", 0.1);
   o.adamw.clip_norm = args.GetDouble("--clip", 1.0);
+  o.matmul = ParseMatmulPrecision(args.Get("--matmul", "f32"));
   o.seed = uint64_t(args.GetInt("--seed", 1234));
   o.resume = args.Has("--resume");
   o.eval_every = args.GetInt("--eval-every", 100);
@@ -168,15 +170,23 @@ int RunTrain(const std::vector<std::string>& words) {
   if (r.last_full_ratio >= 0)
     std::snprintf(route, sizeof route, " | router %.3g, full attention %.1f%%", r.last_router_loss,
                   100 * r.last_full_ratio);
-  std::printf("%s at step %lld: loss %.6f%s%s | %.0f tokens/s | matmuls %.1f GFLOP/s, %.0f%% of the "
-              "time; attention %.0f%%\n",
+  const bool bf16 = o.matmul == MatmulPrecision::kBF16;
+  char convert[64] = "";
+  if (bf16)
+    std::snprintf(convert, sizeof convert, " (+%.0f%% rounding inputs to bf16)",
+                  100 * r.convert_share);
+  std::printf("%s at step %lld: loss %.6f%s%s | %.0f tokens/s | %s matmuls %.1f GFLOP/s, "
+              "%.0f%% of the time%s; attention %.0f%%\n",
               r.interrupted ? "stopped" : "done", (long long)r.steps_done, r.last_loss,
               r.last_val_loss >= 0 ? (" | val " + std::to_string(r.last_val_loss)).c_str() : "",
-              route, r.tokens_per_s, r.gemm_gflops, 100 * r.gemm_share, 100 * r.attention_share);
+              route, r.tokens_per_s, MatmulPrecisionName(o.matmul), r.gemm_gflops,
+              100 * r.gemm_share, convert, 100 * r.attention_share);
   if (args.Has("--gemm-report")) {
-    const double peak = MeasureOneDnnGemmGflops(1024, 1024, 1024);
-    std::printf("oneDNN fp32 GEMM 1024^3 on this machine: %.1f GFLOP/s; the run's matmuls reached %.0f%%\n",
-                peak, 100 * r.gemm_gflops / peak);
+    // The yardstick in the run's own precision.
+    const double peak = bf16 ? MeasureOneDnnGemmGflopsBF16(1024, 1024, 1024)
+                             : MeasureOneDnnGemmGflops(1024, 1024, 1024);
+    std::printf("oneDNN %s GEMM 1024^3 on this machine: %.1f GFLOP/s; the run's matmuls reached "
+                "%.0f%%\n", bf16 ? "bf16" : "fp32", peak, 100 * r.gemm_gflops / peak);
   }
   std::printf("model written to %s (swan generate -m %s)\n", r.export_dir.c_str(), r.export_dir.c_str());
   // Ctrl-C: the conventional 130; a --time-limit stop is a normal end.

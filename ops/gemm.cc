@@ -49,6 +49,27 @@ class GemmCache {
     stream.wait();
   }
 
+  // dst [n] bf16 = src [n] f32, one reorder primitive per length.
+  void Convert(uint16_t* dst, const float* src, int64_t n) {
+    const memory::desc src_md({n}, memory::data_type::f32, memory::format_tag::a);
+    const memory::desc dst_md({n}, memory::data_type::bf16, memory::format_tag::a);
+    const dnnl::reorder* prim;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = reorders_.find(n);
+      if (it == reorders_.end()) {
+        const dnnl::reorder::primitive_desc pd(engine_, src_md, engine_, dst_md);
+        it = reorders_.emplace(n, dnnl::reorder(pd)).first;
+      }
+      prim = &it->second;
+    }
+    dnnl::stream stream(engine_);
+    memory src_mem(src_md, engine_, const_cast<float*>(src));
+    memory dst_mem(dst_md, engine_, dst);
+    prim->execute(stream, {{DNNL_ARG_FROM, src_mem}, {DNNL_ARG_TO, dst_mem}});
+    stream.wait();
+  }
+
  private:
   Entry Build(const Key& key) const {
     const auto f32 = memory::data_type::f32;
@@ -75,6 +96,7 @@ class GemmCache {
   dnnl::engine engine_;
   std::mutex mu_;
   std::map<Key, Entry> cache_;
+  std::map<int64_t, dnnl::reorder> reorders_;  // by length
 };
 
 GemmCache& Cache() {
@@ -89,6 +111,10 @@ GemmCounters counters;
 
 namespace {
 
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 void RunCounted(float* c, const void* a, const void* b, const GemmShape& s, bool accumulate,
                 bool bf16) {
   if (s.m <= 0 || s.n <= 0 || s.k <= 0)
@@ -97,8 +123,7 @@ void RunCounted(float* c, const void* a, const void* b, const GemmShape& s, bool
                                 " k=" + std::to_string(s.k));
   const auto start = std::chrono::steady_clock::now();
   Cache().Run(c, a, b, Key{s.m, s.n, s.k, s.trans_a, s.trans_b, accumulate, bf16});
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = SecondsSince(start);
   std::lock_guard<std::mutex> lock(counters_mu);
   counters.flops += 2.0 * double(s.m) * double(s.n) * double(s.k);
   counters.seconds += seconds;
@@ -113,6 +138,15 @@ void Gemm(float* c, const float* a, const float* b, const GemmShape& s, bool acc
 void GemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& s,
               bool accumulate) {
   RunCounted(c, a, b, s, accumulate, /*bf16=*/true);
+}
+
+void ConvertToBF16(uint16_t* dst, const float* src, int64_t n) {
+  if (n <= 0) return;
+  const auto start = std::chrono::steady_clock::now();
+  Cache().Convert(dst, src, n);
+  const double seconds = SecondsSince(start);
+  std::lock_guard<std::mutex> lock(counters_mu);
+  counters.convert_seconds += seconds;
 }
 
 GemmCounters GetGemmCounters() {

@@ -11,7 +11,8 @@
 //
 // Primitives are built once per shape and cached. Every call adds its
 // floating-point operations to a process-wide counter so that a training
-// run can report the rate its matrix products reached.
+// run can report the rate its matrix products reached. The float32 ->
+// bfloat16 conversion that feeds GemmBF16 runs through the same cache.
 #pragma once
 
 #include <cstdint>
@@ -30,10 +31,17 @@ void Gemm(float* c, const float* a, const float* b, const GemmShape& shape, bool
 void GemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& shape,
               bool accumulate);
 
-// Floating-point operations and seconds spent in Gemm since the last reset.
+// dst[i] = bf16(src[i]), rounded to nearest even like util/bf16.h's
+// F32ToBF16, by oneDNN's vectorized reorder; float32 denormals may become
+// zero (AVX512-BF16's conversion flushes them).   dst, src [n]
+void ConvertToBF16(uint16_t* dst, const float* src, int64_t n);
+
+// Floating-point operations and seconds spent in Gemm and GemmBF16 since
+// the last reset, and seconds spent in ConvertToBF16.
 struct GemmCounters {
   double flops = 0;
   double seconds = 0;
+  double convert_seconds = 0;
 };
 GemmCounters GetGemmCounters();
 void ResetGemmCounters();

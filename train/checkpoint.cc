@@ -151,6 +151,12 @@ void CheckFingerprint(const std::string& path, const std::string& saved, const s
                      ", this run has " + it.value().dump() +
                      "; resume with the same settings or use another --out directory");
   }
+  for (auto it = a.begin(); it != a.end(); ++it) {  // a setting this run leaves at its default
+    if (!b.contains(it.key()))
+      Fail(path, "was written for " + it.key() + " = " + it.value().dump() +
+                     ", this run has the default; resume with the same settings or use another "
+                     "--out directory");
+  }
   Fail(path, "was written by a run with other settings");
 }
 

@@ -92,6 +92,47 @@ void LinearBackward(float* dx, float* d_w, const float* dy, const float* x, cons
   Gemm(d_w, dy, x, GemmShape{out, in, n, true, false}, /*accumulate=*/true);
 }
 
+namespace {
+
+// The bf16 copy of an activation for one product, in a buffer per slot that
+// grows to the largest activation seen and is reused (the lm_head's d_logits
+// [n, vocab] is the largest), so a training step allocates nothing.
+const uint16_t* ToBF16Scratch(int slot, const float* x, int64_t count) {
+  thread_local std::vector<uint16_t> scratch[2];  // [slot][count]
+  std::vector<uint16_t>& buffer = scratch[slot];
+  if (int64_t(buffer.size()) < count) buffer.resize(size_t(count));
+  ConvertToBF16(buffer.data(), x, count);
+  return buffer.data();
+}
+
+}  // namespace
+
+void LinearForwardBF16(float* y, const float* x, const uint16_t* w16, int64_t n, int64_t in,
+                       int64_t out, bool accumulate_y) {
+  const uint16_t* x16 = ToBF16Scratch(0, x, n * in);  // [n, in]
+  GemmBF16(y, x16, w16, GemmShape{n, out, in, false, true}, accumulate_y);
+}
+
+void LinearBackwardBF16(float* dx, float* d_w, const float* dy, const float* x,
+                        const uint16_t* w16, int64_t n, int64_t in, int64_t out,
+                        bool accumulate_dx) {
+  const uint16_t* dy16 = ToBF16Scratch(0, dy, n * out);  // [n, out], read by both products
+  if (dx) GemmBF16(dx, dy16, w16, GemmShape{n, in, out, false, false}, accumulate_dx);
+  const uint16_t* x16 = ToBF16Scratch(1, x, n * in);  // [n, in]
+  GemmBF16(d_w, dy16, x16, GemmShape{out, in, n, true, false}, /*accumulate=*/true);
+}
+
+const char* MatmulPrecisionName(MatmulPrecision p) {
+  return p == MatmulPrecision::kBF16 ? "bf16" : "f32";
+}
+
+MatmulPrecision ParseMatmulPrecision(const std::string& name) {
+  if (name == "f32") return MatmulPrecision::kF32;
+  if (name == "bf16") return MatmulPrecision::kBF16;
+  throw std::invalid_argument("matrix product precision (--matmul) must be f32 or bf16, got '" +
+                              name + "'");
+}
+
 // --- RoPE ------------------------------------------------------------------------
 
 void RopeForward(float* x, const Rope& rope, const int32_t* pos, int64_t n, int32_t heads) {

@@ -1,5 +1,6 @@
 // The operations of a transformer language model, each forward directly
-// above its backward (llm.c style), in float32.
+// above its backward (llm.c style), in float32 (the linear layer's products
+// optionally in bfloat16).
 //
 // Signatures: outputs, then what the backward needs saved, then inputs and
 // weights, then sizes. The backward mirrors the forward.
@@ -19,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "attention/attention.h"
 #include "ops/rope.h"
@@ -51,6 +53,22 @@ void LinearForward(float* y, const float* x, const float* w, int64_t n, int64_t 
 // dx (=/+=) dy · w,   d_w += dyᵀ · x.  dx may be null (input needs no gradient).
 void LinearBackward(float* dx, float* d_w, const float* dy, const float* x, const float* w,
                     int64_t n, int64_t in, int64_t out, bool accumulate_dx);
+
+// The same three products in bfloat16 with float32 accumulation and output
+// (swan train --matmul bf16). w16 [out, in] is the caller's bf16 copy of
+// the float32 master weight; x and dy are rounded to bf16 on each call
+// (ops/gemm.h ConvertToBF16). y, dx and d_w stay float32.
+void LinearForwardBF16(float* y, const float* x, const uint16_t* w16, int64_t n, int64_t in,
+                       int64_t out, bool accumulate_y = false);
+void LinearBackwardBF16(float* dx, float* d_w, const float* dy, const float* x,
+                        const uint16_t* w16, int64_t n, int64_t in, int64_t out,
+                        bool accumulate_dx);
+
+// Precision of the linear layers' products in training (swan train --matmul).
+enum class MatmulPrecision { kF32, kBF16 };
+const char* MatmulPrecisionName(MatmulPrecision p);  // "f32", "bf16"
+// Throws std::invalid_argument for anything but "f32" and "bf16".
+MatmulPrecision ParseMatmulPrecision(const std::string& name);
 
 // --- RoPE (or NoPE: a Rope built with enabled = false leaves x alone) ---------
 // Rotates x [n, heads, head_dim] in place, token t at pos[t] (ops/rope.h,

@@ -10,6 +10,7 @@
 
 #include "train/grad_check.h"
 #include "train/test_reference.h"
+#include "util/bf16.h"
 
 namespace swan {
 namespace {
@@ -130,6 +131,61 @@ TEST(LayersGrad, Linear) {
   LinearBackward(dx.data(), dw.data(), rf.data(), xf.data(), wf.data(), n, in, out, false);
   Report("linear dx", RelativeError(dx, NumericGradient([&](const std::vector<double>& v) { return Dot(fwd(v, w), r); }, x)));
   Report("linear d_weight", RelativeError(dw, NumericGradient([&](const std::vector<double>& v) { return Dot(fwd(x, v), r); }, w)));
+}
+
+// The bf16 products against (1) a float64 product of the bf16-rounded
+// inputs, which they must match to float32 accumulation error, and (2) the
+// float32 product, which they follow to bf16 precision.
+TEST(LayersBF16, LinearMatchesRoundedReferenceAndFloat32) {
+  std::mt19937_64 rng(8);
+  const int64_t n = 37, in = 48, out = 29;
+  const auto xf = ToFloat(RandomVector(rng, size_t(n * in)));    // [n, in]
+  const auto wf = ToFloat(RandomVector(rng, size_t(out * in)));  // [out, in]
+  const auto dyf = ToFloat(RandomVector(rng, size_t(n * out)));  // [n, out]
+  const auto dx0 = ToFloat(RandomVector(rng, size_t(n * in)));   // [n, in] dx adds onto it
+  const auto dw0 = ToFloat(RandomVector(rng, size_t(out * in)));  // [out, in] d_w adds onto it
+  std::vector<uint16_t> w16(wf.size());  // [out, in]
+  for (size_t i = 0; i < wf.size(); ++i) w16[i] = F32ToBF16(wf[i]);
+  auto round = [](const std::vector<float>& v) {
+    std::vector<double> r(v.size());
+    for (size_t i = 0; i < v.size(); ++i) r[i] = BF16ToF32(F32ToBF16(v[i]));
+    return r;
+  };
+  auto exact = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
+  for (bool rounded : {true, false}) {
+    const auto x = rounded ? round(xf) : exact(xf), w = rounded ? round(wf) : exact(wf);
+    const auto dy = rounded ? round(dyf) : exact(dyf);
+    const double tol = rounded ? 1e-5 : 1e-2;
+    const char* what = rounded ? "vs. bf16-rounded inputs" : "vs. float32";
+    // y = x · wᵀ,  dx = dx0 + dy · w,  d_w = dw0 + dyᵀ · x, in float64.
+    std::vector<double> y_ref(size_t(n * out), 0.0), dx_ref = exact(dx0), dw_ref = exact(dw0);
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t o = 0; o < out; ++o)
+        for (int64_t i = 0; i < in; ++i) {
+          const double xv = x[size_t(t * in + i)], wv = w[size_t(o * in + i)];
+          const double dyv = dy[size_t(t * out + o)];
+          y_ref[size_t(t * out + o)] += xv * wv;
+          dx_ref[size_t(t * in + i)] += dyv * wv;
+          dw_ref[size_t(o * in + i)] += dyv * xv;
+        }
+    std::vector<float> y(size_t(n * out));  // [n, out]
+    LinearForwardBF16(y.data(), xf.data(), w16.data(), n, in, out);
+    std::vector<float> dx = dx0, dw = dw0;
+    LinearBackwardBF16(dx.data(), dw.data(), dyf.data(), xf.data(), w16.data(), n, in, out,
+                       /*accumulate_dx=*/true);
+    const double y_err = RelativeError(y, y_ref), dx_err = RelativeError(dx, dx_ref);
+    const double dw_err = RelativeError(dw, dw_ref);
+    EXPECT_LT(y_err, tol) << "y " << what;
+    EXPECT_LT(dx_err, tol) << "dx " << what;
+    EXPECT_LT(dw_err, tol) << "d_w " << what;
+    std::printf("  bf16 linear %-24s rel. error y %.2e, dx %.2e, d_w %.2e\n", what, y_err, dx_err,
+                dw_err);
+  }
+  // dx written, not added, without accumulate_dx; a null dx is allowed.
+  std::vector<float> dx(size_t(n * in), 1e6f), dw = dw0;  // [n, in], [out, in]
+  LinearBackwardBF16(dx.data(), dw.data(), dyf.data(), xf.data(), w16.data(), n, in, out, false);
+  EXPECT_LT(std::abs(dx[0]), 1e3f);
+  LinearBackwardBF16(nullptr, dw.data(), dyf.data(), xf.data(), w16.data(), n, in, out, false);
 }
 
 void CheckRope(const char* what, const RopeSettings& settings) {

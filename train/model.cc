@@ -7,6 +7,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "ops/gemm.h"
 #include "train/layers.h"
 
 namespace swan {
@@ -139,6 +140,7 @@ TrainModel::LayerParams TrainModel::Layer(std::vector<float>& b, int32_t l) {
 }
 
 void TrainModel::InitRandom(uint64_t seed) {
+  params16_stale_ = true;
   std::mt19937_64 rng(seed);
   const float out_scale = 1.0f / std::sqrt(2.0f * float(shape_.n_layers));
   for (const ParamTensor& t : tensors_) {
@@ -157,6 +159,7 @@ void TrainModel::InitRandom(uint64_t seed) {
 }
 
 void TrainModel::InitRouters() {
+  params16_stale_ = true;
   for (int32_t l = 0; l < shape_.n_layers; ++l) {
     const LayerParams p = Layer(params_, l);
     if (p.router_w) InitRouter(p.router_w, p.router_b, shape_.hidden);
@@ -181,6 +184,28 @@ RoutedBranches TrainModel::Branches(int32_t r) {
 }
 
 void TrainModel::ZeroGrads() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
+
+void TrainModel::RefreshBF16Params() {
+  params16_.resize(params_.size());
+  ConvertToBF16(params16_.data(), params_.data(), int64_t(params_.size()));
+  params16_stale_ = false;
+}
+
+void TrainModel::Project(float* y, const float* x, const float* w, int64_t n, int64_t in,
+                         int64_t out, bool accumulate_y) const {
+  if (matmul_ == MatmulPrecision::kF32) return LinearForward(y, x, w, n, in, out, accumulate_y);
+  // The bf16 copy has params_'s layout: w's offset finds its copy.
+  LinearForwardBF16(y, x, params16_.data() + (w - params_.data()), n, in, out, accumulate_y);
+}
+
+void TrainModel::ProjectBackward(float* dx, float* d_w, const float* dy, const float* x,
+                                 const float* w, int64_t n, int64_t in, int64_t out,
+                                 bool accumulate_dx) const {
+  if (matmul_ == MatmulPrecision::kF32)
+    return LinearBackward(dx, d_w, dy, x, w, n, in, out, accumulate_dx);
+  LinearBackwardBF16(dx, d_w, dy, x, params16_.data() + (w - params_.data()), n, in, out,
+                     accumulate_dx);
+}
 
 void TrainModel::Allocate(int64_t batch, int64_t seq) {
   if (acts_.batch == batch && acts_.seq == seq) return;
@@ -242,6 +267,7 @@ double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_
   std::copy(targets, targets + N, a.targets.begin());
   counted_ = 0;
   for (int64_t t = 0; t < N; ++t) counted_ += targets[t] >= 0;
+  if (matmul_ == MatmulPrecision::kBF16 && params16_stale_) RefreshBF16Params();
 
   EmbeddingForward(a.residual.data(), tokens, params_.data(), N, V, C);
   for (int32_t l = 0; l < shape_.n_layers; ++l) {
@@ -258,9 +284,9 @@ double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_
     const int32_t r = routed_index_[size_t(l)];
     float* logit = r >= 0 ? At(a.router_logit, r * N) : nullptr;
     if (r >= 0) RouterForward(logit, xn, p.router_w, p.router_b, N, C);
-    LinearForward(q, xn, p.wq, N, C, QD);
-    LinearForward(k, xn, p.wk, N, C, KD);
-    LinearForward(v, xn, p.wv, N, C, KD);
+    Project(q, xn, p.wq, N, C, QD);
+    Project(k, xn, p.wk, N, C, KD);
+    Project(v, xn, p.wv, N, C, KD);
     for (int64_t b = 0; b < batch; ++b) {
       RopeForward(q + b * seq * QD, ropes_[size_t(l)], a.pos.data(), seq, shape_.n_heads);
       RopeForward(k + b * seq * KD, ropes_[size_t(l)], a.pos.data(), seq, shape_.n_kv_heads);
@@ -276,7 +302,7 @@ double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_
       AttentionForward(att, At(a.lse, l * N * H), q, k, v, sa);
     }
     std::copy(res, res + N * C, mid);
-    LinearForward(mid, att, p.wo, N, QD, C, /*accumulate_y=*/true);
+    Project(mid, att, p.wo, N, QD, C, /*accumulate_y=*/true);
     // MLP branch.
     float* mxn = At(a.mlp_xn, l * N * C);
     float* gate = At(a.gate, l * N * F);
@@ -284,17 +310,17 @@ double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_
     float* act = At(a.act, l * N * F);
     float* out = At(a.residual, (l + 1) * N * C);
     RmsNormForward(mxn, At(a.mlp_rstd, l * N), mid, p.mlp_norm, shape_.rms_eps, N, C);
-    LinearForward(gate, mxn, p.w_gate, N, C, F);
-    LinearForward(up, mxn, p.w_up, N, C, F);
+    Project(gate, mxn, p.w_gate, N, C, F);
+    Project(up, mxn, p.w_up, N, C, F);
     SwiGluForward(act, gate, up, N * F);
     std::copy(mid, mid + N * C, out);
-    LinearForward(out, act, p.w_down, N, F, C, /*accumulate_y=*/true);
+    Project(out, act, p.w_down, N, F, C, /*accumulate_y=*/true);
   }
   const float* final_norm = At(params_, tensor("model.norm.weight").offset);
   const float* head = shape_.tied_embeddings ? params_.data() : At(params_, tensors_.back().offset);
   RmsNormForward(a.final_xn.data(), a.final_rstd.data(), At(a.residual, shape_.n_layers * N * C),
                  final_norm, shape_.rms_eps, N, C);
-  LinearForward(a.logits.data(), a.final_xn.data(), head, N, C, V);
+  Project(a.logits.data(), a.final_xn.data(), head, N, C, V);
   const double loss = CrossEntropyForward(a.losses.data(), a.logits.data(), a.targets.data(), N, V);
   // The regularizer weighs each token by its NLL, so it follows the loss.
   routing_.tokens = N;
@@ -321,8 +347,8 @@ void TrainModel::Backward(float loss_scale) {
   CrossEntropyBackward(a.logits.data(), a.logits.data(), a.targets.data(), loss_scale, N, V);
   const ParamTensor& norm_t = tensor("model.norm.weight");
   const int64_t head_offset = shape_.tied_embeddings ? 0 : tensors_.back().offset;
-  LinearBackward(s.d_xn.data(), At(grads_, head_offset), a.logits.data(), a.final_xn.data(),
-                 At(params_, head_offset), N, C, V, false);
+  ProjectBackward(s.d_xn.data(), At(grads_, head_offset), a.logits.data(), a.final_xn.data(),
+                  At(params_, head_offset), N, C, V, false);
   RmsNormBackward(s.d_res.data(), At(grads_, norm_t.offset), s.d_xn.data(),
                   At(a.residual, L * N * C), a.final_rstd.data(), At(params_, norm_t.offset), N, C,
                   /*accumulate_dx=*/false);
@@ -331,18 +357,18 @@ void TrainModel::Backward(float loss_scale) {
     const LayerParams p = Layer(params_, l);
     const LayerParams g = Layer(grads_, l);
     // MLP branch: out = mid + act · w_downᵀ.
-    LinearBackward(s.d_act.data(), g.w_down, s.d_res.data(), At(a.act, l * N * F), p.w_down, N, F,
-                   C, false);
+    ProjectBackward(s.d_act.data(), g.w_down, s.d_res.data(), At(a.act, l * N * F), p.w_down, N,
+                    F, C, false);
     SwiGluBackward(s.d_gate.data(), s.d_up.data(), s.d_act.data(), At(a.gate, l * N * F),
                    At(a.up, l * N * F), N * F);
     const float* mxn = At(a.mlp_xn, l * N * C);
-    LinearBackward(s.d_xn.data(), g.w_gate, s.d_gate.data(), mxn, p.w_gate, N, C, F, false);
-    LinearBackward(s.d_xn.data(), g.w_up, s.d_up.data(), mxn, p.w_up, N, C, F, true);
+    ProjectBackward(s.d_xn.data(), g.w_gate, s.d_gate.data(), mxn, p.w_gate, N, C, F, false);
+    ProjectBackward(s.d_xn.data(), g.w_up, s.d_up.data(), mxn, p.w_up, N, C, F, true);
     RmsNormBackward(s.d_res.data(), g.mlp_norm, s.d_xn.data(), At(a.attn_mid, l * N * C),
                     At(a.mlp_rstd, l * N), p.mlp_norm, N, C, /*accumulate_dx=*/true);
     // Attention branch: mid = res + att · woᵀ.
     const float* att = At(a.att, l * N * QD);
-    LinearBackward(s.d_att.data(), g.wo, s.d_res.data(), att, p.wo, N, QD, C, false);
+    ProjectBackward(s.d_att.data(), g.wo, s.d_res.data(), att, p.wo, N, QD, C, false);
     const float* q = At(a.q, l * N * QD);
     const float* k = At(a.k, l * N * KD);
     const float* v = At(a.v, l * N * KD);
@@ -364,9 +390,9 @@ void TrainModel::Backward(float loss_scale) {
                    shape_.n_kv_heads);
     }
     const float* xn = At(a.attn_xn, l * N * C);
-    LinearBackward(s.d_xn.data(), g.wq, s.dq.data(), xn, p.wq, N, C, QD, false);
-    LinearBackward(s.d_xn.data(), g.wk, s.dk.data(), xn, p.wk, N, C, KD, true);
-    LinearBackward(s.d_xn.data(), g.wv, s.dv.data(), xn, p.wv, N, C, KD, true);
+    ProjectBackward(s.d_xn.data(), g.wq, s.dq.data(), xn, p.wq, N, C, QD, false);
+    ProjectBackward(s.d_xn.data(), g.wk, s.dk.data(), xn, p.wk, N, C, KD, true);
+    ProjectBackward(s.d_xn.data(), g.wv, s.dv.data(), xn, p.wv, N, C, KD, true);
     if (r >= 0) RouterBackward(s.d_xn.data(), g.router_w, g.router_b, s.d_logit.data(), xn, p.router_w, N, C);
     RmsNormBackward(s.d_res.data(), g.attn_norm, s.d_xn.data(), At(a.residual, l * N * C),
                     At(a.attn_rstd, l * N), p.attn_norm, N, C, /*accumulate_dx=*/true);

@@ -1,6 +1,8 @@
 // A Llama-family language model for training: float32 master weights in one
 // flat buffer, their gradients in another of the same layout, the
-// activations of the last forward pass kept for the backward pass.
+// activations of the last forward pass kept for the backward pass. The
+// linear layers' products may run in bfloat16 (set_matmul) from a bf16 copy
+// of the weights; everything else, the optimizer included, stays float32.
 //
 // The network is exactly the one model/llama.cc runs for inference (HF
 // LlamaForCausalLM): embedding, per layer RMSNorm -> Q, K, V -> RoPE or
@@ -19,6 +21,7 @@
 
 #include "model/plan.h"
 #include "ops/rope.h"
+#include "train/layers.h"
 #include "train/routed.h"
 
 namespace swan {
@@ -73,7 +76,13 @@ class TrainModel {
   const ParamTensor& tensor(const std::string& name) const;  // throws if absent
   int64_t num_params() const { return int64_t(params_.size()); }
 
-  std::vector<float>& params() { return params_; }  // [num_params]
+  // [num_params]. The non-const access marks the bf16 copy stale: the next
+  // Forward rebuilds it (once per optimizer step, not per micro-batch).
+  // Take it afresh after each Forward rather than keeping the reference.
+  std::vector<float>& params() {
+    params16_stale_ = true;
+    return params_;
+  }
   const std::vector<float>& params() const { return params_; }
   std::vector<float>& grads() { return grads_; }    // [num_params]
 
@@ -87,6 +96,11 @@ class TrainModel {
   // The router's regularizer weights (defaults: DESIGN.md §4).
   void set_router_regularizer(const RouterRegularizer& r) { router_reg_ = r; }
   void ZeroGrads();
+
+  // The linear layers' products (lm_head and the tied embedding's included)
+  // in float32 (default) or bfloat16 with float32 accumulation.
+  void set_matmul(MatmulPrecision p) { matmul_ = p; }
+  MatmulPrecision matmul() const { return matmul_; }
 
   // Runs B sequences of T tokens (token t at position t) and returns the
   // mean cross-entropy against `targets` (< 0: not counted). Keeps the
@@ -177,6 +191,13 @@ class TrainModel {
 
   void Layout();
   LayerParams Layer(std::vector<float>& buffer, int32_t l);
+  // y (+)= x · wᵀ and its backward (train/layers.h) in the model's
+  // precision, for a weight w [out, in] inside params_.
+  void Project(float* y, const float* x, const float* w, int64_t n, int64_t in, int64_t out,
+               bool accumulate_y = false) const;
+  void ProjectBackward(float* dx, float* d_w, const float* dy, const float* x, const float* w,
+                       int64_t n, int64_t in, int64_t out, bool accumulate_dx) const;
+  void RefreshBF16Params();
   void Allocate(int64_t batch, int64_t seq);
   RoutedBranches Branches(int32_t r);
 
@@ -191,6 +212,9 @@ class TrainModel {
   std::vector<ParamTensor> tensors_;
   std::vector<float> params_;
   std::vector<float> grads_;
+  MatmulPrecision matmul_ = MatmulPrecision::kF32;
+  std::vector<uint16_t> params16_;  // [num_params] bf16 copy of params_ (bf16 products only)
+  bool params16_stale_ = true;      // params_ may have changed since params16_ was made
   Activations acts_;
   Scratch scratch_;
   int64_t counted_ = 0;

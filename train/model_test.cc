@@ -305,6 +305,49 @@ TEST(ModelGrad, FirstNonFiniteNamesTheLayer) {
   EXPECT_EQ(model.FirstNonFinite(), "layer 1 mlp");
 }
 
+// bf16 products (--matmul bf16): the loss and every gradient follow the
+// float32 model to bf16 precision, and the bf16 copy of the weights follows
+// changes made through params().
+TEST(ModelBF16, FollowsFloat32AndParameterChanges) {
+  const ModelShape shape = PresetShape("tiny", 32, 16);
+  TrainModel model(shape, TinyPlan("hybrid:1:1,window:4,sinks:1", shape.n_layers));
+  model.InitRandom(5);
+  std::mt19937_64 rng(6);
+  std::normal_distribution<float> noise(0.0f, 0.2f);
+  for (float& p : model.params()) p += noise(rng);
+  const int64_t batch = 2, seq = 12;
+  std::vector<int32_t> tokens(size_t(batch * seq)), targets(tokens.size());  // [B, T]
+  std::uniform_int_distribution<int32_t> id(0, 31);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = id(rng);
+    targets[i] = id(rng);
+  }
+  auto run = [&](MatmulPrecision p) {
+    model.set_matmul(p);
+    model.ZeroGrads();
+    const double loss = model.Forward(tokens.data(), targets.data(), batch, seq);
+    model.Backward(1.0f / float(model.counted_tokens()));
+    return loss;
+  };
+  const double loss32 = run(MatmulPrecision::kF32);
+  const std::vector<double> grads32(model.grads().begin(), model.grads().end());
+  const double loss16 = run(MatmulPrecision::kBF16);
+  EXPECT_NE(loss16, loss32);  // the products did run in bf16
+  EXPECT_NEAR(loss16, loss32, 1e-2 * loss32);
+  for (const ParamTensor& t : model.tensors()) {
+    const auto first = size_t(t.offset), last = size_t(t.offset + t.numel);
+    const std::vector<float> g16(model.grads().begin() + first, model.grads().begin() + last);
+    const std::vector<double> g32(grads32.begin() + first, grads32.begin() + last);
+    EXPECT_LT(testing::RelativeError(g16, g32), 5e-2) << t.name;
+  }
+  // A change through params() reaches the next bf16 forward.
+  for (float& p : model.params()) p *= 0.5f;
+  const double changed16 = run(MatmulPrecision::kBF16);
+  const double changed32 = run(MatmulPrecision::kF32);
+  EXPECT_GT(std::abs(changed32 - loss32), 10 * std::abs(changed16 - changed32));
+  EXPECT_NEAR(changed16, changed32, 1e-2 * changed32);
+}
+
 std::string TempDir(const std::string& name) {
   namespace fs = std::filesystem;
   const fs::path p = fs::path(::testing::TempDir()) / ("swan_model_" + name + "_" + std::to_string(::getpid()));

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <utility>
 
 #include "model/config.h"
 #include "model/model.h"
@@ -68,6 +69,8 @@ std::string Fingerprint(const TrainModel& model, const TrainOptions& o, uint64_t
   j["seed"] = o.seed;
   j["train_tokens"] = train_tokens;
   j["synthetic_rate"] = o.synthetic_rate;
+  // Only when not the default, so that checkpoints from before the option resume.
+  if (o.matmul != MatmulPrecision::kF32) j["matmul"] = MatmulPrecisionName(o.matmul);
   return j.dump();
 }
 
@@ -131,6 +134,7 @@ TrainResult Train(const TrainOptions& o) {
   }
   TrainModel model(shape, plan);
   model.set_router_regularizer(o.router);
+  model.set_matmul(o.matmul);
   const bool routed = model.num_routed_layers() > 0;
   AdamW adam(o.adamw, model.num_params());
   // The routers' schedule: the same warmup + cosine shape at their own peak.
@@ -162,9 +166,12 @@ TrainResult Train(const TrainOptions& o) {
     model.InitRandom(o.seed);
   }
   if (!o.quiet)
-    std::fprintf(stderr, "model: %.2fM parameters, %d layers, dim %lld, vocab %lld; plan %s%s\n",
+    std::fprintf(stderr,
+                 "model: %.2fM parameters, %d layers, dim %lld, vocab %lld; plan %s; "
+                 "%s matmuls%s\n",
                  double(model.num_params()) / 1e6, shape.n_layers, (long long)shape.hidden,
                  (long long)shape.vocab, CanonicalPlanSpec(plan).c_str(),
+                 MatmulPrecisionName(o.matmul),
                  o.resume ? (", resumed at step " + std::to_string(start_step)).c_str() : "");
 
   auto save = [&](int64_t steps_done) {
@@ -174,7 +181,7 @@ TrainResult Train(const TrainOptions& o) {
     s.seed = o.seed;
     s.adam_steps = adam.steps();
     s.fingerprint = fingerprint;
-    s.params = model.params();
+    s.params = std::as_const(model).params();  // const: keeps the bf16 weights current
     s.m = adam.m();
     s.v = adam.v();
     SaveCheckpoint(ckpt_path, s);
@@ -315,6 +322,7 @@ TrainResult Train(const TrainOptions& o) {
   result.gemm_gflops = g.seconds > 0 ? g.flops / g.seconds * 1e-9 : 0;
   const double run_seconds = Since(run_start);
   result.gemm_share = run_seconds > 0 ? g.seconds / run_seconds : 0;
+  result.convert_share = run_seconds > 0 ? g.convert_seconds / run_seconds : 0;
   result.attention_share = run_seconds > 0 ? AttentionSeconds() / run_seconds : 0;
   result.export_dir = (fs::path(o.run_dir) / "model").string();
   ExportHfDirectory(result.export_dir, model, export_options);

@@ -13,6 +13,7 @@
 
 #include <vector>
 
+#include "train/layers.h"
 #include "train/optimizer.h"
 #include "train/routed.h"
 
@@ -44,6 +45,10 @@ struct TrainOptions {
   // change either (e.g. lower both after a divergence).
   double router_lr = -1;
   AdamWOptions adamw;
+  // The linear layers' products; bf16 rounds their inputs, so unlike lr it
+  // is in the resume fingerprint (a resume with the other choice would not
+  // reproduce the run).
+  MatmulPrecision matmul = MatmulPrecision::kF32;
   uint64_t seed = 1234;
   // Bookkeeping.
   int64_t eval_every = 100;      // 0 = never
@@ -65,6 +70,7 @@ struct TrainResult {
   double tokens_per_s = 0;
   double gemm_gflops = 0;        // rate of the matrix products during the run
   double gemm_share = 0;         // fraction of the run's time spent in them
+  double convert_share = 0;      // ... and in rounding their inputs to bf16 (--matmul bf16)
   double attention_share = 0;    // ... and in attention (forward and backward)
   // Routed plans only (else -1 / empty):
   double last_router_loss = -1;  // regularizer per counted token of the last step
