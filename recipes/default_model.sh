@@ -4,7 +4,8 @@
 # 256, context 2048) trained on the Python standard library plus synthetic
 # long-range retrieval documents (passkey, key-value, code), under a 3:1
 # hybrid attention plan (window 256 + 4 sinks; layers 3 and 7 full), within
-# about 60 minutes on a 2-core machine.
+# 60 minutes on a 2-core machine. models/swan-7m is its output, as bf16:
+#   swan convert -m OUT/run-hybrid/model --out models/swan-7m
 #
 #   recipes/default_model.sh [OUT]          the hybrid model (OUT default: runs/default)
 #   PLAN=full recipes/default_model.sh OUT  its full-attention twin
@@ -12,9 +13,11 @@
 # Environment (all optional):
 #   SWAN      the swan program (default: build/swan)
 #   PLAN      hybrid (default) or full, or any --attn spec
-#   STEPS     optimizer steps (default 560: ~55 min at ~2.8K tokens/s)
-#   MINUTES   hard limit on the training itself (default 55): it stops,
-#             checkpoints and exports when reached
+#   STEPS     optimizer steps (default 320: 2.6M tokens; measured on the
+#             2-core machine while it was shared: hybrid 37 min at 1192
+#             tokens/s, full 45 + 4 min at ~850 tokens/s)
+#   MINUTES   hard limit on the training itself (default 45): it stops,
+#             checkpoints and exports when reached (EXTRA=--resume finishes)
 #   SRC       Python sources (default /usr/lib/python3.11)
 #   EXTRA     more `swan train` flags, e.g. "--resume"
 # The tokenizer and token files are reused when OUT already has them.
@@ -23,8 +26,8 @@ set -eu
 OUT=${1:-runs/default}
 SWAN=${SWAN:-build/swan}
 PLAN=${PLAN:-hybrid}
-STEPS=${STEPS:-560}
-MINUTES=${MINUTES:-55}
+STEPS=${STEPS:-320}
+MINUTES=${MINUTES:-45}
 SRC=${SRC:-/usr/lib/python3.11}
 EXTRA=${EXTRA:-}
 case "$PLAN" in
