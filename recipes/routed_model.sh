@@ -10,6 +10,8 @@
 # and on passkey items: how often each layer chose full attention.
 #
 #   recipes/routed_model.sh [OUT]   (OUT default: runs/default; the run is OUT/run-routed)
+#   ATTN=full recipes/routed_model.sh OUT   the control: the same continued
+#                                           training under full attention (OUT/run-full-cpt)
 #
 # It needs what recipes/default_model_full.sh OUT leaves in OUT: the token
 # files (OUT/data/stdlib.bin, synthetic.bin), OUT/tokenizer, OUT/corpus/files.txt
@@ -28,6 +30,10 @@
 #             --holdout 0.01` held them out)
 #   LIMIT     route-stats windows of 2048 tokens of HELDOUT (default 4)
 #   PASSKEYS  route-stats passkey items (default 10)
+#   ATTN      the plan to continue under (default routed:256,sinks:4; full
+#             gives the control run that the routed model is compared with)
+#   SYNTH     share of synthetic retrieval sequences (default 0.3: more than
+#             the first run's 0.1, so retrieval has more to learn from)
 #   EXTRA     more `swan train` flags, e.g. "--resume"
 set -eu
 
@@ -39,7 +45,13 @@ MINUTES=${MINUTES:-30}
 LIMIT=${LIMIT:-4}
 PASSKEYS=${PASSKEYS:-10}
 EXTRA=${EXTRA:-}
-RUN="$OUT/run-routed"
+ATTN=${ATTN:-routed:256,sinks:4}
+SYNTH=${SYNTH:-0.3}
+case "$ATTN" in
+  routed*) RUN="$OUT/run-routed" ;;
+  full) RUN="$OUT/run-full-cpt" ;;
+  *) RUN="$OUT/run-cpt-$(echo "$ATTN" | tr -c 'a-zA-Z0-9\n' '_')" ;;
+esac
 # Threads that wait sleep instead of spinning (see recipes/default_model.sh).
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 [ -x "$SWAN" ] || { echo "no swan program at $SWAN (build it, or set SWAN=...)" >&2; exit 1; }
@@ -53,15 +65,16 @@ done
 start=$(date +%s)
 
 # 1. Continual pretraining: the model's data and batches (4 sequences of 2048
-#    tokens per step, 10% synthetic retrieval), a small model rate (1e-3,
+#    tokens per step, SYNTH synthetic retrieval), a small model rate (1e-3,
 #    warmup 10, cosine to half) so the twin's weights stay close to what they
 #    learned, and 10x that for the routers.
-"$SWAN" train --init "$INIT" --attn routed:256,sinks:4 --data "$OUT/data/stdlib.bin" \
-  --synthetic "$OUT/data/synthetic.bin" --synthetic-rate 0.1 --tokenizer "$OUT/tokenizer" \
+"$SWAN" train --init "$INIT" --attn "$ATTN" --data "$OUT/data/stdlib.bin" \
+  --synthetic "$OUT/data/synthetic.bin" --synthetic-rate "$SYNTH" --tokenizer "$OUT/tokenizer" \
   --context 2048 --batch 1 --accum 4 --steps "$STEPS" --lr 1e-3 --warmup 10 --min-lr-ratio 0.5 \
   --router-lr 1e-2 --eval-every 25 --eval-seqs 4 --checkpoint-every 25 --log-every 1 \
   --time-limit "$MINUTES" --out "$RUN" $EXTRA
 echo "training done after $(( $(date +%s) - start )) s; model in $RUN/model, curve in $RUN/loss.svg"
+case "$ATTN" in routed*) ;; *) exit 0 ;; esac
 
 # 2. Where the routers send tokens: a held-out Python file (per layer, and a
 #    heatmap of layers x tokens), then passkey items (answer tokens whose key
