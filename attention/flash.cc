@@ -1,6 +1,7 @@
 // The fast attention kernel: blocked online softmax (FlashAttention-2 style)
 // over a KV view, vectorised with Highway (runtime dispatch) and threaded
-// with OpenMP over (KV head, query tile, key split) tasks.
+// with OpenMP over (KV head, query tile, key split) tasks. Decode (a few
+// rows per KV head) runs its own tasks instead: flash_decode.cc.
 //
 // One task takes the G query heads that share a KV head, for a tile of
 // consecutive queries: R = queries x G rows, so each K/V block is loaded
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "attention/attention.h"
+#include "attention/flash_decode.h"
 #include "attention/flash_plan.h"
 #include "attention/kv_rows.h"
 #include "attention/softmax_state.h"
@@ -46,7 +48,6 @@ struct TileScratch {
   std::vector<float> st;    // [kBlockKeys][rows_padded] scores, key-major
   std::vector<float> sm;    // [kBlockKeys][rows_padded] masked scores
   std::vector<float> pt;    // [kBlockKeys][rows_padded] probabilities
-  std::vector<float> qr;    // [rows][dim_padded] scaled queries, row-major (few-row tiles)
   std::vector<float> kf;    // [kBlockKeys][dim_padded] K block as float
   std::vector<float> vf;    // [kBlockKeys][dim_padded] V block as float
   std::vector<float> alpha; // [rows_padded] rescale factor of this block
@@ -144,13 +145,6 @@ void RunFlashTask(const FlashPlan& plan, int64_t task) {
   }
   std::fill_n(s.vf.begin(), kBlockKeys * dim_padded, 0.0f);  // keeps padding columns 0
   std::fill_n(s.kf.begin(), kBlockKeys * dim_padded, 0.0f);
-  // A tile of at most one vector of rows (decode) scores by dot products
-  // along head_dim; larger tiles broadcast K against transposed queries.
-  const bool few_rows = rows_padded == L && L > 1;
-  if (few_rows) {
-    Grow(s.qr, size_t(rows * dim_padded));
-    std::fill_n(s.qr.begin(), rows * dim_padded, 0.0f);
-  }
 
   // QT[c][r] = scale * q[query(r)][head(r)][c]; padded rows are 0.
   std::vector<int32_t> row_pos(static_cast<size_t>(rows));  // [rows] query position of each row
@@ -161,8 +155,6 @@ void RunFlashTask(const FlashPlan& plan, int64_t task) {
     row_pos[size_t(r)] = args.q_pos[i];
     const float* q = args.q + (i * shape.n_heads + h) * d;
     for (int64_t c = 0; c < d; ++c) s.qt[size_t(c * rows_padded + r)] = q[c] * plan.scale;
-    if (few_rows)
-      for (int64_t c = 0; c < d; ++c) s.qr[size_t(r * dim_padded + c)] = q[c] * plan.scale;
   }
 
   const KvView& kv = args.kv;
@@ -198,11 +190,7 @@ void RunFlashTask(const FlashPlan& plan, int64_t task) {
       LoadRowAsFloat(kv.k, kv.type, index, d, s.kf.data() + j * dim_padded);
       LoadRowAsFloat(kv.v, kv.type, index, d, s.vf.data() + j * dim_padded);
     }
-    if (few_rows)
-      ScoreBlockFewRows(s.kf.data(), dim_padded, s.qr.data(), rows, dim_padded, rows_padded, n_keys,
-                        s.st.data());
-    else
-      ScoreBlock(s.kf.data(), dim_padded, d, s.qt.data(), rows_padded, n_keys, s.st.data());
+    ScoreBlock(s.kf.data(), dim_padded, d, s.qt.data(), rows_padded, n_keys, s.st.data());
     const int32_t* k_pos = kv.pos + j0;
     for (int state = 0; state < n_states; ++state) {
       const Visibility vis = state == 0 ? visit.span : visit.outside;
@@ -247,7 +235,12 @@ static void RunFlash(const AttentionArgs& args, const DualOutput& out, bool dual
                                                args.shape.n_heads * args.shape.head_dim >
                                            double(1 << 18);
 #pragma omp parallel for schedule(dynamic, 1) if (threaded)
-  for (int64_t task = 0; task < n_tasks; ++task) HWY_DYNAMIC_DISPATCH(RunFlashTask)(plan, task);
+  for (int64_t task = 0; task < n_tasks; ++task) {
+    if (plan.decode)
+      RunDecodeTask(plan, task);
+    else
+      HWY_DYNAMIC_DISPATCH(RunFlashTask)(plan, task);
+  }
   plan.Finish();
 }
 

@@ -10,6 +10,9 @@
 
 namespace swan {
 
+constexpr int64_t kDecodeTasksPerThread = 2;
+constexpr int64_t kMinDecodeRunBlocks = 4;
+
 FlashPlan::FlashPlan(const AttentionArgs& a, const DualOutput& out, bool is_dual)
     : args(&a), dual(is_dual), out_(out) {
   const AttentionShape& s = a.shape;
@@ -17,6 +20,7 @@ FlashPlan::FlashPlan(const AttentionArgs& a, const DualOutput& out, bool is_dual
   // About 64 rows (queries x heads of a group) per tile: enough rows to
   // reuse each K/V block, few enough to stay in L1/L2.
   tile_queries = std::max<int64_t>(1, 64 / group);
+  decode = !dual && a.n_q * group <= kDecodeMaxRows;  // then n_q <= tile_queries: one tile
   scale = a.scale != 0.0f ? a.scale : 1.0f / std::sqrt(float(s.head_dim));
   n_tiles_ = (a.n_q + tile_queries - 1) / tile_queries;
   n_blocks_ = (a.kv.n_rows + kBlockKeys - 1) / kBlockKeys;
@@ -25,13 +29,29 @@ FlashPlan::FlashPlan(const AttentionArgs& a, const DualOutput& out, bool is_dual
   blocks_ = ComputeBlockBounds(a.kv.pos, a.kv.n_rows);
   tiles_ = ComputeQueryRanges(a.q_pos, a.n_q, tile_queries);
 
-  // Few tasks but many keys (decode): split each tile's key blocks so every
-  // thread has work; the partial softmax states are merged in Finish().
-  const int64_t base_tasks = n_tiles_ * s.n_kv_heads;
   const int64_t threads = omp_get_max_threads();
-  if (base_tasks < 2 * threads && n_blocks_ >= 16) {
-    const int64_t want = (2 * threads + base_tasks - 1) / base_tasks;
-    splits_ = int32_t(std::min<int64_t>(want, n_blocks_ / 8));
+  if (decode) {
+    // One tile. A task reads whole K and V rows (every KV head) of a
+    // contiguous run of key blocks, in memory order, so the hardware and
+    // software prefetchers see long streams: the threads split the keys,
+    // and split the KV heads only when the view is too short for runs of
+    // kMinDecodeRunBlocks blocks each. A few tasks per thread balance the
+    // dynamic schedule when another process takes part of a core.
+    int64_t visited = 0;
+    for (int64_t b = 0; b < n_blocks_; ++b)
+      visited += ClassifyBlock(a.span, blocks_[size_t(b)], tiles_[0]).span != Visibility::kNone;
+    const int64_t want = threads > 1 ? kDecodeTasksPerThread * threads : 1;
+    splits_ = int32_t(std::clamp<int64_t>(visited / kMinDecodeRunBlocks, 1, want));
+    head_groups_ = int32_t(std::min<int64_t>(s.n_kv_heads, (want + splits_ - 1) / splits_));
+  } else {
+    // Few tasks but many keys: split each tile's key blocks so every
+    // thread has work; the partial softmax states are merged in Finish().
+    head_groups_ = s.n_kv_heads;
+    const int64_t base_tasks = n_tiles_ * s.n_kv_heads;
+    if (base_tasks < 2 * threads && n_blocks_ >= 16) {
+      const int64_t want = (2 * threads + base_tasks - 1) / base_tasks;
+      splits_ = int32_t(std::min<int64_t>(want, n_blocks_ / 8));
+    }
   }
   if (splits_ > 1 || dual)
     partial_.assign(size_t(splits_) * (dual ? 2 : 1) * size_t(a.n_q) * size_t(s.n_heads) *
@@ -40,12 +60,14 @@ FlashPlan::FlashPlan(const AttentionArgs& a, const DualOutput& out, bool is_dual
 }
 
 FlashTask FlashPlan::Task(int64_t task) const {
-  const int64_t per_tile = int64_t(args->shape.n_kv_heads) * splits_;
+  const int64_t per_tile = int64_t(head_groups_) * splits_;
   // Later tiles first: under a causal span they see the most keys, and
   // starting them early balances the dynamic schedule.
   const int64_t tile = n_tiles_ - 1 - task / per_tile;
   const int64_t rem = task % per_tile;
-  return FlashTask{tile, int32_t(rem / splits_), int32_t(rem % splits_)};
+  const int64_t group = rem / splits_, n_kv = args->shape.n_kv_heads;
+  return FlashTask{tile, int32_t(group * n_kv / head_groups_),
+                   int32_t((group + 1) * n_kv / head_groups_), int32_t(rem % splits_)};
 }
 
 std::vector<BlockVisit> FlashPlan::VisitsFor(const FlashTask& t) const {

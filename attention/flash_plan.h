@@ -18,16 +18,24 @@ struct BlockVisit {
 };
 
 struct FlashTask {
-  int64_t tile;     // query tile index
-  int32_t kv_head;
-  int32_t split;    // slice of the tile's key blocks
+  int64_t tile;         // query tile index
+  int32_t kv_head;      // first KV head
+  int32_t kv_head_end;  // one past the last: kv_head + 1 except in decode tasks
+  int32_t split;        // slice of the tile's key blocks
 };
+
+// Decode (a call with at most this many rows, queries x G, per KV head, and
+// one output) runs decode tasks: each takes a contiguous run of key blocks
+// over a range of KV heads, all of them unless the view is too short to
+// give every thread a long run. Past 16 rows the work per K/V byte is high
+// enough that the tiled kernel is as fast (G = 16) or faster (G = 32).
+constexpr int64_t kDecodeMaxRows = 16;
 
 class FlashPlan {
  public:
   FlashPlan(const AttentionArgs& args, const DualOutput& out, bool dual);
 
-  int64_t n_tasks() const { return n_tiles_ * args->shape.n_kv_heads * splits_; }
+  int64_t n_tasks() const { return n_tiles_ * head_groups_ * splits_; }
   FlashTask Task(int64_t task) const;
   // The key blocks task `t` visits, in order, with their visibility.
   std::vector<BlockVisit> VisitsFor(const FlashTask& t) const;
@@ -41,6 +49,7 @@ class FlashPlan {
 
   const AttentionArgs* args;
   bool dual;
+  bool decode = false;   // tasks for RunDecodeTask (flash_decode.h)
   int64_t tile_queries;  // queries per tile
   float scale;           // logit scale
 
@@ -51,6 +60,7 @@ class FlashPlan {
   DualOutput out_;
   int64_t n_tiles_ = 0, n_blocks_ = 0;
   int32_t splits_ = 1;
+  int32_t head_groups_ = 1;                  // tasks per (tile, split): KV head ranges
   int64_t row_floats_ = 0;                   // 2 + head_dim: m, l, acc
   std::vector<BlockBounds> blocks_;          // [n_blocks]
   std::vector<QueryRange> tiles_;            // [n_tiles] query position range

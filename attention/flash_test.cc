@@ -17,29 +17,12 @@
 namespace swan {
 namespace {
 
+using testing::ForEachTarget;
 using testing::MakePrefill;
 using testing::Problem;
 using testing::RelativeError;
 
 using AttendTest = testing::SeededTest;
-
-// Runs `body` once on every SIMD target Highway compiled that this CPU
-// supports (AVX-512, AVX2, SSE4, ...), so each dispatch path is checked.
-// Under AddressSanitizer only the target the dispatcher picks runs: the
-// sanitizer checks memory safety, the Release build covers every target.
-template <class F>
-void ForEachTarget(const F& body) {
-#if defined(__SANITIZE_ADDRESS__)
-  body();
-  return;
-#endif
-  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    SCOPED_TRACE(hwy::TargetName(target));
-    body();
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
 
 struct Result {
   std::vector<float> out, lse;

@@ -1,7 +1,9 @@
-// A GoogleTest fixture with a fresh random seed per test.
+// A GoogleTest fixture with a fresh random seed per test, and a loop over
+// the SIMD targets Highway compiled.
 #pragma once
 
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -21,5 +23,23 @@ class SeededTest : public ::testing::Test {
                              : std::random_device()();
   std::mt19937 rng{seed_};
 };
+
+// Runs `body` once on every SIMD target Highway compiled that this CPU
+// supports (AVX-512, AVX2, SSE4, ...), so each dispatch path is checked.
+// Under AddressSanitizer only the target the dispatcher picks runs: the
+// sanitizer checks memory safety, the Release build covers every target.
+template <class F>
+void ForEachTarget(const F& body) {
+#if defined(__SANITIZE_ADDRESS__)
+  body();
+  return;
+#endif
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    body();
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
 
 }  // namespace swan::testing

@@ -98,51 +98,6 @@ HWY_MAYBE_UNUSED inline void ScoreBlock(const float* kf, int64_t k_stride, int64
   }
 }
 
-// ST[j][r0 + r] = kf[j] . qr[r0 + r] for kKeys keys from j0 and kRows rows,
-// vectors along head_dim (both rows zero-padded to dim_padded).
-template <size_t kKeys, size_t kRows>
-HWY_INLINE void DotKeysRows(const float* HWY_RESTRICT kf, int64_t k_stride,
-                            const float* HWY_RESTRICT qr, int64_t dim_padded, int64_t j0,
-                            int64_t r0, int64_t rows_padded, float* HWY_RESTRICT st) {
-  const DF df;
-  const int64_t L = int64_t(hn::Lanes(df));
-  hn::Vec<DF> acc[kKeys][kRows];
-  for (size_t k = 0; k < kKeys; ++k)
-    for (size_t r = 0; r < kRows; ++r) acc[k][r] = hn::Zero(df);
-  for (int64_t c = 0; c < dim_padded; c += L) {
-    hn::Vec<DF> kv[kKeys];
-    for (size_t k = 0; k < kKeys; ++k) kv[k] = hn::LoadU(df, kf + (j0 + int64_t(k)) * k_stride + c);
-    for (size_t r = 0; r < kRows; ++r) {
-      const auto q = hn::LoadU(df, qr + (r0 + int64_t(r)) * dim_padded + c);
-      for (size_t k = 0; k < kKeys; ++k) acc[k][r] = hn::MulAdd(kv[k], q, acc[k][r]);
-    }
-  }
-  for (size_t k = 0; k < kKeys; ++k)
-    for (size_t r = 0; r < kRows; ++r)
-      st[(j0 + int64_t(k)) * rows_padded + r0 + int64_t(r)] = hn::GetLane(hn::SumOfLanes(df, acc[k][r]));
-}
-
-// The same scores as ScoreBlock for a tile of few rows (decode: the G query
-// heads of one KV head): dot products along head_dim instead of vectors
-// across rows, which would be mostly padding. Padded rows score 0.
-HWY_MAYBE_UNUSED inline void ScoreBlockFewRows(const float* kf, int64_t k_stride,
-                                               const float* qr, int64_t rows, int64_t dim_padded,
-                                               int64_t rows_padded, int64_t n_keys, float* st) {
-  int64_t j = 0;
-  for (; j + 2 <= n_keys; j += 2) {
-    int64_t r = 0;
-    for (; r + 4 <= rows; r += 4) DotKeysRows<2, 4>(kf, k_stride, qr, dim_padded, j, r, rows_padded, st);
-    for (; r < rows; ++r) DotKeysRows<2, 1>(kf, k_stride, qr, dim_padded, j, r, rows_padded, st);
-  }
-  for (; j < n_keys; ++j) {
-    int64_t r = 0;
-    for (; r + 4 <= rows; r += 4) DotKeysRows<1, 4>(kf, k_stride, qr, dim_padded, j, r, rows_padded, st);
-    for (; r < rows; ++r) DotKeysRows<1, 1>(kf, k_stride, qr, dim_padded, j, r, rows_padded, st);
-  }
-  for (int64_t k = 0; k < n_keys; ++k)
-    for (int64_t r = rows; r < rows_padded; ++r) st[k * rows_padded + r] = 0.0f;
-}
-
 // acc[r][c0 .. c0 + kVecs*L) += sum_j PT[j][r] * V[j][...] for kRows rows.
 template <size_t kRows, size_t kVecs>
 HWY_INLINE void AccumulateValues(const float* HWY_RESTRICT pt, int64_t rows_padded,
