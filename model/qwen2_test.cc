@@ -31,25 +31,7 @@ std::string Config(bool use_sliding_window) {
 
 test::TinyCheckpoint MakeCheckpoint() {
   test::TinyCheckpoint w(7);
-  const double s_in = 1.0 / std::sqrt(double(kHidden)), s_inter = 1.0 / std::sqrt(double(kInter));
-  w.Add("model.embed_tokens.weight", {kVocab, kHidden}, 1.0);
-  w.Add("model.norm.weight", {kHidden}, 0.1, 1.0);
-  w.Add("lm_head.weight", {kVocab, kHidden}, s_in);
-  for (int32_t i = 0; i < kLayers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    w.Add(p + "input_layernorm.weight", {kHidden}, 0.1, 1.0);
-    w.Add(p + "self_attn.q_proj.weight", {kHeads * kHeadDim, kHidden}, 2 * s_in);
-    w.Add(p + "self_attn.k_proj.weight", {kKvHeads * kHeadDim, kHidden}, 2 * s_in);
-    w.Add(p + "self_attn.v_proj.weight", {kKvHeads * kHeadDim, kHidden}, s_in);
-    w.Add(p + "self_attn.q_proj.bias", {kHeads * kHeadDim}, 0.5);
-    w.Add(p + "self_attn.k_proj.bias", {kKvHeads * kHeadDim}, 0.5);
-    w.Add(p + "self_attn.v_proj.bias", {kKvHeads * kHeadDim}, 0.5);
-    w.Add(p + "self_attn.o_proj.weight", {kHidden, kHeads * kHeadDim}, s_in);
-    w.Add(p + "post_attention_layernorm.weight", {kHidden}, 0.1, 1.0);
-    w.Add(p + "mlp.gate_proj.weight", {kInter, kHidden}, s_in);
-    w.Add(p + "mlp.up_proj.weight", {kInter, kHidden}, s_in);
-    w.Add(p + "mlp.down_proj.weight", {kHidden, kInter}, s_inter);
-  }
+  test::AddTinyLlamaWeights(w, {kVocab, kHidden, kInter, kHeads, kKvHeads, kHeadDim, kLayers}, /*qkv_bias=*/true);
   return w;
 }
 

@@ -34,28 +34,15 @@ std::string RouterName(int32_t layer, const char* what) {
 // Every layer has a router; `bias` < infinity replaces the random biases.
 test::TinyCheckpoint MakeCheckpoint(double bias = NAN) {
   test::TinyCheckpoint w(11);
-  const double s_in = 1.0 / std::sqrt(double(kHidden)), s_inter = 1.0 / std::sqrt(double(kInter));
-  w.Add("model.embed_tokens.weight", {kVocab, kHidden}, 1.0);
-  w.Add("model.norm.weight", {kHidden}, 0.1, 1.0);
-  w.Add("lm_head.weight", {kVocab, kHidden}, s_in);
-  for (int32_t i = 0; i < kLayers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    w.Add(p + "input_layernorm.weight", {kHidden}, 0.1, 1.0);
-    w.Add(p + "self_attn.q_proj.weight", {kHeads * kHeadDim, kHidden}, 2 * s_in);
-    w.Add(p + "self_attn.k_proj.weight", {kKvHeads * kHeadDim, kHidden}, 2 * s_in);
-    w.Add(p + "self_attn.v_proj.weight", {kKvHeads * kHeadDim, kHidden}, s_in);
-    w.Add(p + "self_attn.o_proj.weight", {kHidden, kHeads * kHeadDim}, s_in);
-    w.Add(p + "post_attention_layernorm.weight", {kHidden}, 0.1, 1.0);
-    w.Add(p + "mlp.gate_proj.weight", {kInter, kHidden}, s_in);
-    w.Add(p + "mlp.up_proj.weight", {kInter, kHidden}, s_in);
-    w.Add(p + "mlp.down_proj.weight", {kHidden, kInter}, s_inter);
-    // Logits of about ±2: a mix of both routes.
-    w.Add(RouterName(i, "weight"), {1, kHidden}, 0.5);
-    if (std::isnan(bias))
-      w.Add(RouterName(i, "bias"), {1}, 0.3);
-    else
-      w.Add(RouterName(i, "bias"), {1}, 0.0, bias);
-  }
+  test::AddTinyLlamaWeights(w, {kVocab, kHidden, kInter, kHeads, kKvHeads, kHeadDim, kLayers}, false,
+                            [&](const std::string&, int32_t i) {
+                              // Logits of about ±2: a mix of both routes.
+                              w.Add(RouterName(i, "weight"), {1, kHidden}, 0.5);
+                              if (std::isnan(bias))
+                                w.Add(RouterName(i, "bias"), {1}, 0.3);
+                              else
+                                w.Add(RouterName(i, "bias"), {1}, 0.0, bias);
+                            });
   return w;
 }
 

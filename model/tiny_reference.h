@@ -57,6 +57,46 @@ class TinyCheckpoint {
   std::map<std::string, Vec> values_;
 };
 
+// Sizes of a tiny Llama-family checkpoint.
+struct TinyLlamaShape {
+  int64_t vocab = 0, hidden = 0, inter = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  int32_t layers = 0;
+};
+
+// The tensors of a LlamaForCausalLM (untied output head) in HF names, with
+// q/k/v biases for Qwen2 when `qkv_bias`; `per_layer(prefix, layer)` adds a
+// layer's extra tensors (a router) after its MLP. Scales keep activations
+// of order 1 through a few layers.
+template <typename PerLayer>
+void AddTinyLlamaWeights(TinyCheckpoint& w, const TinyLlamaShape& s, bool qkv_bias, PerLayer per_layer) {
+  const double s_in = 1.0 / std::sqrt(double(s.hidden)), s_inter = 1.0 / std::sqrt(double(s.inter));
+  const int64_t q_dim = s.heads * s.head_dim, kv_dim = s.kv_heads * s.head_dim;
+  w.Add("model.embed_tokens.weight", {s.vocab, s.hidden}, 1.0);
+  w.Add("model.norm.weight", {s.hidden}, 0.1, 1.0);
+  w.Add("lm_head.weight", {s.vocab, s.hidden}, s_in);
+  for (int32_t i = 0; i < s.layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    w.Add(p + "input_layernorm.weight", {s.hidden}, 0.1, 1.0);
+    w.Add(p + "self_attn.q_proj.weight", {q_dim, s.hidden}, 2 * s_in);
+    w.Add(p + "self_attn.k_proj.weight", {kv_dim, s.hidden}, 2 * s_in);
+    w.Add(p + "self_attn.v_proj.weight", {kv_dim, s.hidden}, s_in);
+    if (qkv_bias) {
+      w.Add(p + "self_attn.q_proj.bias", {q_dim}, 0.5);
+      w.Add(p + "self_attn.k_proj.bias", {kv_dim}, 0.5);
+      w.Add(p + "self_attn.v_proj.bias", {kv_dim}, 0.5);
+    }
+    w.Add(p + "self_attn.o_proj.weight", {s.hidden, q_dim}, s_in);
+    w.Add(p + "post_attention_layernorm.weight", {s.hidden}, 0.1, 1.0);
+    w.Add(p + "mlp.gate_proj.weight", {s.inter, s.hidden}, s_in);
+    w.Add(p + "mlp.up_proj.weight", {s.inter, s.hidden}, s_in);
+    w.Add(p + "mlp.down_proj.weight", {s.hidden, s.inter}, s_inter);
+    per_layer(p, i);
+  }
+}
+inline void AddTinyLlamaWeights(TinyCheckpoint& w, const TinyLlamaShape& s, bool qkv_bias) {
+  AddTinyLlamaWeights(w, s, qkv_bias, [](const std::string&, int32_t) {});
+}
+
 // y = x w^T (+ bias): x [n, in], w [out, in], bias [out] or null -> y [n, out]
 inline Vec RefLinear(const Vec& x, int64_t n, const Vec& w, int64_t out, int64_t in,
                      const Vec* bias = nullptr) {
