@@ -9,9 +9,9 @@
 #include <random>
 #include <vector>
 
+#include "bench/read_bandwidth_bench.h"
 #include "attention/attention.h"
 #include "attention/test_problem.h"
-#include "util/bandwidth.h"
 #include "util/bf16.h"
 
 namespace swan {
@@ -117,15 +117,6 @@ BENCHMARK(BM_Decode)
     ->ArgsProduct({{32768, 131072}, {64}, {32}, {8}, {0, 1}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
-
-// The machine's read bandwidth (every OpenMP thread), the yardstick of
-// BM_Decode's bytes/s.
-void BM_ReadBandwidth(benchmark::State& state) {
-  double gbs = 0;
-  for (auto _ : state) gbs = MeasureReadBandwidthGBs(size_t(512) << 20, 2);
-  state.counters["GB/s"] = gbs;
-}
-BENCHMARK(BM_ReadBandwidth)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace swan

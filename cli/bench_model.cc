@@ -90,6 +90,9 @@ struct Row {
   int64_t depth;
   double prefill_tps = 0, decode_tps = 0, kv_mib = 0;
   double decode_roofline_tps = 0, linear_gflops = 0;
+  // The prefill's products against oneDNN's GEMM on the same mix of f32
+  // and bf16 products: (time at the GEMM rates) / (time taken).
+  double linear_vs_gemm = 0;
   double full_ratio = -1;  // routed plans: share of the decode's routed token-layer pairs that used full
 };
 
@@ -138,6 +141,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
   log("measuring read bandwidth and oneDNN GEMM ...");
   const double bandwidth = MeasureReadBandwidthGBs();
   const double gemm = MeasureOneDnnGemmGflops(2048, 2048, 2048);
+  const double gemm_bf16 = MeasureOneDnnGemmGflopsBF16(2048, 2048, 2048);
   const double weight_bytes = double(model->WeightBytes());
 
   std::vector<Row> rows;
@@ -190,6 +194,9 @@ int RunBenchModel(const std::vector<std::string>& words) {
         EnableLinearStats(false);
         const LinearStats ls = TakeLinearStats();
         row.linear_gflops = ls.seconds > 0 ? ls.flops / ls.seconds * 1e-9 : 0;
+        const double gemm_seconds =
+            ((ls.flops - ls.bf16_flops) / gemm + ls.bf16_flops / gemm_bf16) * 1e-9;
+        row.linear_vs_gemm = ls.seconds > 0 ? gemm_seconds / ls.seconds : 0;
       }
       log("  " + spec + " depth " + std::to_string(depth) + ": decode ...");
       run(depth + prompt, 1);  // warm-up step
@@ -224,6 +231,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
     j["model"] = source;
     j["read_bandwidth_gbs"] = bandwidth;
     j["gemm_fp32_gflops"] = gemm;
+    j["gemm_bf16_gflops"] = gemm_bf16;
     j["weight_bytes"] = weight_bytes;
     j["prompt_tokens"] = prompt;
     j["decode_tokens"] = gen;
@@ -236,6 +244,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
                            {"depth", r.depth},
                            {"prefill_tokens_per_s", r.prefill_tps},
                            {"prefill_matmul_gflops", r.linear_gflops},
+                           {"prefill_matmul_fraction_of_gemm", r.linear_vs_gemm},
                            {"decode_tokens_per_s", r.decode_tps},
                            {"decode_roofline_tokens_per_s", r.decode_roofline_tps},
                            {"decode_fraction_of_roofline", r.decode_tps / r.decode_roofline_tps},
@@ -244,19 +253,19 @@ int RunBenchModel(const std::vector<std::string>& words) {
     return 0;
   }
   std::printf("%s: %.0f MiB of weights read per token; read bandwidth %.1f GB/s; "
-              "oneDNN fp32 GEMM %.0f GFLOP/s; KV %s\n",
-              source.c_str(), weight_bytes / (1 << 20), bandwidth, gemm, kv_name.c_str());
+              "oneDNN GEMM %.0f GFLOP/s fp32, %.0f bf16; KV %s\n",
+              source.c_str(), weight_bytes / (1 << 20), bandwidth, gemm, gemm_bf16, kv_name.c_str());
   std::printf("%-28s %8s %11s %9s %11s %11s %7s %9s %6s\n", "plan", "depth", "pp tok/s", "mm %GEMM",
               "tg tok/s", "roofline", "%roof", "KV MiB", "full%");
   for (const Row& r : rows) {
     char full[16] = "-";
     if (r.full_ratio >= 0) std::snprintf(full, sizeof(full), "%.0f%%", 100.0 * r.full_ratio);
     std::printf("%-28s %8lld %11.1f %8.0f%% %11.2f %11.2f %6.0f%% %9.1f %6s\n", r.plan.c_str(),
-                (long long)r.depth, r.prefill_tps, 100.0 * r.linear_gflops / gemm, r.decode_tps,
+                (long long)r.depth, r.prefill_tps, 100.0 * r.linear_vs_gemm, r.decode_tps,
                 r.decode_roofline_tps, 100.0 * r.decode_tps / r.decode_roofline_tps, r.kv_mib, full);
   }
-  std::printf("pp: prefill of %lld tokens; mm %%GEMM: the matrix products' GFLOP/s in it against "
-              "oneDNN's fp32 2048^3 rate; tg: decode of %lld tokens\n",
+  std::printf("pp: prefill of %lld tokens; mm %%GEMM: the matrix products' speed in it against "
+              "oneDNN's 2048^3 GEMM in the weights' type (fp32 or bf16); tg: decode of %lld tokens\n",
               (long long)prompt, (long long)gen);
   for (const Row& r : rows)
     if (r.full_ratio >= 0) {

@@ -70,7 +70,9 @@ void Linear(float* y, const float* x, int64_t m, const LinearWeight& w, bool acc
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard<std::mutex> lock(g_stats_mu);
   g_stats.seconds += s;
-  g_stats.flops += 2.0 * double(m) * double(w.out()) * double(w.in());
+  const double flops = 2.0 * double(m) * double(w.out()) * double(w.in());
+  g_stats.flops += flops;
+  if (w.type() == KvType::kBF16) g_stats.bf16_flops += flops;
 }
 
 void EnableLinearStats(bool on) { g_stats_on.store(on); }

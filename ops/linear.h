@@ -46,6 +46,7 @@ void Linear(float* y, const float* x, int64_t m, const LinearWeight& w, bool acc
 struct LinearStats {
   double seconds = 0;
   double flops = 0;
+  double bf16_flops = 0;  // the part of `flops` with bf16 weights
 };
 void EnableLinearStats(bool on);
 LinearStats TakeLinearStats();  // returns and resets
