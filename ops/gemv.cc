@@ -16,11 +16,11 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 
-// kRowsW weight rows against kRowsX input rows: acc[w][x] vectors summed
-// over k, reduced at the end. The weights are read once per call.
+// Weight rows rows[0, kRowsW) against kRowsX input rows: acc[w][x] vectors
+// summed over k, reduced at the end. The weights are read once per call.
 template <size_t kRowsW, size_t kRowsX, bool kBF16>
-HWY_INLINE void DotTile(const void* w_data, int64_t k, int64_t n0, const float* x, int64_t x0,
-                        float* out /*[kRowsX][kRowsW]*/) {
+HWY_INLINE void DotTile(const void* w_data, int64_t k, const int64_t* rows /*[kRowsW]*/,
+                        const float* x, int64_t x0, float* out /*[kRowsX][kRowsW]*/) {
   const DF df;
   const int64_t L = int64_t(hn::Lanes(df));
   hn::Vec<DF> acc[kRowsW][kRowsX];
@@ -35,10 +35,10 @@ HWY_INLINE void DotTile(const void* w_data, int64_t k, int64_t n0, const float* 
       if constexpr (kBF16) {
         const hn::RebindToUnsigned<DF> du32;
         const hn::Rebind<uint16_t, DF> du16;
-        const uint16_t* row = static_cast<const uint16_t*>(w_data) + (n0 + int64_t(a)) * k;
+        const uint16_t* row = static_cast<const uint16_t*>(w_data) + rows[a] * k;
         wv = hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, row + c))));
       } else {
-        wv = hn::LoadU(df, static_cast<const float*>(w_data) + (n0 + int64_t(a)) * k + c);
+        wv = hn::LoadU(df, static_cast<const float*>(w_data) + rows[a] * k + c);
       }
       for (size_t b = 0; b < kRowsX; ++b) acc[a][b] = hn::MulAdd(wv, xv[b], acc[a][b]);
     }
@@ -47,7 +47,7 @@ HWY_INLINE void DotTile(const void* w_data, int64_t k, int64_t n0, const float* 
     for (size_t b = 0; b < kRowsX; ++b) {
       float sum = hn::GetLane(hn::SumOfLanes(df, acc[a][b]));
       for (int64_t t = c; t < k; ++t) {  // tail of k not filling a vector
-        const int64_t wi = (n0 + int64_t(a)) * k + t;
+        const int64_t wi = rows[a] * k + t;
         const float wt = kBF16 ? BF16ToF32(static_cast<const uint16_t*>(w_data)[wi])
                                : static_cast<const float*>(w_data)[wi];
         sum += wt * x[(x0 + int64_t(b)) * k + t];
@@ -69,13 +69,36 @@ void RowsRange(float* y, const float* x, const WeightView& w, int64_t x0, int64_
       }
   };
   for (; n + 4 <= n_end; n += 4) {
-    DotTile<4, kRowsX, kBF16>(w.data, w.k, n, x, x0, tile);
+    const int64_t rows[4] = {n, n + 1, n + 2, n + 3};
+    DotTile<4, kRowsX, kBF16>(w.data, w.k, rows, x, x0, tile);
     store(4, n);
   }
   for (; n < n_end; ++n) {
-    DotTile<1, kRowsX, kBF16>(w.data, w.k, n, x, x0, tile);
+    DotTile<1, kRowsX, kBF16>(w.data, w.k, &n, x, x0, tile);
     store(1, n);
   }
+}
+
+// One input row against output rows [n_begin, n_end), read as kStreams
+// equal parts side by side, kRowsPerStream rows of each per tile: a core
+// keeps several distant runs of memory in flight, which reads faster than
+// one run (util/bandwidth.cc measures both). Rows left over go through
+// RowsRange.
+template <size_t kStreams, size_t kRowsPerStream, bool kBF16>
+void RowsStreams(float* y, const float* x, const WeightView& w, int64_t n_begin, int64_t n_end,
+                 bool accumulate) {
+  constexpr size_t kTile = kStreams * kRowsPerStream;
+  const int64_t part = (n_end - n_begin) / int64_t(kTile) * int64_t(kRowsPerStream);
+  float tile[kTile];
+  int64_t rows[kTile];
+  for (int64_t i = 0; i < part; i += int64_t(kRowsPerStream)) {
+    for (size_t s = 0; s < kStreams; ++s)
+      for (size_t a = 0; a < kRowsPerStream; ++a)
+        rows[s * kRowsPerStream + a] = n_begin + int64_t(s) * part + i + int64_t(a);
+    DotTile<kTile, 1, kBF16>(w.data, w.k, rows, x, 0, tile);
+    for (size_t r = 0; r < kTile; ++r) y[rows[r]] = accumulate ? y[rows[r]] + tile[r] : tile[r];
+  }
+  RowsRange<1, kBF16>(y, x, w, 0, n_begin + int64_t(kStreams) * part, n_end, accumulate);
 }
 
 // Output rows [n_begin, n_end) for every input row.
@@ -89,6 +112,11 @@ void GemvRows(float* y, const float* x, const WeightView& w, int64_t m, int64_t 
   for (; x0 + 2 <= m; x0 += 2)
     bf16 ? RowsRange<2, true>(y, x, w, x0, n_begin, n_end, accumulate)
          : RowsRange<2, false>(y, x, w, x0, n_begin, n_end, accumulate);
+  if (m == 1) {  // decode of one sequence: 8 streams of single rows read fastest (bench/gemv_bench)
+    bf16 ? RowsStreams<8, 1, true>(y, x, w, n_begin, n_end, accumulate)
+         : RowsStreams<8, 1, false>(y, x, w, n_begin, n_end, accumulate);
+    return;
+  }
   for (; x0 < m; ++x0)
     bf16 ? RowsRange<1, true>(y, x, w, x0, n_begin, n_end, accumulate)
          : RowsRange<1, false>(y, x, w, x0, n_begin, n_end, accumulate);
