@@ -110,8 +110,10 @@ int EncodeCorpus(const Args& args, const Tokenizer& tok) {
   };
   const bool tty = isatty(fileno(stderr)) != 0;
   double last_progress_s = 0;
+  uint64_t bytes_read = 0;  // of the input files so far (documents are encoded in batches)
   for (size_t i = 0; i < files.size(); ++i) {
     std::string content = ReadWholeFile(files[i]);
+    bytes_read += content.size();
     if (!args.Has("--jsonl")) {
       add_document(std::move(content));
     } else {
@@ -140,11 +142,11 @@ int EncodeCorpus(const Args& args, const Tokenizer& tok) {
     if (!last && (tty ? s - last_progress_s < 0.25 : (i + 1) % std::max<size_t>(1, files.size() / 10) != 0))
       continue;
     last_progress_s = s;
-    std::fprintf(stderr, tty ? "\rtokenize: %zu/%zu files, %.1f MB, %llu tokens, %.1f MB/s   "
-                             : "tokenize: %zu/%zu files, %.1f MB, %llu tokens, %.1f MB/s\n", i + 1,
-                 files.size(), static_cast<double>(bytes) / 1e6,
+    std::fprintf(stderr, tty ? "\rtokenize: %zu/%zu files, %.1f MB read, %llu tokens written, %.1f MB/s   "
+                             : "tokenize: %zu/%zu files, %.1f MB read, %llu tokens written, %.1f MB/s\n",
+                 i + 1, files.size(), static_cast<double>(bytes_read) / 1e6,
                  static_cast<unsigned long long>(train.count() + val.count()),
-                 static_cast<double>(bytes) / 1e6 / std::max(s, 1e-9));
+                 static_cast<double>(bytes_read) / 1e6 / std::max(s, 1e-9));
   }
   if (tty) std::fprintf(stderr, "\n");
   train.Close();
