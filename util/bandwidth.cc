@@ -30,7 +30,13 @@ uint64_t SumStreams(const uint64_t* data, int64_t n) {
   for (int64_t i = 0; i + L <= part; i += L)
     for (int s = 0; s < kStreams; ++s) acc[s] = hn::Add(acc[s], hn::LoadU(d, data + s * part + i));
   for (int s = 1; s < kStreams; ++s) acc[0] = hn::Add(acc[0], acc[s]);
-  return hn::GetLane(hn::SumOfLanes(d, acc[0]));
+  // Summed as unsigned here: the x86 lane reduction adds signed 64-bit lanes,
+  // whose (harmless) wrap-around UBSan reports.
+  HWY_ALIGN uint64_t lanes[hn::MaxLanes(d)];
+  hn::Store(acc[0], d, lanes);
+  uint64_t sum = 0;
+  for (int64_t i = 0; i < L; ++i) sum += lanes[i];
+  return sum;
 }
 
 uint64_t SumWithStreams(const uint64_t* data, int64_t n, int streams) {
