@@ -16,7 +16,7 @@
 #include "attention/routed.h"
 #include "attention/test_problem.h"
 #include "cli/args.h"
-#include "util/gemm_rate.h"
+#include "ops/gemm_rate.h"
 
 namespace swan::cli {
 namespace {

@@ -1,7 +1,8 @@
 // `swan bench -m DIR | --synthetic NAME`: prefill and decode speed of a
 // whole model under several attention plans and depths, like llama-bench,
 // with the decode roofline (bytes a token reads / measured read bandwidth)
-// and the matrix products' rate against oneDNN's GEMM, both measured in
+// and the matrix products' rate against the GEMM rate (oneDNN fp32; bf16:
+// oneDNN or, where it has none, swan's own), both measured in
 // the same run. Routed plans (Switch Attention) run with their learned
 // routers, or with a forced full ratio (--route-ratio) on any model.
 #include <algorithm>
@@ -17,7 +18,7 @@
 #include "model/synthetic.h"
 #include "ops/linear.h"
 #include "util/bandwidth.h"
-#include "util/gemm_rate.h"
+#include "ops/gemm_rate.h"
 
 namespace swan::cli {
 namespace {
@@ -90,7 +91,7 @@ struct Row {
   int64_t depth;
   double prefill_tps = 0, decode_tps = 0, kv_mib = 0;
   double decode_roofline_tps = 0, linear_gflops = 0;
-  // The prefill's products against oneDNN's GEMM on the same mix of f32
+  // The prefill's products against the GEMM rates on the same mix of f32
   // and bf16 products: (time at the GEMM rates) / (time taken).
   double linear_vs_gemm = 0;
   double full_ratio = -1;  // routed plans: share of the decode's routed token-layer pairs that used full
@@ -138,10 +139,11 @@ int RunBenchModel(const std::vector<std::string>& words) {
   const ModelConfig& config = model->config();
   const std::vector<std::string> specs = SplitPlanList(args.Get("--attn", "model"));
 
-  log("measuring read bandwidth and oneDNN GEMM ...");
+  log("measuring read bandwidth and the GEMM rates ...");
   const double bandwidth = MeasureReadBandwidthGBs();
   const double gemm = MeasureOneDnnGemmGflops(2048, 2048, 2048);
-  const double gemm_bf16 = MeasureOneDnnGemmGflopsBF16(2048, 2048, 2048);
+  const BF16GemmRate bf16_rate = MeasureBF16GemmGflops(2048, 2048, 2048);
+  const double gemm_bf16 = bf16_rate.gflops;
   const double weight_bytes = double(model->WeightBytes());
 
   std::vector<Row> rows;
@@ -232,6 +234,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
     j["read_bandwidth_gbs"] = bandwidth;
     j["gemm_fp32_gflops"] = gemm;
     j["gemm_bf16_gflops"] = gemm_bf16;
+    j["gemm_bf16_product"] = bf16_rate.onednn ? "onednn" : "swan";
     j["weight_bytes"] = weight_bytes;
     j["prompt_tokens"] = prompt;
     j["decode_tokens"] = gen;
@@ -253,8 +256,9 @@ int RunBenchModel(const std::vector<std::string>& words) {
     return 0;
   }
   std::printf("%s: %.0f MiB of weights read per token; read bandwidth %.1f GB/s; "
-              "oneDNN GEMM %.0f GFLOP/s fp32, %.0f bf16; KV %s\n",
-              source.c_str(), weight_bytes / (1 << 20), bandwidth, gemm, gemm_bf16, kv_name.c_str());
+              "GEMM 2048^3: oneDNN fp32 %.0f GFLOP/s, %s %.0f GFLOP/s; KV %s\n",
+              source.c_str(), weight_bytes / (1 << 20), bandwidth, gemm, BF16ProductName().c_str(),
+              gemm_bf16, kv_name.c_str());
   std::printf("%-28s %8s %11s %9s %11s %11s %7s %9s %6s\n", "plan", "depth", "pp tok/s", "mm %GEMM",
               "tg tok/s", "roofline", "%roof", "KV MiB", "full%");
   for (const Row& r : rows) {
@@ -265,7 +269,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
                 r.decode_roofline_tps, 100.0 * r.decode_tps / r.decode_roofline_tps, r.kv_mib, full);
   }
   std::printf("pp: prefill of %lld tokens; mm %%GEMM: the matrix products' speed in it against "
-              "oneDNN's 2048^3 GEMM in the weights' type (fp32 or bf16); tg: decode of %lld tokens\n",
+              "the 2048^3 GEMM in the weights' type (fp32 or bf16); tg: decode of %lld tokens\n",
               (long long)prompt, (long long)gen);
   for (const Row& r : rows)
     if (r.full_ratio >= 0) {

@@ -13,7 +13,7 @@
 #include "tokenizer/token_file.h"
 #include "train/synthetic.h"
 #include "train/trainer.h"
-#include "util/gemm_rate.h"
+#include "ops/gemm_rate.h"
 
 namespace swan::cli {
 namespace {
@@ -182,11 +182,17 @@ int RunTrain(const std::vector<std::string>& words) {
               route, r.tokens_per_s, MatmulPrecisionName(o.matmul), r.gemm_gflops,
               100 * r.gemm_share, convert, 100 * r.attention_share);
   if (args.Has("--gemm-report")) {
-    // The yardstick in the run's own precision.
-    const double peak = bf16 ? MeasureOneDnnGemmGflopsBF16(1024, 1024, 1024)
-                             : MeasureOneDnnGemmGflops(1024, 1024, 1024);
-    std::printf("oneDNN %s GEMM 1024^3 on this machine: %.1f GFLOP/s; the run's matmuls reached "
-                "%.0f%%\n", bf16 ? "bf16" : "fp32", peak, 100 * r.gemm_gflops / peak);
+    // The yardstick in the run's own precision, on the product it ran on.
+    if (bf16) {
+      const BF16GemmRate peak = MeasureBF16GemmGflops(1024, 1024, 1024);
+      std::printf("%s GEMM 1024^3 on this machine: %.1f GFLOP/s; the run's matmuls reached "
+                  "%.0f%%\n", BF16ProductName().c_str(), peak.gflops,
+                  100 * r.gemm_gflops / peak.gflops);
+    } else {
+      const double peak = MeasureOneDnnGemmGflops(1024, 1024, 1024);
+      std::printf("oneDNN fp32 GEMM 1024^3 on this machine: %.1f GFLOP/s; the run's matmuls "
+                  "reached %.0f%%\n", peak, 100 * r.gemm_gflops / peak);
+    }
   }
   std::printf("model written to %s (swan generate -m %s)\n", r.export_dir.c_str(), r.export_dir.c_str());
   // Ctrl-C: the conventional 130; a --time-limit stop is a normal end.

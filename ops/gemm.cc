@@ -9,6 +9,9 @@
 #include <string>
 #include <tuple>
 
+#include "ops/bf16_gemm.h"
+#include "ops/bf16_round.h"
+
 namespace swan {
 namespace {
 
@@ -45,28 +48,8 @@ class GemmCache {
     memory a_mem(e->a_md, engine_, const_cast<void*>(a));
     memory b_mem(e->b_md, engine_, const_cast<void*>(b));
     memory c_mem(e->c_md, engine_, c);
-    e->prim.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
-    stream.wait();
-  }
-
-  // dst [n] bf16 = src [n] f32, one reorder primitive per length.
-  void Convert(uint16_t* dst, const float* src, int64_t n) {
-    const memory::desc src_md({n}, memory::data_type::f32, memory::format_tag::a);
-    const memory::desc dst_md({n}, memory::data_type::bf16, memory::format_tag::a);
-    const dnnl::reorder* prim;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = reorders_.find(n);
-      if (it == reorders_.end()) {
-        const dnnl::reorder::primitive_desc pd(engine_, src_md, engine_, dst_md);
-        it = reorders_.emplace(n, dnnl::reorder(pd)).first;
-      }
-      prim = &it->second;
-    }
-    dnnl::stream stream(engine_);
-    memory src_mem(src_md, engine_, const_cast<float*>(src));
-    memory dst_mem(dst_md, engine_, dst);
-    prim->execute(stream, {{DNNL_ARG_FROM, src_mem}, {DNNL_ARG_TO, dst_mem}});
+    e->prim.execute(stream,
+                    {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
     stream.wait();
   }
 
@@ -87,16 +70,22 @@ class GemmCache {
       ops.append_sum(1.0f);
       attr.set_post_ops(ops);
     }
-    dnnl::matmul::desc desc(e.a_md, e.b_md, e.c_md);
-    dnnl::matmul::primitive_desc pd(desc, attr, engine_);
-    e.prim = dnnl::matmul(pd);
+    try {
+      dnnl::matmul::desc desc(e.a_md, e.b_md, e.c_md);
+      dnnl::matmul::primitive_desc pd(desc, attr, engine_);
+      e.prim = dnnl::matmul(pd);
+    } catch (const dnnl::error& error) {  // say what failed, not only oneDNN's words
+      throw std::runtime_error(std::string("oneDNN cannot build a ") + (key.bf16 ? "bf16" : "f32") +
+                               " matrix product of " + std::to_string(key.m) + "x" +
+                               std::to_string(key.k) + " by " + std::to_string(key.k) + "x" +
+                               std::to_string(key.n) + " on this CPU: " + error.what());
+    }
     return e;
   }
 
   dnnl::engine engine_;
   std::mutex mu_;
   std::map<Key, Entry> cache_;
-  std::map<int64_t, dnnl::reorder> reorders_;  // by length
 };
 
 GemmCache& Cache() {
@@ -115,14 +104,15 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-void RunCounted(float* c, const void* a, const void* b, const GemmShape& s, bool accumulate,
-                bool bf16) {
+// Runs product() and counts its flops and time.
+template <class Product>
+void RunCounted(const GemmShape& s, const Product& product) {
   if (s.m <= 0 || s.n <= 0 || s.k <= 0)
-    throw std::invalid_argument("matrix product sizes must be positive, got m=" +
-                                std::to_string(s.m) + " n=" + std::to_string(s.n) +
-                                " k=" + std::to_string(s.k));
+    throw std::invalid_argument(
+        "matrix product sizes must be positive, got m=" + std::to_string(s.m) +
+        " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k));
   const auto start = std::chrono::steady_clock::now();
-  Cache().Run(c, a, b, Key{s.m, s.n, s.k, s.trans_a, s.trans_b, accumulate, bf16});
+  product();
   const double seconds = SecondsSince(start);
   std::lock_guard<std::mutex> lock(counters_mu);
   counters.flops += 2.0 * double(s.m) * double(s.n) * double(s.k);
@@ -131,19 +121,43 @@ void RunCounted(float* c, const void* a, const void* b, const GemmShape& s, bool
 
 }  // namespace
 
-void Gemm(float* c, const float* a, const float* b, const GemmShape& s, bool accumulate) {
-  RunCounted(c, a, b, s, accumulate, /*bf16=*/false);
+bool OneDnnHasBF16Matmul() {
+  // Asked once: can oneDNN build a small bf16 product here? (oneDNN 2.6
+  // has none below AVX-512; DNNL_MAX_CPU_ISA=AVX2 caps a bigger CPU.)
+  static const bool has = [] {
+    try {
+      const auto bf16 = memory::data_type::bf16;
+      const memory::desc a_md({16, 16}, bf16, memory::format_tag::ab);
+      const memory::desc c_md({16, 16}, memory::data_type::f32, memory::format_tag::ab);
+      const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, a_md, c_md), engine);
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return has;
 }
 
-void GemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& s,
-              bool accumulate) {
-  RunCounted(c, a, b, s, accumulate, /*bf16=*/true);
+void Gemm(float* c, const float* a, const float* b, const GemmShape& s, bool accumulate) {
+  RunCounted(s, [&] {
+    Cache().Run(c, a, b, Key{s.m, s.n, s.k, s.trans_a, s.trans_b, accumulate, /*bf16=*/false});
+  });
+}
+
+void GemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& s, bool accumulate) {
+  RunCounted(s, [&] {
+    if (OneDnnHasBF16Matmul())
+      Cache().Run(c, a, b, Key{s.m, s.n, s.k, s.trans_a, s.trans_b, accumulate, /*bf16=*/true});
+    else
+      GemmBF16Swan(c, a, b, s, accumulate);
+  });
 }
 
 void ConvertToBF16(uint16_t* dst, const float* src, int64_t n) {
   if (n <= 0) return;
   const auto start = std::chrono::steady_clock::now();
-  Cache().Convert(dst, src, n);
+  RoundToBF16(dst, src, n);
   const double seconds = SecondsSince(start);
   std::lock_guard<std::mutex> lock(counters_mu);
   counters.convert_seconds += seconds;

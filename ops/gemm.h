@@ -11,8 +11,8 @@
 //
 // Primitives are built once per shape and cached. Every call adds its
 // floating-point operations to a process-wide counter so that a training
-// run can report the rate its matrix products reached. The float32 ->
-// bfloat16 conversion that feeds GemmBF16 runs through the same cache.
+// run can report the rate its matrix products reached. Where oneDNN has no
+// bf16 product (below AVX-512), GemmBF16 runs swan's own (ops/bf16_gemm.h).
 #pragma once
 
 #include <cstdint>
@@ -31,9 +31,12 @@ void Gemm(float* c, const float* a, const float* b, const GemmShape& shape, bool
 void GemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& shape,
               bool accumulate);
 
-// dst[i] = bf16(src[i]), rounded to nearest even like util/bf16.h's
-// F32ToBF16, by oneDNN's vectorized reorder; float32 denormals may become
-// zero (AVX512-BF16's conversion flushes them).   dst, src [n]
+// Whether oneDNN has bf16 matrix products on this CPU (asked once; false
+// below AVX-512 or under DNNL_MAX_CPU_ISA=AVX2): which path GemmBF16 takes.
+bool OneDnnHasBF16Matmul();
+
+// dst[i] = bf16(src[i]), rounded to nearest even exactly like util/bf16.h's
+// F32ToBF16 (ops/bf16_round.h), timed in the counters.   dst, src [n]
 void ConvertToBF16(uint16_t* dst, const float* src, int64_t n);
 
 // Floating-point operations and seconds spent in Gemm and GemmBF16 since

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "ops/bf16_round.h"
 #include "ops/matmul.h"
 #include "util/bf16.h"
 
@@ -54,7 +55,7 @@ void Product(float* y, const float* x, int64_t m, const LinearWeight& w, bool ac
     return;
   }
   std::vector<uint16_t> x16(static_cast<size_t>(m * w.in()));  // [m, in] bf16
-  for (size_t i = 0; i < x16.size(); ++i) x16[i] = F32ToBF16(x[i]);
+  RoundToBF16(x16.data(), x, m * w.in());
   MatmulTransBBF16(y, x16.data(), w.bf16(), shape, accumulate);
 }
 

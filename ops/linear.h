@@ -3,7 +3,7 @@
 // Decode-sized m (<= kGemvMaxRows) goes to the memory-bound Highway GEMV,
 // which reads the weights once; larger m (prefill, training) goes to
 // oneDNN's GEMM, in float32 or, for bf16 weights, in bf16 with float32
-// accumulation.
+// accumulation (swan's own bf16 product where oneDNN has none).
 #pragma once
 
 #include <cstdint>

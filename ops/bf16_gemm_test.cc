@@ -1,0 +1,153 @@
+#include "ops/bf16_gemm.h"
+
+#include <gtest/gtest.h>
+#include <hwy/targets.h>
+#include <omp.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/bf16_round.h"
+#include "ops/gemm.h"
+#include "util/bf16.h"
+
+namespace swan {
+namespace {
+
+std::vector<uint16_t> RandomBF16(size_t n, std::mt19937& rng) {  // [n]
+  std::normal_distribution<float> normal;
+  std::vector<uint16_t> v(n);
+  for (uint16_t& x : v) x = F32ToBF16(normal(rng));
+  return v;
+}
+
+// op(A)(i, kk) and op(B)(kk, j) of the stored operands.
+float OpA(const std::vector<uint16_t>& a, const GemmShape& s, int64_t i, int64_t kk) {
+  return BF16ToF32(s.trans_a ? a[size_t(kk * s.m + i)] : a[size_t(i * s.k + kk)]);
+}
+float OpB(const std::vector<uint16_t>& b, const GemmShape& s, int64_t kk, int64_t j) {
+  return BF16ToF32(s.trans_b ? b[size_t(j * s.k + kk)] : b[size_t(kk * s.n + j)]);
+}
+
+// Checks c against C0 (+) op(A) · op(B) summed in double, each element
+// within 1e-5 of the sum of its terms' magnitudes (float32 accumulation
+// over k terms, in blocks).   c, c0 [m, n]
+void ExpectProduct(const std::vector<float>& c, const std::vector<float>& c0,
+                   const std::vector<uint16_t>& a, const std::vector<uint16_t>& b,
+                   const GemmShape& s, bool accumulate) {
+  int bad = 0;
+  for (int64_t i = 0; i < s.m; ++i)
+    for (int64_t j = 0; j < s.n; ++j) {
+      double sum = accumulate ? c0[size_t(i * s.n + j)] : 0.0, magnitude = std::fabs(sum);
+      for (int64_t kk = 0; kk < s.k; ++kk) {
+        const double term = double(OpA(a, s, i, kk)) * OpB(b, s, kk, j);
+        sum += term;
+        magnitude += std::fabs(term);
+      }
+      const double got = c[size_t(i * s.n + j)];
+      if (std::fabs(got - sum) > 1e-5 * magnitude + 1e-30 && ++bad <= 3)
+        ADD_FAILURE() << "C[" << i << "][" << j << "] = " << got << ", expected " << sum
+                      << " (m=" << s.m << " n=" << s.n << " k=" << s.k << " trans_a=" << s.trans_a
+                      << " trans_b=" << s.trans_b << " accumulate=" << accumulate << ")";
+    }
+}
+
+// Shapes around the register tile (6 x 2 vectors), the depth block (256),
+// the row block (96) and the column block (4096), in every layout.
+const GemmShape kShapes[] = {{1, 1, 1},    {5, 17, 3},      {6, 16, 256},  {7, 33, 257},
+                             {97, 40, 19}, {200, 300, 600}, {13, 4200, 5}, {2, 96, 70}};
+
+TEST(GemmBF16Swan, MatchesTheReferenceOnEveryTargetLayoutAndThreadCount) {
+  const unsigned seed = std::random_device()();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const int threads_before = omp_get_max_threads();
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    for (GemmShape s : kShapes)
+      for (int layout = 0; layout < 4; ++layout) {
+        s.trans_a = layout & 1;
+        s.trans_b = layout & 2;
+        const auto a = RandomBF16(size_t(s.m * s.k), rng);  // [m, k] or [k, m]
+        const auto b = RandomBF16(size_t(s.k * s.n), rng);  // [k, n] or [n, k]
+        std::vector<float> c0(size_t(s.m * s.n));           // [m, n]
+        for (float& x : c0) x = BF16ToF32(RandomBF16(1, rng)[0]);
+        const bool accumulate = layout != 1;  // both modes on both sides of each transpose
+        omp_set_num_threads(1 + layout % 3);
+        std::vector<float> c = c0;
+        GemmBF16Swan(c.data(), a.data(), b.data(), s, accumulate);
+        ExpectProduct(c, c0, a, b, s, accumulate);
+      }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  omp_set_num_threads(threads_before);
+}
+
+// GemmBF16 takes oneDNN's path where it has bf16 and swan's otherwise;
+// both give the reference's product.
+TEST(GemmBF16, EitherPathGivesTheProduct) {
+  std::mt19937 rng(11);
+  for (GemmShape s : {GemmShape{33, 65, 129}, GemmShape{64, 48, 300, true, false},
+                      GemmShape{20, 70, 50, false, true}}) {
+    const auto a = RandomBF16(size_t(s.m * s.k), rng), b = RandomBF16(size_t(s.k * s.n), rng);
+    std::vector<float> c0(size_t(s.m * s.n), 0.5f), c = c0;  // [m, n]
+    GemmBF16(c.data(), a.data(), b.data(), s, /*accumulate=*/true);
+    ExpectProduct(c, c0, a, b, s, true);
+  }
+}
+
+// The ISA caps that CI sets for its second run must reach oneDNN: under
+// DNNL_MAX_CPU_ISA (or ONEDNN_MAX_CPU_ISA) = AVX2 it has no bf16 products,
+// and GemmBF16 above ran swan's.
+TEST(GemmBF16, OneDnnCappedToAvx2HasNoBF16) {
+  for (const char* name : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"}) {
+    const char* cap = std::getenv(name);
+    if (cap && std::string(cap) == "AVX2") {
+      EXPECT_FALSE(OneDnnHasBF16Matmul()) << name << "=AVX2";
+      return;
+    }
+  }
+  // Uncapped: the answer must be the same when asked again (it is cached).
+  EXPECT_EQ(OneDnnHasBF16Matmul(), OneDnnHasBF16Matmul());
+}
+
+// RoundToBF16 gives util/bf16.h's bits (nearest even) on normal numbers of
+// every magnitude, denormals, halfway cases, signed zeros, infinities, the
+// largest floats and NaN, on every target, in lengths with vector tails.
+TEST(RoundToBF16, RoundsLikeTheScalarConversionOnEveryTarget) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> exponent(-140, 120);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(1000);  // [n]
+  for (float& v : x) v = std::ldexp(normal(rng), exponent(rng));
+  for (uint32_t bits : {0x3f808000u, 0x3f818000u, 0xbf808000u, 0x3f80ffffu, 0x3f807fffu,
+                        0x00008000u, 0x00018000u, 0x007fffffu, 0x7f7fffffu, 0xff7fffffu})
+    x.push_back(std::bit_cast<float>(bits));
+  for (float v : {0.0f, -0.0f, INFINITY, -INFINITY}) x.push_back(v);
+  x.push_back(std::nanf(""));
+  x.push_back(std::bit_cast<float>(0x7f800001u));  // signalling NaN: must not round to infinity
+  x.push_back(std::bit_cast<float>(0xffffffffu));
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    for (size_t n : {x.size(), x.size() - 3, size_t(5)}) {
+      std::vector<uint16_t> got(n);  // [n]
+      RoundToBF16(got.data(), x.data(), int64_t(n));
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_EQ(got[i], F32ToBF16(x[i])) << "x[" << i << "] = " << x[i];
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  // The timed entry point that training calls is the same conversion.
+  std::vector<uint16_t> got(x.size());
+  ConvertToBF16(got.data(), x.data(), int64_t(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], F32ToBF16(x[i])) << i;
+}
+
+}  // namespace
+}  // namespace swan

@@ -1,0 +1,60 @@
+#include "ops/bf16_round.h"
+
+#include "util/bf16.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/bf16_round.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace swan {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+void RoundRange(uint16_t* dst, const float* src, int64_t n) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToUnsigned<decltype(df)> du32;
+  const hn::RebindToSigned<decltype(df)> di32;
+  const hn::Rebind<uint16_t, decltype(df)> du16;
+  const int64_t L = int64_t(hn::Lanes(df));
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    const auto v = hn::LoadU(df, src + i);
+    const auto bits = hn::BitCast(du32, v);
+    // Nearest even: add 0x7fff plus the lowest kept bit, then truncate.
+    const auto odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du32, 1u));
+    const auto rounded = hn::Add(bits, hn::Add(hn::Set(du32, 0x7fffu), odd));
+    // NaN: truncate and set the quiet bit, so rounding never makes it infinite.
+    const auto quiet = hn::Or(bits, hn::Set(du32, 0x00400000u));
+    // (|bits| > infinity's bits, compared as int32: float compares are ordered)
+    const auto magnitude = hn::BitCast(di32, hn::And(bits, hn::Set(du32, 0x7fffffffu)));
+    const auto nan = hn::RebindMask(du32, hn::Gt(magnitude, hn::Set(di32, 0x7f800000)));
+    const auto kept = hn::IfThenElse(nan, quiet, rounded);
+    // The top halves (at most 0xffff) fit int32, whose demotion saturates.
+    hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, hn::ShiftRight<16>(kept))), du16, dst + i);
+  }
+  for (; i < n; ++i) dst[i] = F32ToBF16(src[i]);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace swan
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace swan {
+
+HWY_EXPORT(RoundRange);
+
+void RoundToBF16(uint16_t* dst, const float* src, int64_t n) {
+  constexpr int64_t kChunk = int64_t(1) << 16;  // values per thread's piece
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * kChunk, end = begin + kChunk < n ? begin + kChunk : n;
+    HWY_DYNAMIC_DISPATCH(RoundRange)(dst + begin, src + begin, end - begin);
+  }
+}
+
+}  // namespace swan
+#endif  // HWY_ONCE

@@ -1,0 +1,13 @@
+// float32 -> bfloat16, vectorized (Highway, runtime dispatch): the bits of
+// util/bf16.h's F32ToBF16 on every input (round to nearest even, NaN stays
+// NaN, signed zeros and denormals kept), on every CPU.
+#pragma once
+
+#include <cstdint>
+
+namespace swan {
+
+// dst[i] = F32ToBF16(src[i]).   dst, src [n]
+void RoundToBF16(uint16_t* dst, const float* src, int64_t n);
+
+}  // namespace swan
