@@ -16,6 +16,7 @@
 #include "attention/routed.h"
 #include "attention/test_problem.h"
 #include "cli/args.h"
+#include "cli/threads_option.h"
 #include "ops/gemm_rate.h"
 
 namespace swan::cli {
@@ -77,11 +78,13 @@ int RunBenchAttention(const std::vector<std::string>& words) {
         "  --route-ratio r   routed decode: each step full with probability r, else the\n"
         "                    window (default 0.13, the SwiAttn paper's average)\n"
         "  --json            print the figures as JSON\n");
+    std::printf("%s", ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"--json", "--help", "--n", "--head-dims", "--heads", "--kv-heads",
+  args.RejectUnknown({"-t", "--threads", "--json", "--help", "--n", "--head-dims", "--heads", "--kv-heads",
                       "--window", "--sinks", "--decode-depth", "--repeats", "--plans",
                       "--route-ratio"});
+  ApplyThreadsOption(args);
   const auto lengths = args.GetIntList("--n", {1024, 2048, 4096, 8192, 16384, 32768});
   const auto head_dims = args.GetIntList("--head-dims", {64, 128});
   const int32_t heads = int32_t(args.GetInt("--heads", 8));

@@ -14,11 +14,13 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/threads_option.h"
 #include "model/model.h"
 #include "model/synthetic.h"
 #include "ops/linear.h"
 #include "util/bandwidth.h"
 #include "ops/gemm_rate.h"
+#include "util/threads.h"
 
 namespace swan::cli {
 namespace {
@@ -102,11 +104,12 @@ struct Row {
 int RunBenchModel(const std::vector<std::string>& words) {
   const Args args(words, {"--json", "--help"});
   if (args.Has("--help")) {
-    std::printf("%s", kUsage);
+    std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"-m", "--synthetic", "--attn", "-p", "-n", "-d", "--fill", "--kv",
+  args.RejectUnknown({"-t", "--threads", "-m", "--synthetic", "--attn", "-p", "-n", "-d", "--fill", "--kv",
                       "--weights", "--batch", "--route-ratio", "--json", "--help"});
+  ApplyThreadsOption(args);
   const bool json = args.Has("--json");
   if (args.Has("-m") == args.Has("--synthetic"))
     throw std::invalid_argument("give exactly one of -m DIR and --synthetic NAME\n" +
@@ -190,6 +193,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
         log("  " + spec + " depth " + std::to_string(depth) + ": prefill ...");
         TakeLinearStats();
         EnableLinearStats(true);
+        ThreadsForNextStep();
         const auto start = std::chrono::steady_clock::now();
         run(depth, prompt);
         row.prefill_tps = double(prompt) / Seconds(start);
@@ -206,7 +210,10 @@ int RunBenchModel(const std::vector<std::string>& words) {
       std::vector<std::vector<uint8_t>> routes(plan.layers.size());  // [n_layers][gen]
       for (auto& r : routes) session->routing.record.push_back(&r);
       const auto start = std::chrono::steady_clock::now();
-      for (int64_t i = 0; i < gen; ++i) run(depth + prompt + 1 + i, 1);
+      for (int64_t i = 0; i < gen; ++i) {
+        ThreadsForNextStep();  // as swan generate decodes: on the cores others leave idle
+        run(depth + prompt + 1 + i, 1);
+      }
       row.decode_tps = double(gen) / Seconds(start);
       session->routing.record.clear();
       std::vector<double> full_ratio(plan.layers.size(), 0.0);  // [n_layers]

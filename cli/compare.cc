@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/threads_option.h"
 #include "cli/input_files.h"
 #include "eval/report.h"
 #include "eval/sample_text.h"
@@ -100,12 +101,13 @@ void WriteText(const std::filesystem::path& path, const std::string& text) {
 int RunCompare(const std::vector<std::string>& words) {
   const Args args(words, {"--json", "--quiet", "--help", "-h"});
   if (args.Has("--help") || args.Has("-h")) {
-    std::printf("%s", kUsage);
+    std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"-m", "--attn", "--window", "-f", "--text-tokens", "--filler", "-c", "--lengths", "--depths",
+  args.RejectUnknown({"-t", "--threads", "-m", "--attn", "--window", "-f", "--text-tokens", "--filler", "-c", "--lengths", "--depths",
                       "--distances", "--samples", "--seed", "--limit", "--bench-depths", "--batch", "--kv", "--json",
                       "--html", "--svg", "--quiet"});
+  ApplyThreadsOption(args);
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
   const std::string dir = args.Get("-m", "");
   const bool quiet = args.Has("--quiet");

@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/threads_option.h"
 #include "model/model.h"
 #include "model/sampler.h"
 #include "tokenizer/tokenizer.h"
+#include "util/threads.h"
 
 namespace swan::cli {
 namespace {
@@ -58,11 +60,12 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 int RunGenerate(const std::vector<std::string>& words) {
   const Args args(words, {"--ignore-eos", "--help", "-h"});
   if (args.Has("--help") || args.Has("-h")) {
-    std::printf("%s", kUsage);
+    std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"-m", "-p", "--ids", "-n", "--attn", "--temp", "--top-k", "--top-p", "--min-p",
+  args.RejectUnknown({"-t", "--threads", "-m", "-p", "--ids", "-n", "--attn", "--temp", "--top-k", "--top-p", "--min-p",
                       "--seed", "--batch", "--kv", "--ctx", "--ignore-eos"});
+  ApplyThreadsOption(args);
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
   if (args.Has("-p") == args.Has("--ids"))
     throw std::invalid_argument("give exactly one of -p TEXT and --ids LIST\n" + std::string(kUsage));
@@ -111,6 +114,7 @@ int RunGenerate(const std::vector<std::string>& words) {
   std::vector<float> logits(static_cast<size_t>(vocab));  // [vocab] of the last token
   std::vector<int32_t> pos(prompt.size());
   std::iota(pos.begin(), pos.end(), 0);
+  ThreadsForNextStep();
   const auto t_prefill = std::chrono::steady_clock::now();
   model->Forward(logits.data(), Batch{prompt.data(), pos.data(), int64_t(prompt.size()), false}, *session);
   const double prefill_s = Seconds(t_prefill);
@@ -150,10 +154,12 @@ int RunGenerate(const std::vector<std::string>& words) {
                      config.eos_token_ids.end();
     if ((eos && !ignore_eos) || i + 1 == n_new) break;
     const int32_t p = int32_t(all.size()) - 1;
+    ThreadsForNextStep();  // the cores of -t that other programs leave idle
     model->Forward(logits.data(), Batch{&next, &p, 1, false}, *session);
   }
   const double decode_s = Seconds(t_decode);
   std::printf("\n");
+  std::fflush(stdout);  // before the statistics on stderr
   std::fprintf(stderr,
                "[plan %s] load %.2f s | prefill %zu tokens %.3f s (%.1f tok/s) | decode %lld tokens "
                "%.3f s (%.1f tok/s) | KV cache %.1f KiB\n",

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/threads_option.h"
 #include "cli/input_files.h"
 #include "eval/perplexity.h"
 #include "model/model.h"
@@ -47,11 +48,12 @@ const char kUsage[] =
 int RunPerplexity(const std::vector<std::string>& words) {
   const Args args(words, {"--json", "--quiet", "--no-bos", "--help", "-h"});
   if (args.Has("--help") || args.Has("-h")) {
-    std::printf("%s", kUsage);
+    std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"-m", "-f", "-c", "--attn", "--batch", "--bucket", "--limit", "--kv", "--no-bos",
+  args.RejectUnknown({"-t", "--threads", "-m", "-f", "-c", "--attn", "--batch", "--bucket", "--limit", "--kv", "--no-bos",
                       "--json", "--quiet"});
+  ApplyThreadsOption(args);
   if (!args.Has("-m") || !args.Has("-f"))
     throw std::invalid_argument("-m DIR and -f FILE are required\n" + std::string(kUsage));
   const std::string dir = args.Get("-m", "");

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/threads_option.h"
 #include "cli/input_files.h"
 #include "eval/haystack.h"
 #include "model/model.h"
@@ -86,11 +87,12 @@ void WriteText(const std::string& path, const std::string& text) {
 int RunRouteStats(const std::vector<std::string>& words) {
   const Args args(words, {"--json", "--quiet", "--no-bos", "--passkey", "--help", "-h"});
   if (args.Has("--help") || args.Has("-h")) {
-    std::printf("%s", kUsage);
+    std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"-m", "-f", "-c", "--attn", "--limit", "--passkey", "--depths", "--samples", "--seed",
+  args.RejectUnknown({"-t", "--threads", "-m", "-f", "-c", "--attn", "--limit", "--passkey", "--depths", "--samples", "--seed",
                       "--route-ratio", "--batch", "--kv", "--no-bos", "--json", "--svg", "--quiet"});
+  ApplyThreadsOption(args);
   const bool passkey = args.Has("--passkey");
   if (!args.Has("-m") || (!passkey && !args.Has("-f")))
     throw std::invalid_argument("-m DIR and -f FILE (or --passkey) are required\n" + std::string(kUsage));

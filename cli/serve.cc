@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/threads_option.h"
 #include "model/model.h"
 #include "serve/chat_template.h"
 #include "serve/engine.h"
@@ -23,9 +24,9 @@ namespace {
 const char kUsage[] =
     "usage: swan serve -m DIR [--attn SPEC] [--host 127.0.0.1] [--port 8080] [--kv-budget MiB]\n"
     "                  [--chat-template FILE] [--parallel N] [--max-waiting N] [--batch B]\n"
-    "                  [--checkpoint-interval N] [--ctx N] [--kv f32|bf16] [--threads N]\n"
-    "                  [--seq-threads N] [--name NAME] [--prompt-cache MiB | --no-prompt-cache]\n"
-    "                  [--verbose]\n"
+    "                  [--checkpoint-interval N] [--ctx N] [--kv f32|bf16] [-t N]\n"
+    "                  [--seq-threads N] [--threads-http N] [--name NAME]\n"
+    "                  [--prompt-cache MiB | --no-prompt-cache] [--verbose]\n"
     "  -m DIR                 Hugging Face model directory\n"
     "  --attn SPEC            attention plan (default: the model's own), e.g. swa:256, hybrid:3:1\n"
     "  --host H --port P      where to listen (default 127.0.0.1:8080; port 0 = any free port)\n"
@@ -39,10 +40,10 @@ const char kUsage[] =
     "  --checkpoint-interval N  tokens between window-layer checkpoints for prompt caching (default 64)\n"
     "  --ctx N                context length (default: the model's max_position_embeddings)\n"
     "  --kv TYPE              KV cache storage, f32 (default) or bf16\n"
-    "  --threads N            HTTP connections served at once (default 64)\n"
     "  --seq-threads N        threads inside one sequence's kernels (default 1: small models;\n"
-    "                         0 = every core, for large models); the decode steps of all running\n"
+    "                         0 = all of -t, for large models); the decode steps of all running\n"
     "                         sequences run as one batched forward\n"
+    "  --threads-http N       HTTP connections served at once (default 64)\n"
     "  --name NAME            model name in responses (default: the directory's name)\n"
     "  --prompt-cache MiB     most memory finished requests' KV may keep for reuse (default: a\n"
     "                         quarter of --kv-budget; it always yields to running requests)\n"
@@ -62,12 +63,13 @@ std::string DirName(const std::string& dir) {
 int RunServe(const std::vector<std::string>& words) {
   const Args args(words, {"--help", "-h", "--no-prompt-cache", "--verbose"});
   if (args.Has("--help") || args.Has("-h")) {
-    std::printf("%s", kUsage);
+    std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"-m", "--attn", "--host", "--port", "--kv-budget", "--chat-template", "--parallel",
+  args.RejectUnknown({"-t", "--threads", "-m", "--attn", "--host", "--port", "--kv-budget", "--chat-template", "--parallel",
                       "--max-waiting", "--batch", "--seq-threads", "--checkpoint-interval", "--ctx", "--kv",
-                      "--threads", "--name", "--no-prompt-cache", "--verbose", "--prompt-cache"});
+                      "--threads-http", "--name", "--no-prompt-cache", "--verbose", "--prompt-cache"});
+  ApplyThreadsOption(args);
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
   const std::string dir = args.Get("-m", "");
   const double budget_mib = args.GetDouble("--kv-budget", 1024);
@@ -110,10 +112,10 @@ int RunServe(const std::vector<std::string>& words) {
   ServerOptions server_options;
   server_options.host = args.Get("--host", "127.0.0.1");
   server_options.port = int(port);
-  server_options.threads = int(args.GetInt("--threads", 64));
+  server_options.threads = int(args.GetInt("--threads-http", 64));
   server_options.model_name = args.Get("--name", DirName(dir));
   server_options.verbose = engine_options.verbose;
-  if (server_options.threads <= 0) throw std::invalid_argument("--threads must be positive");
+  if (server_options.threads <= 0) throw std::invalid_argument("--threads-http must be positive");
   HttpServer server(engine, tokenizer, chat_template, server_options);
   server.Bind();
   std::fprintf(

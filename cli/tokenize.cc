@@ -9,7 +9,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -17,6 +16,7 @@
 #include "cli/input_files.h"
 #include "tokenizer/token_file.h"
 #include "tokenizer/tokenizer.h"
+#include "util/threads.h"
 
 namespace swan::cli {
 namespace {
@@ -42,7 +42,8 @@ const char kUsage[] =
     "  --jsonl          files hold one JSON object per line; its --field (default \"text\")\n"
     "                   is a document\n"
     "  --bos            also put BOS before every document\n"
-    "  --threads N      encoding threads (default: all cores); the output does not depend on it\n";
+    "  --threads N      encoding threads (default: the cores swan may use, or OMP_NUM_THREADS);\n"
+    "                   the output does not depend on it\n";
 
 std::string ValPath(const std::string& out) {
   const std::string suffix = ".bin";
@@ -72,7 +73,7 @@ int EncodeCorpus(const Args& args, const Tokenizer& tok) {
   TokenFileWriter val(ValPath(out), vocab);
   uint64_t docs = 0, bytes = 0;
   const int threads =
-      static_cast<int>(args.GetInt("--threads", std::max(1u, std::thread::hardware_concurrency())));
+      static_cast<int>(args.GetInt("--threads", ThreadLimit()));
   if (threads < 1) throw std::invalid_argument("--threads must be at least 1");
   // Documents are encoded in batches, in parallel, and written in order.
   std::vector<std::string> batch;

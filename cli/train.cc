@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/threads_option.h"
 #include "tokenizer/token_file.h"
 #include "train/synthetic.h"
 #include "train/trainer.h"
@@ -62,7 +63,8 @@ const char kUsage[] =
     "  --log-every N        progress and log row every N steps (default 1)\n"
     "  --time-limit MIN     stop, checkpoint and export after MIN minutes\n"
     "  --quiet              no progress line\n"
-    "  --gemm-report        measure oneDNN's GEMM rate afterwards and compare\n";
+    "  --gemm-report        measure the GEMM rate in the run's precision afterwards (oneDNN;\n"
+    "                       bf16: swan's own where oneDNN has none) and compare\n";
 
 void OnSigint(int) { StopRequested().store(true); std::signal(SIGINT, SIG_DFL); }
 
@@ -102,16 +104,17 @@ int RunTrain(const std::vector<std::string>& words) {
   const Args args(words, {"--help", "-h", "--resume", "--quiet", "--gemm-report",
                           "--router-gamma-constant"});
   if (words.empty() || args.Has("--help") || args.Has("-h")) {
-    std::printf("%s", kUsage);
+    std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return words.empty() ? 2 : 0;
   }
-  args.RejectUnknown({"--data", "--val", "--synthetic", "--synthetic-rate", "--preset", "--init",
+  args.RejectUnknown({"-t", "--threads", "--data", "--val", "--synthetic", "--synthetic-rate", "--preset", "--init",
                       "--attn", "--rope-base", "--tokenizer", "--context", "--batch", "--accum",
                       "--steps", "--lr", "--min-lr-ratio", "--warmup", "--weight-decay", "--clip",
                       "--seed", "--out", "--resume", "--eval-every", "--eval-seqs",
                       "--checkpoint-every", "--log-every", "--time-limit", "--quiet",
                       "--gemm-report", "--debug-kill-after", "--router-gamma", "--router-eps",
                       "--router-alpha", "--router-gamma-constant", "--router-lr", "--matmul"});
+  ApplyThreadsOption(args);
   if (!args.Has("--data")) throw std::invalid_argument("--data TRAIN.bin is required\n" + std::string(kUsage));
   if (!args.Has("--out")) throw std::invalid_argument("--out RUN is required\n" + std::string(kUsage));
   TrainOptions o;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "model/sampler.h"
+#include "util/threads.h"
 
 namespace swan {
 namespace {
@@ -32,6 +33,7 @@ std::vector<CostPoint> MeasureCost(const LanguageModel& model, const AttentionPl
     double best_prefill = 1e30, best_decode = 1e30;
     for (int32_t r = 0; r < std::max(1, options.repeats); ++r) {
       auto session = model.NewSession(plan, options.kv);
+      ThreadsForNextStep();  // the cores other programs leave idle
       auto t0 = std::chrono::steady_clock::now();
       model.Forward(logits.data(), Batch{tokens.data(), pos.data(), depth, false}, *session);
       best_prefill = std::min(best_prefill, SecondsSince(t0));
@@ -39,6 +41,7 @@ std::vector<CostPoint> MeasureCost(const LanguageModel& model, const AttentionPl
       for (int32_t i = 0; i < options.decode_tokens; ++i) {
         const int32_t next = Argmax(logits.data(), vocab);
         const int32_t p = int32_t(depth + i);
+        ThreadsForNextStep();  // the cores other programs leave idle
         model.Forward(logits.data(), Batch{&next, &p, 1, false}, *session);
       }
       best_decode = std::min(best_decode, SecondsSince(t0));

@@ -1,4 +1,5 @@
 #include "eval/perplexity.h"
+#include "util/threads.h"
 
 #include <algorithm>
 #include <chrono>
@@ -87,6 +88,7 @@ PerplexityResult EvaluatePerplexity(const LanguageModel& model, const AttentionP
     for (int64_t c0 = 0; c0 < n - 1; c0 += chunk) {
       // Logits at positions [c0, c0 + len) predict tokens at c0 + 1 ...
       const int64_t len = std::min(chunk, n - 1 - c0);
+      ThreadsForNextStep();  // the cores other programs leave idle
       model.Forward(logits.data(), Batch{&tokens[size_t(c0)], &pos[size_t(c0)], len, true}, *session);
       for (int64_t i = 0; i < len; ++i) {
         const int64_t p = c0 + i + 1;  // position of the predicted token

@@ -7,6 +7,7 @@
 
 #include "eval/perplexity.h"
 #include "model/sampler.h"
+#include "util/threads.h"
 
 namespace swan {
 namespace {
@@ -107,6 +108,7 @@ TextRouteStats CollectTextRoutes(const LanguageModel& model, const AttentionPlan
     for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t(i);
     s.window_starts.push_back(s.tokens());
     auto session = RecordingSession(model, plan, options.run, s.layers, s.gates);
+    ThreadsForNextStep();  // the cores other programs leave idle
     model.Forward(logits.data(), Batch{tokens.data(), pos.data(), n, /*all_logits=*/false}, *session);
     s.windows += 1;
     if (options.run.progress) options.run.progress(s.windows, int64_t(windows.size()));
@@ -158,6 +160,7 @@ PasskeyRouteStats CollectPasskeyRoutes(const LanguageModel& model, const Attenti
     auto session = RecordingSession(model, plan, options.run, layers, gates);
     for (int64_t c0 = 0; c0 < n; c0 += chunk) {
       const int64_t len = std::min(chunk, n - c0);
+      ThreadsForNextStep();  // the cores other programs leave idle
       model.Forward(logits.data(), Batch{&item.tokens[size_t(c0)], &pos[size_t(c0)], len, true}, *session);
       for (int64_t i = 0; i < len; ++i) {
         const int64_t t = c0 + i;

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "model/sampler.h"
+#include "util/threads.h"
 
 namespace swan {
 
@@ -27,6 +28,7 @@ std::vector<int32_t> SampleText(const LanguageModel& model, const SampleTextOpti
     int32_t token = options.bos_id >= 0 ? options.bos_id : int32_t(rng() % uint64_t(vocab));
     if (options.bos_id < 0) text.push_back(token);
     for (int32_t pos = 0; pos + 1 < options.context && int64_t(text.size()) < options.tokens; ++pos) {
+      ThreadsForNextStep();  // the cores other programs leave idle
       model.Forward(logits.data(), Batch{&token, &pos, 1, false}, *session);
       token = sampler.Sample(logits.data(), vocab);
       if (is_eos(token)) break;

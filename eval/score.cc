@@ -5,6 +5,7 @@
 
 #include "eval/perplexity.h"
 #include "model/sampler.h"
+#include "util/threads.h"
 
 namespace swan {
 
@@ -31,6 +32,7 @@ std::vector<AnswerScore> ScoreItem(const LanguageModel& model, const AttentionPl
   auto session = model.NewSession(plan, kv);
   for (int64_t c0 = 0; c0 < last - 1; c0 += chunk) {
     const int64_t len = std::min(chunk, last - 1 - c0);
+    ThreadsForNextStep();  // the cores other programs leave idle
     model.Forward(logits.data(), Batch{&item.tokens[size_t(c0)], &pos[size_t(c0)], len, true}, *session);
     for (int64_t i = 0; i < len; ++i) {
       const int64_t p = c0 + i + 1;  // the token this row predicts

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <dnnl.hpp>
 #include <vector>
 
@@ -76,8 +77,11 @@ BF16GemmRate MeasureBF16GemmGflops(int64_t m, int64_t n, int64_t k, int repeats)
 }
 
 std::string BF16ProductName() {
-  return OneDnnHasBF16Matmul() ? "oneDNN bf16"
-                               : "swan bf16 (oneDNN bf16: not available on this CPU)";
+  if (OneDnnHasBF16Matmul()) return "oneDNN bf16";
+  const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
+  if (!cap) cap = std::getenv("DNNL_MAX_CPU_ISA");
+  return std::string("swan bf16 (oneDNN bf16: not available on this CPU") +
+         (cap ? std::string(" under MAX_CPU_ISA=") + cap : "") + ")";
 }
 
 }  // namespace swan

@@ -20,7 +20,8 @@ struct BF16GemmRate {
 };
 BF16GemmRate MeasureBF16GemmGflops(int64_t m, int64_t n, int64_t k, int repeats = 3);
 
-// "oneDNN bf16" or "swan bf16 (oneDNN bf16: not available on this CPU)".
+// "oneDNN bf16" or "swan bf16 (oneDNN bf16: not available on this CPU)",
+// naming the ISA cap when one is set.
 std::string BF16ProductName();
 
 }  // namespace swan

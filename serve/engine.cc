@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "serve/text_stream.h"
+#include "util/threads.h"
 
 namespace swan {
 
@@ -169,7 +170,8 @@ void Engine::Loop() {
   // Kernels of a lone sequence run on this many threads. Small models decode
   // faster on one: a parallel region costs more than their whole layer,
   // and OpenMP's spin-then-sleep barriers are slow on shared cores.
-  omp_set_num_threads(options_.sequence_threads > 0 ? options_.sequence_threads : omp_get_num_procs());
+  omp_set_num_threads(options_.sequence_threads > 0 ? std::min(int(options_.sequence_threads), ThreadLimit())
+                                                     : ThreadLimit());
   for (;;) {
     std::vector<std::unique_ptr<Sequence>> admitted;
     {
@@ -283,18 +285,21 @@ void Engine::Step() {
   // and serial. (No OpenMP construct around a single item at all: libgomp
   // starts fresh threads for every region nested in one, even an inactive
   // one.)
+  // Each on the cores that other programs leave idle (util/threads.h).
+  const int threads = omp_get_max_threads();  // a lone sequence's
   if (n_items == 1 && decode.size() > 1) {
     // The batch does the work of several sequences: as many threads as they
     // would have had side by side.
-    const int threads = omp_get_max_threads();
-    omp_set_num_threads(int(std::min<int64_t>(int64_t(decode.size()) * threads, omp_get_num_procs())));
+    ThreadsForNextStep(int(std::min<int64_t>(int64_t(decode.size()) * threads, ThreadLimit())));
     run(0);
     omp_set_num_threads(threads);
   } else if (n_items == 1) {
+    ThreadsForNextStep(threads);
     run(0);
+    omp_set_num_threads(threads);
   } else {
-    const int threads = int(std::min<int64_t>(n_items, omp_get_num_procs()));
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    const int side_by_side = IdleThreads(int(std::min<int64_t>(n_items, ThreadLimit())));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(side_by_side)
     for (int64_t i = 0; i < n_items; ++i) run(i);
   }
   for (Sequence* s : work) {

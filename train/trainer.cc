@@ -20,6 +20,7 @@
 #include "train/layers.h"
 #include "train/model.h"
 #include "train/run_log.h"
+#include "util/threads.h"
 
 namespace swan {
 
@@ -228,6 +229,7 @@ TrainResult Train(const TrainOptions& o) {
   const bool tty = isatty(2);
   for (int64_t step = start_step; step < o.steps; ++step) {
     const auto step_start = Clock::now();
+    ThreadsForNextStep();  // the cores other programs leave idle
     model.ZeroGrads();
     double loss = 0, router_loss = 0, full_ratio = 0;  // means over the micro-batches
     for (int64_t micro = 0; micro < o.accum; ++micro) {

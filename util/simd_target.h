@@ -1,0 +1,22 @@
+// The best SIMD target Highway may dispatch to, capped from the
+// environment: SWAN_SIMD_TARGET=AVX2 makes an AVX-512 or AMX machine run
+// the kernels an AVX2-only CPU runs (CI's second test pass does this, with
+// oneDNN capped by DNNL_MAX_CPU_ISA=AVX2, so that a bigger build machine
+// fails where an AVX2 user would).
+#pragma once
+
+#include <string>
+
+namespace swan {
+
+// Disables every Highway target better than SWAN_SIMD_TARGET (AVX3_DL,
+// AVX3, AVX2, SSE4, SSSE3, EMU128, SCALAR; unset: no cap). Throws
+// std::invalid_argument on another name. Call before the first kernel.
+void ApplySimdTargetCap();
+
+// The target the kernels dispatch to now, e.g. "AVX2".
+std::string DispatchedSimdTarget();
+// Every target this binary was compiled for, best first ("AVX3_DL AVX3 ...").
+std::string CompiledSimdTargets();
+
+}  // namespace swan
