@@ -4,7 +4,7 @@
 # while a second process keeps every core busy (one busy loop per core,
 # started and stopped by this script), in interleaved rounds; the median
 # of the rounds. Settings: the default (up to every core, fewer while that
-# is measured faster), -t N fixed (SWAN_ADAPT_THREADS=0) and -t 1.
+# leave idle), -t N fixed (SWAN_ADAPT_THREADS=0) and -t 1.
 #
 #   bench/contention.sh [SWAN] [ROUNDS]     (default build/swan, 5)
 #
@@ -42,7 +42,11 @@ for round in $(seq "$ROUNDS"); do
   for state in idle loaded; do
     [ "$state" = loaded ] && start_load
     for model in models/swan-7m "$tmp/swan-7m-f32"; do
-      for setting in "${settings[@]}"; do
+      # Each round starts the settings at another one, so none always runs
+      # right after the load starts or after the same neighbour.
+      n=${#settings[@]}
+      for k in $(seq 0 $((n - 1))); do
+        setting=${settings[$(((k + round) % n))]}
         case $setting in
           default) SWAN_ARGS=(); envs=(SWAN_ADAPT_THREADS=1) ;;
           fixed-*) SWAN_ARGS=(-t "$cores"); envs=(SWAN_ADAPT_THREADS=0) ;;

@@ -81,9 +81,10 @@ int RunBenchAttention(const std::vector<std::string>& words) {
     std::printf("%s", ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"-t", "--threads", "--json", "--help", "--n", "--head-dims", "--heads", "--kv-heads",
+  args.RejectUnknown({"--json", "--help", "--n", "--head-dims", "--heads", "--kv-heads",
                       "--window", "--sinks", "--decode-depth", "--repeats", "--plans",
-                      "--route-ratio"});
+                      "--route-ratio",
+                      "-t", "--threads"});
   ApplyThreadsOption(args);
   const auto lengths = args.GetIntList("--n", {1024, 2048, 4096, 8192, 16384, 32768});
   const auto head_dims = args.GetIntList("--head-dims", {64, 128});

@@ -17,9 +17,9 @@
 #include "cli/threads_option.h"
 #include "model/model.h"
 #include "model/synthetic.h"
+#include "ops/gemm_rate.h"
 #include "ops/linear.h"
 #include "util/bandwidth.h"
-#include "ops/gemm_rate.h"
 #include "util/threads.h"
 
 namespace swan::cli {
@@ -107,8 +107,9 @@ int RunBenchModel(const std::vector<std::string>& words) {
     std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"-t", "--threads", "-m", "--synthetic", "--attn", "-p", "-n", "-d", "--fill", "--kv",
-                      "--weights", "--batch", "--route-ratio", "--json", "--help"});
+  args.RejectUnknown({"-m", "--synthetic", "--attn", "-p", "-n", "-d", "--fill", "--kv",
+                      "--weights", "--batch", "--route-ratio", "--json", "--help",
+                      "-t", "--threads"});
   ApplyThreadsOption(args);
   const bool json = args.Has("--json");
   if (args.Has("-m") == args.Has("--synthetic"))

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "cli/args.h"
-#include "cli/threads_option.h"
 #include "cli/input_files.h"
+#include "cli/threads_option.h"
 #include "eval/report.h"
 #include "eval/sample_text.h"
 #include "model/model.h"
@@ -104,9 +104,10 @@ int RunCompare(const std::vector<std::string>& words) {
     std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"-t", "--threads", "-m", "--attn", "--window", "-f", "--text-tokens", "--filler", "-c", "--lengths", "--depths",
+  args.RejectUnknown({"-m", "--attn", "--window", "-f", "--text-tokens", "--filler", "-c", "--lengths", "--depths",
                       "--distances", "--samples", "--seed", "--limit", "--bench-depths", "--batch", "--kv", "--json",
-                      "--html", "--svg", "--quiet"});
+                      "--html", "--svg", "--quiet",
+                      "-t", "--threads"});
   ApplyThreadsOption(args);
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
   const std::string dir = args.Get("-m", "");

@@ -63,8 +63,9 @@ int RunGenerate(const std::vector<std::string>& words) {
     std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"-t", "--threads", "-m", "-p", "--ids", "-n", "--attn", "--temp", "--top-k", "--top-p", "--min-p",
-                      "--seed", "--batch", "--kv", "--ctx", "--ignore-eos"});
+  args.RejectUnknown({"-m", "-p", "--ids", "-n", "--attn", "--temp", "--top-k", "--top-p", "--min-p",
+                      "--seed", "--batch", "--kv", "--ctx", "--ignore-eos",
+                      "-t", "--threads"});
   ApplyThreadsOption(args);
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
   if (args.Has("-p") == args.Has("--ids"))

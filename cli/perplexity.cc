@@ -51,8 +51,9 @@ int RunPerplexity(const std::vector<std::string>& words) {
     std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"-t", "--threads", "-m", "-f", "-c", "--attn", "--batch", "--bucket", "--limit", "--kv", "--no-bos",
-                      "--json", "--quiet"});
+  args.RejectUnknown({"-m", "-f", "-c", "--attn", "--batch", "--bucket", "--limit", "--kv", "--no-bos",
+                      "--json", "--quiet",
+                      "-t", "--threads"});
   ApplyThreadsOption(args);
   if (!args.Has("-m") || !args.Has("-f"))
     throw std::invalid_argument("-m DIR and -f FILE are required\n" + std::string(kUsage));

@@ -90,8 +90,9 @@ int RunRouteStats(const std::vector<std::string>& words) {
     std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"-t", "--threads", "-m", "-f", "-c", "--attn", "--limit", "--passkey", "--depths", "--samples", "--seed",
-                      "--route-ratio", "--batch", "--kv", "--no-bos", "--json", "--svg", "--quiet"});
+  args.RejectUnknown({"-m", "-f", "-c", "--attn", "--limit", "--passkey", "--depths", "--samples", "--seed",
+                      "--route-ratio", "--batch", "--kv", "--no-bos", "--json", "--svg", "--quiet",
+                      "-t", "--threads"});
   ApplyThreadsOption(args);
   const bool passkey = args.Has("--passkey");
   if (!args.Has("-m") || (!passkey && !args.Has("-f")))

@@ -66,9 +66,10 @@ int RunServe(const std::vector<std::string>& words) {
     std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"-t", "--threads", "-m", "--attn", "--host", "--port", "--kv-budget", "--chat-template", "--parallel",
+  args.RejectUnknown({"-m", "--attn", "--host", "--port", "--kv-budget", "--chat-template", "--parallel",
                       "--max-waiting", "--batch", "--seq-threads", "--checkpoint-interval", "--ctx", "--kv",
-                      "--threads-http", "--name", "--no-prompt-cache", "--verbose", "--prompt-cache"});
+                      "--threads-http", "--name", "--no-prompt-cache", "--verbose", "--prompt-cache",
+                      "-t", "--threads"});
   ApplyThreadsOption(args);
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
   const std::string dir = args.Get("-m", "");

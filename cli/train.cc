@@ -107,13 +107,14 @@ int RunTrain(const std::vector<std::string>& words) {
     std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return words.empty() ? 2 : 0;
   }
-  args.RejectUnknown({"-t", "--threads", "--data", "--val", "--synthetic", "--synthetic-rate", "--preset", "--init",
+  args.RejectUnknown({"--data", "--val", "--synthetic", "--synthetic-rate", "--preset", "--init",
                       "--attn", "--rope-base", "--tokenizer", "--context", "--batch", "--accum",
                       "--steps", "--lr", "--min-lr-ratio", "--warmup", "--weight-decay", "--clip",
                       "--seed", "--out", "--resume", "--eval-every", "--eval-seqs",
                       "--checkpoint-every", "--log-every", "--time-limit", "--quiet",
                       "--gemm-report", "--debug-kill-after", "--router-gamma", "--router-eps",
-                      "--router-alpha", "--router-gamma-constant", "--router-lr", "--matmul"});
+                      "--router-alpha", "--router-gamma-constant", "--router-lr", "--matmul",
+                      "-t", "--threads"});
   ApplyThreadsOption(args);
   if (!args.Has("--data")) throw std::invalid_argument("--data TRAIN.bin is required\n" + std::string(kUsage));
   if (!args.Has("--out")) throw std::invalid_argument("--out RUN is required\n" + std::string(kUsage));

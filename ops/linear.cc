@@ -54,7 +54,10 @@ void Product(float* y, const float* x, int64_t m, const LinearWeight& w, bool ac
     MatmulTransB(y, x, w.f32(), shape, accumulate);
     return;
   }
-  std::vector<uint16_t> x16(static_cast<size_t>(m * w.in()));  // [m, in] bf16
+  // [m, in] bf16, kept by the thread for its next products (a fresh one
+  // per product costs page faults at prefill sizes)
+  thread_local std::vector<uint16_t> x16;
+  if (x16.size() < size_t(m * w.in())) x16.resize(size_t(m * w.in()));
   RoundToBF16(x16.data(), x, m * w.in());
   MatmulTransBBF16(y, x16.data(), w.bf16(), shape, accumulate);
 }

@@ -170,8 +170,9 @@ void Engine::Loop() {
   // Kernels of a lone sequence run on this many threads. Small models decode
   // faster on one: a parallel region costs more than their whole layer,
   // and OpenMP's spin-then-sleep barriers are slow on shared cores.
-  omp_set_num_threads(options_.sequence_threads > 0 ? std::min(int(options_.sequence_threads), ThreadLimit())
-                                                     : ThreadLimit());
+  const int limit = ThreadLimit();
+  omp_set_num_threads(options_.sequence_threads > 0 ? std::min(int(options_.sequence_threads), limit)
+                                                    : limit);
   for (;;) {
     std::vector<std::unique_ptr<Sequence>> admitted;
     {

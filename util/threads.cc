@@ -133,6 +133,7 @@ int IdleThreads(int max_threads) {
 
 int ThreadsForNextStep(int max_threads) {
   const int n = IdleThreads(max_threads);
+
   omp_set_num_threads(n);
   return n;
 }
