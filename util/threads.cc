@@ -43,6 +43,8 @@ class OtherLoad {
     if (sched_getaffinity(0, sizeof set, &set) == 0)
       for (int c = 0; c < CPU_SETSIZE; ++c)
         if (CPU_ISSET(c, &set)) cpus_.push_back(c);
+    if (cpus_.empty())
+      for (int c = 0; c < omp_get_num_procs(); ++c) cpus_.push_back(c);
     ticks_per_s_ = double(sysconf(_SC_CLK_TCK));
     Read(&last_);
     // Until a second reading: the tasks running now besides this one, the
@@ -63,7 +65,11 @@ class OtherLoad {
     const auto now = std::chrono::steady_clock::now();
     if (std::chrono::duration<double>(now - last_.when).count() < kInterval) return busy_;
     Reading r;
-    if (!Read(&r) || last_.busy_ticks < 0) return busy_;
+    if (!Read(&r)) return busy_;
+    if (last_.busy_ticks < 0) {  // the first reading failed: this one starts the series
+      last_ = r;
+      return busy_;
+    }
     const double wall = std::chrono::duration<double>(r.when - last_.when).count();
     const double all = double(r.busy_ticks - last_.busy_ticks) / ticks_per_s_;
     busy_ = std::max(0.0, (all - (r.own_seconds - last_.own_seconds)) / wall);
