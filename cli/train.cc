@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "cli/args.h"
 #include "cli/threads_option.h"
 #include "tokenizer/token_file.h"
+#include "train/recall_eval.h"
 #include "train/synthetic.h"
 #include "train/trainer.h"
 #include "ops/gemm_rate.h"
@@ -22,11 +24,16 @@ namespace {
 const char kUsage[] =
     "usage: swan train --data TRAIN.bin --out RUN [options]\n"
     "       swan train synth --out DIR [--docs N] [--chars C] [--kinds passkey,kv,code] [--seed S]\n"
+    "       swan train recall --out DIR [...]   recall tasks in token-id space, with labels\n"
+    "                                           (`swan train recall --help`)\n"
     "data (token files from `swan tokenize --out`):\n"
     "  --data FILE          training tokens\n"
     "  --val FILE           held-out tokens (default: FILE's .val.bin twin when it exists)\n"
     "  --synthetic FILE     tokenized synthetic retrieval documents (`swan train synth`)\n"
     "  --synthetic-rate R   fraction of sequences drawn from them (default 0.1 with --synthetic)\n"
+    "  A token file with labels beside it (DATA.labels, from `swan train recall`) weighs each\n"
+    "  token's loss by its label (e.g. answers only), and its held-out twin reports recall\n"
+    "  accuracy by key->query distance (RUN/recall_log.csv, RUN/recall.svg)\n"
     "model:\n"
     "  --preset NAME        shape from scratch: tiny, mini, small (~7M at vocab 4K; default)\n"
     "  --init DIR           start from a Hugging Face model directory (continual pretraining)\n"
@@ -44,6 +51,8 @@ const char kUsage[] =
     "                       (default: --lr; a new router's bias of +2 takes ~2/LR steps to reach 0)\n"
     "optimization:\n"
     "  --context T          training context (default 256)\n"
+    "  --context-schedule S a curriculum: CTX:STEP,... trains at CTX until STEP, then the next,\n"
+    "                       then --context (e.g. 128:400,256:800)\n"
     "  --batch B            sequences per micro-batch (default 4)\n"
     "  --accum K            micro-batches per step (default 1)\n"
     "  --steps N            optimizer steps (default 1000)\n"
@@ -59,12 +68,34 @@ const char kUsage[] =
     "  --resume             continue RUN from its checkpoint exactly\n"
     "  --eval-every N       held-out loss every N steps (default 100)\n"
     "  --eval-seqs N        held-out sequences per evaluation (default 8)\n"
+    "  --eval-bins EDGES    recall distance bins (default from the plan: [1,W/4), [W/4,W),\n"
+    "                       [W, window layers * (W-1)), [.., T]; full plans: T/8, T/2)\n"
     "  --checkpoint-every N checkpoint every N steps (default 100; also on Ctrl-C)\n"
     "  --log-every N        progress and log row every N steps (default 1)\n"
     "  --time-limit MIN     stop, checkpoint and export after MIN minutes\n"
     "  --quiet              no progress line\n"
     "  --gemm-report        measure the GEMM rate in the run's precision afterwards (oneDNN;\n"
     "                       bf16: swan's own where oneDNN has none) and compare\n";
+
+// "128:400,256:800" -> {{400, 128}, {800, 256}}.
+std::vector<std::pair<int64_t, int64_t>> ParseContextSchedule(const std::string& spec) {
+  std::vector<std::pair<int64_t, int64_t>> schedule;
+  for (const std::string& item : SplitList(spec, ',')) {
+    const size_t colon = item.find(':');
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument(item);
+      size_t used_ctx = 0, used_step = 0;
+      const int64_t context = std::stoll(item.substr(0, colon), &used_ctx);
+      const int64_t step = std::stoll(item.substr(colon + 1), &used_step);
+      if (used_ctx != colon || used_step != item.size() - colon - 1) throw std::invalid_argument(item);
+      schedule.push_back({step, context});
+    } catch (const std::logic_error&) {
+      throw std::invalid_argument("--context-schedule '" + spec + "': '" + item +
+                                  "' is not CTX:STEP (e.g. 128:400,256:800)");
+    }
+  }
+  return schedule;
+}
 
 void OnSigint(int) { StopRequested().store(true); std::signal(SIGINT, SIG_DFL); }
 
@@ -98,9 +129,13 @@ int Synth(const std::vector<std::string>& words) {
 
 }  // namespace
 
+int RunTrainRecall(const std::vector<std::string>& words);  // cli/train_recall.cc
+
 int RunTrain(const std::vector<std::string>& words) {
   if (!words.empty() && words[0] == "synth")
     return Synth(std::vector<std::string>(words.begin() + 1, words.end()));
+  if (!words.empty() && words[0] == "recall")
+    return RunTrainRecall(std::vector<std::string>(words.begin() + 1, words.end()));
   const Args args(words, {"--help", "-h", "--resume", "--quiet", "--gemm-report",
                           "--router-gamma-constant"});
   if (words.empty() || args.Has("--help") || args.Has("-h")) {
@@ -114,7 +149,7 @@ int RunTrain(const std::vector<std::string>& words) {
                       "--checkpoint-every", "--log-every", "--time-limit", "--quiet",
                       "--gemm-report", "--debug-kill-after", "--router-gamma", "--router-eps",
                       "--router-alpha", "--router-gamma-constant", "--router-lr", "--matmul",
-                      "-t", "--threads"});
+                      "--context-schedule", "--eval-bins", "-t", "--threads"});
   ApplyThreadsOption(args);
   if (!args.Has("--data")) throw std::invalid_argument("--data TRAIN.bin is required\n" + std::string(kUsage));
   if (!args.Has("--out")) throw std::invalid_argument("--out RUN is required\n" + std::string(kUsage));
@@ -162,6 +197,13 @@ int RunTrain(const std::vector<std::string>& words) {
   o.resume = args.Has("--resume");
   o.eval_every = args.GetInt("--eval-every", 100);
   o.eval_sequences = args.GetInt("--eval-seqs", 8);
+  if (args.Has("--eval-bins")) o.eval_bins = ParseRecallBins(args.Get("--eval-bins", ""));
+  o.context_schedule = ParseContextSchedule(args.Get("--context-schedule", ""));
+  // Recall data says how likely a guess is right.
+  const std::filesystem::path recall_json =
+      std::filesystem::path(o.train_data).parent_path() / "recall.json";
+  if (std::filesystem::exists(recall_json))
+    o.recall_chance = nlohmann::json::parse(std::ifstream(recall_json)).value("chance", 0.0);
   o.checkpoint_every = args.GetInt("--checkpoint-every", 100);
   o.log_every = std::max<long long>(1, args.GetInt("--log-every", 1));
   o.time_limit_s = args.GetDouble("--time-limit", 0) * 60;
@@ -185,6 +227,19 @@ int RunTrain(const std::vector<std::string>& words) {
               r.last_val_loss >= 0 ? (" | val " + std::to_string(r.last_val_loss)).c_str() : "",
               route, r.tokens_per_s, MatmulPrecisionName(o.matmul), r.gemm_gflops,
               100 * r.gemm_share, convert, 100 * r.attention_share);
+  if (r.empty_steps > 0)
+    std::printf("note: %lld steps held no token with a loss weight and changed nothing (is the "
+                "context, or a --context-schedule stage, shorter than the data's distances?)\n",
+                (long long)r.empty_steps);
+  if (!r.last_recall.empty()) {
+    std::printf("held-out recall by key->query distance:");
+    for (size_t b = 0; b < r.last_recall.size(); ++b) {
+      std::printf(" [%lld,%lld) ", (long long)r.recall_bins[b], (long long)r.recall_bins[b + 1]);
+      if (r.last_recall[b] < 0) std::printf("-");
+      else std::printf("%.1f%%", 100 * r.last_recall[b]);
+    }
+    std::printf("%s\n", o.recall_chance > 0 ? (" (chance " + std::to_string(100 * o.recall_chance).substr(0, 4) + "%)").c_str() : "");
+  }
   if (args.Has("--gemm-report")) {
     // The yardstick in the run's own precision, on the product it ran on.
     if (bf16) {

@@ -1,6 +1,7 @@
 #include "train/data.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <numeric>
 #include <stdexcept>
 
@@ -15,7 +16,7 @@ uint64_t HashIndex(uint64_t seed, uint64_t stream, uint64_t index) {
 
 namespace {
 
-std::unique_ptr<TokenFile> Open(const std::string& path, const char* what, int64_t seq) {
+std::unique_ptr<TokenFile> OpenTokens(const std::string& path, const char* what, int64_t seq) {
   auto f = std::make_unique<TokenFile>(path);
   if (f->size() < uint64_t(seq + 1))
     throw std::runtime_error(std::string(what) + " " + path + " has " + std::to_string(f->size()) +
@@ -28,23 +29,51 @@ constexpr uint64_t kStreamOrder = 1, kStreamMix = 2, kStreamDoc = 3;
 
 }  // namespace
 
-DataLoader::DataLoader(const DataOptions& options) : options_(options) {
+DataLoader::Source DataLoader::Open(const std::string& path, const char* what, int64_t seq) {
+  Source source;
+  source.file = OpenTokens(path, what, seq);
+  const std::string labels_path = LabelsPath(path);
+  if (!std::filesystem::exists(labels_path)) return source;
+  source.labels = std::make_unique<TokenLabels>(ReadTokenLabels(labels_path));
+  if (source.labels->size() != source.file->size())
+    throw std::runtime_error(labels_path + " labels " + std::to_string(source.labels->size()) +
+                             " tokens, " + path + " holds " + std::to_string(source.file->size()));
+  const uint32_t doc = source.labels->doc_tokens;
+  if (doc > 0 && doc < uint64_t(seq + 1))
+    throw std::runtime_error(std::string(what) + " " + path + " has documents of " +
+                             std::to_string(doc) + " tokens, fewer than the context " +
+                             std::to_string(seq) + " + 1; use a --context of at most " +
+                             std::to_string(doc - 1));
+  return source;
+}
+
+int64_t DataLoader::Source::Sequences(int64_t seq) const {
+  if (labels && labels->doc_tokens > 0) return int64_t(file->size() / labels->doc_tokens);
+  return int64_t((file->size() - 1) / uint64_t(seq));
+}
+
+uint64_t DataLoader::Source::Start(int64_t sequence, int64_t seq) const {
+  const uint64_t stride = labels && labels->doc_tokens > 0 ? labels->doc_tokens : uint64_t(seq);
+  return uint64_t(sequence) * stride;
+}
+
+DataLoader::DataLoader(const DataOptions& options) : options_(options), seq_(options.seq) {
   if (options.seq <= 0) throw std::invalid_argument("data: the context must be positive");
   train_ = Open(options.train_path, "training data", options.seq);
   if (!options.val_path.empty()) {
     val_ = Open(options.val_path, "held-out data", options.seq);
-    if (val_->vocab_size() != train_->vocab_size())
+    if (val_.file->vocab_size() != train_.file->vocab_size())
       throw std::runtime_error("held-out data " + options.val_path + " has vocabulary " +
-                               std::to_string(val_->vocab_size()) + ", the training data " +
-                               std::to_string(train_->vocab_size()));
+                               std::to_string(val_.file->vocab_size()) + ", the training data " +
+                               std::to_string(train_.file->vocab_size()));
   }
   if (!options.synthetic_path.empty() && options.synthetic_rate > 0) {
-    synthetic_ = Open(options.synthetic_path, "synthetic data", options.seq);
-    if (synthetic_->vocab_size() != train_->vocab_size())
+    synthetic_ = OpenTokens(options.synthetic_path, "synthetic data", options.seq);
+    if (synthetic_->vocab_size() != train_.file->vocab_size())
       throw std::runtime_error("synthetic data " + options.synthetic_path +
                                " was tokenized with another vocabulary (" +
                                std::to_string(synthetic_->vocab_size()) + " vs " +
-                               std::to_string(train_->vocab_size()) + ")");
+                               std::to_string(train_.file->vocab_size()) + ")");
     // Documents end with the end-of-document id, which is the file's last id.
     // A sequence starts at a document's start, or, for a document longer
     // than a sequence, ends at its end, so that the retrieval question (at
@@ -63,27 +92,36 @@ DataLoader::DataLoader(const DataOptions& options) : options_(options) {
   }
 }
 
-int64_t DataLoader::train_sequences() const {
-  return int64_t((train_->size() - 1) / uint64_t(options_.seq));
+void DataLoader::set_context(int64_t seq) {
+  if (seq < 1 || seq > options_.seq)
+    throw std::invalid_argument("data: context " + std::to_string(seq) + " outside 1.." +
+                                std::to_string(options_.seq));
+  seq_ = seq;
 }
 
-int64_t DataLoader::val_sequences() const {
-  return val_ ? int64_t((val_->size() - 1) / uint64_t(options_.seq)) : 0;
-}
+int64_t DataLoader::train_sequences() const { return train_.Sequences(seq_); }
 
-void DataLoader::Read(const TokenFile& file, uint64_t start, int32_t* tokens,
-                      int32_t* targets) const {
-  const int64_t T = options_.seq;
+int64_t DataLoader::val_sequences() const { return val_.file ? val_.Sequences(seq_) : 0; }
+
+void DataLoader::Read(const TokenFile& file, const TokenLabels* labels, uint64_t start, int64_t s,
+                      const BatchBuffers& out) const {
+  const int64_t T = seq_;
   std::vector<int32_t> buf(size_t(T + 1));  // (T + 1)
   file.Read(start, buf);
-  std::copy(buf.begin(), buf.begin() + T, tokens);
-  std::copy(buf.begin() + 1, buf.end(), targets);
+  std::copy(buf.begin(), buf.begin() + T, out.tokens + s * T);
+  std::copy(buf.begin() + 1, buf.end(), out.targets + s * T);
+  // A target's label is the label of the token it is: start + 1 + t.
+  for (int64_t t = 0; t < T; ++t) {
+    const uint64_t i = start + 1 + uint64_t(t);
+    if (out.weights) out.weights[s * T + t] = labels ? labels->Weight(i) : 1.0f;
+    if (out.distances) out.distances[s * T + t] = labels ? labels->distance[i] : 0;
+  }
 }
 
 uint64_t DataLoader::ChunkOf(int64_t index) {
   const int64_t n = train_sequences();
   const int64_t epoch = index / n;
-  if (epoch != epoch_) {
+  if (epoch != epoch_ || seq_ != epoch_seq_) {
     // Fisher-Yates with the counter-based generator: a permutation per epoch.
     order_.resize(static_cast<size_t>(n));
     std::iota(order_.begin(), order_.end(), 0u);
@@ -93,33 +131,31 @@ uint64_t DataLoader::ChunkOf(int64_t index) {
       std::swap(order_[size_t(i)], order_[size_t(j)]);
     }
     epoch_ = epoch;
+    epoch_seq_ = seq_;
   }
   return order_[size_t(index % n)];
 }
 
-void DataLoader::TrainBatch(int64_t first, int64_t count, int32_t* tokens, int32_t* targets) {
-  const int64_t T = options_.seq;
+void DataLoader::TrainBatch(int64_t first, int64_t count, const BatchBuffers& out) {
   for (int64_t s = 0; s < count; ++s) {
     const uint64_t index = uint64_t(first + s);
-    int32_t* tok = tokens + s * T;
-    int32_t* tgt = targets + s * T;
     if (synthetic_) {
       const double u = double(HashIndex(options_.seed, kStreamMix, index) >> 11) * 0x1.0p-53;
       if (u < options_.synthetic_rate) {
         const uint64_t doc = HashIndex(options_.seed, kStreamDoc, index) % synthetic_docs_.size();
-        Read(*synthetic_, synthetic_docs_[doc], tok, tgt);
+        Read(*synthetic_, nullptr, synthetic_docs_[doc], s, out);  // every token weighs 1
         continue;
       }
     }
-    Read(*train_, ChunkOf(int64_t(index)) * uint64_t(T), tok, tgt);
+    Read(*train_.file, train_.labels.get(), train_.Start(int64_t(ChunkOf(int64_t(index))), seq_), s,
+         out);
   }
 }
 
-void DataLoader::ValBatch(int64_t first, int64_t count, int32_t* tokens, int32_t* targets) const {
-  if (!val_) throw std::logic_error("ValBatch without held-out data");
-  const int64_t T = options_.seq;
+void DataLoader::ValBatch(int64_t first, int64_t count, const BatchBuffers& out) const {
+  if (!val_.file) throw std::logic_error("ValBatch without held-out data");
   for (int64_t s = 0; s < count; ++s)
-    Read(*val_, uint64_t((first + s) % val_sequences()) * uint64_t(T), tokens + s * T, targets + s * T);
+    Read(*val_.file, val_.labels.get(), val_.Start((first + s) % val_sequences(), seq_), s, out);
 }
 
 }  // namespace swan

@@ -273,11 +273,10 @@ double LogSumExp(const float* row, int64_t vocab) {
 
 }  // namespace
 
-double CrossEntropyForward(float* losses, const float* logits, const int32_t* targets, int64_t n,
-                           int64_t vocab) {
-  double total = 0;
-  int64_t counted = 0;
-#pragma omp parallel for reduction(+ : total, counted) if (n > 16)
+double CrossEntropyForward(float* losses, const float* logits, const int32_t* targets,
+                           const float* weights, int64_t n, int64_t vocab) {
+  double total = 0, weight_sum = 0;
+#pragma omp parallel for reduction(+ : total, weight_sum) if (n > 16)
   for (int64_t t = 0; t < n; ++t) {
     if (targets[t] < 0) {
       losses[t] = 0;
@@ -285,26 +284,28 @@ double CrossEntropyForward(float* losses, const float* logits, const int32_t* ta
     }
     const float* row = logits + t * vocab;
     const double loss = LogSumExp(row, vocab) - double(row[targets[t]]);
+    const double w = weights ? weights[t] : 1.0;
     losses[t] = float(loss);
-    total += loss;
-    ++counted;
+    total += w * loss;
+    weight_sum += w;
   }
-  return counted ? total / double(counted) : 0.0;
+  return weight_sum > 0 ? total / weight_sum : 0.0;
 }
 
 void CrossEntropyBackward(float* d_logits, const float* logits, const int32_t* targets,
-                          float d_loss, int64_t n, int64_t vocab) {
+                          const float* weights, float d_loss, int64_t n, int64_t vocab) {
 #pragma omp parallel for if (n > 16)
   for (int64_t t = 0; t < n; ++t) {
     const float* row = logits + t * vocab;
     float* d = d_logits + t * vocab;
-    if (targets[t] < 0) {
+    const float scale = d_loss * (weights ? weights[t] : 1.0f);
+    if (targets[t] < 0 || scale == 0) {
       for (int64_t j = 0; j < vocab; ++j) d[j] = 0;
       continue;
     }
     const float lse = float(LogSumExp(row, vocab));
-    for (int64_t j = 0; j < vocab; ++j) d[j] = std::exp(row[j] - lse) * d_loss;
-    d[targets[t]] -= d_loss;
+    for (int64_t j = 0; j < vocab; ++j) d[j] = std::exp(row[j] - lse) * scale;
+    d[targets[t]] -= scale;
   }
 }
 

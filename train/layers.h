@@ -131,14 +131,16 @@ class AttentionTimer {
 };
 
 // --- softmax cross-entropy over the vocabulary -----------------------------------
-// losses[t] = logsumexp(logits[t]) - logits[t][targets[t]]; a target < 0
-// is ignored (loss 0). Returns the mean over the counted tokens.
-//   losses [n], logits [n, vocab], targets [n]
-double CrossEntropyForward(float* losses, const float* logits, const int32_t* targets, int64_t n,
-                           int64_t vocab);
-// d_logits = d_loss * (softmax(logits) - onehot(target)), written; d_logits
-// may alias logits (the usual case: logits are not needed afterwards).
+// losses[t] = logsumexp(logits[t]) - logits[t][targets[t]], unweighted; a
+// target < 0 is ignored (loss 0). Returns the weighted mean over the
+// counted tokens, sum(w_t * losses[t]) / sum(w_t), with w_t = weights[t] or
+// 1 when weights is null (0 when no weight is counted).
+//   losses [n], logits [n, vocab], targets [n], weights [n] or null
+double CrossEntropyForward(float* losses, const float* logits, const int32_t* targets,
+                           const float* weights, int64_t n, int64_t vocab);
+// d_logits = d_loss * w_t * (softmax(logits) - onehot(target)), written;
+// d_logits may alias logits (the usual case: logits are not needed afterwards).
 void CrossEntropyBackward(float* d_logits, const float* logits, const int32_t* targets,
-                          float d_loss, int64_t n, int64_t vocab);
+                          const float* weights, float d_loss, int64_t n, int64_t vocab);
 
 }  // namespace swan

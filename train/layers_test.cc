@@ -284,29 +284,36 @@ TEST(LayersGrad, AttentionWindowSinks) { CheckAttention("attention w3+1 sink", S
 
 TEST(LayersGrad, CrossEntropy) {
   std::mt19937_64 rng(8);
-  const int64_t n = 4, vocab = 11;
-  const std::vector<int32_t> targets = {3, 0, -1, 10};
+  const int64_t n = 5, vocab = 11;
+  const std::vector<int32_t> targets = {3, 0, -1, 10, 7};
   const auto logits = RandomVector(rng, size_t(n * vocab), 3.0);
-  auto ref = [&](const std::vector<double>& l) {
-    double total = 0;
-    int counted = 0;
-    for (int64_t t = 0; t < n; ++t) {
-      if (targets[size_t(t)] < 0) continue;
-      double sum = 0;
-      for (int64_t j = 0; j < vocab; ++j) sum += std::exp(l[size_t(t * vocab + j)]);
-      total += std::log(sum) - l[size_t(t * vocab + targets[size_t(t)])];
-      ++counted;
-    }
-    return total / counted;
-  };
-  const auto lf = ToFloat(logits);
-  std::vector<float> losses(static_cast<size_t>(n));
-  const double mean = CrossEntropyForward(losses.data(), lf.data(), targets.data(), n, vocab);
-  EXPECT_NEAR(mean, ref(logits), 1e-5);
-  EXPECT_EQ(losses[2], 0.0f);
-  std::vector<float> d = lf;  // in place, as the model runs it
-  CrossEntropyBackward(d.data(), d.data(), targets.data(), 1.0f / 3, n, vocab);
-  Report("cross-entropy d_logits", RelativeError(d, NumericGradient(ref, logits)));
+  // Unweighted (null), and answer-style weights: 0 on a counted token too.
+  const std::vector<float> weights = {1.0f, 0.25f, 1.0f, 0.0f, 2.0f};
+  for (const float* w : {static_cast<const float*>(nullptr), weights.data()}) {
+    SCOPED_TRACE(w ? "weighted" : "unweighted");
+    auto ref = [&](const std::vector<double>& l) {
+      double total = 0, weight_sum = 0;
+      for (int64_t t = 0; t < n; ++t) {
+        if (targets[size_t(t)] < 0) continue;
+        double sum = 0;
+        for (int64_t j = 0; j < vocab; ++j) sum += std::exp(l[size_t(t * vocab + j)]);
+        const double wt = w ? w[t] : 1.0;
+        total += wt * (std::log(sum) - l[size_t(t * vocab + targets[size_t(t)])]);
+        weight_sum += wt;
+      }
+      return total / weight_sum;
+    };
+    const double weight_sum = w ? 1.0 + 0.25 + 0.0 + 2.0 : 4.0;
+    const auto lf = ToFloat(logits);
+    std::vector<float> losses(static_cast<size_t>(n));
+    const double mean = CrossEntropyForward(losses.data(), lf.data(), targets.data(), w, n, vocab);
+    EXPECT_NEAR(mean, ref(logits), 1e-5);
+    EXPECT_EQ(losses[2], 0.0f);
+    EXPECT_GT(losses[3], 0.0f);  // the per-token loss stays unweighted
+    std::vector<float> d = lf;   // in place, as the model runs it
+    CrossEntropyBackward(d.data(), d.data(), targets.data(), w, float(1.0 / weight_sum), n, vocab);
+    Report("cross-entropy d_logits", RelativeError(d, NumericGradient(ref, logits)));
+  }
 }
 
 }  // namespace

@@ -257,7 +257,7 @@ void TrainModel::Allocate(int64_t batch, int64_t seq) {
 }
 
 double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_t batch,
-                           int64_t seq) {
+                           int64_t seq, const float* weights) {
   if (batch <= 0 || seq <= 0) throw std::invalid_argument("Forward: empty batch");
   Allocate(batch, seq);
   Activations& a = acts_;
@@ -265,8 +265,14 @@ double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_
   const int64_t QD = shape_.q_dim(), KD = shape_.kv_dim(), H = shape_.n_heads;
   std::copy(tokens, tokens + N, a.tokens.begin());
   std::copy(targets, targets + N, a.targets.begin());
+  if (weights) a.weights.assign(weights, weights + N);
+  else a.weights.clear();
   counted_ = 0;
-  for (int64_t t = 0; t < N; ++t) counted_ += targets[t] >= 0;
+  counted_weight_ = 0;
+  for (int64_t t = 0; t < N; ++t) {
+    counted_ += targets[t] >= 0;
+    if (targets[t] >= 0) counted_weight_ += weights ? weights[t] : 1.0;
+  }
   if (matmul_ == MatmulPrecision::kBF16 && params16_stale_) RefreshBF16Params();
 
   EmbeddingForward(a.residual.data(), tokens, params_.data(), N, V, C);
@@ -321,7 +327,8 @@ double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_
   RmsNormForward(a.final_xn.data(), a.final_rstd.data(), At(a.residual, shape_.n_layers * N * C),
                  final_norm, shape_.rms_eps, N, C);
   Project(a.logits.data(), a.final_xn.data(), head, N, C, V);
-  const double loss = CrossEntropyForward(a.losses.data(), a.logits.data(), a.targets.data(), N, V);
+  const float* w = a.weights.empty() ? nullptr : a.weights.data();
+  const double loss = CrossEntropyForward(a.losses.data(), a.logits.data(), a.targets.data(), w, N, V);
   // The regularizer weighs each token by its NLL, so it follows the loss.
   routing_.tokens = N;
   routing_.regularizer = 0;
@@ -344,7 +351,8 @@ void TrainModel::Backward(float loss_scale) {
   const int64_t L = shape_.n_layers;
 
   // Loss -> logits -> final norm, in reverse order of the forward.
-  CrossEntropyBackward(a.logits.data(), a.logits.data(), a.targets.data(), loss_scale, N, V);
+  CrossEntropyBackward(a.logits.data(), a.logits.data(), a.targets.data(),
+                       a.weights.empty() ? nullptr : a.weights.data(), loss_scale, N, V);
   const ParamTensor& norm_t = tensor("model.norm.weight");
   const int64_t head_offset = shape_.tied_embeddings ? 0 : tensors_.back().offset;
   ProjectBackward(s.d_xn.data(), At(grads_, head_offset), a.logits.data(), a.final_xn.data(),

@@ -103,15 +103,17 @@ class TrainModel {
   MatmulPrecision matmul() const { return matmul_; }
 
   // Runs B sequences of T tokens (token t at position t) and returns the
-  // mean cross-entropy against `targets` (< 0: not counted). Keeps the
-  // activations for Backward. With routed layers the objective also holds
-  // the router regularizer: router_loss() per counted token.
-  //   tokens, targets [B, T]
-  double Forward(const int32_t* tokens, const int32_t* targets, int64_t batch, int64_t seq);
-  // Adds d(loss_scale * (sum of counted token losses + the router
-  // regularizer's sum))/d(params) into grads(); the hard gates backpropagate
-  // by the straight-through estimator. The usual loss_scale is
-  // 1 / (counted tokens of all micro-batches).
+  // mean cross-entropy against `targets` (< 0: not counted), weighted by
+  // `weights` when given (answer-only losses: tokens/token_labels.h). Keeps
+  // the activations for Backward. With routed layers the objective also
+  // holds the router regularizer: router_loss() per counted token.
+  //   tokens, targets [B, T], weights [B, T] or null (all 1)
+  double Forward(const int32_t* tokens, const int32_t* targets, int64_t batch, int64_t seq,
+                 const float* weights = nullptr);
+  // Adds d(loss_scale * (sum of counted tokens' weighted losses + the
+  // router regularizer's sum))/d(params) into grads(); the hard gates
+  // backpropagate by the straight-through estimator. The usual loss_scale
+  // is 1 / (the weight of the counted tokens of all micro-batches).
   void Backward(float loss_scale);
 
   // Routing of the last Forward.
@@ -127,8 +129,9 @@ class TrainModel {
   std::string FirstNonFinite() const;
   // The logits of the last Forward, (B*T, V); overwritten by Backward.
   const std::vector<float>& logits() const { return acts_.logits; }
-  // Number of counted tokens in the last Forward.
+  // Number of counted tokens in the last Forward, and their summed weight.
   int64_t counted_tokens() const { return counted_; }
+  double counted_weight() const { return counted_weight_; }
 
  private:
   struct LayerParams {
@@ -148,6 +151,7 @@ class TrainModel {
   struct Activations {
     int64_t batch = 0, seq = 0;
     std::vector<int32_t> tokens, targets;  // (N)
+    std::vector<float> weights;      // (N) loss weight of each target; empty: all 1
     std::vector<int32_t> pos;        // (T) 0..T-1
     std::vector<float> residual;     // (L+1, N, C) the stream entering each layer; [L] leaves the last
     std::vector<float> attn_xn;      // (L, N, C)
@@ -218,6 +222,7 @@ class TrainModel {
   Activations acts_;
   Scratch scratch_;
   int64_t counted_ = 0;
+  double counted_weight_ = 0;
 };
 
 }  // namespace swan

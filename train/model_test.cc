@@ -293,6 +293,45 @@ TEST(ModelGrad, FullUntied) { CheckModelGradient("full", false); }
 TEST(ModelGrad, RoutedSinksTied) { CheckModelGradient("routed:4,sinks:1", true); }
 TEST(ModelGrad, RoutedAndFullNopeUntied) { CheckModelGradient("full,layer1:routed:3,nope:full", false); }
 
+// Loss weights: 0 on a token is the same as not counting it, and a weight
+// scales its token's share of the loss and of every gradient.
+TEST(ModelWeights, ZeroWeightDropsATokenAndWeightsScaleItsShare) {
+  ModelShape shape = PresetShape("tiny", 32, 16);
+  TrainModel model(shape, TinyPlan("hybrid:1:1,window:4", shape.n_layers));
+  model.InitRandom(5);
+  const int64_t batch = 2, seq = 8, n = batch * seq;
+  std::mt19937_64 rng(3);
+  std::uniform_int_distribution<int32_t> id(0, 31);
+  const size_t count = static_cast<size_t>(n);
+  std::vector<int32_t> tokens(count), targets(count), dropped(count);
+  std::vector<float> weights(count);  // [B, T]
+  for (int64_t i = 0; i < n; ++i) {
+    tokens[size_t(i)] = id(rng);
+    targets[size_t(i)] = id(rng);
+    weights[size_t(i)] = i % 3 == 0 ? 0.0f : 1.0f;
+    dropped[size_t(i)] = i % 3 == 0 ? -1 : targets[size_t(i)];
+  }
+  auto run = [&](const std::vector<int32_t>& tgt, const float* w, double* loss) {
+    model.ZeroGrads();
+    *loss = model.Forward(tokens.data(), tgt.data(), batch, seq, w);
+    model.Backward(float(1.0 / model.counted_weight()));
+    return std::vector<float>(model.grads().begin(), model.grads().end());
+  };
+  double weighted_loss, dropped_loss, doubled_loss;
+  const auto g_weighted = run(targets, weights.data(), &weighted_loss);
+  EXPECT_EQ(model.counted_tokens(), n);
+  const auto g_dropped = run(dropped, nullptr, &dropped_loss);
+  EXPECT_NEAR(weighted_loss, dropped_loss, 1e-6);
+  EXPECT_LT(testing::RelativeError(g_weighted, std::vector<double>(g_dropped.begin(), g_dropped.end())),
+            1e-6);
+  // Twice the weight everywhere: the same normalized loss and gradient.
+  for (float& w : weights) w *= 2;
+  const auto g_doubled = run(targets, weights.data(), &doubled_loss);
+  EXPECT_NEAR(doubled_loss, weighted_loss, 1e-6);
+  EXPECT_LT(testing::RelativeError(g_doubled, std::vector<double>(g_weighted.begin(), g_weighted.end())),
+            1e-6);
+}
+
 TEST(ModelGrad, FirstNonFiniteNamesTheLayer) {
   const ModelShape shape = PresetShape("tiny", 32, 16);
   TrainModel model(shape, TinyPlan("full", shape.n_layers));

@@ -19,6 +19,8 @@
 #include "train/hf_io.h"
 #include "train/layers.h"
 #include "train/model.h"
+#include "train/recall_eval.h"
+#include "train/recall_log.h"
 #include "train/run_log.h"
 #include "util/threads.h"
 
@@ -72,7 +74,25 @@ std::string Fingerprint(const TrainModel& model, const TrainOptions& o, uint64_t
   j["synthetic_rate"] = o.synthetic_rate;
   // Only when not the default, so that checkpoints from before the option resume.
   if (o.matmul != MatmulPrecision::kF32) j["matmul"] = MatmulPrecisionName(o.matmul);
+  if (!o.context_schedule.empty()) j["context_schedule"] = o.context_schedule;
   return j.dump();
+}
+
+// The context step `step` (0-based) trains at.
+int64_t ContextAt(const TrainOptions& o, int64_t step) {
+  for (const auto& [until, context] : o.context_schedule)
+    if (step < until) return context;
+  return o.context;
+}
+
+void CheckSchedule(const TrainOptions& o) {
+  int64_t last_until = 0;
+  for (const auto& [until, context] : o.context_schedule) {
+    if (until <= last_until || context < 1 || context > o.context)
+      throw std::invalid_argument("--context-schedule: steps must increase and contexts lie in 1.." +
+                                  std::to_string(o.context) + " (--context)");
+    last_until = until;
+  }
 }
 
 void CheckGradients(TrainModel& model, int64_t step) {
@@ -90,6 +110,7 @@ TrainResult Train(const TrainOptions& o) {
   if (o.run_dir.empty()) throw std::invalid_argument("a run directory (--out) is required");
   if (o.context <= 0 || o.batch <= 0 || o.accum <= 0 || o.steps <= 0)
     throw std::invalid_argument("--context, --batch, --accum and --steps must be positive");
+  CheckSchedule(o);
   fs::create_directories(o.run_dir);
   const std::string ckpt_path = (fs::path(o.run_dir) / "checkpoint.bin").string();
   if (!o.resume && fs::exists(ckpt_path))
@@ -189,23 +210,49 @@ TrainResult Train(const TrainOptions& o) {
   };
 
   RunLog log(o.run_dir, o.resume ? start_step : 0, routed);
-  const int64_t T = o.context, B = o.batch, N = B * T;
-  std::vector<int32_t> tokens(static_cast<size_t>(N)), targets(static_cast<size_t>(N));  // [B, T]
+  const int64_t T_max = o.context, B = o.batch, N_max = B * T_max;
+  // One buffer set per micro-batch, so a step's whole loss weight is known
+  // before its first backward.   each [accum][B, T]
+  const size_t step_size = size_t(o.accum * N_max);
+  std::vector<int32_t> tokens(step_size), targets(step_size);
+  std::vector<float> weights(step_size);
+  std::vector<uint16_t> distances(step_size);
+  auto micro = [&](int64_t m) {
+    const size_t at = size_t(m * N_max);
+    return BatchBuffers{&tokens[at], &targets[at], &weights[at], &distances[at]};
+  };
+  const bool weighted = loader.has_labels();
 
-  // Held-out loss into row.val_loss, and for routed plans the held-out routing.
-  auto evaluate = [&](LogRow& row) {
+  // Recall by distance on labelled held-out data.
+  const bool recall = loader.has_val_labels();
+  const std::vector<int64_t> recall_edges =
+      !o.eval_bins.empty() ? o.eval_bins : DefaultRecallBins(plan, o.context);
+  RecallLog recall_log(o.run_dir, recall ? recall_edges : std::vector<int64_t>{1, 2},
+                       o.resume ? start_step : 0, o.recall_chance);
+
+  // Held-out loss into row.val_loss, recall accuracy into the tally, and for
+  // routed plans the held-out routing. At the full context.
+  auto evaluate = [&](LogRow& row, RecallTally& tally) {
+    const int64_t train_context = loader.context();
+    loader.set_context(T_max);
     const int64_t n = std::min(o.eval_sequences, loader.val_sequences());
-    double total = 0;
+    double total = 0, total_weight = 0;
     int64_t batches = 0;
     std::vector<int64_t> full(size_t(shape.n_layers), 0);  // [L] tokens on full attention
+    const BatchBuffers buf = micro(0);
     for (int64_t first = 0; first < n; first += B, ++batches) {
-      loader.ValBatch(first, B, tokens.data(), targets.data());
-      total += model.Forward(tokens.data(), targets.data(), B, T);
+      loader.ValBatch(first, B, buf);
+      const double loss = model.Forward(buf.tokens, buf.targets, B, T_max,
+                                        loader.has_val_labels() ? buf.weights : nullptr);
+      total += loss * model.counted_weight();
+      total_weight += model.counted_weight();
+      if (recall) tally.Add(model.logits().data(), buf.targets, buf.distances, B, T_max, shape.vocab);
       for (size_t l = 0; l < full.size(); ++l) full[l] += model.routing().full_tokens[l];
     }
-    row.val_loss = batches ? total / double(batches) : -1.0;
+    loader.set_context(train_context);
+    row.val_loss = total_weight > 0 ? total / total_weight : -1.0;
     if (!routed || batches == 0) return;
-    const double tokens_per_layer = double(batches * N);
+    const double tokens_per_layer = double(batches * N_max);
     int64_t routed_full = 0;
     row.val_full_ratio_by_layer.clear();
     for (int32_t l = 0; l < shape.n_layers; ++l) {
@@ -227,14 +274,31 @@ TrainResult Train(const TrainOptions& o) {
   double train_seconds = 0;
   int64_t last_saved = start_step;
   const bool tty = isatty(2);
+  // Tokens trained before this run's first step (a curriculum changes the
+  // context, so this is a sum, not steps * N).
+  int64_t tokens_before = 0;
+  for (int64_t step = 0; step < start_step; ++step) tokens_before += o.accum * B * ContextAt(o, step);
+  int64_t tokens_done = tokens_before;
   for (int64_t step = start_step; step < o.steps; ++step) {
     const auto step_start = Clock::now();
     ThreadsForNextStep();  // the cores other programs leave idle
+    const int64_t T = ContextAt(o, step);
+    loader.set_context(T);
     model.ZeroGrads();
+    double step_weight = 0;
+    for (int64_t m = 0; m < o.accum; ++m) {
+      const BatchBuffers buf = micro(m);
+      loader.TrainBatch((step * o.accum + m) * B, B, buf);
+      for (int64_t i = 0; i < B * T; ++i) step_weight += weighted ? buf.weights[i] : 1.0;
+    }
+    // A step whose sequences hold no weighted token (a curriculum's short
+    // context may cut every answer off) has nothing to learn: no update.
+    const bool empty = step_weight <= 0;
+    if (empty) ++result.empty_steps;
     double loss = 0, router_loss = 0, full_ratio = 0;  // means over the micro-batches
-    for (int64_t micro = 0; micro < o.accum; ++micro) {
-      loader.TrainBatch((step * o.accum + micro) * B, B, tokens.data(), targets.data());
-      const double l = model.Forward(tokens.data(), targets.data(), B, T);
+    for (int64_t m = 0; m < o.accum && !empty; ++m) {
+      const BatchBuffers buf = micro(m);
+      const double l = model.Forward(buf.tokens, buf.targets, B, T, weighted ? buf.weights : nullptr);
       if (!std::isfinite(l)) {
         log.Write();
         const std::string where = model.FirstNonFinite();
@@ -246,31 +310,50 @@ TrainResult Train(const TrainOptions& o) {
                             : std::string("no checkpoint was written yet")) +
             "; lower --lr, or resume with --resume");
       }
-      loss += l / double(o.accum);
+      loss += l * model.counted_weight() / step_weight;
       router_loss += model.router_loss() / double(o.accum);
       full_ratio += model.full_ratio() / double(o.accum);
-      model.Backward(1.0f / float(N * o.accum));
+      model.Backward(float(1.0 / step_weight));
     }
-    CheckGradients(model, step + 1);
     const double lr = LearningRate(o.schedule, step);
     const double router_lr = LearningRate(router_schedule, step);
-    const double grad_norm = adam.Step(model, lr, router_lr);
+    double grad_norm = 0;
+    if (!empty) {
+      CheckGradients(model, step + 1);
+      grad_norm = adam.Step(model, lr, router_lr);
+    }
     train_seconds += Since(step_start);
     const int64_t done = step + 1;
+    tokens_done += o.accum * B * T;
 
     LogRow row;
     row.step = done;
-    row.tokens = done * o.accum * N;
+    row.tokens = tokens_done;
     row.loss = loss;
     row.lr = lr;
     row.grad_norm = grad_norm;
-    row.tokens_per_s = double((done - start_step) * o.accum * N) / train_seconds;
+    row.tokens_per_s = double(tokens_done - tokens_before) / train_seconds;
     row.router_loss = router_loss;
     row.full_ratio = full_ratio;
+    std::string recall_text;  // " | recall 97/88/40%" for the progress line
     if (o.eval_every > 0 && loader.has_val() && (done % o.eval_every == 0 || done == o.steps)) {
-      evaluate(row);
+      RecallTally tally(recall ? recall_edges : std::vector<int64_t>{1, 2});
+      evaluate(row, tally);
       result.last_val_loss = row.val_loss;
       result.val_full_ratio_by_layer = row.val_full_ratio_by_layer;
+      if (recall) {
+        recall_log.Add(done, tokens_done, tally);
+        result.recall_bins = recall_edges;
+        result.last_recall.clear();
+        recall_text = " | recall";
+        for (size_t b = 0; b < tally.bins(); ++b) {
+          result.last_recall.push_back(tally.Accuracy(b));
+          recall_text += (b ? "/" : " ") + (tally.items(b) ? std::to_string(int(std::lround(
+                                                                 100 * tally.Accuracy(b))))
+                                                           : std::string("-"));
+        }
+        recall_text += "%";
+      }
     }
     row.elapsed_s = Since(run_start);
     result.last_loss = loss;
@@ -287,9 +370,10 @@ TrainResult Train(const TrainOptions& o) {
         std::snprintf(route, sizeof route, " | router %.3g, full %.1f%%", router_loss, 100 * full_ratio);
       if (own_router_lr) std::snprintf(lrs, sizeof lrs, "%.2e (routers %.2e)", lr, router_lr);
       else std::snprintf(lrs, sizeof lrs, "%.2e", lr);
-      std::fprintf(stderr, "%sstep %lld/%lld | loss %.4f%s%s | lr %s | %.0f tok/s | ETA %s   %s",
-                   tty ? "\r" : "", (long long)done, (long long)o.steps, loss, val, route, lrs,
-                   row.tokens_per_s, Duration(eta).c_str(), tty ? "" : "\n");
+      std::fprintf(stderr, "%sstep %lld/%lld | loss %.4f%s%s%s | lr %s | %.0f tok/s | ETA %s   %s",
+                   tty ? "\r" : "", (long long)done, (long long)o.steps, loss, val,
+                   recall_text.c_str(), route, lrs, row.tokens_per_s, Duration(eta).c_str(),
+                   tty ? "" : "\n");
       if (!row.val_full_ratio_by_layer.empty()) {
         std::string by_layer;
         char buf[16];
@@ -308,6 +392,7 @@ TrainResult Train(const TrainOptions& o) {
       save(done);
       last_saved = done;
       log.Write();
+      if (recall) recall_log.Write();
     }
     if (stop) {
       result.interrupted = true;
@@ -318,9 +403,10 @@ TrainResult Train(const TrainOptions& o) {
   if (!o.quiet && tty) std::fprintf(stderr, "\n");
   if (result.steps_done > last_saved) save(result.steps_done);
   log.Write();
+  if (recall) recall_log.Write();
 
   const GemmCounters g = GetGemmCounters();
-  result.tokens_per_s = train_seconds > 0 ? double((result.steps_done - start_step) * o.accum * N) / train_seconds : 0;
+  result.tokens_per_s = train_seconds > 0 ? double(tokens_done - tokens_before) / train_seconds : 0;
   result.gemm_gflops = g.seconds > 0 ? g.flops / g.seconds * 1e-9 : 0;
   const double run_seconds = Since(run_start);
   result.gemm_share = run_seconds > 0 ? g.seconds / run_seconds : 0;

@@ -10,7 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
-
+#include <utility>
 #include <vector>
 
 #include "train/layers.h"
@@ -35,6 +35,10 @@ struct TrainOptions {
   std::string tokenizer;         // tokenizer.json (or its directory) copied into the export
   // Batches: each step is accum micro-batches of `batch` sequences of `context` tokens.
   int64_t context = 256;
+  // A context curriculum: {until_step, context} pairs, increasing; steps
+  // before until_step train at that context (at most `context`, which the
+  // steps after the last pair and every evaluation use). Empty: none.
+  std::vector<std::pair<int64_t, int64_t>> context_schedule;
   int64_t batch = 4;
   int64_t accum = 1;
   int64_t steps = 1000;
@@ -53,6 +57,12 @@ struct TrainOptions {
   // Bookkeeping.
   int64_t eval_every = 100;      // 0 = never
   int64_t eval_sequences = 8;
+  // Held-out data with labels (tokenizer/token_labels.h): recall accuracy
+  // by key->query distance in these bins (edges; empty: DefaultRecallBins),
+  // logged to RUN/recall_log.csv and RUN/recall.svg; `recall_chance` (the
+  // accuracy of a guess, 0 = unknown) is drawn beside them.
+  std::vector<int64_t> eval_bins;
+  double recall_chance = 0;
   int64_t checkpoint_every = 100;  // 0 = only at the end and on SIGINT
   int64_t log_every = 1;
   double time_limit_s = 0;       // stop (checkpoint + export) after this long; 0 = none
@@ -64,6 +74,7 @@ struct TrainOptions {
 
 struct TrainResult {
   int64_t steps_done = 0;
+  int64_t empty_steps = 0;       // steps without a weighted token (no update)
   double last_loss = 0;
   double last_val_loss = -1;
   bool interrupted = false;      // stopped by SIGINT or the time limit
@@ -72,6 +83,9 @@ struct TrainResult {
   double gemm_share = 0;         // fraction of the run's time spent in them
   double convert_share = 0;      // ... and in rounding their inputs to bf16 (--matmul bf16)
   double attention_share = 0;    // ... and in attention (forward and backward)
+  std::vector<double> last_recall;  // [bins] accuracy at the last evaluation (-1: no items); empty
+                                    // without labelled held-out data
+  std::vector<int64_t> recall_bins; // the bins' edges
   // Routed plans only (else -1 / empty):
   double last_router_loss = -1;  // regularizer per counted token of the last step
   double last_full_ratio = -1;   // fraction of (token, routed layer) pairs on full attention

@@ -1,0 +1,128 @@
+// `swan train recall`: recall tasks in token-id space (train/recall_data.h)
+// written as token files with labels (tokenizer/token_labels.h), ready for
+// `swan train --data DIR/train.bin` (its held-out twin train.val.bin is
+// found by name): training and held-out sequences from disjoint seeds.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "tokenizer/token_file.h"
+#include "tokenizer/token_labels.h"
+#include "train/recall_data.h"
+#include "util/bf16.h"
+
+namespace swan::cli {
+namespace {
+
+const char kUsage[] =
+    "usage: swan train recall --out DIR [options]\n"
+    "  --task T            mqar (key-value pairs, queried later; default) or needle (a marker\n"
+    "                      and value tokens, asked for at the end)\n"
+    "  --context T         tokens per sequence (default 512)\n"
+    "  --pairs P           mqar: distinct key-value pairs per sequence (default 32)\n"
+    "  --queries Q         mqar: pairs asked again, each answer weighted 1 (default = pairs)\n"
+    "  --needle-tokens M   needle: value tokens (default 3)\n"
+    "  --bins SPEC         key->query distance mix, LO-HI[:SHARE],... (default 2-T, uniform)\n"
+    "  --keys K --values V --filler F   the vocabulary after 4 markers (default 128, 128, 252:\n"
+    "                      512 ids)\n"
+    "  --filler-weight W   loss weight of the other tokens (default 0: answers only)\n"
+    "  --sequences N       training sequences (default 20000)\n"
+    "  --val-sequences N   held-out sequences (default 256)\n"
+    "  --seed S            training seed; held-out sequences use another (default 1)\n"
+    "writes DIR/train.bin and DIR/train.val.bin with their .labels, and DIR/recall.json\n"
+    "(the options, the seeds, the chance level of a guess)\n";
+
+// Writes `count` sequences as a token file and its labels.
+void WriteSplit(const std::string& path, const RecallOptions& o, int64_t count) {
+  TokenFileWriter tokens(path, uint32_t(RecallVocabSize(o)));
+  TokenLabels labels;
+  labels.doc_tokens = uint32_t(o.context + 1);
+  for (int64_t i = 0; i < count; ++i) {
+    const RecallSequence s = MakeRecallSequence(o, uint64_t(i));
+    tokens.Append(s.tokens);
+    for (size_t t = 0; t < s.tokens.size(); ++t) {
+      labels.weight.push_back(F32ToBF16(s.weight[t]));
+      labels.distance.push_back(s.distance[t]);
+    }
+  }
+  tokens.Close();
+  WriteTokenLabels(LabelsPath(path), labels);
+}
+
+}  // namespace
+
+int RunTrainRecall(const std::vector<std::string>& words) {
+  const Args args(words, {"--help", "-h"});
+  if (words.empty() || args.Has("--help") || args.Has("-h")) {
+    std::printf("%s", kUsage);
+    return words.empty() ? 2 : 0;
+  }
+  args.RejectUnknown({"--out", "--task", "--context", "--pairs", "--queries", "--needle-tokens",
+                      "--bins", "--keys", "--values", "--filler", "--filler-weight", "--sequences",
+                      "--val-sequences", "--seed"});
+  if (!args.Has("--out"))
+    throw std::invalid_argument("--out DIR is required\n" + std::string(kUsage));
+  RecallOptions o;
+  o.task = ParseRecallTask(args.Get("--task", "mqar"));
+  o.context = int32_t(args.GetInt("--context", 512));
+  o.pairs = int32_t(args.GetInt("--pairs", 32));
+  o.queries = int32_t(args.GetInt("--queries", o.pairs));
+  o.needle_tokens = int32_t(args.GetInt("--needle-tokens", 3));
+  o.keys = int32_t(args.GetInt("--keys", 128));
+  o.values = int32_t(args.GetInt("--values", 128));
+  o.filler = int32_t(args.GetInt("--filler", 252));
+  o.filler_weight = float(args.GetDouble("--filler-weight", 0.0));
+  o.seed = uint64_t(args.GetInt("--seed", 1));
+  o.bins = ParseDistanceBins(args.Get("--bins", "2-" + std::to_string(o.context)));
+  ValidateRecallOptions(o);
+  const int64_t sequences = args.GetInt("--sequences", 20000);
+  const int64_t val_sequences = args.GetInt("--val-sequences", 256);
+  if (sequences < 1 || val_sequences < 1)
+    throw std::invalid_argument("--sequences and --val-sequences must be positive");
+
+  const std::string dir = args.Get("--out", "");
+  std::filesystem::create_directories(dir);
+  const std::string train = (std::filesystem::path(dir) / "train.bin").string();
+  const std::string val = (std::filesystem::path(dir) / "train.val.bin").string();
+  WriteSplit(train, o, sequences);
+  RecallOptions held_out = o;
+  held_out.seed = o.seed + 1000000007ull;  // a seed of its own: no training sequence reappears
+  WriteSplit(val, held_out, val_sequences);
+
+  const double chance =
+      std::pow(1.0 / o.values, o.task == RecallTask::kNeedle ? o.needle_tokens : 1);
+  nlohmann::json j;
+  j["task"] = o.task == RecallTask::kMqar ? "mqar" : "needle";
+  j["context"] = o.context;
+  j["vocab"] = RecallVocabSize(o);
+  j["keys"] = o.keys;
+  j["values"] = o.values;
+  j["filler"] = o.filler;
+  j["pairs"] = o.pairs;
+  j["queries"] = o.queries;
+  j["needle_tokens"] = o.needle_tokens;
+  j["bins"] = nlohmann::json::array();
+  for (const DistanceBin& b : o.bins)
+    j["bins"].push_back({{"lo", b.lo}, {"hi", b.hi}, {"share", b.share}});
+  j["filler_weight"] = o.filler_weight;
+  j["seed"] = o.seed;
+  j["val_seed"] = held_out.seed;
+  j["sequences"] = sequences;
+  j["val_sequences"] = val_sequences;
+  j["chance"] = chance;
+  std::ofstream((std::filesystem::path(dir) / "recall.json").string()) << j.dump(2) << "\n";
+  std::printf(
+      "wrote %lld training and %lld held-out %s sequences of %d tokens (vocab %d, chance "
+      "%.3g) to %s\n",
+      (long long)sequences, (long long)val_sequences, j["task"].get<std::string>().c_str(),
+      o.context, RecallVocabSize(o), chance, dir.c_str());
+  return 0;
+}
+
+}  // namespace swan::cli

@@ -1,0 +1,214 @@
+#include "train/recall_data.h"
+
+#include <algorithm>
+#include <numeric>
+#include <sstream>
+#include <stdexcept>
+
+#include "train/data.h"
+
+namespace swan {
+namespace {
+
+constexpr uint64_t kStreamRecall = 7;
+constexpr int kPlacementTries = 64;
+
+// A counter-based generator for one sequence.
+class Rng {
+ public:
+  Rng(uint64_t seed, uint64_t index) : seed_(seed), index_(index) {}
+  uint64_t Next() {
+    return HashIndex(seed_ ^ (index_ * 0x9E3779B97F4A7C15ull), kStreamRecall, counter_++);
+  }
+  // Uniform in [lo, hi).
+  int64_t Range(int64_t lo, int64_t hi) { return lo + int64_t(Next() % uint64_t(hi - lo)); }
+  double Unit() { return double(Next() >> 11) * 0x1.0p-53; }
+
+ private:
+  uint64_t seed_, index_, counter_ = 0;
+};
+
+int32_t FirstKey() { return 4; }
+int32_t FirstValue(const RecallOptions& o) { return 4 + o.keys; }
+int32_t FirstFiller(const RecallOptions& o) { return 4 + o.keys + o.values; }
+
+const DistanceBin& PickBin(const std::vector<DistanceBin>& bins, Rng& rng) {
+  double total = 0;
+  for (const DistanceBin& b : bins) total += b.share;
+  double u = rng.Unit() * total;
+  for (const DistanceBin& b : bins) {
+    if (u < b.share) return b;
+    u -= b.share;
+  }
+  return bins.back();
+}
+
+// The longest distance a sequence of the options can hold: a key right
+// after the prefix, its query's answer at the last position.
+int32_t MaxDistance(const RecallOptions& o) {
+  const int32_t answer_tokens = o.task == RecallTask::kNeedle ? o.needle_tokens : 1;
+  return o.context - answer_tokens - kRecallPrefix;
+}
+
+}  // namespace
+
+void ValidateRecallOptions(const RecallOptions& o) {
+  auto fail = [](const std::string& why) { throw std::invalid_argument("recall data: " + why); };
+  if (o.context < 16) fail("the context must be at least 16 tokens");
+  if (o.keys < 1 || o.values < 1 || o.filler < 4)
+    fail("need keys, values and 4 or more filler ids");
+  if (o.bins.empty()) fail("no distance bins");
+  const int32_t max_d = MaxDistance(o);
+  const int32_t min_d = o.task == RecallTask::kNeedle ? o.needle_tokens + 1 : 2;
+  for (const DistanceBin& b : o.bins) {
+    if (b.share <= 0) fail("a distance bin's share must be positive");
+    if (b.lo < min_d || b.hi <= b.lo || b.lo > max_d)
+      fail("distance bin [" + std::to_string(b.lo) + ", " + std::to_string(b.hi) +
+           ") does not fit: distances run from " + std::to_string(min_d) + " to " +
+           std::to_string(max_d) + " at context " + std::to_string(o.context));
+  }
+  if (o.task == RecallTask::kMqar) {
+    if (o.queries < 1 || o.queries > o.pairs) fail("MQAR needs 1 <= queries <= pairs");
+    if (o.pairs > o.keys) fail("MQAR needs at least as many key ids as pairs (distinct keys)");
+    if (4 * o.pairs > o.context - kRecallPrefix)
+      fail("MQAR: " + std::to_string(o.pairs) + " pairs and their queries do not fit in " +
+           std::to_string(o.context) + " tokens");
+  } else if (o.needle_tokens < 1) {
+    fail("a needle needs at least one value token");
+  }
+}
+
+int32_t RecallVocabSize(const RecallOptions& o) { return 4 + o.keys + o.values + o.filler; }
+
+RecallSequence MakeRecallSequence(const RecallOptions& o, uint64_t index) {
+  const int32_t T = o.context, n = T + 1;
+  Rng rng(o.seed, index);
+  RecallSequence s;
+  s.tokens.assign(size_t(n), -1);
+  s.weight.assign(size_t(n), o.filler_weight);
+  s.distance.assign(size_t(n), 0);
+  std::vector<bool> used(size_t(n), false);  // [n]
+  const int32_t prefix[kRecallPrefix] = {kRecallBos, FirstFiller(o), FirstFiller(o) + 1,
+                                         FirstFiller(o) + 2};
+  for (int32_t i = 0; i < kRecallPrefix; ++i) {
+    s.tokens[size_t(i)] = prefix[i];
+    used[size_t(i)] = true;
+  }
+  s.weight[0] = 0;
+  auto free_span = [&](int32_t at, int32_t len) {
+    if (at < kRecallPrefix || at + len > n) return false;
+    for (int32_t i = at; i < at + len; ++i)
+      if (used[size_t(i)]) return false;
+    return true;
+  };
+  auto put = [&](int32_t at, int32_t token) {
+    s.tokens[size_t(at)] = token;
+    used[size_t(at)] = true;
+    s.weight[size_t(at)] = 0;
+  };
+  auto answer = [&](int32_t at, int32_t token, int32_t distance) {
+    put(at, token);
+    s.weight[size_t(at)] = 1;
+    s.distance[size_t(at)] = uint16_t(std::min(distance, 65535));
+  };
+  const int32_t max_d = MaxDistance(o);
+  if (o.task == RecallTask::kMqar) {
+    // Distinct keys: the first `pairs` of a shuffled key list.
+    std::vector<int32_t> keys(size_t(o.keys));
+    std::iota(keys.begin(), keys.end(), FirstKey());
+    for (int32_t i = 0; i < o.pairs; ++i)
+      std::swap(keys[size_t(i)], keys[size_t(rng.Range(i, o.keys))]);
+    int32_t placed = 0;
+    for (int32_t q = 0; q < o.queries; ++q) {
+      for (int tries = 0; tries < kPlacementTries; ++tries) {
+        const DistanceBin& bin = PickBin(o.bins, rng);
+        const int32_t d = int32_t(rng.Range(bin.lo, std::min(bin.hi, max_d + 1)));
+        const int32_t at = int32_t(rng.Range(kRecallPrefix + d, T));  // the query's key
+        const int32_t pair = at - d;
+        if (!free_span(pair, 2) || !free_span(at, 2)) continue;
+        const int32_t key = keys[size_t(placed++)];
+        const int32_t value = FirstValue(o) + int32_t(rng.Range(0, o.values));
+        put(pair, key);
+        put(pair + 1, value);
+        put(at, key);
+        answer(at + 1, value, d);
+        break;
+      }
+    }
+    // The other pairs, never asked: distractors.
+    for (int32_t i = placed; i < o.pairs; ++i)
+      for (int tries = 0; tries < kPlacementTries; ++tries) {
+        const int32_t at = int32_t(rng.Range(kRecallPrefix, T));
+        if (!free_span(at, 2)) continue;
+        put(at, keys[size_t(i)]);
+        put(at + 1, FirstValue(o) + int32_t(rng.Range(0, o.values)));
+        break;
+      }
+  } else {
+    const int32_t m = o.needle_tokens;
+    const int32_t at = n - 1 - m;  // the final "N", its answers after it
+    const DistanceBin& bin = PickBin(o.bins, rng);
+    const int32_t d = int32_t(rng.Range(bin.lo, std::min(bin.hi, max_d + 1)));
+    const int32_t needle = at - d;
+    put(needle, kRecallNeedle);
+    put(at, kRecallNeedle);
+    for (int32_t i = 1; i <= m; ++i) {
+      const int32_t value = FirstValue(o) + int32_t(rng.Range(0, o.values));
+      put(needle + i, value);
+      answer(at + i, value, d);
+    }
+  }
+  for (int32_t i = 0; i < n; ++i)
+    if (!used[size_t(i)]) s.tokens[size_t(i)] = FirstFiller(o) + int32_t(rng.Range(3, o.filler));
+  return s;
+}
+
+std::vector<DistanceBin> ParseDistanceBins(const std::string& spec) {
+  std::vector<DistanceBin> bins;
+  std::istringstream in(spec);
+  std::string item;
+  auto fail = [&](const std::string& why) {
+    throw std::invalid_argument("distance bins '" + spec + "': " + why +
+                                " (expected e.g. 2-64:0.25,64-256:0.25,256-512:0.5)");
+  };
+  while (std::getline(in, item, ',')) {
+    if (item.empty()) continue;
+    DistanceBin b;
+    const size_t dash = item.find('-'), colon = item.find(':');
+    if (dash == std::string::npos) fail("'" + item + "' is not LO-HI");
+    try {
+      size_t used = 0;
+      b.lo = std::stoi(item.substr(0, dash), &used);
+      if (used != dash) fail("bad LO in '" + item + "'");
+      const std::string hi =
+          item.substr(dash + 1, colon == std::string::npos ? std::string::npos : colon - dash - 1);
+      b.hi = std::stoi(hi, &used);
+      if (used != hi.size()) fail("bad HI in '" + item + "'");
+      if (colon != std::string::npos) b.share = std::stod(item.substr(colon + 1));
+    } catch (const std::logic_error&) {  // stoi / stod
+      fail("'" + item + "' is not LO-HI[:SHARE]");
+    }
+    if (b.hi <= b.lo) fail("'" + item + "' is empty");
+    bins.push_back(b);
+  }
+  if (bins.empty()) fail("no bins");
+  return bins;
+}
+
+RecallTask ParseRecallTask(const std::string& name) {
+  if (name == "mqar") return RecallTask::kMqar;
+  if (name == "needle") return RecallTask::kNeedle;
+  throw std::invalid_argument("unknown recall task '" + name + "' (mqar, needle)");
+}
+
+std::string RecallTokenName(const RecallOptions& o, int32_t id) {
+  if (id == kRecallBos) return "<bos>";
+  if (id == kRecallEos) return "<eos>";
+  if (id == kRecallNeedle) return "N";
+  if (id < FirstKey()) return "<r" + std::to_string(id) + ">";
+  if (id < FirstValue(o)) return "k" + std::to_string(id - FirstKey());
+  if (id < FirstFiller(o)) return "v" + std::to_string(id - FirstValue(o));
+  return "f" + std::to_string(id - FirstFiller(o));
+}
+
+}  // namespace swan

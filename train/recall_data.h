@@ -1,0 +1,70 @@
+// Recall tasks in token-id space, for models with a small vocabulary of
+// their own (no tokenizer): multi-query associative recall (MQAR, as in
+// Zoology, Arora et al. 2023) and needle retrieval, with each answer's
+// key->query distance drawn from a chosen mix of bins, so that a run can
+// put its facts inside a window, beyond it, or beyond the reach that
+// window layers relay (L * (W - 1)).
+//
+// Ids: 0 <bos>, 1 <eos>, 2 N (the needle marker), 3 reserved, then
+// `keys` key ids (k0 ...), `values` value ids (v0 ...), `filler` filler ids
+// (f0 ...). Every sequence starts with the same kRecallPrefix tokens
+// (<bos> f0 f1 f2), so attention sinks hold no answer.
+//
+//   MQAR:   `pairs` pairs "k v" (distinct keys) at random places; `queries`
+//           of them asked again later as "k v", each answer v weighted 1.
+//   needle: "N v1 .. vm" at a depth, asked at the end as "N v1 .. vm"; the
+//           m answer tokens are weighted 1 and scored as one item.
+// Every other token is filler, weighted `filler_weight` (0: answer-only
+// loss). A sequence is a pure function of (options, index): training and
+// evaluation draw from disjoint seeds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace swan {
+
+enum class RecallTask { kMqar, kNeedle };
+
+// Distances (query position - key position) in [lo, hi), drawn for a
+// `share` of the answers.
+struct DistanceBin {
+  int32_t lo = 2, hi = 2;
+  double share = 1;
+};
+
+struct RecallOptions {
+  RecallTask task = RecallTask::kMqar;
+  int32_t context = 512;  // T: each sequence has T + 1 tokens (inputs and next-token targets)
+  int32_t keys = 128, values = 128, filler = 252;  // the vocabulary after the 4 markers
+  int32_t pairs = 32;                              // MQAR: distinct key-value pairs per sequence
+  int32_t queries = 32;  // MQAR: queries per sequence, each of another pair (<= pairs)
+  int32_t needle_tokens = 3;
+  std::vector<DistanceBin> bins = {{2, 512, 1.0}};
+  float filler_weight = 0;
+  uint64_t seed = 1;
+};
+
+inline constexpr int32_t kRecallPrefix = 4;
+inline constexpr int32_t kRecallBos = 0, kRecallEos = 1, kRecallNeedle = 2;
+
+struct RecallSequence {
+  std::vector<int32_t> tokens;     // [T + 1]
+  std::vector<float> weight;       // [T + 1] loss weight of predicting each token
+  std::vector<uint16_t> distance;  // [T + 1] answers: query - key position; else 0
+};
+
+// Throws std::invalid_argument on impossible options (bins outside the
+// context, more queries than pairs or pairs than keys, ...).
+void ValidateRecallOptions(const RecallOptions& options);
+int32_t RecallVocabSize(const RecallOptions& options);
+RecallSequence MakeRecallSequence(const RecallOptions& options, uint64_t index);
+
+// "2-64:0.25,64-256:0.25,256-512:0.5" (share optional: equal shares).
+std::vector<DistanceBin> ParseDistanceBins(const std::string& spec);
+RecallTask ParseRecallTask(const std::string& name);  // "mqar" | "needle"
+// "<bos>", "N", "k17", "v203", "f9".
+std::string RecallTokenName(const RecallOptions& options, int32_t id);
+
+}  // namespace swan

@@ -1,0 +1,121 @@
+#include "train/recall_data.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <stdexcept>
+
+namespace swan {
+namespace {
+
+RecallOptions Mqar() {
+  RecallOptions o;
+  o.context = 256;
+  o.pairs = 20;
+  o.queries = 16;
+  o.bins = ParseDistanceBins("2-16:0.25,16-64:0.25,64-251:0.5");
+  return o;
+}
+
+// Every answer is the value that followed the same key `distance` tokens
+// earlier; keys are distinct; the prefix is constant; nothing else counts.
+TEST(RecallData, MqarAnswersRecallTheirPairAtTheirDistance) {
+  const RecallOptions o = Mqar();
+  ValidateRecallOptions(o);
+  for (uint64_t index = 0; index < 200; ++index) {
+    const RecallSequence s = MakeRecallSequence(o, index);
+    ASSERT_EQ(s.tokens.size(), size_t(o.context + 1));
+    EXPECT_EQ(s.tokens[0], kRecallBos);
+    EXPECT_EQ(s.tokens, MakeRecallSequence(o, index).tokens);  // a pure function of the index
+    int answers = 0;
+    std::multiset<int32_t> keys_seen;
+    for (int32_t i = 0; i <= o.context; ++i) {
+      ASSERT_GE(s.tokens[size_t(i)], 0);
+      ASSERT_LT(s.tokens[size_t(i)], RecallVocabSize(o));
+      if (s.tokens[size_t(i)] >= 4 && s.tokens[size_t(i)] < 4 + o.keys)
+        keys_seen.insert(s.tokens[size_t(i)]);
+      if (s.weight[size_t(i)] == 0) {
+        EXPECT_EQ(s.distance[size_t(i)], 0);
+        continue;
+      }
+      ++answers;
+      EXPECT_EQ(s.weight[size_t(i)], 1.0f);
+      const int32_t d = s.distance[size_t(i)];
+      ASSERT_GE(i - 1 - d, 4) << "the pair sits after the prefix";
+      EXPECT_EQ(s.tokens[size_t(i - 1)], s.tokens[size_t(i - 1 - d)]) << "the query's key";
+      EXPECT_EQ(s.tokens[size_t(i)], s.tokens[size_t(i - d)]) << "the pair's value";
+    }
+    EXPECT_GE(answers, o.queries - 2);  // a placement may rarely fail
+    for (int32_t k : keys_seen) EXPECT_LE(keys_seen.count(k), 2u) << "each key in one pair";
+  }
+}
+
+// Distances follow the bins' shares, and the seeds give disjoint sets.
+TEST(RecallData, DistancesFollowTheBinsAndSeedsDiffer) {
+  RecallOptions o = Mqar();
+  std::map<int, int> per_bin;  // bin -> answers
+  int total = 0;
+  for (uint64_t index = 0; index < 400; ++index) {
+    const RecallSequence s = MakeRecallSequence(o, index);
+    for (uint16_t d : s.distance) {
+      if (d == 0) continue;
+      int bin = -1;
+      for (size_t b = 0; b < o.bins.size(); ++b)
+        if (d >= o.bins[b].lo && d < o.bins[b].hi) bin = int(b);
+      ASSERT_GE(bin, 0) << "distance " << d << " outside every bin";
+      ++per_bin[bin];
+      ++total;
+    }
+  }
+  EXPECT_NEAR(double(per_bin[0]) / total, 0.25, 0.05);
+  EXPECT_NEAR(double(per_bin[1]) / total, 0.25, 0.05);
+  EXPECT_NEAR(double(per_bin[2]) / total, 0.50, 0.05);
+  std::set<std::vector<int32_t>> train;
+  for (uint64_t index = 0; index < 100; ++index) train.insert(MakeRecallSequence(o, index).tokens);
+  o.seed = 2;
+  for (uint64_t index = 0; index < 100; ++index)
+    EXPECT_EQ(train.count(MakeRecallSequence(o, index).tokens), 0u);
+}
+
+TEST(RecallData, NeedleIsAskedAtTheEnd) {
+  RecallOptions o;
+  o.task = RecallTask::kNeedle;
+  o.context = 128;
+  o.needle_tokens = 3;
+  o.bins = ParseDistanceBins("4-121");
+  ValidateRecallOptions(o);
+  for (uint64_t index = 0; index < 100; ++index) {
+    const RecallSequence s = MakeRecallSequence(o, index);
+    const int32_t at = o.context - 3;  // the final N
+    EXPECT_EQ(s.tokens[size_t(at)], kRecallNeedle);
+    const int32_t d = s.distance[size_t(at + 1)];
+    ASSERT_GE(d, 4);
+    EXPECT_EQ(s.tokens[size_t(at - d)], kRecallNeedle);
+    for (int32_t i = 1; i <= 3; ++i) {
+      EXPECT_EQ(s.weight[size_t(at + i)], 1.0f);
+      EXPECT_EQ(s.distance[size_t(at + i)], d);
+      EXPECT_EQ(s.tokens[size_t(at + i)], s.tokens[size_t(at - d + i)]);
+    }
+  }
+}
+
+TEST(RecallData, RefusesWhatCannotFit) {
+  RecallOptions o = Mqar();
+  o.bins = ParseDistanceBins("2-300");
+  EXPECT_NO_THROW(ValidateRecallOptions(o));  // drawn up to the longest that fits
+  o.bins = ParseDistanceBins("300-400");
+  EXPECT_THROW(ValidateRecallOptions(o), std::invalid_argument);
+  o = Mqar();
+  o.queries = o.pairs + 1;
+  EXPECT_THROW(ValidateRecallOptions(o), std::invalid_argument);
+  EXPECT_THROW(ParseDistanceBins("64"), std::invalid_argument);
+  EXPECT_THROW(ParseDistanceBins("64-32"), std::invalid_argument);
+  EXPECT_THROW(ParseRecallTask("passkey"), std::invalid_argument);
+  EXPECT_EQ(RecallTokenName(o, 4), "k0");
+  EXPECT_EQ(RecallTokenName(o, 4 + o.keys + 3), "v3");
+  EXPECT_EQ(RecallTokenName(o, kRecallNeedle), "N");
+}
+
+}  // namespace
+}  // namespace swan
