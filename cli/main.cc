@@ -22,6 +22,7 @@ int RunGenerate(const std::vector<std::string>& args);
 int RunInspect(const std::vector<std::string>& args);
 int RunPerplexity(const std::vector<std::string>& args);
 int RunRouteStats(const std::vector<std::string>& args);
+int RunScore(const std::vector<std::string>& args);
 int RunServe(const std::vector<std::string>& args);
 int RunTokenize(const std::vector<std::string>& args);
 int RunTokenizer(const std::vector<std::string>& args);
@@ -44,6 +45,8 @@ const Command kCommands[] = {
      swan::cli::RunPerplexity},
     {"route-stats", "how often each routed (Switch Attention) layer uses full attention: table, JSON, SVG",
      swan::cli::RunRouteStats},
+    {"score", "log-probabilities and greedy predictions on token-id sequences you bring (JSONL)",
+     swan::cli::RunScore},
     {"serve", "OpenAI-compatible HTTP server with batching and prompt caching", swan::cli::RunServe},
     {"tokenize", "text to token ids and back; corpora to token files", swan::cli::RunTokenize},
     {"tokenizer", "train a byte-level BPE tokenizer (`swan tokenizer train`)",

@@ -40,9 +40,13 @@ std::vector<AnswerScore> ScoreItem(const LanguageModel& model, const AttentionPl
       if (a < 0) continue;
       const float* row = &logits[size_t(i * vocab)];
       AnswerScore& s = scores[size_t(a)];
-      s.nll += TokenNll(row, vocab, item.tokens[size_t(p)]);
+      const double nll = TokenNll(row, vocab, item.tokens[size_t(p)]);
+      const int32_t greedy = Argmax(row, vocab);
+      s.nll += nll;
       s.tokens += 1;
-      if (Argmax(row, vocab) != item.tokens[size_t(p)]) s.correct = false;
+      s.token_nll.push_back(nll);
+      s.predicted.push_back(greedy);
+      if (greedy != item.tokens[size_t(p)]) s.correct = false;
     }
   }
   return scores;

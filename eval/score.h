@@ -14,6 +14,8 @@ struct AnswerScore {
   bool correct = false;  // every answer token was the top choice (greedy would say it)
   double nll = 0;        // nats summed over the answer tokens
   int64_t tokens = 0;
+  std::vector<int32_t> predicted;  // the greedy choice at each of its tokens
+  std::vector<double> token_nll;   // each token's nats
 };
 
 // One score per item.answers, in order. kv.max_chunk is the prefill chunk.
