@@ -14,6 +14,7 @@
 #include "cli/args.h"
 #include "cli/input_files.h"
 #include "cli/threads_option.h"
+#include "eval/recall_suite.h"
 #include "eval/report.h"
 #include "eval/sample_text.h"
 #include "model/model.h"
@@ -98,6 +99,76 @@ void WriteText(const std::filesystem::path& path, const std::string& text) {
 
 }  // namespace
 
+// The plans to compare: --attn, or full, a window of --window (default
+// CTX/8), the same with 4 sinks and a 3:1 hybrid of that window.
+std::vector<std::string> PlanSpecs(const Args& args, int32_t ctx) {
+  const int32_t window = int32_t(args.GetInt("--window", std::max(1, ctx / 8)));
+  if (window <= 0) throw std::invalid_argument("--window must be positive");
+  const std::string w = std::to_string(window);
+  std::vector<std::string> specs =
+      SplitPlans(args.Get("--attn", "full;swa:" + w + ";swa:" + w + ",sinks:4;hybrid:3:1"));
+  for (std::string& s : specs)
+    if (s.rfind("hybrid", 0) == 0 && s.find("window:") == std::string::npos) s += ",window:" + w;
+  return specs;
+}
+
+// A model trained on recall tasks in token-id space: its own task under
+// each plan, by distance bin (eval/recall_suite.h), and what each costs.
+int CompareRecallModel(const Args& args, const std::string& dir, const LanguageModel& model) {
+  const bool quiet = args.Has("--quiet");
+  RecallSuiteOptions options;
+  options.task = LoadRecallTask(dir);
+  options.task.context = int32_t(args.GetInt("-c", options.task.context));
+  ValidateRecallOptions(options.task);
+  const int32_t ctx = options.task.context;
+  options.sequences = args.GetInt("--samples", 64);
+  if (args.Has("--limit")) options.sequences = std::min<int64_t>(options.sequences, args.GetInt("--limit", 0));
+  if (options.sequences <= 0) throw std::invalid_argument("--samples must be positive");
+  options.seed = uint64_t(args.GetInt("--seed", int64_t(options.seed)));
+  if (args.Has("--distances")) options.edges = ParseRecallBins(args.Get("--distances", ""));
+  for (long long l : args.GetIntList("--lengths", {})) options.lengths.push_back(l);
+  const std::vector<std::string> specs = PlanSpecs(args, ctx);
+  std::vector<AttentionPlan> plans;
+  for (const std::string& s : specs) plans.push_back(model.ResolvePlan(s));
+  // One set of bins for every plan: those of a window of --window on every
+  // layer ([1,W/4), [W/4,W), [W, layers*(W-1)), beyond), so the columns compare.
+  const int32_t window = int32_t(args.GetInt("--window", std::max(1, ctx / 8)));
+  if (options.edges.empty())
+    options.edges = DefaultRecallBins(model.ResolvePlan("swa:" + std::to_string(window)), ctx);
+  KvCacheOptions kv;
+  kv.max_chunk = int32_t(args.GetInt("--batch", 128));
+  if (kv.max_chunk <= 0) throw std::invalid_argument("--batch must be positive");
+  kv.type = KvTypeFromString(args.Get("--kv", "f32"));
+  std::vector<RecallPlanResult> results;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (!quiet) std::fprintf(stderr, "\r[compare] plan %zu/%zu %s ...%-20s", i + 1, plans.size(), specs[i].c_str(), "");
+    results.push_back(ScoreRecallSuite(model, plans[i], specs[i], options, kv));
+  }
+  if (!quiet) std::fprintf(stderr, "\r%-100s\r", "");
+  const std::string svg = RecallSuiteSvg(results, options);
+  if (args.Has("--svg")) {
+    const std::filesystem::path out = args.Get("--svg", "");
+    std::filesystem::create_directories(out);
+    WriteText(out / "recall_by_distance.svg", svg);
+  }
+  const std::string table = RecallSuiteTable(results, options);
+  if (args.Has("--html"))
+    WriteText(args.Get("--html", ""), "<!doctype html><html><head><meta charset='utf-8'><title>swan compare: " + dir +
+                                          "</title></head><body><h1>swan compare: " + dir + "</h1><pre>" + table +
+                                          "</pre>" + svg + "</body></html>\n");
+  if (args.Has("--json")) {
+    nlohmann::json j = RecallSuiteJson(results, options);
+    j["model"] = dir;
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model %s: %s recall in token ids, context %d, %lld sequences per plan (seed %llu)\n\n%s", dir.c_str(),
+              options.task.task == RecallTask::kMqar ? "MQAR" : "needle", ctx, (long long)options.sequences,
+              (unsigned long long)options.seed, table.c_str());
+  std::printf("accuracy: every answer token the greedy choice, by key->query distance (items in parentheses)\n");
+  return 0;
+}
+
 int RunCompare(const std::vector<std::string>& words) {
   const Args args(words, {"--json", "--quiet", "--help", "-h"});
   if (args.Has("--help") || args.Has("-h")) {
@@ -117,6 +188,7 @@ int RunCompare(const std::vector<std::string>& words) {
   };
 
   std::unique_ptr<LanguageModel> model = LoadModel(dir);
+  if (HasRecallTask(dir)) return CompareRecallModel(args, dir, *model);
   const Tokenizer tokenizer = Tokenizer::Load(dir);
   const ModelConfig& config = model->config();
   CompareReport report;
@@ -125,12 +197,7 @@ int RunCompare(const std::vector<std::string>& words) {
   const int32_t ctx = report.context;
   if (ctx < 16) throw std::invalid_argument("-c must be at least 16");
   const int32_t window = int32_t(args.GetInt("--window", std::max(1, ctx / 8)));
-  if (window <= 0) throw std::invalid_argument("--window must be positive");
-  const std::string w = std::to_string(window);
-  std::vector<std::string> specs =
-      SplitPlans(args.Get("--attn", "full;swa:" + w + ";swa:" + w + ",sinks:4;hybrid:3:1"));
-  for (std::string& s : specs)
-    if (s.rfind("hybrid", 0) == 0 && s.find("window:") == std::string::npos) s += ",window:" + w;
+  const std::vector<std::string> specs = PlanSpecs(args, ctx);
   std::vector<AttentionPlan> plans;
   for (const std::string& s : specs) plans.push_back(model->ResolvePlan(s));  // errors before any work
 

@@ -19,6 +19,7 @@ int RunBench(const std::vector<std::string>& args);
 int RunCompare(const std::vector<std::string>& args);
 int RunConvert(const std::vector<std::string>& args);
 int RunGenerate(const std::vector<std::string>& args);
+int RunHeads(const std::vector<std::string>& args);
 int RunInspect(const std::vector<std::string>& args);
 int RunPerplexity(const std::vector<std::string>& args);
 int RunRouteStats(const std::vector<std::string>& args);
@@ -40,6 +41,8 @@ const Command kCommands[] = {
      swan::cli::RunCompare},
     {"convert", "a model directory with its weights stored as bf16 or f32", swan::cli::RunConvert},
     {"generate", "continue a prompt with a model under an attention plan", swan::cli::RunGenerate},
+    {"heads", "retrieval heads of a recall model: each head's attention on the facts its answers need",
+     swan::cli::RunHeads},
     {"inspect", "a model's attention plan per layer and its KV cache size", swan::cli::RunInspect},
     {"perplexity", "perplexity of a long text, with the loss by position in the window",
      swan::cli::RunPerplexity},

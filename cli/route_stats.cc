@@ -2,6 +2,8 @@
 // DESIGN.md §4) spends full attention: per-layer full ratios over a text, or
 // on passkey items with the key inside or outside the window; as a table,
 // JSON and an SVG heatmap (eval/route_stats.h).
+#include "eval/recall_routes.h"
+#include "eval/recall_suite.h"
 #include "eval/route_stats.h"
 
 #include <cstdio>
@@ -24,6 +26,7 @@ namespace {
 const char kUsage[] =
     "usage: swan route-stats -m DIR -f FILE [-c CTX] [--limit N] [--json] [--svg OUT.svg] [options]\n"
     "       swan route-stats -m DIR --passkey [-f FILE] [-c LEN] [--depths D,..] [--samples N] [options]\n"
+    "       swan route-stats -m DIR --recall [--samples N] [--seed S] [options]\n"
     "Runs a model whose plan routes layers (Switch Attention: a learned router sends each token\n"
     "to full attention or to the window) and reports how often each routed layer chooses full\n"
     "attention.\n"
@@ -38,8 +41,11 @@ const char kUsage[] =
     "  --passkey        passkey items instead of a text: compares the full ratio of the answer\n"
     "                   tokens whose key lies outside a layer's window with those whose key lies\n"
     "                   inside it, and with the haystack tokens\n"
+    "  --recall         a model trained on recall in token ids (DIR/recall.json): its task's\n"
+    "                   held-out sequences, each layer's full share by token class (far and near\n"
+    "                   queries, keys, values, answers, filler)\n"
     "  --depths LIST    passkey: key depths 0..1 (default 0,0.25,0.5,0.75,1)\n"
-    "  --samples N      passkey: items per depth (default 2)\n"
+    "  --samples N      passkey: items per depth (default 2); recall: sequences (default 32)\n"
     "  --seed S         seed of the passkey items and of --route-ratio (default 1)\n"
     "  --route-ratio R  ignore the routers and route each token to full attention with\n"
     "                   probability R (a seeded draw): runs on a model without routers, and shows\n"
@@ -82,18 +88,45 @@ void WriteText(const std::string& path, const std::string& text) {
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
+// --recall: a recall model's own task, routes by token class.
+int RecallRouteStatsCommand(const Args& args) {
+  if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required");
+  const std::string dir = args.Get("-m", "");
+  std::unique_ptr<LanguageModel> model = LoadModel(dir);
+  const AttentionPlan plan = model->ResolvePlan(args.Get("--attn", ""));
+  RouteRunOptions run;
+  run.kv.max_chunk = int32_t(args.GetInt("--batch", 512));
+  if (run.kv.max_chunk <= 0) throw std::invalid_argument("--batch must be positive");
+  run.kv.type = KvTypeFromString(args.Get("--kv", "f32"));
+  run.seed = uint64_t(args.GetInt("--seed", 1));
+  if (args.Has("--route-ratio")) run.forced_full_ratio = args.GetDouble("--route-ratio", 0);
+  const int64_t samples = args.GetInt("--samples", 32);
+  if (samples <= 0) throw std::invalid_argument("--samples must be positive");
+  const RecallRouteStats stats = CollectRecallRoutes(*model, plan, LoadRecallTask(dir), samples,
+                                                     0x5eed + run.seed, run);
+  if (args.Has("--json")) {
+    std::printf("%s\n", RecallRouteJson(stats).dump(2).c_str());
+    return 0;
+  }
+  std::printf("model %s, plan %s, %lld held-out recall sequences\n\n%s", dir.c_str(),
+              plan.spec.empty() ? "(model)" : plan.spec.c_str(), (long long)stats.sequences,
+              RecallRouteTable(stats).c_str());
+  return 0;
+}
+
 }  // namespace
 
 int RunRouteStats(const std::vector<std::string>& words) {
-  const Args args(words, {"--json", "--quiet", "--no-bos", "--passkey", "--help", "-h"});
+  const Args args(words, {"--json", "--quiet", "--no-bos", "--passkey", "--recall", "--help", "-h"});
   if (args.Has("--help") || args.Has("-h")) {
     std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return 0;
   }
   args.RejectUnknown({"-m", "-f", "-c", "--attn", "--limit", "--passkey", "--depths", "--samples", "--seed",
                       "--route-ratio", "--batch", "--kv", "--no-bos", "--json", "--svg", "--quiet",
-                      "-t", "--threads"});
+                      "--recall", "-t", "--threads"});
   ApplyThreadsOption(args);
+  if (args.Has("--recall")) return RecallRouteStatsCommand(args);
   const bool passkey = args.Has("--passkey");
   if (!args.Has("-m") || (!passkey && !args.Has("-f")))
     throw std::invalid_argument("-m DIR and -f FILE (or --passkey) are required\n" + std::string(kUsage));

@@ -2,6 +2,8 @@
 // each) under an attention plan: per scored position, the log-probability
 // of the given token and the greedy prediction, so a model can be checked
 // on sequences swan did not make.
+#include "eval/score.h"
+
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -12,7 +14,6 @@
 
 #include "cli/args.h"
 #include "cli/threads_option.h"
-#include "eval/score.h"
 #include "model/model.h"
 
 namespace swan::cli {
@@ -46,7 +47,8 @@ TaskItem ParseLine(const std::string& text, int64_t line, int64_t vocab) {
   TaskItem item;
   for (const auto& id : ids) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab)
-      fail("token " + id.dump() + " is not an id below the vocabulary size " + std::to_string(vocab));
+      fail("token " + id.dump() + " is not an id below the vocabulary size " +
+           std::to_string(vocab));
     item.tokens.push_back(id.get<int32_t>());
   }
   const int64_t n = int64_t(item.tokens.size());
@@ -101,8 +103,11 @@ int RunScore(const std::vector<std::string>& words) {
       const int64_t p = item.answers[i].begin;
       const int32_t token = item.tokens[size_t(p)], greedy = scores[i].predicted[0];
       const double logprob = -scores[i].token_nll[0];
-      std::printf("%s\n", nlohmann::json({{"line", line_no}, {"position", p}, {"token", token},
-                                          {"logprob", logprob}, {"greedy", greedy},
+      std::printf("%s\n", nlohmann::json({{"line", line_no},
+                                          {"position", p},
+                                          {"token", token},
+                                          {"logprob", logprob},
+                                          {"greedy", greedy},
                                           {"correct", greedy == token}})
                               .dump()
                               .c_str());
@@ -112,7 +117,8 @@ int RunScore(const std::vector<std::string>& words) {
     }
   }
   if (scored == 0) throw std::invalid_argument("--ids: no sequence to score");
-  std::fprintf(stderr, "[score] plan %s | %lld lines, %lld tokens scored | greedy right %.2f%% | "
+  std::fprintf(stderr,
+               "[score] plan %s | %lld lines, %lld tokens scored | greedy right %.2f%% | "
                "mean log-prob %.4f\n",
                plan.spec.empty() ? "(model)" : plan.spec.c_str(), (long long)line_no,
                (long long)scored, 100.0 * double(correct) / double(scored),

@@ -341,6 +341,36 @@ double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_
   return loss;
 }
 
+std::vector<double> TrainModel::AttentionWeights(int32_t layer, int32_t head, int64_t query) const {
+  const Activations& a = acts_;
+  if (a.batch == 0 || layer < 0 || layer >= shape_.n_layers || head < 0 || head >= shape_.n_heads ||
+      query < 0 || query >= a.seq)
+    throw std::out_of_range("AttentionWeights: no such layer, head or query in the last Forward");
+  const int64_t N = a.batch * a.seq, D = shape_.head_dim, QD = shape_.q_dim(), KD = shape_.kv_dim();
+  const int32_t kv_head = head / (shape_.n_heads / shape_.n_kv_heads);
+  const LayerPlan& lp = plan_.layers[size_t(layer)];
+  const Span span = lp.kind == LayerKind::kRouted ? Span{} : lp.span;
+  const float* q = a.q.data() + layer * N * QD + query * QD + head * D;  // sequence 0
+  std::vector<double> w(size_t(query + 1), 0.0);                        // [query + 1]
+  double max_logit = -1e300;
+  for (int64_t k = 0; k <= query; ++k) {
+    if (!Sees(span, query, k)) continue;
+    const float* key = a.k.data() + layer * N * KD + k * KD + kv_head * D;
+    double dot = 0;
+    for (int64_t d = 0; d < D; ++d) dot += double(q[d]) * key[d];
+    w[size_t(k)] = dot / std::sqrt(double(D));
+    max_logit = std::max(max_logit, w[size_t(k)]);
+  }
+  double sum = 0;
+  for (int64_t k = 0; k <= query; ++k) {
+    if (!Sees(span, query, k)) continue;
+    w[size_t(k)] = std::exp(w[size_t(k)] - max_logit);
+    sum += w[size_t(k)];
+  }
+  for (double& x : w) x /= sum;
+  return w;
+}
+
 void TrainModel::Backward(float loss_scale) {
   Activations& a = acts_;
   Scratch& s = scratch_;

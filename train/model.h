@@ -129,6 +129,12 @@ class TrainModel {
   std::string FirstNonFinite() const;
   // The logits of the last Forward, (B*T, V); overwritten by Backward.
   const std::vector<float>& logits() const { return acts_.logits; }
+  // The attention weights of query `query` of the last Forward's first
+  // sequence over its keys 0..query, for head `head` of `layer`, under the
+  // layer's span (a routed layer's full branch): softmax(q · k / sqrt(D))
+  // in float64 from the kept activations, 0 where the span hides a key.
+  // For analysis (eval/retrieval_heads.h).   -> [query + 1]
+  std::vector<double> AttentionWeights(int32_t layer, int32_t head, int64_t query) const;
   // Number of counted tokens in the last Forward, and their summed weight.
   int64_t counted_tokens() const { return counted_; }
   double counted_weight() const { return counted_weight_; }

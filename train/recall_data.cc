@@ -68,11 +68,11 @@ void ValidateRecallOptions(const RecallOptions& o) {
            std::to_string(max_d) + " at context " + std::to_string(o.context));
   }
   if (o.task == RecallTask::kMqar) {
-    if (o.queries < 1 || o.queries > o.pairs) fail("MQAR needs 1 <= queries <= pairs");
+    if (o.queries < 1 || o.pairs < 1) fail("MQAR needs at least one pair and one query");
     if (o.pairs > o.keys) fail("MQAR needs at least as many key ids as pairs (distinct keys)");
-    if (4 * o.pairs > o.context - kRecallPrefix)
-      fail("MQAR: " + std::to_string(o.pairs) + " pairs and their queries do not fit in " +
-           std::to_string(o.context) + " tokens");
+    if (2 * (o.pairs + o.queries) > (o.context - kRecallPrefix) * 3 / 4)
+      fail("MQAR: " + std::to_string(o.pairs) + " pairs and " + std::to_string(o.queries) +
+           " queries take more than 3/4 of " + std::to_string(o.context) + " tokens");
   } else if (o.needle_tokens < 1) {
     fail("a needle needs at least one value token");
   }
@@ -118,23 +118,36 @@ RecallSequence MakeRecallSequence(const RecallOptions& o, uint64_t index) {
     std::iota(keys.begin(), keys.end(), FirstKey());
     for (int32_t i = 0; i < o.pairs; ++i)
       std::swap(keys[size_t(i)], keys[size_t(rng.Range(i, o.keys))]);
-    int32_t placed = 0;
+    // Each query asks a new pair while there are pairs left to place, then
+    // pairs already placed again (the distance fixes where it goes).
+    std::vector<int32_t> pair_at;  // [placed pairs] position of each pair's key
     for (int32_t q = 0; q < o.queries; ++q) {
       for (int tries = 0; tries < kPlacementTries; ++tries) {
         const DistanceBin& bin = PickBin(o.bins, rng);
         const int32_t d = int32_t(rng.Range(bin.lo, std::min(bin.hi, max_d + 1)));
-        const int32_t at = int32_t(rng.Range(kRecallPrefix + d, T));  // the query's key
-        const int32_t pair = at - d;
-        if (!free_span(pair, 2) || !free_span(at, 2)) continue;
-        const int32_t key = keys[size_t(placed++)];
-        const int32_t value = FirstValue(o) + int32_t(rng.Range(0, o.values));
-        put(pair, key);
-        put(pair + 1, value);
-        put(at, key);
-        answer(at + 1, value, d);
+        int32_t at, pair;
+        const bool new_pair = int32_t(pair_at.size()) < o.pairs;
+        if (new_pair) {
+          at = int32_t(rng.Range(kRecallPrefix + d, T));  // the query's key
+          pair = at - d;
+          if (!free_span(pair, 2)) continue;
+        } else {
+          pair = pair_at[size_t(rng.Range(0, int64_t(pair_at.size())))];
+          at = pair + d;
+          if (at + 1 > T) continue;
+        }
+        if (!free_span(at, 2)) continue;
+        if (new_pair) {
+          put(pair, keys[pair_at.size()]);
+          put(pair + 1, FirstValue(o) + int32_t(rng.Range(0, o.values)));
+          pair_at.push_back(pair);
+        }
+        put(at, s.tokens[size_t(pair)]);
+        answer(at + 1, s.tokens[size_t(pair + 1)], d);
         break;
       }
     }
+    const int32_t placed = int32_t(pair_at.size());
     // The other pairs, never asked: distractors.
     for (int32_t i = placed; i < o.pairs; ++i)
       for (int tries = 0; tries < kPlacementTries; ++tries) {
@@ -160,6 +173,19 @@ RecallSequence MakeRecallSequence(const RecallOptions& o, uint64_t index) {
   }
   for (int32_t i = 0; i < n; ++i)
     if (!used[size_t(i)]) s.tokens[size_t(i)] = FirstFiller(o) + int32_t(rng.Range(3, o.filler));
+  if (o.task == RecallTask::kMqar && o.queries > o.pairs) {
+    // A pair asked again can be copied from its nearest earlier "k v",
+    // which may be an earlier query: that is the distance that counts.
+    for (int32_t i = 1; i < n; ++i) {
+      if (s.distance[size_t(i)] == 0) continue;
+      const int32_t key_at = i - 1;
+      for (int32_t j = key_at - 2; j >= kRecallPrefix; --j)
+        if (s.tokens[size_t(j)] == s.tokens[size_t(key_at)]) {
+          s.distance[size_t(i)] = uint16_t(key_at - j);
+          break;
+        }
+    }
+  }
   return s;
 }
 

@@ -10,8 +10,13 @@
 // (f0 ...). Every sequence starts with the same kRecallPrefix tokens
 // (<bos> f0 f1 f2), so attention sinks hold no answer.
 //
-//   MQAR:   `pairs` pairs "k v" (distinct keys) at random places; `queries`
-//           of them asked again later as "k v", each answer v weighted 1.
+//   MQAR:   `pairs` pairs "k v" (distinct keys) at random places, and
+//           `queries` queries "k v" after them, each answer v weighted 1:
+//           the first `pairs` queries ask each pair once, the others ask
+//           pairs again (unasked pairs, when queries < pairs, are
+//           distractors). An answer's distance is to the nearest earlier
+//           "k v" of its key, so a pair asked again can land in a shorter
+//           bin than the one drawn.
 //   needle: "N v1 .. vm" at a depth, asked at the end as "N v1 .. vm"; the
 //           m answer tokens are weighted 1 and scored as one item.
 // Every other token is filler, weighted `filler_weight` (0: answer-only

@@ -49,6 +49,23 @@ TEST(RecallData, MqarAnswersRecallTheirPairAtTheirDistance) {
     EXPECT_GE(answers, o.queries - 2);  // a placement may rarely fail
     for (int32_t k : keys_seen) EXPECT_LE(keys_seen.count(k), 2u) << "each key in one pair";
   }
+  // More queries than pairs: pairs are asked again, every answer still right.
+  RecallOptions again = o;
+  again.pairs = 8;
+  again.queries = 40;
+  ValidateRecallOptions(again);
+  for (uint64_t index = 0; index < 50; ++index) {
+    const RecallSequence s = MakeRecallSequence(again, index);
+    int answers = 0;
+    for (int32_t i = 0; i <= again.context; ++i) {
+      if (s.weight[size_t(i)] == 0) continue;
+      ++answers;
+      const int32_t d = s.distance[size_t(i)];
+      EXPECT_EQ(s.tokens[size_t(i - 1)], s.tokens[size_t(i - 1 - d)]);
+      EXPECT_EQ(s.tokens[size_t(i)], s.tokens[size_t(i - d)]);
+    }
+    EXPECT_GE(answers, 30);
+  }
 }
 
 // Distances follow the bins' shares, and the seeds give disjoint sets.
@@ -107,7 +124,7 @@ TEST(RecallData, RefusesWhatCannotFit) {
   o.bins = ParseDistanceBins("300-400");
   EXPECT_THROW(ValidateRecallOptions(o), std::invalid_argument);
   o = Mqar();
-  o.queries = o.pairs + 1;
+  o.queries = 80;  // 2 * (20 + 80) tokens of 256
   EXPECT_THROW(ValidateRecallOptions(o), std::invalid_argument);
   EXPECT_THROW(ParseDistanceBins("64"), std::invalid_argument);
   EXPECT_THROW(ParseDistanceBins("64-32"), std::invalid_argument);

@@ -414,6 +414,12 @@ TrainResult Train(const TrainOptions& o) {
   result.attention_share = run_seconds > 0 ? AttentionSeconds() / run_seconds : 0;
   result.export_dir = (fs::path(o.run_dir) / "model").string();
   ExportHfDirectory(result.export_dir, model, export_options);
+  // A model trained on recall data keeps its task, so that `swan compare`
+  // can test it on the same task.
+  const fs::path recall_task = fs::path(o.train_data).parent_path() / "recall.json";
+  if (fs::exists(recall_task))
+    fs::copy_file(recall_task, fs::path(result.export_dir) / "recall.json",
+                  fs::copy_options::overwrite_existing);
   return result;
 }
 

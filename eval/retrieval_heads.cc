@@ -1,0 +1,156 @@
+#include "eval/retrieval_heads.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "model/config.h"
+#include "model/model.h"
+#include "train/hf_io.h"
+
+namespace swan {
+
+std::unique_ptr<TrainModel> LoadAnalysisModel(const std::string& dir, const std::string& attn) {
+  const ModelConfig config = LoadModelConfig(dir);
+  const ModelShape shape = ShapeFromConfig(config);
+  const std::string spec = !attn.empty() && attn != "model" ? attn : config.attention_plan;
+  auto model = std::make_unique<TrainModel>(
+      shape, ResolvePlan(spec.empty() ? "model" : spec, AttentionDefaultsFor(config)));
+  LoadHfWeights(*model, dir);
+  return model;
+}
+
+RetrievalHeads TraceRetrievalHeads(TrainModel& model, const RecallOptions& task, int64_t sequences,
+                                   uint64_t seed, int64_t far_distance) {
+  RetrievalHeads r;
+  r.layers = model.shape().n_layers;
+  r.heads = model.shape().n_heads;
+  r.far_distance = far_distance;
+  r.all.assign(size_t(r.layers * r.heads), HeadMass{});
+  r.far.assign(r.all.size(), HeadMass{});
+  RecallOptions t = task;
+  t.seed = seed;
+  for (int64_t n = 0; n < sequences; ++n) {
+    const RecallSequence s = MakeRecallSequence(t, uint64_t(n));
+    const int64_t T = int64_t(s.tokens.size()) - 1;
+    const std::vector<int32_t> inputs(s.tokens.begin(), s.tokens.end() - 1);   // [T]
+    const std::vector<int32_t> targets(s.tokens.begin() + 1, s.tokens.end());  // [T]
+    model.Forward(inputs.data(), targets.data(), 1, T);
+    for (int64_t a = 1; a <= T; ++a) {
+      if (s.distance[size_t(a)] == 0 || s.distance[size_t(a - 1)] != 0)
+        continue;  // an item's first answer
+      const int64_t query = a - 1, key = query - s.distance[size_t(a)];
+      const bool is_far = s.distance[size_t(a)] >= far_distance;
+      ++r.answers;
+      r.far_answers += is_far;
+      for (int32_t l = 0; l < r.layers; ++l)
+        for (int32_t h = 0; h < r.heads; ++h) {
+          const std::vector<double> w = model.AttentionWeights(l, h, query);
+          HeadMass& m = r.all[size_t(l * r.heads + h)];
+          m.value += w[size_t(key + 1)];
+          m.key += w[size_t(key)];
+          if (is_far) {
+            r.far[size_t(l * r.heads + h)].value += w[size_t(key + 1)];
+            r.far[size_t(l * r.heads + h)].key += w[size_t(key)];
+          }
+        }
+    }
+  }
+  for (HeadMass& m : r.all)
+    m.value /= std::max<int64_t>(1, r.answers), m.key /= std::max<int64_t>(1, r.answers);
+  for (HeadMass& m : r.far)
+    m.value /= std::max<int64_t>(1, r.far_answers), m.key /= std::max<int64_t>(1, r.far_answers);
+  return r;
+}
+
+std::string RetrievalHeadsTable(const RetrievalHeads& r) {
+  std::ostringstream out;
+  char buf[64];
+  out << "attention mass on the answer's value position (and on its key), mean over " << r.answers
+      << " answers; far: the " << r.far_answers
+      << " answers with key->query distance >= " << r.far_distance << "\n";
+  std::snprintf(buf, sizeof buf, "%-6s", "layer");
+  out << buf;
+  for (int32_t h = 0; h < r.heads; ++h) {
+    std::snprintf(buf, sizeof buf, "  %17s", ("head " + std::to_string(h)).c_str());
+    out << buf;
+  }
+  out << "\n";
+  for (bool far : {false, true}) {
+    if (far && r.far_answers == 0) continue;
+    out << (far ? "far answers:\n" : "");
+    for (int32_t l = 0; l < r.layers; ++l) {
+      std::snprintf(buf, sizeof buf, "%-6d", l);
+      out << buf;
+      for (int32_t h = 0; h < r.heads; ++h) {
+        const HeadMass& m = r.At(l, h, far);
+        std::snprintf(buf, sizeof buf, "  %7.3f (%7.3f)", m.value, m.key);
+        out << buf;
+      }
+      out << "\n";
+    }
+  }
+  // The strongest retrieval heads.
+  std::vector<std::pair<double, int32_t>> ranked;
+  for (int32_t i = 0; i < r.layers * r.heads; ++i) ranked.push_back({r.all[size_t(i)].value, i});
+  std::sort(ranked.rbegin(), ranked.rend());
+  out << "strongest:";
+  for (size_t i = 0; i < std::min<size_t>(4, ranked.size()); ++i) {
+    std::snprintf(buf, sizeof buf, " layer %d head %d (%.3f)%s", ranked[i].second / r.heads,
+                  ranked[i].second % r.heads, ranked[i].first,
+                  i + 1 < std::min<size_t>(4, ranked.size()) ? "," : "");
+    out << buf;
+  }
+  out << "\n";
+  return out.str();
+}
+
+nlohmann::json RetrievalHeadsJson(const RetrievalHeads& r) {
+  nlohmann::json j = {{"layers", r.layers},
+                      {"heads", r.heads},
+                      {"answers", r.answers},
+                      {"far_answers", r.far_answers},
+                      {"far_distance", r.far_distance}};
+  for (int32_t l = 0; l < r.layers; ++l)
+    for (int32_t h = 0; h < r.heads; ++h)
+      j["heads_mass"].push_back({{"layer", l},
+                                 {"head", h},
+                                 {"value", r.At(l, h).value},
+                                 {"key", r.At(l, h).key},
+                                 {"far_value", r.At(l, h, true).value},
+                                 {"far_key", r.At(l, h, true).key}});
+  return j;
+}
+
+std::string RetrievalHeadsSvg(const RetrievalHeads& r, const std::string& title) {
+  const double cell = 36, left = 70, top = 50;
+  const double W = left + cell * r.heads + 40, H = top + cell * r.layers + 50;
+  std::ostringstream s;
+  s.precision(4);
+  s << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
+    << "' font-family='sans-serif' font-size='11'>\n<rect width='100%' height='100%' "
+       "fill='white'/>\n"
+    << "<text x='10' y='20' font-size='13'>" << title << "</text>\n";
+  double max_mass = 1e-9;
+  for (const HeadMass& m : r.all) max_mass = std::max(max_mass, m.value);
+  for (int32_t l = 0; l < r.layers; ++l) {
+    s << "<text x='10' y='" << top + cell * (l + 0.6) << "'>layer " << l << "</text>\n";
+    for (int32_t h = 0; h < r.heads; ++h) {
+      const double v = r.At(l, h).value / max_mass;  // white (0) to dark red (the strongest)
+      const int g = int(255 * (1 - v));
+      s << "<rect x='" << left + cell * h << "' y='" << top + cell * l << "' width='" << cell - 2
+        << "' height='" << cell - 2 << "' fill='rgb(255," << g << "," << g << ")'><title>layer "
+        << l << " head " << h << ": " << r.At(l, h).value << "</title></rect>\n"
+        << "<text x='" << left + cell * h + 4 << "' y='" << top + cell * l + cell / 2 + 4 << "'>"
+        << int(100 * r.At(l, h).value + 0.5) << "</text>\n";
+    }
+  }
+  for (int32_t h = 0; h < r.heads; ++h)
+    s << "<text x='" << left + cell * h + 8 << "' y='" << top - 6 << "'>h" << h << "</text>\n";
+  s << "<text x='10' y='" << H - 15
+    << "'>% of a query's attention on its answer's value position</text>\n</svg>\n";
+  return s.str();
+}
+
+}  // namespace swan

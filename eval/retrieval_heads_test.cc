@@ -1,0 +1,77 @@
+#include "eval/retrieval_heads.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "attention/span.h"
+#include "model/plan.h"
+
+namespace swan {
+namespace {
+
+// Planted attention: with zero query and key projections every head
+// attends uniformly to the keys its span shows, so the mass on an answer's
+// value position is known exactly: 1 / (keys seen), or 0 when the span
+// hides the value.
+TEST(RetrievalHeads, UniformAttentionGivesTheExpectedMass) {
+  RecallOptions task;
+  task.context = 48;
+  task.keys = 8;
+  task.values = 8;
+  task.filler = 8;
+  task.pairs = 4;
+  task.queries = 4;
+  task.bins = ParseDistanceBins("2-43");
+  ModelShape shape = PresetShape("tiny", RecallVocabSize(task), task.context);
+  ModelAttentionDefaults defaults;
+  defaults.n_layers = shape.n_layers;
+  TrainModel model(shape, ResolvePlan("hybrid:1:1,window:6", defaults));
+  model.InitRandom(3);
+  for (const ParamTensor& t : model.tensors())
+    if (t.name.find("q_proj") != std::string::npos || t.name.find("k_proj") != std::string::npos)
+      std::fill(model.params().begin() + t.offset, model.params().begin() + t.offset + t.numel,
+                0.0f);
+  const int64_t far = 10;
+  const RetrievalHeads heads = TraceRetrievalHeads(model, task, 6, 77, far);
+  // The same average, by hand.
+  std::vector<double> expect(size_t(shape.n_layers), 0.0), expect_far(expect);  // [L]
+  int64_t answers = 0, far_answers = 0;
+  RecallOptions t = task;
+  t.seed = 77;
+  for (uint64_t n = 0; n < 6; ++n) {
+    const RecallSequence s = MakeRecallSequence(t, n);
+    for (int64_t a = 1; a < int64_t(s.tokens.size()); ++a) {
+      if (s.distance[size_t(a)] == 0) continue;
+      const int64_t query = a - 1, value = query - s.distance[size_t(a)] + 1;
+      ++answers;
+      const bool is_far = s.distance[size_t(a)] >= far;
+      far_answers += is_far;
+      for (int32_t l = 0; l < shape.n_layers; ++l) {
+        const Span span = model.plan().layers[size_t(l)].span;
+        int64_t seen = 0;
+        for (int64_t k = 0; k <= query; ++k) seen += Sees(span, query, k);
+        const double mass = Sees(span, query, value) ? 1.0 / double(seen) : 0.0;
+        expect[size_t(l)] += mass;
+        if (is_far) expect_far[size_t(l)] += mass;
+      }
+    }
+  }
+  ASSERT_EQ(heads.answers, answers);
+  ASSERT_EQ(heads.far_answers, far_answers);
+  ASSERT_GT(far_answers, 0);
+  bool window_hides_far = false;
+  for (int32_t l = 0; l < shape.n_layers; ++l)
+    for (int32_t h = 0; h < shape.n_heads; ++h) {
+      EXPECT_NEAR(heads.At(l, h).value, expect[size_t(l)] / double(answers), 1e-9) << l << " " << h;
+      EXPECT_NEAR(heads.At(l, h, true).value, expect_far[size_t(l)] / double(far_answers), 1e-9);
+      window_hides_far = window_hides_far || heads.At(l, h, true).value == 0.0;
+    }
+  EXPECT_TRUE(window_hides_far) << "the window-6 layer cannot see values 10 or more back";
+  EXPECT_NE(RetrievalHeadsTable(heads).find("strongest: layer"), std::string::npos);
+  EXPECT_NE(RetrievalHeadsSvg(heads, "t").find("<svg"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace swan

@@ -1,0 +1,40 @@
+#!/bin/sh
+# Recall in token ids end to end with the swan program: `swan train recall`
+# writes labelled data, `swan train` learns on it with a context curriculum
+# and logs recall by distance, and the export carries its task to `swan
+# compare`, `swan heads`, `swan route-stats --recall` and `swan score`.
+#   usage: recall_cli_test.sh SWAN
+set -eu
+SWAN=$1
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+"$SWAN" train recall --out "$TMP/data" --context 48 --pairs 4 --queries 6 --keys 16 --values 16 \
+  --filler 8 --bins 2-16,16-43 --sequences 64 --val-sequences 8 > "$TMP/gen.txt"
+grep -q "wrote 64 training and 8 held-out mqar sequences of 48 tokens (vocab 44" "$TMP/gen.txt"
+for f in train.bin train.labels train.val.bin train.val.labels recall.json; do test -s "$TMP/data/$f"; done
+
+"$SWAN" train --data "$TMP/data/train.bin" --out "$TMP/run" --preset tiny --attn hybrid:1:1,window:8 \
+  --context 48 --context-schedule 24:2 --batch 4 --steps 4 --eval-every 2 --eval-seqs 8 --quiet \
+  > "$TMP/train.txt"
+grep -q "held-out recall by key->query distance: \[1,2) .* \[8,49) [0-9.]*% (chance 6.25%)" "$TMP/train.txt"
+test "$(wc -l < "$TMP/run/recall_log.csv")" -eq 3   # header and two evaluations
+grep -q "<svg" "$TMP/run/recall.svg"
+test -s "$TMP/run/model/recall.json"
+
+"$SWAN" compare -m "$TMP/run/model" --window 8 --samples 4 --quiet > "$TMP/compare.txt"
+grep -q "recall, distance \[8,14) " "$TMP/compare.txt"   # tiny: 2 layers, relay 2 * 7
+grep -q "chance: 6.25% guessing among 16 values; 25.00% picking one of the sequence's 4 values" "$TMP/compare.txt"
+"$SWAN" compare -m "$TMP/run/model" --window 8 --samples 2 --quiet --json | grep -q '"chance_pick": 0.25'
+
+"$SWAN" heads -m "$TMP/run/model" --samples 2 --svg "$TMP/heads.svg" > "$TMP/heads.txt"
+grep -q "strongest: layer" "$TMP/heads.txt"
+grep -q "<svg" "$TMP/heads.svg"
+
+"$SWAN" route-stats -m "$TMP/run/model" --recall --attn routed:8 --route-ratio 0.5 --samples 2 \
+  > "$TMP/routes.txt"
+grep -q "far query" "$TMP/routes.txt"
+
+printf '[0, 4, 20, 4]\n' > "$TMP/ids.jsonl"
+"$SWAN" score -m "$TMP/run/model" --ids "$TMP/ids.jsonl" 2>/dev/null | grep -q '"position":3,"token":4'
+echo "recall data, training, compare, heads, route-stats and score: ok"
