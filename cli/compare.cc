@@ -163,7 +163,7 @@ int CompareRecallModel(const Args& args, const std::string& dir, const LanguageM
     return 0;
   }
   std::printf("model %s: %s recall in token ids, context %d, %lld sequences per plan (seed %llu)\n\n%s", dir.c_str(),
-              options.task.task == RecallTask::kMqar ? "MQAR" : "needle", ctx, (long long)options.sequences,
+              RecallTaskName(options.task.task), ctx, (long long)options.sequences,
               (unsigned long long)options.seed, table.c_str());
   std::printf("accuracy: every answer token the greedy choice, by key->query distance (items in parentheses)\n");
   return 0;

@@ -36,6 +36,8 @@ const char kUsage[] =
     "  accuracy by key->query distance (RUN/recall_log.csv, RUN/recall.svg)\n"
     "model:\n"
     "  --preset NAME        shape from scratch: tiny, mini, small (~7M at vocab 4K; default)\n"
+    "  --layers L --dim C --heads H --kv-heads K --head-dim D --mlp F\n"
+    "                       from scratch: replace the preset's shape (--heads alone: K = H)\n"
     "  --init DIR           start from a Hugging Face model directory (continual pretraining)\n"
     "  --attn SPEC          attention plan, e.g. full, swa:256, hybrid:3:1,window:256,sinks:4,\n"
     "                       nope:full, routed:256 (default full; with --init: the model's own)\n"
@@ -149,7 +151,8 @@ int RunTrain(const std::vector<std::string>& words) {
                       "--checkpoint-every", "--log-every", "--time-limit", "--quiet",
                       "--gemm-report", "--debug-kill-after", "--router-gamma", "--router-eps",
                       "--router-alpha", "--router-gamma-constant", "--router-lr", "--matmul",
-                      "--context-schedule", "--eval-bins", "-t", "--threads"});
+                      "--context-schedule", "--eval-bins", "--layers", "--dim", "--heads", "--kv-heads",
+                      "--head-dim", "--mlp", "-t", "--threads"});
   ApplyThreadsOption(args);
   if (!args.Has("--data")) throw std::invalid_argument("--data TRAIN.bin is required\n" + std::string(kUsage));
   if (!args.Has("--out")) throw std::invalid_argument("--out RUN is required\n" + std::string(kUsage));
@@ -169,6 +172,20 @@ int RunTrain(const std::vector<std::string>& words) {
   o.synthetic_data = args.Get("--synthetic", "");
   o.synthetic_rate = args.GetDouble("--synthetic-rate", o.synthetic_data.empty() ? 0.0 : 0.1);
   o.preset = args.Get("--preset", "small");
+  o.shape_overrides.layers = int32_t(args.GetInt("--layers", 0));
+  o.shape_overrides.hidden = args.GetInt("--dim", 0);
+  o.shape_overrides.heads = int32_t(args.GetInt("--heads", 0));
+  o.shape_overrides.kv_heads = int32_t(args.GetInt("--kv-heads", 0));
+  o.shape_overrides.head_dim = int32_t(args.GetInt("--head-dim", 0));
+  o.shape_overrides.intermediate = args.GetInt("--mlp", 0);
+  for (const char* flag : {"--layers", "--dim", "--heads", "--kv-heads", "--head-dim", "--mlp"})
+    if (args.Has(flag) && args.GetInt(flag, 0) <= 0)
+      throw std::invalid_argument(std::string(flag) + " must be positive");
+  if (!o.init_from.empty() && (o.shape_overrides.layers || o.shape_overrides.hidden ||
+                               o.shape_overrides.heads || o.shape_overrides.kv_heads ||
+                               o.shape_overrides.head_dim || o.shape_overrides.intermediate))
+    throw std::invalid_argument("--layers, --dim, --heads, --kv-heads, --head-dim and --mlp shape a "
+                                "model from scratch; --init takes the model's own shape");
   o.init_from = args.Get("--init", "");
   o.attn = args.Get("--attn", o.init_from.empty() ? "full" : "model");
   o.rope_base = args.GetDouble("--rope-base", 10000.0);

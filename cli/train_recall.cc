@@ -22,8 +22,9 @@ namespace {
 
 const char kUsage[] =
     "usage: swan train recall --out DIR [options]\n"
-    "  --task T            mqar (key-value pairs, queried later; default) or needle (a marker\n"
-    "                      and value tokens, asked for at the end)\n"
+    "  --task T            mqar (key-value pairs, queried later; default), needle (a marker\n"
+    "                      and value tokens, asked for at the end) or copy (a random span\n"
+    "                      repeated: dense induction, a warm-up)\n"
     "  --context T         tokens per sequence (default 512)\n"
     "  --pairs P           mqar: distinct key-value pairs per sequence (default 32)\n"
     "  --queries Q         mqar: pairs asked again, each answer weighted 1 (default = pairs)\n"
@@ -32,6 +33,7 @@ const char kUsage[] =
     "  --keys K --values V --filler F   the vocabulary after 4 markers (default 128, 128, 252:\n"
     "                      512 ids)\n"
     "  --filler-weight W   loss weight of the other tokens (default 0: answers only)\n"
+    "  --copy-share F      this share of the sequences are copy sequences instead (default 0)\n"
     "  --sequences N       training sequences (default 20000)\n"
     "  --val-sequences N   held-out sequences (default 256)\n"
     "  --seed S            training seed; held-out sequences use another (default 1)\n"
@@ -64,7 +66,7 @@ int RunTrainRecall(const std::vector<std::string>& words) {
     return words.empty() ? 2 : 0;
   }
   args.RejectUnknown({"--out", "--task", "--context", "--pairs", "--queries", "--needle-tokens",
-                      "--bins", "--keys", "--values", "--filler", "--filler-weight", "--sequences",
+                      "--bins", "--keys", "--values", "--filler", "--filler-weight", "--copy-share", "--sequences",
                       "--val-sequences", "--seed"});
   if (!args.Has("--out"))
     throw std::invalid_argument("--out DIR is required\n" + std::string(kUsage));
@@ -78,6 +80,7 @@ int RunTrainRecall(const std::vector<std::string>& words) {
   o.values = int32_t(args.GetInt("--values", 128));
   o.filler = int32_t(args.GetInt("--filler", 252));
   o.filler_weight = float(args.GetDouble("--filler-weight", 0.0));
+  o.copy_share = args.GetDouble("--copy-share", 0.0);
   o.seed = uint64_t(args.GetInt("--seed", 1));
   o.bins = ParseDistanceBins(args.Get("--bins", "2-" + std::to_string(o.context)));
   ValidateRecallOptions(o);
@@ -93,12 +96,13 @@ int RunTrainRecall(const std::vector<std::string>& words) {
   WriteSplit(train, o, sequences);
   RecallOptions held_out = o;
   held_out.seed = o.seed + 1000000007ull;  // a seed of its own: no training sequence reappears
+  held_out.copy_share = 0;                 // evaluation is the task itself
   WriteSplit(val, held_out, val_sequences);
 
   const double chance =
       std::pow(1.0 / o.values, o.task == RecallTask::kNeedle ? o.needle_tokens : 1);
   nlohmann::json j;
-  j["task"] = o.task == RecallTask::kMqar ? "mqar" : "needle";
+  j["task"] = RecallTaskName(o.task);
   j["context"] = o.context;
   j["vocab"] = RecallVocabSize(o);
   j["keys"] = o.keys;
@@ -111,6 +115,7 @@ int RunTrainRecall(const std::vector<std::string>& words) {
   for (const DistanceBin& b : o.bins)
     j["bins"].push_back({{"lo", b.lo}, {"hi", b.hi}, {"share", b.share}});
   j["filler_weight"] = o.filler_weight;
+  j["copy_share"] = o.copy_share;
   j["seed"] = o.seed;
   j["val_seed"] = held_out.seed;
   j["sequences"] = sequences;

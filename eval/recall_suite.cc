@@ -87,6 +87,7 @@ RecallOptions LoadRecallTask(const std::string& model_dir) {
 }
 
 double RecallGuessChance(const RecallOptions& t) {
+  if (t.task == RecallTask::kCopy) return 1.0 / (t.keys + t.values);
   return std::pow(1.0 / t.values, t.task == RecallTask::kNeedle ? t.needle_tokens : 1);
 }
 
@@ -210,7 +211,7 @@ std::string RecallSuiteTable(const std::vector<RecallPlanResult>& results,
 nlohmann::json RecallSuiteJson(const std::vector<RecallPlanResult>& results,
                                const RecallSuiteOptions& options) {
   nlohmann::json j;
-  j["task"] = options.task.task == RecallTask::kMqar ? "mqar" : "needle";
+  j["task"] = RecallTaskName(options.task.task);
   j["context"] = options.task.context;
   j["sequences"] = options.sequences;
   j["seed"] = options.seed;

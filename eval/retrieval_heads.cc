@@ -38,8 +38,9 @@ RetrievalHeads TraceRetrievalHeads(TrainModel& model, const RecallOptions& task,
     const std::vector<int32_t> targets(s.tokens.begin() + 1, s.tokens.end());  // [T]
     model.Forward(inputs.data(), targets.data(), 1, T);
     for (int64_t a = 1; a <= T; ++a) {
-      if (s.distance[size_t(a)] == 0 || s.distance[size_t(a - 1)] != 0)
-        continue;  // an item's first answer
+      // Every answer token: its query is the token before it, its fact the
+      // same offset back (a needle's or a copy's later tokens included).
+      if (s.distance[size_t(a)] == 0) continue;
       const int64_t query = a - 1, key = query - s.distance[size_t(a)];
       const bool is_far = s.distance[size_t(a)] >= far_distance;
       ++r.answers;

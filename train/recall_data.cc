@@ -46,6 +46,7 @@ const DistanceBin& PickBin(const std::vector<DistanceBin>& bins, Rng& rng) {
 // The longest distance a sequence of the options can hold: a key right
 // after the prefix, its query's answer at the last position.
 int32_t MaxDistance(const RecallOptions& o) {
+  if (o.task == RecallTask::kCopy) return (o.context + 1 - kRecallPrefix) / 2;  // two copies of d - 1 and their markers
   const int32_t answer_tokens = o.task == RecallTask::kNeedle ? o.needle_tokens : 1;
   return o.context - answer_tokens - kRecallPrefix;
 }
@@ -59,7 +60,7 @@ void ValidateRecallOptions(const RecallOptions& o) {
     fail("need keys, values and 4 or more filler ids");
   if (o.bins.empty()) fail("no distance bins");
   const int32_t max_d = MaxDistance(o);
-  const int32_t min_d = o.task == RecallTask::kNeedle ? o.needle_tokens + 1 : 2;
+  const int32_t min_d = o.task == RecallTask::kNeedle ? o.needle_tokens + 1 : 2;  // copy: L >= 1
   for (const DistanceBin& b : o.bins) {
     if (b.share <= 0) fail("a distance bin's share must be positive");
     if (b.lo < min_d || b.hi <= b.lo || b.lo > max_d)
@@ -67,6 +68,7 @@ void ValidateRecallOptions(const RecallOptions& o) {
            ") does not fit: distances run from " + std::to_string(min_d) + " to " +
            std::to_string(max_d) + " at context " + std::to_string(o.context));
   }
+  if (o.copy_share < 0 || o.copy_share > 1) fail("the copy share must be between 0 and 1");
   if (o.task == RecallTask::kMqar) {
     if (o.queries < 1 || o.pairs < 1) fail("MQAR needs at least one pair and one query");
     if (o.pairs > o.keys) fail("MQAR needs at least as many key ids as pairs (distinct keys)");
@@ -80,9 +82,18 @@ void ValidateRecallOptions(const RecallOptions& o) {
 
 int32_t RecallVocabSize(const RecallOptions& o) { return 4 + o.keys + o.values + o.filler; }
 
-RecallSequence MakeRecallSequence(const RecallOptions& o, uint64_t index) {
+RecallSequence MakeRecallSequence(const RecallOptions& options, uint64_t index) {
+  Rng rng(options.seed, index);
+  RecallOptions copy;
+  const bool is_copy =
+      options.task != RecallTask::kCopy && options.copy_share > 0 && rng.Unit() < options.copy_share;
+  if (is_copy) {
+    copy = options;
+    copy.task = RecallTask::kCopy;
+    copy.bins = {{2, MaxDistance(copy) + 1, 1.0}};
+  }
+  const RecallOptions& o = is_copy ? copy : options;
   const int32_t T = o.context, n = T + 1;
-  Rng rng(o.seed, index);
   RecallSequence s;
   s.tokens.assign(size_t(n), -1);
   s.weight.assign(size_t(n), o.filler_weight);
@@ -157,6 +168,19 @@ RecallSequence MakeRecallSequence(const RecallOptions& o, uint64_t index) {
         put(at + 1, FirstValue(o) + int32_t(rng.Range(0, o.values)));
         break;
       }
+  } else if (o.task == RecallTask::kCopy) {
+    // "N s1 .. sL N s1 .. sL" ending at the last position: the second N
+    // predicts s1 from the token after the first, and so on.
+    const DistanceBin& bin = PickBin(o.bins, rng);
+    const int32_t d = int32_t(rng.Range(bin.lo, std::min(bin.hi, max_d + 1)));
+    const int32_t length = d - 1, second = n - 1 - length, first = second - d;
+    put(first, kRecallNeedle);
+    put(second, kRecallNeedle);
+    for (int32_t i = 1; i <= length; ++i) {
+      const int32_t token = FirstKey() + int32_t(rng.Range(0, o.keys + o.values));
+      put(first + i, token);
+      answer(second + i, token, d);
+    }
   } else {
     const int32_t m = o.needle_tokens;
     const int32_t at = n - 1 - m;  // the final "N", its answers after it
@@ -224,7 +248,12 @@ std::vector<DistanceBin> ParseDistanceBins(const std::string& spec) {
 RecallTask ParseRecallTask(const std::string& name) {
   if (name == "mqar") return RecallTask::kMqar;
   if (name == "needle") return RecallTask::kNeedle;
-  throw std::invalid_argument("unknown recall task '" + name + "' (mqar, needle)");
+  if (name == "copy") return RecallTask::kCopy;
+  throw std::invalid_argument("unknown recall task '" + name + "' (mqar, needle, copy)");
+}
+
+const char* RecallTaskName(RecallTask task) {
+  return task == RecallTask::kMqar ? "mqar" : task == RecallTask::kNeedle ? "needle" : "copy";
 }
 
 std::string RecallTokenName(const RecallOptions& o, int32_t id) {

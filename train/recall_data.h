@@ -19,6 +19,9 @@
 //           bin than the one drawn.
 //   needle: "N v1 .. vm" at a depth, asked at the end as "N v1 .. vm"; the
 //           m answer tokens are weighted 1 and scored as one item.
+//   copy:   "N s1 .. sL N s1 .. sL" at the end, s random keys and values,
+//           the second copy weighted 1 (distance L + 1): dense induction,
+//           a warm-up for the other two.
 // Every other token is filler, weighted `filler_weight` (0: answer-only
 // loss). A sequence is a pure function of (options, index): training and
 // evaluation draw from disjoint seeds.
@@ -30,7 +33,7 @@
 
 namespace swan {
 
-enum class RecallTask { kMqar, kNeedle };
+enum class RecallTask { kMqar, kNeedle, kCopy };
 
 // Distances (query position - key position) in [lo, hi), drawn for a
 // `share` of the answers.
@@ -48,6 +51,10 @@ struct RecallOptions {
   int32_t needle_tokens = 3;
   std::vector<DistanceBin> bins = {{2, 512, 1.0}};
   float filler_weight = 0;
+  // This share of the sequences are copy sequences instead (distances
+  // uniform up to the longest copy that fits): induction heads form on
+  // them within a few hundred steps, and the main task then uses them.
+  double copy_share = 0;
   uint64_t seed = 1;
 };
 
@@ -68,7 +75,8 @@ RecallSequence MakeRecallSequence(const RecallOptions& options, uint64_t index);
 
 // "2-64:0.25,64-256:0.25,256-512:0.5" (share optional: equal shares).
 std::vector<DistanceBin> ParseDistanceBins(const std::string& spec);
-RecallTask ParseRecallTask(const std::string& name);  // "mqar" | "needle"
+RecallTask ParseRecallTask(const std::string& name);  // "mqar" | "needle" | "copy"
+const char* RecallTaskName(RecallTask task);
 // "<bos>", "N", "k17", "v203", "f9".
 std::string RecallTokenName(const RecallOptions& options, int32_t id);
 

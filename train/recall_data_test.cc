@@ -117,6 +117,41 @@ TEST(RecallData, NeedleIsAskedAtTheEnd) {
   }
 }
 
+// Copy: the second span repeats the first, every token of it an answer at
+// the distance between the two markers; a copy share mixes copies in.
+TEST(RecallData, CopyRepeatsItsSpanAndMixesIn) {
+  RecallOptions o;
+  o.task = RecallTask::kCopy;
+  o.context = 64;
+  o.bins = ParseDistanceBins("5-31");
+  ValidateRecallOptions(o);
+  for (uint64_t index = 0; index < 50; ++index) {
+    const RecallSequence s = MakeRecallSequence(o, index);
+    int answers = 0, d = 0;
+    for (int32_t i = 0; i <= o.context; ++i) {
+      if (s.weight[size_t(i)] == 0) continue;
+      ++answers;
+      d = s.distance[size_t(i)];
+      EXPECT_EQ(s.tokens[size_t(i)], s.tokens[size_t(i - d)]);
+    }
+    ASSERT_GE(d, 5);
+    ASSERT_LT(d, 31);
+    EXPECT_EQ(answers, d - 1);
+    EXPECT_EQ(s.tokens[size_t(o.context - (d - 1))], kRecallNeedle);  // the second marker
+    EXPECT_EQ(s.weight[size_t(o.context)], 1.0f);                    // the span ends the sequence
+  }
+  RecallOptions mixed = Mqar();
+  mixed.copy_share = 0.5;
+  int copies = 0;
+  for (uint64_t index = 0; index < 200; ++index) {
+    const RecallSequence s = MakeRecallSequence(mixed, index);
+    copies += s.weight.back() == 1.0f && s.tokens[size_t(mixed.context - s.distance.back() + 1)] == kRecallNeedle;
+  }
+  EXPECT_NEAR(copies / 200.0, 0.5, 0.1);
+  mixed.copy_share = 0;
+  EXPECT_EQ(MakeRecallSequence(mixed, 3).tokens, MakeRecallSequence(Mqar(), 3).tokens);
+}
+
 TEST(RecallData, RefusesWhatCannotFit) {
   RecallOptions o = Mqar();
   o.bins = ParseDistanceBins("2-300");

@@ -146,6 +146,15 @@ TrainResult Train(const TrainOptions& o) {
     if (!config.eos_token_ids.empty()) export_options.eos_token_id = config.eos_token_ids[0];
   } else {
     shape = PresetShape(o.preset, loader.vocab_size(), o.context);
+    const TrainOptions::ShapeOverrides& so = o.shape_overrides;
+    if (so.layers > 0) shape.n_layers = so.layers;
+    if (so.heads > 0) shape.n_heads = so.heads;
+    if (so.kv_heads > 0) shape.n_kv_heads = so.kv_heads;
+    if (so.head_dim > 0) shape.head_dim = so.head_dim;
+    if (so.hidden > 0) shape.hidden = so.hidden;
+    if (so.intermediate > 0) shape.intermediate = so.intermediate;
+    if (so.heads > 0 && so.kv_heads == 0) shape.n_kv_heads = so.heads;  // no grouping unless asked
+    shape.Validate();
     shape.rope.base = o.rope_base;
     ModelAttentionDefaults defaults;
     defaults.n_layers = shape.n_layers;

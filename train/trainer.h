@@ -28,6 +28,11 @@ struct TrainOptions {
   double synthetic_rate = 0.0;
   // Model: from scratch with a preset shape, or from a Hugging Face directory.
   std::string preset = "small";
+  // From scratch: these replace the preset's value when > 0.
+  struct ShapeOverrides {
+    int32_t layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
+    int64_t hidden = 0, intermediate = 0;
+  } shape_overrides;
   std::string init_from;         // HF directory; "" = from scratch
   std::string attn = "full";     // attention plan spec (model/plan.h); "model" = the --init model's
   RouterRegularizer router;      // routed layers' regularizer (train/routed.h)
