@@ -22,13 +22,16 @@ namespace swan::cli {
 namespace {
 
 const char kUsage[] =
-    "usage: swan train --data TRAIN.bin --out RUN [options]\n"
+    "usage: swan train (--data TRAIN.bin | --recall TASK.json) --out RUN [options]\n"
     "       swan train synth --out DIR [--docs N] [--chars C] [--kinds passkey,kv,code] [--seed S]\n"
     "       swan train recall --out DIR [...]   recall tasks in token-id space, with labels\n"
     "                                           (`swan train recall --help`)\n"
     "data (token files from `swan tokenize --out`):\n"
     "  --data FILE          training tokens\n"
     "  --val FILE           held-out tokens (default: FILE's .val.bin twin when it exists)\n"
+    "  --recall TASK.json   instead of --data: a recall task (`swan train recall` writes\n"
+    "                       DIR/recall.json), every training sequence made fresh on the fly,\n"
+    "                       held-out ones from the task's own seed\n"
     "  --synthetic FILE     tokenized synthetic retrieval documents (`swan train synth`)\n"
     "  --synthetic-rate R   fraction of sequences drawn from them (default 0.1 with --synthetic)\n"
     "  A token file with labels beside it (DATA.labels, from `swan train recall`) weighs each\n"
@@ -148,19 +151,21 @@ int RunTrain(const std::vector<std::string>& words) {
                       "--attn", "--rope-base", "--tokenizer", "--context", "--batch", "--accum",
                       "--steps", "--lr", "--min-lr-ratio", "--warmup", "--weight-decay", "--clip",
                       "--seed", "--out", "--resume", "--eval-every", "--eval-seqs",
-                      "--checkpoint-every", "--log-every", "--time-limit", "--quiet",
+                      "--checkpoint-every", "--log-every", "--time-limit", "--quiet", "--recall",
                       "--gemm-report", "--debug-kill-after", "--router-gamma", "--router-eps",
                       "--router-alpha", "--router-gamma-constant", "--router-lr", "--matmul",
                       "--context-schedule", "--eval-bins", "--layers", "--dim", "--heads", "--kv-heads",
                       "--head-dim", "--mlp", "-t", "--threads"});
   ApplyThreadsOption(args);
-  if (!args.Has("--data")) throw std::invalid_argument("--data TRAIN.bin is required\n" + std::string(kUsage));
+  if (args.Has("--data") == args.Has("--recall"))
+    throw std::invalid_argument("give --data TRAIN.bin or --recall TASK.json\n" + std::string(kUsage));
   if (!args.Has("--out")) throw std::invalid_argument("--out RUN is required\n" + std::string(kUsage));
   TrainOptions o;
   o.run_dir = args.Get("--out", "");
   o.train_data = args.Get("--data", "");
+  o.recall_task = args.Get("--recall", "");
   o.val_data = args.Get("--val", "");
-  if (o.val_data.empty()) {
+  if (o.val_data.empty() && o.recall_task.empty()) {
     std::string twin = o.train_data;
     if (twin.size() > 4 && twin.substr(twin.size() - 4) == ".bin") twin = twin.substr(0, twin.size() - 4);
     twin += ".val.bin";
@@ -218,7 +223,8 @@ int RunTrain(const std::vector<std::string>& words) {
   o.context_schedule = ParseContextSchedule(args.Get("--context-schedule", ""));
   // Recall data says how likely a guess is right.
   const std::filesystem::path recall_json =
-      std::filesystem::path(o.train_data).parent_path() / "recall.json";
+      !o.recall_task.empty() ? std::filesystem::path(o.recall_task)
+                             : std::filesystem::path(o.train_data).parent_path() / "recall.json";
   if (std::filesystem::exists(recall_json))
     o.recall_chance = nlohmann::json::parse(std::ifstream(recall_json)).value("chance", 0.0);
   o.checkpoint_every = args.GetInt("--checkpoint-every", 100);

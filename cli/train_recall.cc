@@ -101,22 +101,7 @@ int RunTrainRecall(const std::vector<std::string>& words) {
 
   const double chance =
       std::pow(1.0 / o.values, o.task == RecallTask::kNeedle ? o.needle_tokens : 1);
-  nlohmann::json j;
-  j["task"] = RecallTaskName(o.task);
-  j["context"] = o.context;
-  j["vocab"] = RecallVocabSize(o);
-  j["keys"] = o.keys;
-  j["values"] = o.values;
-  j["filler"] = o.filler;
-  j["pairs"] = o.pairs;
-  j["queries"] = o.queries;
-  j["needle_tokens"] = o.needle_tokens;
-  j["bins"] = nlohmann::json::array();
-  for (const DistanceBin& b : o.bins)
-    j["bins"].push_back({{"lo", b.lo}, {"hi", b.hi}, {"share", b.share}});
-  j["filler_weight"] = o.filler_weight;
-  j["copy_share"] = o.copy_share;
-  j["seed"] = o.seed;
+  nlohmann::json j = RecallTaskJson(o);
   j["val_seed"] = held_out.seed;
   j["sequences"] = sequences;
   j["val_sequences"] = val_sequences;

@@ -65,25 +65,9 @@ bool HasRecallTask(const std::string& model_dir) {
 }
 
 RecallOptions LoadRecallTask(const std::string& model_dir) {
-  std::ifstream in(RecallJsonPath(model_dir));
-  if (!in) throw std::runtime_error(model_dir + " holds no recall.json (not a recall model)");
-  const nlohmann::json j = nlohmann::json::parse(in);
-  RecallOptions o;
-  o.task = ParseRecallTask(j.value("task", "mqar"));
-  o.context = j.value("context", o.context);
-  o.keys = j.value("keys", o.keys);
-  o.values = j.value("values", o.values);
-  o.filler = j.value("filler", o.filler);
-  o.pairs = j.value("pairs", o.pairs);
-  o.queries = j.value("queries", o.queries);
-  o.needle_tokens = j.value("needle_tokens", o.needle_tokens);
-  o.filler_weight = j.value("filler_weight", 0.0f);
-  if (j.contains("bins")) {
-    o.bins.clear();
-    for (const auto& b : j["bins"]) o.bins.push_back({b["lo"], b["hi"], b.value("share", 1.0)});
-  }
-  ValidateRecallOptions(o);
-  return o;
+  if (!HasRecallTask(model_dir))
+    throw std::runtime_error(model_dir + " holds no recall.json (not a recall model)");
+  return RecallTaskFromJson(ReadRecallJson(RecallJsonPath(model_dir)));
 }
 
 double RecallGuessChance(const RecallOptions& t) {

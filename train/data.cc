@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <stdexcept>
 
@@ -59,6 +60,21 @@ uint64_t DataLoader::Source::Start(int64_t sequence, int64_t seq) const {
 
 DataLoader::DataLoader(const DataOptions& options) : options_(options), seq_(options.seq) {
   if (options.seq <= 0) throw std::invalid_argument("data: the context must be positive");
+  if (!options.recall_task.empty()) {
+    const nlohmann::json j = ReadRecallJson(options.recall_task);
+    recall_ = true;
+    train_task_ = RecallTaskFromJson(j);
+    val_task_ = train_task_;
+    val_task_.seed = RecallValSeed(j);
+    val_task_.copy_share = 0;  // held out: the task itself
+    val_count_ = j.value("val_sequences", int64_t(256));
+    if (options.seq > train_task_.context)
+      throw std::runtime_error(options.recall_task + " makes sequences of " +
+                               std::to_string(train_task_.context) + " tokens, fewer than the context " +
+                               std::to_string(options.seq) + "; use a --context of at most " +
+                               std::to_string(train_task_.context));
+    return;
+  }
   train_ = Open(options.train_path, "training data", options.seq);
   if (!options.val_path.empty()) {
     val_ = Open(options.val_path, "held-out data", options.seq);
@@ -99,9 +115,25 @@ void DataLoader::set_context(int64_t seq) {
   seq_ = seq;
 }
 
-int64_t DataLoader::train_sequences() const { return train_.Sequences(seq_); }
+int64_t DataLoader::train_sequences() const {
+  return recall_ ? int64_t(1) << 40 : train_.Sequences(seq_);
+}
 
-int64_t DataLoader::val_sequences() const { return val_.file ? val_.Sequences(seq_) : 0; }
+int64_t DataLoader::val_sequences() const {
+  return recall_ ? val_count_ : val_.file ? val_.Sequences(seq_) : 0;
+}
+
+uint32_t DataLoader::vocab_size() const {
+  return recall_ ? uint32_t(RecallVocabSize(train_task_)) : train_.file->vocab_size();
+}
+
+void DataLoader::Put(const RecallSequence& r, int64_t s, const BatchBuffers& out) const {
+  const int64_t T = seq_;
+  std::copy(r.tokens.begin(), r.tokens.begin() + T, out.tokens + s * T);
+  std::copy(r.tokens.begin() + 1, r.tokens.begin() + T + 1, out.targets + s * T);
+  if (out.weights) std::copy(r.weight.begin() + 1, r.weight.begin() + T + 1, out.weights + s * T);
+  if (out.distances) std::copy(r.distance.begin() + 1, r.distance.begin() + T + 1, out.distances + s * T);
+}
 
 void DataLoader::Read(const TokenFile& file, const TokenLabels* labels, uint64_t start, int64_t s,
                       const BatchBuffers& out) const {
@@ -139,6 +171,10 @@ uint64_t DataLoader::ChunkOf(int64_t index) {
 void DataLoader::TrainBatch(int64_t first, int64_t count, const BatchBuffers& out) {
   for (int64_t s = 0; s < count; ++s) {
     const uint64_t index = uint64_t(first + s);
+    if (recall_) {
+      Put(MakeRecallSequence(train_task_, index), s, out);
+      continue;
+    }
     if (synthetic_) {
       const double u = double(HashIndex(options_.seed, kStreamMix, index) >> 11) * 0x1.0p-53;
       if (u < options_.synthetic_rate) {
@@ -153,6 +189,11 @@ void DataLoader::TrainBatch(int64_t first, int64_t count, const BatchBuffers& ou
 }
 
 void DataLoader::ValBatch(int64_t first, int64_t count, const BatchBuffers& out) const {
+  if (recall_) {
+    for (int64_t s = 0; s < count; ++s)
+      Put(MakeRecallSequence(val_task_, uint64_t((first + s) % val_count_)), s, out);
+    return;
+  }
   if (!val_.file) throw std::logic_error("ValBatch without held-out data");
   for (int64_t s = 0; s < count; ++s)
     Read(*val_.file, val_.labels.get(), val_.Start((first + s) % val_sequences(), seq_), s, out);

@@ -23,10 +23,16 @@
 
 #include "tokenizer/token_file.h"
 #include "tokenizer/token_labels.h"
+#include "train/recall_data.h"
 
 namespace swan {
 
 struct DataOptions {
+  // A recall task (recall.json, train/recall_data.h): training sequences are
+  // made on the fly, a fresh one for every index (no epochs to memorize),
+  // held-out ones from the task's val_seed; train_path and val_path are
+  // then not read.
+  std::string recall_task;
   std::string train_path;      // token file
   std::string val_path;        // held-out token file; "" = none
   std::string synthetic_path;  // token file of synthetic documents; "" = none
@@ -66,13 +72,13 @@ class DataLoader {
     ValBatch(first, count, BatchBuffers{tokens, targets});
   }
 
-  bool has_val() const { return val_.file != nullptr; }
-  bool has_labels() const { return train_.labels != nullptr; }
-  bool has_val_labels() const { return val_.labels != nullptr; }
+  bool has_val() const { return val_.file != nullptr || recall_; }
+  bool has_labels() const { return train_.labels != nullptr || recall_; }
+  bool has_val_labels() const { return val_.labels != nullptr || recall_; }
   int64_t val_sequences() const;    // whole held-out sequences available
   int64_t train_sequences() const;  // per epoch
-  uint32_t vocab_size() const { return train_.file->vocab_size(); }
-  uint64_t train_tokens() const { return train_.file->size(); }
+  uint32_t vocab_size() const;
+  uint64_t train_tokens() const { return recall_ ? 0 : train_.file->size(); }  // 0: made on the fly
 
  private:
   // A token file and its labels (or none).
@@ -87,6 +93,8 @@ class DataLoader {
   void Read(const TokenFile& file, const TokenLabels* labels, uint64_t start, int64_t s,
             const BatchBuffers& out) const;
   uint64_t ChunkOf(int64_t index);
+  // Sequence s of `out` from the first T + 1 tokens of a made sequence.
+  void Put(const RecallSequence& sequence, int64_t s, const BatchBuffers& out) const;
 
   DataOptions options_;
   int64_t seq_ = 0;
@@ -95,6 +103,9 @@ class DataLoader {
   std::vector<uint64_t> synthetic_docs_;  // where each synthetic document's sequence starts
   int64_t epoch_ = -1, epoch_seq_ = 0;    // the epoch and context order_ was made for
   std::vector<uint32_t> order_;           // chunk order of epoch_
+  bool recall_ = false;                   // sequences made from recall tasks:
+  RecallOptions train_task_, val_task_;   // training and held-out seeds
+  int64_t val_count_ = 0;                 // held-out sequences
 };
 
 // The counter-based random generator behind the data order: a 64-bit mix

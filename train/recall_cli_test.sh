@@ -35,6 +35,12 @@ grep -q "<svg" "$TMP/heads.svg"
   > "$TMP/routes.txt"
 grep -q "far query" "$TMP/routes.txt"
 
+# Sequences made on the fly from the task file, no token files.
+"$SWAN" train --recall "$TMP/data/recall.json" --out "$TMP/fly" --preset tiny --context 48 --batch 2 \
+  --steps 2 --eval-every 2 --eval-seqs 4 --quiet > "$TMP/fly.txt"
+grep -q "held-out recall by key->query distance" "$TMP/fly.txt"
+test -s "$TMP/fly/model/recall.json"
+
 printf '[0, 4, 20, 4]\n' > "$TMP/ids.jsonl"
 "$SWAN" score -m "$TMP/run/model" --ids "$TMP/ids.jsonl" 2>/dev/null | grep -q '"position":3,"token":4'
 echo "recall data, training, compare, heads, route-stats and score: ok"

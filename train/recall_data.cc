@@ -1,6 +1,8 @@
 #include "train/recall_data.h"
 
 #include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <sstream>
 #include <stdexcept>
@@ -254,6 +256,60 @@ RecallTask ParseRecallTask(const std::string& name) {
 
 const char* RecallTaskName(RecallTask task) {
   return task == RecallTask::kMqar ? "mqar" : task == RecallTask::kNeedle ? "needle" : "copy";
+}
+
+nlohmann::json RecallTaskJson(const RecallOptions& o) {
+  nlohmann::json j;
+  j["task"] = RecallTaskName(o.task);
+  j["context"] = o.context;
+  j["vocab"] = RecallVocabSize(o);
+  j["keys"] = o.keys;
+  j["values"] = o.values;
+  j["filler"] = o.filler;
+  j["pairs"] = o.pairs;
+  j["queries"] = o.queries;
+  j["needle_tokens"] = o.needle_tokens;
+  j["bins"] = nlohmann::json::array();
+  for (const DistanceBin& b : o.bins) j["bins"].push_back({{"lo", b.lo}, {"hi", b.hi}, {"share", b.share}});
+  j["filler_weight"] = o.filler_weight;
+  j["copy_share"] = o.copy_share;
+  j["seed"] = o.seed;
+  return j;
+}
+
+RecallOptions RecallTaskFromJson(const nlohmann::json& j) {
+  RecallOptions o;
+  o.task = ParseRecallTask(j.value("task", "mqar"));
+  o.context = j.value("context", o.context);
+  o.keys = j.value("keys", o.keys);
+  o.values = j.value("values", o.values);
+  o.filler = j.value("filler", o.filler);
+  o.pairs = j.value("pairs", o.pairs);
+  o.queries = j.value("queries", o.queries);
+  o.needle_tokens = j.value("needle_tokens", o.needle_tokens);
+  o.filler_weight = j.value("filler_weight", 0.0f);
+  o.copy_share = j.value("copy_share", 0.0);
+  o.seed = j.value("seed", uint64_t(1));
+  if (j.contains("bins")) {
+    o.bins.clear();
+    for (const auto& b : j["bins"]) o.bins.push_back({b.at("lo"), b.at("hi"), b.value("share", 1.0)});
+  }
+  ValidateRecallOptions(o);
+  return o;
+}
+
+uint64_t RecallValSeed(const nlohmann::json& j) {
+  return j.value("val_seed", j.value("seed", uint64_t(1)) + 1000000007ull);
+}
+
+nlohmann::json ReadRecallJson(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot read the recall task");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path + ": not a recall task (" + e.what() + ")");
+  }
 }
 
 std::string RecallTokenName(const RecallOptions& o, int32_t id) {

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -49,7 +50,7 @@ struct RecallOptions {
   int32_t pairs = 32;                              // MQAR: distinct key-value pairs per sequence
   int32_t queries = 32;  // MQAR: queries per sequence, each of another pair (<= pairs)
   int32_t needle_tokens = 3;
-  std::vector<DistanceBin> bins = {{2, 512, 1.0}};
+  std::vector<DistanceBin> bins = std::vector<DistanceBin>(1, DistanceBin{2, 512, 1.0});
   float filler_weight = 0;
   // This share of the sequences are copy sequences instead (distances
   // uniform up to the longest copy that fits): induction heads form on
@@ -77,6 +78,15 @@ RecallSequence MakeRecallSequence(const RecallOptions& options, uint64_t index);
 std::vector<DistanceBin> ParseDistanceBins(const std::string& spec);
 RecallTask ParseRecallTask(const std::string& name);  // "mqar" | "needle" | "copy"
 const char* RecallTaskName(RecallTask task);
+// The task as recall.json holds it (`swan train recall` writes it beside
+// the data and a trained model keeps it), and back; the held-out seed is
+// the file's "val_seed" (FromJson: the training seed + 1000000007 when absent).
+nlohmann::json RecallTaskJson(const RecallOptions& options);
+RecallOptions RecallTaskFromJson(const nlohmann::json& j);
+uint64_t RecallValSeed(const nlohmann::json& j);
+// Reads a recall.json file; throws std::runtime_error naming it.
+nlohmann::json ReadRecallJson(const std::string& path);
+
 // "<bos>", "N", "k17", "v203", "f9".
 std::string RecallTokenName(const RecallOptions& options, int32_t id);
 

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,47 @@ TEST(RecallDataLoader, SequencesStartAtDocumentsAndCarryTheirLabels) {
   wrong.weight.pop_back();
   wrong.distance.pop_back();
   WriteTokenLabels(LabelsPath(d.train_path), wrong);
+  EXPECT_THROW(DataLoader{d}, std::runtime_error);
+}
+
+// A recall task made on the fly: every index its own fresh sequence, the
+// held-out ones from the task's val_seed, labels included.
+TEST(RecallDataLoader, MakesSequencesOnTheFlyFromTheTask) {
+  const std::string dir = TempDir("onthefly");
+  RecallOptions o = SmallMqar(32);
+  nlohmann::json j = RecallTaskJson(o);
+  j["val_seed"] = 4242;
+  j["val_sequences"] = 5;
+  std::ofstream(dir + "/recall.json") << j.dump();
+  DataOptions d;
+  d.recall_task = dir + "/recall.json";
+  d.seq = 32;
+  DataLoader loader(d);
+  EXPECT_TRUE(loader.has_labels());
+  EXPECT_TRUE(loader.has_val_labels());
+  EXPECT_EQ(loader.vocab_size(), uint32_t(RecallVocabSize(o)));
+  EXPECT_EQ(loader.val_sequences(), 5);
+  const int64_t B = 3, T = 32;
+  std::vector<int32_t> tokens(size_t(B * T)), targets(size_t(B * T));
+  std::vector<float> weights(size_t(B * T));
+  std::vector<uint16_t> distances(size_t(B * T));
+  const BatchBuffers out{tokens.data(), targets.data(), weights.data(), distances.data()};
+  loader.TrainBatch(1000000, B, out);
+  for (int64_t s = 0; s < B; ++s) {
+    const RecallSequence r = MakeRecallSequence(o, uint64_t(1000000 + s));
+    for (int64_t t = 0; t < T; ++t) {
+      EXPECT_EQ(tokens[size_t(s * T + t)], r.tokens[size_t(t)]);
+      EXPECT_EQ(targets[size_t(s * T + t)], r.tokens[size_t(t + 1)]);
+      EXPECT_EQ(weights[size_t(s * T + t)], r.weight[size_t(t + 1)]);
+      EXPECT_EQ(distances[size_t(s * T + t)], r.distance[size_t(t + 1)]);
+    }
+  }
+  loader.ValBatch(6, 1, out);  // wraps to held-out sequence 1
+  RecallOptions held_out = o;
+  held_out.seed = 4242;
+  const RecallSequence v = MakeRecallSequence(held_out, 1);
+  EXPECT_TRUE(std::equal(tokens.begin(), tokens.begin() + T, v.tokens.begin()));
+  d.seq = 33;
   EXPECT_THROW(DataLoader{d}, std::runtime_error);
 }
 

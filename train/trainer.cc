@@ -75,6 +75,7 @@ std::string Fingerprint(const TrainModel& model, const TrainOptions& o, uint64_t
   // Only when not the default, so that checkpoints from before the option resume.
   if (o.matmul != MatmulPrecision::kF32) j["matmul"] = MatmulPrecisionName(o.matmul);
   if (!o.context_schedule.empty()) j["context_schedule"] = o.context_schedule;
+  if (!o.recall_task.empty()) j["recall_task"] = ReadRecallJson(o.recall_task).dump();
   return j.dump();
 }
 
@@ -118,6 +119,7 @@ TrainResult Train(const TrainOptions& o) {
                              "or choose another --out directory");
 
   DataOptions d;
+  d.recall_task = o.recall_task;
   d.train_path = o.train_data;
   d.val_path = o.val_data;
   d.synthetic_path = o.synthetic_data;
@@ -425,7 +427,9 @@ TrainResult Train(const TrainOptions& o) {
   ExportHfDirectory(result.export_dir, model, export_options);
   // A model trained on recall data keeps its task, so that `swan compare`
   // can test it on the same task.
-  const fs::path recall_task = fs::path(o.train_data).parent_path() / "recall.json";
+  const fs::path recall_task = !o.recall_task.empty()
+                                   ? fs::path(o.recall_task)
+                                   : fs::path(o.train_data).parent_path() / "recall.json";
   if (fs::exists(recall_task))
     fs::copy_file(recall_task, fs::path(result.export_dir) / "recall.json",
                   fs::copy_options::overwrite_existing);

@@ -21,7 +21,9 @@ namespace swan {
 
 struct TrainOptions {
   std::string run_dir;
-  // Data (token files from `swan tokenize --out`).
+  // Data (token files from `swan tokenize --out`), or a recall task whose
+  // sequences are made on the fly (recall.json of `swan train recall`).
+  std::string recall_task;
   std::string train_data;
   std::string val_data;          // "" = none
   std::string synthetic_data;    // "" = none
