@@ -6,12 +6,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "cli/args.h"
 #include "cli/threads_option.h"
+#include "eval/recall_suite.h"
 #include "model/model.h"
 #include "model/sampler.h"
 #include "tokenizer/tokenizer.h"
@@ -26,7 +28,8 @@ const char kUsage[] =
     "                     [--batch B] [--kv f32|bf16] [--ctx C] [--ignore-eos]\n"
     "  -m DIR        Hugging Face model directory (config.json, *.safetensors, tokenizer.json)\n"
     "  -p TEXT       prompt, encoded with DIR/tokenizer.json (BOS added as the tokenizer says)\n"
-    "  --ids LIST    prompt as token ids instead of text; the output is ids too\n"
+    "  --ids LIST    prompt as token ids instead of text; the output is ids too (a recall\n"
+    "                model's ids by name, e.g. <bos>,f0,f1,f2,k3,v5,k3)\n"
     "  -n N          new tokens to generate (default 64); stops early at EOS\n"
     "  --attn SPEC   attention plan (default: the model's own), e.g. full, swa:256,\n"
     "                swa:256,sinks:4, hybrid:3:1,window:512, ...,layer0:full, ...,nope:full\n"
@@ -41,11 +44,25 @@ const char kUsage[] =
     "  --ignore-eos  keep generating after an end-of-sequence token\n"
     "Statistics go to stderr.\n";
 
-std::vector<int32_t> ParseIds(const Args& args) {
+// --ids: numbers, or for a recall model (DIR/recall.json) also the names
+// of its ids ("<bos>,f0,f1,f2,k3,v5,k3").
+std::vector<int32_t> ParseIds(const Args& args, const RecallOptions* recall, int64_t vocab) {
   std::vector<int32_t> ids;
-  for (long long v : args.GetIntList("--ids", {})) {
-    if (v < 0 || v > INT32_MAX) throw std::invalid_argument("--ids: bad token id " + std::to_string(v));
-    ids.push_back(int32_t(v));
+  for (const std::string& item : SplitList(args.Get("--ids", ""), ',')) {
+    char* end = nullptr;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    if (!item.empty() && *end == '\0') {
+      if (v < 0 || v > INT32_MAX) throw std::invalid_argument("--ids: bad token id " + item);
+      ids.push_back(int32_t(v));
+      continue;
+    }
+    int32_t named = -1;
+    for (int32_t id = 0; recall && id < vocab && named < 0; ++id)
+      if (RecallTokenName(*recall, id) == item) named = id;
+    if (named < 0)
+      throw std::invalid_argument("--ids: '" + item + "' is neither a token id nor " +
+                                  (recall ? "a name of this recall model's ids" : "a number"));
+    ids.push_back(named);
   }
   if (ids.empty()) throw std::invalid_argument("--ids needs at least one id");
   return ids;
@@ -78,6 +95,10 @@ int RunGenerate(const std::vector<std::string>& words) {
   std::unique_ptr<LanguageModel> model = LoadModel(dir);
   const ModelConfig& config = model->config();
   const bool text_mode = args.Has("-p");
+  // A recall model's ids print by name (k17, v203).
+  const std::optional<RecallOptions> recall =
+      HasRecallTask(dir) ? std::optional<RecallOptions>(LoadRecallTask(dir)) : std::nullopt;
+  auto id_text = [&](int32_t id) { return recall ? RecallTokenName(*recall, id) : std::to_string(id); };
   std::unique_ptr<Tokenizer> tokenizer;
   std::vector<int32_t> prompt;
   if (text_mode) {
@@ -85,7 +106,7 @@ int RunGenerate(const std::vector<std::string>& words) {
     prompt = tokenizer->Encode(args.Get("-p", ""));
     if (prompt.empty()) throw std::invalid_argument("the prompt encodes to no tokens");
   } else {
-    prompt = ParseIds(args);
+    prompt = ParseIds(args, recall ? &*recall : nullptr, config.vocab_size);
   }
   for (int32_t id : prompt)
     if (id >= config.vocab_size)
@@ -129,7 +150,8 @@ int RunGenerate(const std::vector<std::string>& words) {
     printed = tokenizer->DecodeRaw(all, /*skip_special=*/true);
     std::fputs(printed.c_str(), stdout);
   } else {
-    for (size_t i = 0; i < prompt.size(); ++i) std::printf("%s%d", i ? "," : "", prompt[i]);
+    for (size_t i = 0; i < prompt.size(); ++i)
+      std::printf("%s%s", i ? "," : "", id_text(prompt[i]).c_str());
     std::printf(" |");
   }
   std::fflush(stdout);
@@ -148,7 +170,7 @@ int RunGenerate(const std::vector<std::string>& words) {
         printed = text;
       }
     } else {
-      std::printf(" %d", next);
+      std::printf(" %s", id_text(next).c_str());
     }
     std::fflush(stdout);
     const bool eos = std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), next) !=

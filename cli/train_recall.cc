@@ -12,10 +12,7 @@
 #include <vector>
 
 #include "cli/args.h"
-#include "tokenizer/token_file.h"
-#include "tokenizer/token_labels.h"
 #include "train/recall_data.h"
-#include "util/bf16.h"
 
 namespace swan::cli {
 namespace {
@@ -39,23 +36,6 @@ const char kUsage[] =
     "  --seed S            training seed; held-out sequences use another (default 1)\n"
     "writes DIR/train.bin and DIR/train.val.bin with their .labels, and DIR/recall.json\n"
     "(the options, the seeds, the chance level of a guess)\n";
-
-// Writes `count` sequences as a token file and its labels.
-void WriteSplit(const std::string& path, const RecallOptions& o, int64_t count) {
-  TokenFileWriter tokens(path, uint32_t(RecallVocabSize(o)));
-  TokenLabels labels;
-  labels.doc_tokens = uint32_t(o.context + 1);
-  for (int64_t i = 0; i < count; ++i) {
-    const RecallSequence s = MakeRecallSequence(o, uint64_t(i));
-    tokens.Append(s.tokens);
-    for (size_t t = 0; t < s.tokens.size(); ++t) {
-      labels.weight.push_back(F32ToBF16(s.weight[t]));
-      labels.distance.push_back(s.distance[t]);
-    }
-  }
-  tokens.Close();
-  WriteTokenLabels(LabelsPath(path), labels);
-}
 
 }  // namespace
 
@@ -93,11 +73,11 @@ int RunTrainRecall(const std::vector<std::string>& words) {
   std::filesystem::create_directories(dir);
   const std::string train = (std::filesystem::path(dir) / "train.bin").string();
   const std::string val = (std::filesystem::path(dir) / "train.val.bin").string();
-  WriteSplit(train, o, sequences);
+  WriteRecallFiles(train, o, sequences);
   RecallOptions held_out = o;
   held_out.seed = o.seed + 1000000007ull;  // a seed of its own: no training sequence reappears
   held_out.copy_share = 0;                 // evaluation is the task itself
-  WriteSplit(val, held_out, val_sequences);
+  WriteRecallFiles(val, held_out, val_sequences);
 
   const double chance =
       std::pow(1.0 / o.values, o.task == RecallTask::kNeedle ? o.needle_tokens : 1);

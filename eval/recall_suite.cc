@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "train/accuracy_chart.h"
 #include "util/threads.h"
 
 namespace swan {
@@ -224,45 +225,22 @@ nlohmann::json RecallSuiteJson(const std::vector<RecallPlanResult>& results,
 
 std::string RecallSuiteSvg(const std::vector<RecallPlanResult>& results,
                            const RecallSuiteOptions& options) {
-  const double W = 720, H = 420, left = 60, right = 200, top = 40, bottom = 50;
-  const double max_d = double(options.task.context + 1);
-  // Distances on a log scale: bins are wide apart.
-  auto X = [&](double d) { return left + (W - left - right) * std::log(d) / std::log(max_d); };
-  auto Y = [&](double acc) { return top + (H - top - bottom) * (1 - acc); };
-  const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"};
-  std::ostringstream s;
-  s.precision(5);
-  s << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
-    << "' font-family='sans-serif' font-size='12'>\n<rect width='100%' height='100%' "
-       "fill='white'/>\n<text x='"
-    << left << "' y='20' font-size='14'>recall accuracy by key-query distance</text>\n"
-    << "<line x1='" << left << "' y1='" << H - bottom << "' x2='" << W - right << "' y2='"
-    << H - bottom << "' stroke='black'/>\n<line x1='" << left << "' y1='" << top << "' x2='" << left
-    << "' y2='" << H - bottom << "' stroke='black'/>\n";
-  for (int i = 0; i <= 4; ++i)
-    s << "<text x='20' y='" << Y(i / 4.0) + 4 << "'>" << 25 * i << "%</text>\n";
-  for (double d = 1; d <= max_d; d *= 4)
-    s << "<text x='" << X(d) - 8 << "' y='" << H - bottom + 18 << "'>" << int64_t(d) << "</text>\n";
-  s << "<text x='" << (W - right) / 2 << "' y='" << H - 10
-    << "'>distance (tokens, log scale)</text>\n";
-  for (double chance : {RecallGuessChance(options.task), RecallPickChance(options.task)})
-    s << "<line x1='" << left << "' y1='" << Y(chance) << "' x2='" << W - right << "' y2='"
-      << Y(chance) << "' stroke='gray' stroke-dasharray='4,3'/>\n";
-  s << "<text x='" << W - right + 8 << "' y='" << Y(RecallPickChance(options.task)) + 4
-    << "' fill='gray'>chance</text>\n";
-  for (size_t i = 0; i < results.size(); ++i) {
-    const RecallTally& t = results[i].bins;
-    const char* color = colors[i % 6];
-    s << "<polyline fill='none' stroke='" << color << "' stroke-width='2' points='";
-    for (size_t b = 0; b < t.bins(); ++b)
-      if (t.items(b) > 0)
-        s << X(std::sqrt(double(t.edges()[b]) * double(t.edges()[b + 1]))) << ","
-          << Y(t.Accuracy(b)) << " ";
-    s << "'/>\n<text x='" << W - right + 8 << "' y='" << top + 16 * double(i) << "' fill='" << color
-      << "'>" << results[i].spec << "</text>\n";
+  AccuracyChart chart;
+  chart.title = "recall accuracy by key-query distance";
+  chart.x_label = "distance (tokens, log scale)";
+  chart.x_max = double(options.task.context + 1);
+  chart.log_x = true;  // bins lie wide apart
+  chart.chances = {RecallPickChance(options.task), RecallGuessChance(options.task)};
+  std::vector<AccuracySeries> series;
+  for (const RecallPlanResult& r : results) {
+    AccuracySeries line{r.spec, {}};
+    for (size_t b = 0; b < r.bins.bins(); ++b)
+      if (r.bins.items(b) > 0)  // at the bin's geometric middle
+        line.points.push_back({std::sqrt(double(r.bins.edges()[b]) * double(r.bins.edges()[b + 1])),
+                               r.bins.Accuracy(b)});
+    series.push_back(line);
   }
-  s << "</svg>\n";
-  return s.str();
+  return AccuracyChartSvg(chart, series);
 }
 
 }  // namespace swan

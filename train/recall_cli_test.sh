@@ -41,6 +41,9 @@ grep -q "far query" "$TMP/routes.txt"
 grep -q "held-out recall by key->query distance" "$TMP/fly.txt"
 test -s "$TMP/fly/model/recall.json"
 
+"$SWAN" generate -m "$TMP/run/model" --ids "<bos>,f0,f1,f2,k3,v5,f3,k3" -n 2 --temp 0 2>/dev/null \
+  | grep -q "^<bos>,f0,f1,f2,k3,v5,f3,k3 | [kvf<N][a-z0-9>]* "
+
 printf '[0, 4, 20, 4]\n' > "$TMP/ids.jsonl"
 "$SWAN" score -m "$TMP/run/model" --ids "$TMP/ids.jsonl" 2>/dev/null | grep -q '"position":3,"token":4'
 echo "recall data, training, compare, heads, route-stats and score: ok"

@@ -7,7 +7,10 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "tokenizer/token_file.h"
+#include "tokenizer/token_labels.h"
 #include "train/data.h"
+#include "util/bf16.h"
 
 namespace swan {
 namespace {
@@ -310,6 +313,22 @@ nlohmann::json ReadRecallJson(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(path + ": not a recall task (" + e.what() + ")");
   }
+}
+
+void WriteRecallFiles(const std::string& path, const RecallOptions& o, int64_t count) {
+  TokenFileWriter tokens(path, uint32_t(RecallVocabSize(o)));
+  TokenLabels labels;
+  labels.doc_tokens = uint32_t(o.context + 1);
+  for (int64_t i = 0; i < count; ++i) {
+    const RecallSequence s = MakeRecallSequence(o, uint64_t(i));
+    tokens.Append(s.tokens);
+    for (size_t t = 0; t < s.tokens.size(); ++t) {
+      labels.weight.push_back(F32ToBF16(s.weight[t]));
+      labels.distance.push_back(s.distance[t]);
+    }
+  }
+  tokens.Close();
+  WriteTokenLabels(LabelsPath(path), labels);
 }
 
 std::string RecallTokenName(const RecallOptions& o, int32_t id) {

@@ -87,6 +87,11 @@ uint64_t RecallValSeed(const nlohmann::json& j);
 // Reads a recall.json file; throws std::runtime_error naming it.
 nlohmann::json ReadRecallJson(const std::string& path);
 
+// Sequences [0, count) of `options` as a token file at `path` and its
+// labels (tokenizer/token_labels.h: weights, distances, documents of
+// context + 1 tokens). Throws std::runtime_error when a file cannot be written.
+void WriteRecallFiles(const std::string& path, const RecallOptions& options, int64_t count);
+
 // "<bos>", "N", "k17", "v203", "f9".
 std::string RecallTokenName(const RecallOptions& options, int32_t id);
 

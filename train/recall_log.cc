@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "train/accuracy_chart.h"
 #include "train/checkpoint.h"
 
 namespace swan {
@@ -87,42 +88,21 @@ void RecallLog::Write() const {
 
 std::string RecallCurveSvg(const std::vector<RecallRow>& rows, const std::vector<int64_t>& edges,
                            double chance, const std::string& title) {
-  const double W = 720, H = 420, left = 60, right = 170, top = 40, bottom = 50;
-  double max_step = 1;
-  for (const RecallRow& r : rows) max_step = std::max(max_step, double(r.step));
-  auto X = [&](double step) { return left + (W - left - right) * step / max_step; };
-  auto Y = [&](double acc) { return top + (H - top - bottom) * (1 - acc); };
-  const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"};
-  std::ostringstream s;
-  s.precision(5);
-  s << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
-    << "' font-family='sans-serif' font-size='12'>\n<rect width='100%' height='100%' "
-       "fill='white'/>\n<text x='"
-    << left << "' y='20' font-size='14'>" << title << "</text>\n";
-  s << "<line x1='" << left << "' y1='" << H - bottom << "' x2='" << W - right << "' y2='"
-    << H - bottom << "' stroke='black'/>\n<line x1='" << left << "' y1='" << top << "' x2='" << left
-    << "' y2='" << H - bottom << "' stroke='black'/>\n";
-  for (int i = 0; i <= 4; ++i) {
-    s << "<text x='20' y='" << Y(i / 4.0) + 4 << "'>" << 25 * i << "%</text>\n";
-    s << "<text x='" << X(max_step * i / 4) - 10 << "' y='" << H - bottom + 18 << "'>"
-      << int64_t(max_step * i / 4) << "</text>\n";
-  }
-  s << "<text x='" << (W - right) / 2 << "' y='" << H - 10 << "'>step</text>\n";
-  if (chance > 0)
-    s << "<line x1='" << left << "' y1='" << Y(chance) << "' x2='" << W - right << "' y2='"
-      << Y(chance) << "' stroke='gray' stroke-dasharray='4,3'/>\n<text x='" << W - right + 8
-      << "' y='" << Y(chance) + 4 << "' fill='gray'>chance</text>\n";
+  AccuracyChart chart;
+  chart.title = title;
+  chart.x_label = "step";
+  for (const RecallRow& r : rows) chart.x_max = std::max(chart.x_max, double(r.step));
+  if (chance > 0) chart.chances.push_back(chance);
+  std::vector<AccuracySeries> series;
   for (size_t b = 0; b + 1 < edges.size(); ++b) {
-    const char* color = colors[b % 6];
-    s << "<polyline fill='none' stroke='" << color << "' stroke-width='1.5' points='";
+    AccuracySeries line;
+    line.label = "distance [" + std::to_string(edges[b]) + ", " + std::to_string(edges[b + 1]) + ")";
     for (const RecallRow& r : rows)
       if (b < r.items.size() && r.items[b] > 0)
-        s << X(double(r.step)) << "," << Y(double(r.correct[b]) / double(r.items[b])) << " ";
-    s << "'/>\n<text x='" << W - right + 8 << "' y='" << top + 16 * double(b) << "' fill='" << color
-      << "'>distance [" << edges[b] << ", " << edges[b + 1] << ")</text>\n";
+        line.points.push_back({double(r.step), double(r.correct[b]) / double(r.items[b])});
+    series.push_back(line);
   }
-  s << "</svg>\n";
-  return s.str();
+  return AccuracyChartSvg(chart, series);
 }
 
 }  // namespace swan

@@ -45,21 +45,8 @@ RecallOptions SmallMqar(int32_t context) {
   return o;
 }
 
-// Writes `count` sequences of `o` as DATA.bin and DATA.labels.
 std::string WriteRecall(const std::string& path, const RecallOptions& o, int64_t count) {
-  TokenFileWriter w(path, uint32_t(RecallVocabSize(o)));
-  TokenLabels labels;
-  labels.doc_tokens = uint32_t(o.context + 1);
-  for (int64_t i = 0; i < count; ++i) {
-    const RecallSequence s = MakeRecallSequence(o, uint64_t(i));
-    w.Append(s.tokens);
-    for (size_t t = 0; t < s.tokens.size(); ++t) {
-      labels.weight.push_back(F32ToBF16(s.weight[t]));
-      labels.distance.push_back(s.distance[t]);
-    }
-  }
-  w.Close();
-  WriteTokenLabels(LabelsPath(path), labels);
+  WriteRecallFiles(path, o, count);
   return path;
 }
 
