@@ -19,15 +19,18 @@ std::string AccuracyChartSvg(const AccuracyChart& c, const std::vector<AccuracyS
   std::ostringstream s;
   s.precision(5);
   s << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
-    << "' font-family='sans-serif' font-size='12'>\n<rect width='100%' height='100%' fill='white'/>\n"
+    << "' font-family='sans-serif' font-size='12'>\n<rect width='100%' height='100%' "
+       "fill='white'/>\n"
     << "<text x='" << left << "' y='20' font-size='14'>" << c.title << "</text>\n"
     << "<line x1='" << left << "' y1='" << H - bottom << "' x2='" << W - right << "' y2='"
-    << H - bottom << "' stroke='black'/>\n<line x1='" << left << "' y1='" << top << "' x2='"
-    << left << "' y2='" << H - bottom << "' stroke='black'/>\n";
-  for (int i = 0; i <= 4; ++i) s << "<text x='20' y='" << Y(i / 4.0) + 4 << "'>" << 25 * i << "%</text>\n";
+    << H - bottom << "' stroke='black'/>\n<line x1='" << left << "' y1='" << top << "' x2='" << left
+    << "' y2='" << H - bottom << "' stroke='black'/>\n";
+  for (int i = 0; i <= 4; ++i)
+    s << "<text x='20' y='" << Y(i / 4.0) + 4 << "'>" << 25 * i << "%</text>\n";
   if (c.log_x) {
     for (double x = 1; x <= x_max; x *= 4)
-      s << "<text x='" << X(x) - 8 << "' y='" << H - bottom + 18 << "'>" << int64_t(x) << "</text>\n";
+      s << "<text x='" << X(x) - 8 << "' y='" << H - bottom + 18 << "'>" << int64_t(x)
+        << "</text>\n";
   } else {
     for (int i = 0; i <= 4; ++i)
       s << "<text x='" << X(x_max * i / 4) - 10 << "' y='" << H - bottom + 18 << "'>"
@@ -38,7 +41,8 @@ std::string AccuracyChartSvg(const AccuracyChart& c, const std::vector<AccuracyS
     s << "<line x1='" << left << "' y1='" << Y(c.chances[i]) << "' x2='" << W - right << "' y2='"
       << Y(c.chances[i]) << "' stroke='gray' stroke-dasharray='4,3'/>\n";
     if (i == 0)
-      s << "<text x='" << W - right + 8 << "' y='" << Y(c.chances[i]) + 4 << "' fill='gray'>chance</text>\n";
+      s << "<text x='" << W - right + 8 << "' y='" << Y(c.chances[i]) + 4
+        << "' fill='gray'>chance</text>\n";
   }
   for (size_t i = 0; i < series.size(); ++i) {
     const char* color = colors[i % 6];

@@ -19,8 +19,8 @@ struct AccuracyChart {
   std::string title;
   std::string x_label;
   double x_max = 1;
-  bool log_x = false;            // ticks at powers of 4 from 1
-  std::vector<double> chances;   // dashed lines; the first is labelled
+  bool log_x = false;           // ticks at powers of 4 from 1
+  std::vector<double> chances;  // dashed lines; the first is labelled
 };
 
 std::string AccuracyChartSvg(const AccuracyChart& chart, const std::vector<AccuracySeries>& series);
