@@ -27,6 +27,8 @@ const char kUsage[] =
     "  --queries Q         mqar: pairs asked again, each answer weighted 1 (default = pairs)\n"
     "  --needle-tokens M   needle: value tokens (default 3)\n"
     "  --bins SPEC         key->query distance mix, LO-HI[:SHARE],... (default 2-T, uniform)\n"
+    "  --pairs-first       mqar: all pairs right after the prefix, then the queries at random\n"
+    "                      places (Zoology's layout; distances follow, --bins unused)\n"
     "  --keys K --values V --filler F   the vocabulary after 4 markers (default 128, 128, 252:\n"
     "                      512 ids)\n"
     "  --filler-weight W   loss weight of the other tokens (default 0: answers only)\n"
@@ -40,13 +42,13 @@ const char kUsage[] =
 }  // namespace
 
 int RunTrainRecall(const std::vector<std::string>& words) {
-  const Args args(words, {"--help", "-h"});
+  const Args args(words, {"--help", "-h", "--pairs-first"});
   if (words.empty() || args.Has("--help") || args.Has("-h")) {
     std::printf("%s", kUsage);
     return words.empty() ? 2 : 0;
   }
   args.RejectUnknown({"--out", "--task", "--context", "--pairs", "--queries", "--needle-tokens",
-                      "--bins", "--keys", "--values", "--filler", "--filler-weight", "--copy-share", "--sequences",
+                      "--bins", "--keys", "--values", "--filler", "--filler-weight", "--copy-share", "--pairs-first", "--sequences",
                       "--val-sequences", "--seed"});
   if (!args.Has("--out"))
     throw std::invalid_argument("--out DIR is required\n" + std::string(kUsage));
@@ -62,6 +64,7 @@ int RunTrainRecall(const std::vector<std::string>& words) {
   o.filler_weight = float(args.GetDouble("--filler-weight", 0.0));
   o.copy_share = args.GetDouble("--copy-share", 0.0);
   o.seed = uint64_t(args.GetInt("--seed", 1));
+  o.pairs_first = args.Has("--pairs-first");
   o.bins = ParseDistanceBins(args.Get("--bins", "2-" + std::to_string(o.context)));
   ValidateRecallOptions(o);
   const int64_t sequences = args.GetInt("--sequences", 20000);

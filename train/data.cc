@@ -73,6 +73,7 @@ DataLoader::DataLoader(const DataOptions& options) : options_(options), seq_(opt
                                std::to_string(train_task_.context) + " tokens, fewer than the context " +
                                std::to_string(options.seq) + "; use a --context of at most " +
                                std::to_string(train_task_.context));
+    set_context(seq_);
     return;
   }
   train_ = Open(options.train_path, "training data", options.seq);
@@ -113,6 +114,10 @@ void DataLoader::set_context(int64_t seq) {
     throw std::invalid_argument("data: context " + std::to_string(seq) + " outside 1.." +
                                 std::to_string(options_.seq));
   seq_ = seq;
+  if (recall_) {
+    train_now_ = RecallTaskAtContext(train_task_, int32_t(seq));
+    val_now_ = RecallTaskAtContext(val_task_, int32_t(seq));
+  }
 }
 
 int64_t DataLoader::train_sequences() const {
@@ -172,7 +177,7 @@ void DataLoader::TrainBatch(int64_t first, int64_t count, const BatchBuffers& ou
   for (int64_t s = 0; s < count; ++s) {
     const uint64_t index = uint64_t(first + s);
     if (recall_) {
-      Put(MakeRecallSequence(train_task_, index), s, out);
+      Put(MakeRecallSequence(train_now_, index), s, out);
       continue;
     }
     if (synthetic_) {
@@ -191,7 +196,7 @@ void DataLoader::TrainBatch(int64_t first, int64_t count, const BatchBuffers& ou
 void DataLoader::ValBatch(int64_t first, int64_t count, const BatchBuffers& out) const {
   if (recall_) {
     for (int64_t s = 0; s < count; ++s)
-      Put(MakeRecallSequence(val_task_, uint64_t((first + s) % val_count_)), s, out);
+      Put(MakeRecallSequence(val_now_, uint64_t((first + s) % val_count_)), s, out);
     return;
   }
   if (!val_.file) throw std::logic_error("ValBatch without held-out data");

@@ -105,6 +105,7 @@ class DataLoader {
   std::vector<uint32_t> order_;           // chunk order of epoch_
   bool recall_ = false;                   // sequences made from recall tasks:
   RecallOptions train_task_, val_task_;   // training and held-out seeds
+  RecallOptions train_now_, val_now_;     // the two at the context seq_ (RecallTaskAtContext)
   int64_t val_count_ = 0;                 // held-out sequences
 };
 

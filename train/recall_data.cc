@@ -137,7 +137,28 @@ RecallSequence MakeRecallSequence(const RecallOptions& options, uint64_t index) 
     // Each query asks a new pair while there are pairs left to place, then
     // pairs already placed again (the distance fixes where it goes).
     std::vector<int32_t> pair_at;  // [placed pairs] position of each pair's key
-    for (int32_t q = 0; q < o.queries; ++q) {
+    if (o.pairs_first) {
+      for (int32_t i = 0; i < o.pairs; ++i) {
+        const int32_t at = kRecallPrefix + 2 * i;
+        put(at, keys[size_t(i)]);
+        put(at + 1, FirstValue(o) + int32_t(rng.Range(0, o.values)));
+        pair_at.push_back(at);
+      }
+      std::vector<int32_t> order(size_t(o.pairs));  // [pairs] the pairs in the order first asked
+      std::iota(order.begin(), order.end(), 0);
+      for (int32_t i = 0; i + 1 < o.pairs; ++i) std::swap(order[size_t(i)], order[size_t(rng.Range(i, o.pairs))]);
+      for (int32_t q = 0; q < o.queries; ++q) {
+        const int32_t pair = pair_at[size_t(q < o.pairs ? order[size_t(q)] : rng.Range(0, o.pairs))];
+        for (int tries = 0; tries < kPlacementTries; ++tries) {
+          const int32_t at = int32_t(rng.Range(kRecallPrefix + 2 * o.pairs, T));
+          if (!free_span(at, 2)) continue;
+          put(at, s.tokens[size_t(pair)]);
+          answer(at + 1, s.tokens[size_t(pair + 1)], at - pair);
+          break;
+        }
+      }
+    }
+    for (int32_t q = 0; q < (o.pairs_first ? 0 : o.queries); ++q) {
       for (int tries = 0; tries < kPlacementTries; ++tries) {
         const DistanceBin& bin = PickBin(o.bins, rng);
         const int32_t d = int32_t(rng.Range(bin.lo, std::min(bin.hi, max_d + 1)));
@@ -163,7 +184,7 @@ RecallSequence MakeRecallSequence(const RecallOptions& options, uint64_t index) 
         break;
       }
     }
-    const int32_t placed = int32_t(pair_at.size());
+    const int32_t placed = int32_t(pair_at.size());  // pairs_first: all of them
     // The other pairs, never asked: distractors.
     for (int32_t i = placed; i < o.pairs; ++i)
       for (int tries = 0; tries < kPlacementTries; ++tries) {
@@ -202,7 +223,7 @@ RecallSequence MakeRecallSequence(const RecallOptions& options, uint64_t index) 
   }
   for (int32_t i = 0; i < n; ++i)
     if (!used[size_t(i)]) s.tokens[size_t(i)] = FirstFiller(o) + int32_t(rng.Range(3, o.filler));
-  if (o.task == RecallTask::kMqar && o.queries > o.pairs) {
+  if (o.task == RecallTask::kMqar && (o.queries > o.pairs || o.pairs_first)) {
     // A pair asked again can be copied from its nearest earlier "k v",
     // which may be an earlier query: that is the distance that counts.
     for (int32_t i = 1; i < n; ++i) {
@@ -216,6 +237,23 @@ RecallSequence MakeRecallSequence(const RecallOptions& options, uint64_t index) 
     }
   }
   return s;
+}
+
+RecallOptions RecallTaskAtContext(const RecallOptions& options, int32_t context) {
+  if (context >= options.context) return options;
+  RecallOptions o = options;
+  const double scale = double(context) / double(options.context);
+  o.context = context;
+  o.pairs = std::max(1, int32_t(std::lround(options.pairs * scale)));
+  o.queries = std::max(1, int32_t(std::lround(options.queries * scale)));
+  const int32_t min_d = o.task == RecallTask::kNeedle ? o.needle_tokens + 1 : 2;
+  const int32_t max_d = MaxDistance(o);
+  for (DistanceBin& b : o.bins) {
+    b.lo = std::clamp(int32_t(std::lround(b.lo * scale)), min_d, max_d);
+    b.hi = std::clamp(int32_t(std::lround(b.hi * scale)), b.lo + 1, max_d + 1);
+  }
+  ValidateRecallOptions(o);
+  return o;
 }
 
 std::vector<DistanceBin> ParseDistanceBins(const std::string& spec) {
@@ -276,6 +314,7 @@ nlohmann::json RecallTaskJson(const RecallOptions& o) {
   for (const DistanceBin& b : o.bins) j["bins"].push_back({{"lo", b.lo}, {"hi", b.hi}, {"share", b.share}});
   j["filler_weight"] = o.filler_weight;
   j["copy_share"] = o.copy_share;
+  j["pairs_first"] = o.pairs_first;
   j["seed"] = o.seed;
   return j;
 }
@@ -292,6 +331,7 @@ RecallOptions RecallTaskFromJson(const nlohmann::json& j) {
   o.needle_tokens = j.value("needle_tokens", o.needle_tokens);
   o.filler_weight = j.value("filler_weight", 0.0f);
   o.copy_share = j.value("copy_share", 0.0);
+  o.pairs_first = j.value("pairs_first", false);
   o.seed = j.value("seed", uint64_t(1));
   if (j.contains("bins")) {
     o.bins.clear();

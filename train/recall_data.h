@@ -56,6 +56,10 @@ struct RecallOptions {
   // uniform up to the longest copy that fits): induction heads form on
   // them within a few hundred steps, and the main task then uses them.
   double copy_share = 0;
+  // MQAR: all pairs first, right after the prefix, then the queries at
+  // random places (Zoology's layout): distances follow from where each
+  // query lands, and `bins` are not used.
+  bool pairs_first = false;
   uint64_t seed = 1;
 };
 
@@ -73,6 +77,13 @@ struct RecallSequence {
 void ValidateRecallOptions(const RecallOptions& options);
 int32_t RecallVocabSize(const RecallOptions& options);
 RecallSequence MakeRecallSequence(const RecallOptions& options, uint64_t index);
+
+// The task at a shorter context: pairs, queries and distance bins scale
+// with it (at least one pair and one query; bins kept inside what fits),
+// so a curriculum's short stages are the same task, not a crop of it
+// (cropping keeps few answers whose key is in the crop). `context` at or
+// above the task's returns it unchanged.
+RecallOptions RecallTaskAtContext(const RecallOptions& options, int32_t context);
 
 // "2-64:0.25,64-256:0.25,256-512:0.5" (share optional: equal shares).
 std::vector<DistanceBin> ParseDistanceBins(const std::string& spec);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
 
@@ -66,6 +67,65 @@ TEST(RecallData, MqarAnswersRecallTheirPairAtTheirDistance) {
     }
     EXPECT_GE(answers, 30);
   }
+}
+
+// Zoology's layout: the pairs fill the tokens after the prefix, every pair
+// is asked once, and each answer's distance is back to its pair.
+TEST(RecallData, PairsFirstPutsThePairsAfterThePrefix) {
+  RecallOptions o = Mqar();
+  o.pairs = 16;
+  o.queries = 24;
+  o.pairs_first = true;
+  ValidateRecallOptions(o);
+  EXPECT_TRUE(RecallTaskFromJson(RecallTaskJson(o)).pairs_first);
+  for (uint64_t index = 0; index < 50; ++index) {
+    const RecallSequence s = MakeRecallSequence(o, index);
+    std::set<int32_t> pair_keys;
+    for (int32_t i = 0; i < o.pairs; ++i) {
+      const int32_t key = s.tokens[size_t(kRecallPrefix + 2 * i)];
+      EXPECT_GE(key, 4);
+      EXPECT_LT(key, 4 + o.keys);
+      EXPECT_GE(s.tokens[size_t(kRecallPrefix + 2 * i + 1)], 4 + o.keys) << "a value";
+      EXPECT_EQ(s.weight[size_t(kRecallPrefix + 2 * i + 1)], 0.0f) << "a pair is not an answer";
+      pair_keys.insert(key);
+    }
+    EXPECT_EQ(pair_keys.size(), size_t(o.pairs));
+    std::set<int32_t> asked;
+    int answers = 0;
+    for (int32_t i = kRecallPrefix + 2 * o.pairs; i <= o.context; ++i) {
+      if (s.weight[size_t(i)] == 0) continue;
+      ++answers;
+      const int32_t d = s.distance[size_t(i)];
+      EXPECT_EQ(s.tokens[size_t(i - 1)], s.tokens[size_t(i - 1 - d)]);
+      EXPECT_EQ(s.tokens[size_t(i)], s.tokens[size_t(i - d)]);
+      asked.insert(s.tokens[size_t(i - 1)]);
+    }
+    EXPECT_GE(answers, o.queries - 2);
+    EXPECT_GE(asked.size(), size_t(o.pairs - 2)) << "the first queries ask every pair";
+  }
+}
+
+// A curriculum's short stage is the same task at its context: pairs,
+// queries and distances scale, and every query still has its answer.
+TEST(RecallData, TaskAtAShorterContextScales) {
+  const RecallOptions o = Mqar();  // 256 tokens, 20 pairs, 16 queries
+  EXPECT_EQ(RecallTaskAtContext(o, 256).pairs, 20);
+  EXPECT_EQ(RecallTaskAtContext(o, 512).context, 256);
+  const RecallOptions half = RecallTaskAtContext(o, 64);
+  EXPECT_EQ(half.context, 64);
+  EXPECT_EQ(half.pairs, 5);
+  EXPECT_EQ(half.queries, 4);
+  ASSERT_EQ(half.bins.size(), 3u);
+  EXPECT_EQ(half.bins[0].lo, 2);
+  EXPECT_EQ(half.bins[1].lo, 4);
+  EXPECT_EQ(half.bins[2].hi, 60);  // 251/4 clipped to the longest distance at 64 tokens
+  int answers = 0;
+  for (uint64_t index = 0; index < 50; ++index) {
+    const RecallSequence s = MakeRecallSequence(half, index);
+    ASSERT_EQ(s.tokens.size(), 65u);
+    for (int32_t i = 0; i <= 64; ++i) answers += s.weight[size_t(i)] > 0;
+  }
+  EXPECT_GE(answers, 50 * (half.queries - 1));
 }
 
 // Distances follow the bins' shares, and the seeds give disjoint sets.

@@ -137,6 +137,15 @@ TEST(RecallDataLoader, MakesSequencesOnTheFlyFromTheTask) {
   held_out.seed = 4242;
   const RecallSequence v = MakeRecallSequence(held_out, 1);
   EXPECT_TRUE(std::equal(tokens.begin(), tokens.begin() + T, v.tokens.begin()));
+  // A shorter stage of a curriculum: the task at that context, not a crop.
+  loader.set_context(16);
+  const RecallOptions short_task = RecallTaskAtContext(o, 16);
+  ASSERT_LT(short_task.pairs, o.pairs);
+  loader.TrainBatch(7, 1, out);
+  const RecallSequence r = MakeRecallSequence(short_task, 7);
+  EXPECT_TRUE(std::equal(tokens.begin(), tokens.begin() + 16, r.tokens.begin()));
+  EXPECT_TRUE(std::equal(weights.begin(), weights.begin() + 16, r.weight.begin() + 1));
+  loader.set_context(32);
   d.seq = 33;
   EXPECT_THROW(DataLoader{d}, std::runtime_error);
 }
