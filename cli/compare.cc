@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "cli/args.h"
 #include "cli/input_files.h"
 #include "cli/threads_option.h"
@@ -97,6 +99,23 @@ void WriteText(const std::filesystem::path& path, const std::string& text) {
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
+// Checked before any work: a bad output path found after the run loses it.
+void CheckOutputPaths(const Args& args) {
+  if (args.Has("--html")) {
+    const std::string path = args.Get("--html", "");
+    std::ofstream probe(path, std::ios::binary | std::ios::app);  // creates, never truncates
+    if (!probe) throw std::runtime_error("--html " + path + ": cannot write there");
+  }
+  if (args.Has("--svg")) {
+    const std::filesystem::path dir = args.Get("--svg", "");
+    std::error_code error;
+    std::filesystem::create_directories(dir, error);
+    if (error || !std::filesystem::is_directory(dir) || access(dir.c_str(), W_OK) != 0)
+      throw std::runtime_error("--svg " + dir.string() + ": cannot write there" +
+                               (error ? " (" + error.message() + ")" : std::string()));
+  }
+}
+
 }  // namespace
 
 // The plans to compare: --attn, or full, a window of --window (default
@@ -181,6 +200,7 @@ int RunCompare(const std::vector<std::string>& words) {
                       "-t", "--threads"});
   ApplyThreadsOption(args);
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
+  CheckOutputPaths(args);
   const std::string dir = args.Get("-m", "");
   const bool quiet = args.Has("--quiet");
   auto log = [quiet](const std::string& s) {

@@ -21,10 +21,11 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 const char kUsage[] =
-    "usage: swan convert -m DIR --out DIR2 [--dtype bf16|f32]\n"
+    "usage: swan convert -m DIR --out DIR2 [--dtype bf16|f32] [--force]\n"
     "Writes DIR's weights as one model.safetensors of the given type (default bf16;\n"
     "rounded to nearest even) into DIR2, with DIR's other files (config.json with its\n"
-    "torch_dtype updated, tokenizer files, the attention plan). DIR2 must not be DIR.\n";
+    "torch_dtype updated, tokenizer files, the attention plan). DIR2 must not be DIR;\n"
+    "a DIR2 that already holds a model is refused unless --force.\n";
 
 std::string ReadAll(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -35,18 +36,21 @@ std::string ReadAll(const fs::path& path) {
 }  // namespace
 
 int RunConvert(const std::vector<std::string>& words) {
-  const Args args(words, {"--help"});
+  const Args args(words, {"--help", "--force"});
   if (args.Has("--help")) {
     std::printf("%s", kUsage);
     return 0;
   }
-  args.RejectUnknown({"-m", "--out", "--dtype", "--help"});
+  args.RejectUnknown({"-m", "--out", "--dtype", "--help", "--force"});
   if (!args.Has("-m") || !args.Has("--out")) throw std::invalid_argument(std::string(kUsage));
   const fs::path src = args.Get("-m", ""), dst = args.Get("--out", "");
   const std::string dtype = args.Get("--dtype", "bf16");
   if (dtype != "bf16" && dtype != "f32") throw std::invalid_argument("--dtype: bf16 or f32");
+  if (fs::exists(dst) && fs::exists(src) && fs::equivalent(src, dst))
+    throw std::invalid_argument("--out must be another directory than -m");
+  if (!args.Has("--force") && (fs::exists(dst / "config.json") || fs::exists(dst / "model.safetensors")))
+    throw std::invalid_argument(dst.string() + " already holds a model; --force overwrites it");
   fs::create_directories(dst);
-  if (fs::equivalent(src, dst)) throw std::invalid_argument("--out must be another directory than -m");
 
   const TensorStore store = TensorStore::OpenDirectory(src.string());
   const int64_t elem = dtype == "bf16" ? 2 : 4;

@@ -65,6 +65,13 @@ struct HttpServer::Impl {
     const int threads = options.threads;
     server.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
     server.set_payload_max_length(size_t(16) << 20);
+    // SO_REUSEADDR only: a restart may take the port over from connections
+    // in TIME_WAIT, but not from a server still listening (httplib's
+    // default also sets SO_REUSEPORT, and two servers then shared one port).
+    server.set_socket_options([](socket_t sock) {
+      int yes = 1;
+      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<void*>(&yes), sizeof(yes));
+    });
     server.set_keep_alive_max_count(1000);
     server.Get("/health", [this](const httplib::Request&, httplib::Response& res) { Health(res); });
     server.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) { Models(res); });

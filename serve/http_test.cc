@@ -33,6 +33,7 @@ class TestServer {
     return c;
   }
   Engine& engine() { return engine_; }
+  int port() const { return server_.port(); }
 
  private:
   Engine engine_;
@@ -98,6 +99,23 @@ class Http : public ::testing::Test {
 LanguageModel* Http::model_ = nullptr;
 Tokenizer* Http::tokenizer_ = nullptr;
 TestServer* Http::server_ = nullptr;
+
+// A second server on a port in use is refused, not given half the requests.
+TEST_F(Http, ASecondServerOnTheSamePortIsRefused) {
+  Engine engine(*model_, *tokenizer_, EngineOptions{});
+  const ChatTemplate chat_template(kFallbackChatTemplate, "<s>", "</s>", "built-in fallback");
+  HttpServer second(engine, *tokenizer_, chat_template,
+                    ServerOptions{"127.0.0.1", server_->port(), 2, "stories260K", false});
+  try {
+    second.Bind();
+    FAIL() << "a second server bound port " << server_->port();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("in use"), std::string::npos) << e.what();
+  }
+  auto res = server_->Client().Get("/health");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+}
 
 TEST_F(Http, HealthAndModels) {
   httplib::Client c = server_->Client();
