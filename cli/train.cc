@@ -1,6 +1,7 @@
 // `swan train`: train a language model under an attention plan, from
 // scratch or from a Hugging Face directory; `swan train synth`: write
 // synthetic long-range retrieval documents to mix into training.
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -71,11 +72,12 @@ const char kUsage[] =
     "run:\n"
     "  --out RUN            run directory: checkpoint.bin, train_log.csv/.json, loss.svg, model/\n"
     "  --resume             continue RUN from its checkpoint exactly\n"
-    "  --eval-every N       held-out loss every N steps (default 100)\n"
+    "  --eval-every N       held-out loss every N steps (default 100; 0 = none)\n"
     "  --eval-seqs N        held-out sequences per evaluation (default 8)\n"
     "  --eval-bins EDGES    recall distance bins (default from the plan: [1,W/4), [W/4,W),\n"
     "                       [W, window layers * (W-1)), [.., T]; full plans: T/8, T/2)\n"
-    "  --checkpoint-every N checkpoint every N steps (default 100; also on Ctrl-C)\n"
+    "  --checkpoint-every N checkpoint every N steps (default 100; 0 = at the end only; also\n"
+    "                       on Ctrl-C)\n"
     "  --log-every N        progress and log row every N steps (default 1)\n"
     "  --time-limit MIN     stop, checkpoint and export after MIN minutes\n"
     "  --quiet              no progress line\n"
@@ -132,6 +134,27 @@ int Synth(const std::vector<std::string>& words) {
   return 0;
 }
 
+// Numbers that cannot mean anything are refused before any work, each by
+// its flag (0 is a value where it means one: no warmup, no decay, no clip).
+void CheckTrainNumbers(const TrainOptions& o) {
+  auto need = [](bool ok, const char* what) {
+    if (!ok) throw std::invalid_argument(what);
+  };
+  need(o.context > 0 && o.batch > 0 && o.accum > 0 && o.steps > 0,
+       "--context, --batch, --accum and --steps must be positive");
+  need(o.schedule.lr > 0 && std::isfinite(o.schedule.lr), "--lr must be a positive number");
+  need(o.schedule.min_lr_ratio >= 0 && o.schedule.min_lr_ratio <= 1, "--min-lr-ratio must lie in [0, 1]");
+  need(o.schedule.warmup_steps >= 0, "--warmup must be >= 0");
+  need(o.adamw.weight_decay >= 0 && std::isfinite(o.adamw.weight_decay), "--weight-decay must be >= 0");
+  need(o.adamw.clip_norm >= 0 && std::isfinite(o.adamw.clip_norm), "--clip must be >= 0 (0 = off)");
+  need(o.rope_base > 1 && std::isfinite(o.rope_base), "--rope-base must be greater than 1");
+  need(o.synthetic_rate >= 0 && o.synthetic_rate <= 1, "--synthetic-rate must lie in [0, 1]");
+  need(o.eval_every >= 0, "--eval-every must be >= 0 (0 = no held-out evaluation)");
+  need(o.eval_sequences > 0, "--eval-seqs must be positive");
+  need(o.checkpoint_every >= 0, "--checkpoint-every must be >= 0 (0 = only at the end and on Ctrl-C)");
+  need(o.time_limit_s >= 0, "--time-limit must be >= 0 (0 = none)");
+}
+
 }  // namespace
 
 int RunTrainRecall(const std::vector<std::string>& words);  // cli/train_recall.cc
@@ -186,12 +209,12 @@ int RunTrain(const std::vector<std::string>& words) {
   for (const char* flag : {"--layers", "--dim", "--heads", "--kv-heads", "--head-dim", "--mlp"})
     if (args.Has(flag) && args.GetInt(flag, 0) <= 0)
       throw std::invalid_argument(std::string(flag) + " must be positive");
+  o.init_from = args.Get("--init", "");
   if (!o.init_from.empty() && (o.shape_overrides.layers || o.shape_overrides.hidden ||
                                o.shape_overrides.heads || o.shape_overrides.kv_heads ||
                                o.shape_overrides.head_dim || o.shape_overrides.intermediate))
     throw std::invalid_argument("--layers, --dim, --heads, --kv-heads, --head-dim and --mlp shape a "
                                 "model from scratch; --init takes the model's own shape");
-  o.init_from = args.Get("--init", "");
   o.attn = args.Get("--attn", o.init_from.empty() ? "full" : "model");
   o.rope_base = args.GetDouble("--rope-base", 10000.0);
   o.router.gamma_base = args.GetDouble("--router-gamma", o.router.gamma_base);
@@ -232,6 +255,8 @@ int RunTrain(const std::vector<std::string>& words) {
   o.time_limit_s = args.GetDouble("--time-limit", 0) * 60;
   o.quiet = args.Has("--quiet");
   o.debug_kill_after_step = args.GetInt("--debug-kill-after", 0);
+
+  CheckTrainNumbers(o);
 
   std::signal(SIGINT, OnSigint);
   const TrainResult r = Train(o);
