@@ -194,6 +194,13 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
       if (s.window > 0) window = s.window;
     if (window == 0) window = model.default_window;
   }
+  bool needs_window = p.preset == PlanSpec::Preset::kHybrid;
+  for (const auto& [layer, o] : p.overrides)
+    needs_window = needs_window || (layer < n && o.kind != LayerKind::kFull && o.window == 0);
+  if (needs_window && window == 0)
+    throw std::invalid_argument("attention plan '" + spec +
+                                "': the model has no sliding window of its own, so the plan must give "
+                                "one, e.g. '" + spec + ",window:256'");
 
   AttentionPlan plan;
   plan.spec = spec.empty() ? "model" : spec;

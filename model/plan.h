@@ -103,7 +103,9 @@ struct ModelAttentionDefaults {
   // config's rope_theta and scaling on global ones); empty = `rope` on all.
   std::vector<RopeSettings> layer_ropes;  // [n_layers] or empty
   std::vector<Span> spans;     // [n_layers] from the config (full when empty)
-  int32_t default_window = 4096;  // for hybrid presets without window:W
+  // The model's own sliding window, for hybrid presets and layerN:swa
+  // without a W; 0: it has none, and such a plan must give window:W.
+  int32_t default_window = 0;
 };
 
 // Resolves `spec` for a model. Throws std::invalid_argument for layer

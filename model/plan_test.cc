@@ -71,9 +71,21 @@ TEST(Plan, RoutedLayersKeepEveryKey) {
   EXPECT_NE(p.Describe().find("routed"), std::string::npos);
 }
 
-TEST(Plan, HybridWindowDefaultsToModelThen4096) {
+// A hybrid without window:W takes the model's window; a model without one
+// refuses it with the fix, instead of a made-up window.
+TEST(Plan, HybridWindowDefaultsToTheModelsOrIsRefused) {
   EXPECT_EQ(Kinds(ResolvePlan("hybrid:1:1", Model(2, 128))), "128 F");
-  EXPECT_EQ(Kinds(ResolvePlan("hybrid:1:1", Model(2))), "4096 F");
+  EXPECT_EQ(Kinds(ResolvePlan("hybrid:1:1,window:64", Model(2))), "64 F");
+  for (const char* spec : {"hybrid:1:1", "full,layer1:swa", "full,layer0:routed"}) {
+    try {
+      ResolvePlan(spec, Model(2));
+      ADD_FAILURE() << spec << " resolved on a model without a window";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("e.g. '") + spec + ",window:256'"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(Kinds(ResolvePlan("full,layer1:swa:32", Model(2))), "F 32");
 }
 
 TEST(Plan, LayerOverridesAndModifiers) {

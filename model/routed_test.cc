@@ -250,7 +250,7 @@ TEST_F(RoutedLlama, MissingRouterIsAnErrorUnlessTheRatioIsForced) {
   EXPECT_NE(msg.find("model.layers.1.self_attn.router.weight"), std::string::npos) << msg;
   EXPECT_NE(msg.find("swan train --init " + dir_.string() + " --attn routed:4"), std::string::npos) << msg;
   // Layers that have routers route; a forced ratio needs none.
-  EXPECT_EQ(ErrorOf([&] { RunEngine(*model, ids, model->ResolvePlan("full,layer0:routed:4,layer2:routed")); }),
+  EXPECT_EQ(ErrorOf([&] { RunEngine(*model, ids, model->ResolvePlan("full,layer0:routed:4,layer2:routed:4")); }),
             "(no error)");
   EXPECT_EQ(ErrorOf([&] { RunEngine(*model, ids, model->ResolvePlan("routed:4"), {.forced_full_ratio = 0.5}); }),
             "(no error)");
