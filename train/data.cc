@@ -73,7 +73,8 @@ DataLoader::DataLoader(const DataOptions& options) : options_(options), seq_(opt
                                std::to_string(train_task_.context) + " tokens, fewer than the context " +
                                std::to_string(options.seq) + "; use a --context of at most " +
                                std::to_string(train_task_.context));
-    set_context(seq_);
+    train_now_ = RecallTaskAtContext(train_task_, int32_t(seq_));
+    val_now_ = RecallTaskAtContext(val_task_, int32_t(seq_));
     return;
   }
   train_ = Open(options.train_path, "training data", options.seq);
@@ -113,6 +114,7 @@ void DataLoader::set_context(int64_t seq) {
   if (seq < 1 || seq > options_.seq)
     throw std::invalid_argument("data: context " + std::to_string(seq) + " outside 1.." +
                                 std::to_string(options_.seq));
+  if (seq == seq_) return;  // called every step
   seq_ = seq;
   if (recall_) {
     train_now_ = RecallTaskAtContext(train_task_, int32_t(seq));

@@ -157,31 +157,32 @@ RecallSequence MakeRecallSequence(const RecallOptions& options, uint64_t index) 
           break;
         }
       }
-    }
-    for (int32_t q = 0; q < (o.pairs_first ? 0 : o.queries); ++q) {
-      for (int tries = 0; tries < kPlacementTries; ++tries) {
-        const DistanceBin& bin = PickBin(o.bins, rng);
-        const int32_t d = int32_t(rng.Range(bin.lo, std::min(bin.hi, max_d + 1)));
-        int32_t at, pair;
-        const bool new_pair = int32_t(pair_at.size()) < o.pairs;
-        if (new_pair) {
-          at = int32_t(rng.Range(kRecallPrefix + d, T));  // the query's key
-          pair = at - d;
-          if (!free_span(pair, 2)) continue;
-        } else {
-          pair = pair_at[size_t(rng.Range(0, int64_t(pair_at.size())))];
-          at = pair + d;
-          if (at + 1 > T) continue;
+    } else {  // scattered: each query draws its distance, and places its pair
+      for (int32_t q = 0; q < o.queries; ++q) {
+        for (int tries = 0; tries < kPlacementTries; ++tries) {
+          const DistanceBin& bin = PickBin(o.bins, rng);
+          const int32_t d = int32_t(rng.Range(bin.lo, std::min(bin.hi, max_d + 1)));
+          int32_t at, pair;
+          const bool new_pair = int32_t(pair_at.size()) < o.pairs;
+          if (new_pair) {
+            at = int32_t(rng.Range(kRecallPrefix + d, T));  // the query's key
+            pair = at - d;
+            if (!free_span(pair, 2)) continue;
+          } else {
+            pair = pair_at[size_t(rng.Range(0, int64_t(pair_at.size())))];
+            at = pair + d;
+            if (at + 1 > T) continue;
+          }
+          if (!free_span(at, 2)) continue;
+          if (new_pair) {
+            put(pair, keys[pair_at.size()]);
+            put(pair + 1, FirstValue(o) + int32_t(rng.Range(0, o.values)));
+            pair_at.push_back(pair);
+          }
+          put(at, s.tokens[size_t(pair)]);
+          answer(at + 1, s.tokens[size_t(pair + 1)], d);
+          break;
         }
-        if (!free_span(at, 2)) continue;
-        if (new_pair) {
-          put(pair, keys[pair_at.size()]);
-          put(pair + 1, FirstValue(o) + int32_t(rng.Range(0, o.values)));
-          pair_at.push_back(pair);
-        }
-        put(at, s.tokens[size_t(pair)]);
-        answer(at + 1, s.tokens[size_t(pair + 1)], d);
-        break;
       }
     }
     const int32_t placed = int32_t(pair_at.size());  // pairs_first: all of them
