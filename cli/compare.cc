@@ -162,6 +162,15 @@ int CompareRecallModel(const Args& args, const std::string& dir, const LanguageM
   for (size_t i = 0; i < plans.size(); ++i) {
     if (!quiet) std::fprintf(stderr, "\r[compare] plan %zu/%zu %s ...%-20s", i + 1, plans.size(), specs[i].c_str(), "");
     results.push_back(ScoreRecallSuite(model, plans[i], specs[i], options, kv));
+    // What the plan costs at the task's context (random tokens: timing does
+    // not depend on them).
+    CostOptions cost;
+    cost.depths = {ctx};
+    cost.kv = kv;
+    const CostPoint point = MeasureCost(model, plans[i], cost).front();
+    results.back().kv_bytes = point.kv_bytes;
+    results.back().prefill_tokens_per_s = point.prefill_tokens_per_s;
+    results.back().decode_tokens_per_s = point.decode_tokens_per_s;
   }
   if (!quiet) std::fprintf(stderr, "\r%-100s\r", "");
   const std::string svg = RecallSuiteSvg(results, options);

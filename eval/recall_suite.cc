@@ -22,14 +22,20 @@ std::string RecallJsonPath(const std::string& dir) {
 }
 
 // Logits for every position of `tokens` (the last one's included) under
-// `plan`, in chunks of kv.max_chunk.   tokens [n] -> logits [n, vocab]
+// `plan`, in chunks of kv.max_chunk, and each routed layer's route of every
+// token.   tokens [n] -> logits [n, vocab]; routes [n_layers][n or 0]
 std::vector<float> AllLogits(const LanguageModel& model, const AttentionPlan& plan,
-                             const std::vector<int32_t>& tokens, const KvCacheOptions& kv) {
+                             const std::vector<int32_t>& tokens, const KvCacheOptions& kv,
+                             std::vector<std::vector<uint8_t>>* routes) {
   const int64_t n = int64_t(tokens.size()), vocab = model.config().vocab_size;
   std::vector<float> logits(static_cast<size_t>(n * vocab));  // [n, vocab]
   std::vector<int32_t> pos(static_cast<size_t>(n));           // [n]
   for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t(i);
   auto session = model.NewSession(plan, kv);
+  routes->assign(plan.layers.size(), {});
+  session->routing.record.assign(plan.layers.size(), nullptr);
+  for (size_t l = 0; l < plan.layers.size(); ++l)
+    if (plan.layers[l].kind == LayerKind::kRouted) session->routing.record[l] = &(*routes)[l];
   const int64_t chunk = std::max<int64_t>(1, kv.max_chunk);
   for (int64_t c0 = 0; c0 < n; c0 += chunk) {
     const int64_t len = std::min(chunk, n - c0);
@@ -40,15 +46,28 @@ std::vector<float> AllLogits(const LanguageModel& model, const AttentionPlan& pl
   return logits;
 }
 
-// Scores one sequence: inputs tokens[0, T), targets tokens[1, T].
+// Scores one sequence: inputs tokens[0, T), targets tokens[1, T]; with
+// `result`, also the answers' NLL and the keys the queries visited.
 void Score(const LanguageModel& model, const AttentionPlan& plan, const RecallSequence& s,
-           const KvCacheOptions& kv, RecallTally* tally) {
+           const KvCacheOptions& kv, RecallTally* tally, RecallPlanResult* result = nullptr) {
   const int64_t T = int64_t(s.tokens.size()) - 1, vocab = model.config().vocab_size;
   const std::vector<int32_t> inputs(s.tokens.begin(), s.tokens.end() - 1);
   const std::vector<int32_t> targets(s.tokens.begin() + 1, s.tokens.end());
   const std::vector<uint16_t> distances(s.distance.begin() + 1, s.distance.end());
-  const std::vector<float> logits = AllLogits(model, plan, inputs, kv);
+  std::vector<std::vector<uint8_t>> routes;  // [n_layers][T or 0]
+  const std::vector<float> logits = AllLogits(model, plan, inputs, kv, &routes);
   tally->Add(logits.data(), targets.data(), distances.data(), 1, T, vocab);
+  if (!result) return;
+  result->work.AddSequence(plan, T, routes);
+  for (int64_t i = 0; i < T; ++i) {
+    if (distances[size_t(i)] == 0) continue;
+    const float* row = &logits[size_t(i * vocab)];  // [vocab]
+    const float top = *std::max_element(row, row + vocab);
+    double sum = 0;
+    for (int64_t v = 0; v < vocab; ++v) sum += std::exp(double(row[v]) - top);
+    result->answer_nll += std::log(sum) + top - double(row[targets[size_t(i)]]);
+    ++result->answer_tokens;
+  }
 }
 
 std::string Percent(int64_t correct, int64_t items) {
@@ -80,6 +99,10 @@ double RecallPickChance(const RecallOptions& t) {
   return t.task == RecallTask::kMqar ? 1.0 / std::min(t.pairs, t.values) : RecallGuessChance(t);
 }
 
+double RecallPlanResult::AnswerPerplexity() const {
+  return answer_tokens ? std::exp(answer_nll / double(answer_tokens)) : 0.0;
+}
+
 RecallPlanResult ScoreRecallSuite(const LanguageModel& model, const AttentionPlan& plan,
                                   const std::string& spec, const RecallSuiteOptions& options,
                                   const KvCacheOptions& kv) {
@@ -91,7 +114,7 @@ RecallPlanResult ScoreRecallSuite(const LanguageModel& model, const AttentionPla
   RecallOptions task = options.task;
   task.seed = options.seed;
   for (int64_t i = 0; i < options.sequences; ++i)
-    Score(model, plan, MakeRecallSequence(task, uint64_t(i)), kv, &r.bins);
+    Score(model, plan, MakeRecallSequence(task, uint64_t(i)), kv, &r.bins, &r);
   if (task.task == RecallTask::kNeedle) {
     std::vector<int64_t> lengths = options.lengths;
     if (lengths.empty())
@@ -154,6 +177,26 @@ std::string RecallSuiteTable(const std::vector<RecallPlanResult>& results,
                                    : std::string("-");
     });
   }
+  auto number = [](const char* format, double value) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, format, value);
+    return std::string(buf);
+  };
+  add("answer perplexity", [&](const RecallPlanResult& r) { return number("%.3f", r.AnswerPerplexity()); });
+  add("keys visited per query", [&](const RecallPlanResult& r) { return number("%.1f", r.work.KeysPerQuery()); });
+  const bool any_routed = std::any_of(results.begin(), results.end(),
+                                      [](const RecallPlanResult& r) { return r.work.routed_pairs > 0; });
+  if (any_routed)
+    add("full share of routed pairs", [&](const RecallPlanResult& r) {
+      return r.work.routed_pairs ? number("%.1f%%", 100 * r.work.RoutedFullRatio()) : std::string("-");
+    });
+  const std::string at = " @ " + std::to_string(options.task.context);
+  const bool measured = !results.empty() && results[0].kv_bytes > 0;
+  if (measured) {
+    add("KV MiB" + at, [&](const RecallPlanResult& r) { return number("%.3f", r.kv_bytes / (1 << 20)); });
+    add("prefill tok/s" + at, [&](const RecallPlanResult& r) { return number("%.0f", r.prefill_tokens_per_s); });
+    add("decode tok/s" + at, [&](const RecallPlanResult& r) { return number("%.0f", r.decode_tokens_per_s); });
+  }
   add("seconds", [](const RecallPlanResult& r) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.1f", r.seconds);
@@ -207,6 +250,15 @@ nlohmann::json RecallSuiteJson(const std::vector<RecallPlanResult>& results,
     nlohmann::json p;
     p["plan"] = r.spec;
     p["seconds"] = r.seconds;
+    p["answer_perplexity"] = r.AnswerPerplexity();
+    p["answer_tokens"] = r.answer_tokens;
+    p["keys_per_query"] = r.work.KeysPerQuery();
+    if (r.work.routed_pairs) p["routed_full_ratio"] = r.work.RoutedFullRatio();
+    if (r.kv_bytes > 0) {
+      p["kv_bytes"] = r.kv_bytes;
+      p["prefill_tokens_per_s"] = r.prefill_tokens_per_s;
+      p["decode_tokens_per_s"] = r.decode_tokens_per_s;
+    }
     p["bins"] = nlohmann::json::array();
     for (size_t b = 0; b < r.bins.bins(); ++b)
       p["bins"].push_back({{"lo", r.bins.edges()[b]},

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "eval/attention_work.h"
 #include "model/model.h"
 #include "train/recall_data.h"
 #include "train/recall_eval.h"
@@ -43,7 +44,16 @@ struct RecallPlanResult {
   std::string spec;
   RecallTally bins{{1, 2}};
   std::vector<NeedleCell> grid;  // needle models only
+  double answer_nll = 0;         // summed over the answer tokens of the sequences (nats)
+  int64_t answer_tokens = 0;
+  AttentionWork work;            // keys visited by the sequences' queries
   double seconds = 0;
+  // What the plan costs at the task's context, filled by the caller
+  // (eval/cost.h); 0 = not measured.
+  double kv_bytes = 0, prefill_tokens_per_s = 0, decode_tokens_per_s = 0;
+
+  // exp(mean answer NLL): the perplexity of the answers, 1 when all are certain.
+  double AnswerPerplexity() const;
 };
 
 RecallPlanResult ScoreRecallSuite(const LanguageModel& model, const AttentionPlan& plan,

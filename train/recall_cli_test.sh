@@ -25,6 +25,11 @@ test -s "$TMP/run/model/recall.json"
 "$SWAN" compare -m "$TMP/run/model" --window 8 --samples 4 --quiet > "$TMP/compare.txt"
 grep -q "recall, distance \[8,14) " "$TMP/compare.txt"   # tiny: 2 layers, relay 2 * 7
 grep -q "chance: 6.25% guessing among 16 values; 25.00% picking one of the sequence's 4 values" "$TMP/compare.txt"
+# Keys each query visits, from the spans: full (1+...+48)/48 = 24.5; a window
+# of 8: (1+...+8 + 40*8)/48 = 7.4; with 4 sinks too: (356 + 154)/48 = 10.6.
+grep -q "keys visited per query  *24.5  *7.4  *10.6 " "$TMP/compare.txt"
+grep -q "answer perplexity  *[0-9.]* " "$TMP/compare.txt"
+grep -q "KV MiB @ 48 " "$TMP/compare.txt"
 "$SWAN" compare -m "$TMP/run/model" --window 8 --samples 2 --quiet --json | grep -q '"chance_pick": 0.25'
 
 "$SWAN" heads -m "$TMP/run/model" --samples 2 --svg "$TMP/heads.svg" > "$TMP/heads.txt"
