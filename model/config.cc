@@ -151,6 +151,9 @@ ModelConfig ParseModelConfig(const std::string& config_json, const std::string& 
   positive("num_attention_heads", c.n_heads);
   positive("num_key_value_heads", c.n_kv_heads);
   positive("vocab_size", c.vocab_size);
+  if (f.Has("max_position_embeddings")) positive("max_position_embeddings", c.max_position_embeddings);
+  if (!(c.rms_norm_eps > 0))
+    throw std::runtime_error(origin + ": \"rms_norm_eps\" must be positive, got " + std::to_string(c.rms_norm_eps));
   if (c.n_heads % c.n_kv_heads != 0)
     throw std::runtime_error(origin + ": num_attention_heads (" + std::to_string(c.n_heads) +
                              ") is not a multiple of num_key_value_heads (" +

@@ -91,5 +91,31 @@ TEST(Config, LoadModelNamesMissingTensor) {
   fs::remove_all(dir);
 }
 
+TEST(Config, RejectsNonPositiveEpsAndContext) {
+  std::string eps = kLlama;
+  eps.replace(eps.find("\"rms_norm_eps\": 1e-5"), 20, "\"rms_norm_eps\": 0.0");
+  EXPECT_NE(ErrorOf([&] { ParseModelConfig(eps, "", "c"); }).find("\"rms_norm_eps\" must be positive"),
+            std::string::npos);
+  std::string ctx = kLlama;
+  ctx.replace(ctx.find("\"vocab_size\": 100"), 17, "\"vocab_size\": 100, \"max_position_embeddings\": 0");
+  EXPECT_NE(ErrorOf([&] { ParseModelConfig(ctx, "", "c"); }).find("\"max_position_embeddings\" must be positive"),
+            std::string::npos);
+}
+
+// stories260K's 5-layer weights under a config that says 3 layers: the
+// tensors of layers 3 and 4 would go unused; the load is refused.
+TEST(Config, LoadModelRefusesTensorsTheConfigDoesNotUse) {
+  const fs::path dir = test::TempDir("cfg_unused");
+  fs::copy(test::Stories260K(), dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  std::string cfg = test::ReadFile(dir / "config.json");
+  cfg.replace(cfg.find("\"num_hidden_layers\": 5"), 22, "\"num_hidden_layers\": 3");
+  test::WriteFile(dir / "config.json", cfg);
+  const std::string msg = ErrorOf([&] { LoadModel(dir.string()); });
+  EXPECT_NE(msg.find("holds 18 tensors that config.json's shape does not use (model.layers.3."), std::string::npos) << msg;
+  EXPECT_NE(msg.find("different models"), std::string::npos) << msg;
+  fs::remove_all(dir);
+  EXPECT_NO_THROW(LoadModel(test::Stories260K()));  // all 5 layers read
+}
+
 }  // namespace
 }  // namespace swan

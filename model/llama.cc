@@ -190,7 +190,10 @@ void Llama::ForwardSteps(float* logits, const std::vector<SequenceStep>& steps) 
 }  // namespace
 
 std::unique_ptr<LanguageModel> LoadLlama(const std::string& dir, const ModelConfig& config) {
-  return std::make_unique<Llama>(CheckpointWeights(dir), config, dir, LlamaVariant{});
+  const CheckpointWeights weights(dir);
+  auto model = std::make_unique<Llama>(weights, config, dir, LlamaVariant{});
+  weights.RequireAllUsed(config.tie_word_embeddings, dir);
+  return model;
 }
 
 std::unique_ptr<LanguageModel> BuildLlama(const WeightSource& weights, const ModelConfig& config,

@@ -29,7 +29,10 @@ ModelAttentionDefaults Qwen2AttentionDefaults(const ModelConfig& config) {
 std::unique_ptr<LanguageModel> LoadQwen2(const std::string& dir, const ModelConfig& config) {
   LlamaVariant variant;
   variant.qkv_bias = true;
-  return BuildLlama(CheckpointWeights(dir), config, dir, variant);
+  const CheckpointWeights weights(dir);
+  auto model = BuildLlama(weights, config, dir, variant);
+  weights.RequireAllUsed(config.tie_word_embeddings, dir);
+  return model;
 }
 
 }  // namespace swan

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <functional>
 #include <stdexcept>
+#include <string_view>
 
 #include "util/bf16.h"
 
@@ -10,10 +11,28 @@ namespace swan {
 
 std::vector<float> CheckpointWeights::F32(const std::string& name,
                                           const std::vector<int64_t>& shape) const {
+  read_.insert(name);
   return store_.ReadF32(name, shape);
 }
 
+void CheckpointWeights::RequireAllUsed(bool tied_embeddings, const std::string& origin) const {
+  std::vector<std::string> unused;
+  for (const std::string& name : store_.Names()) {
+    const bool buffer = std::string_view(name).ends_with("rotary_emb.inv_freq");
+    const bool tied_head = tied_embeddings && name == "lm_head.weight";
+    if (!read_.count(name) && !buffer && !tied_head) unused.push_back(name);
+  }
+  if (unused.empty()) return;
+  std::string list;
+  for (size_t i = 0; i < unused.size() && i < 3; ++i) list += (i ? ", " : "") + unused[i];
+  if (unused.size() > 3) list += ", ...";
+  throw std::runtime_error(origin + ": the checkpoint holds " + std::to_string(unused.size()) +
+                           " tensors that config.json's shape does not use (" + list +
+                           "): the config and the weights are of different models");
+}
+
 LinearWeight CheckpointWeights::Linear(const std::string& name, int64_t out, int64_t in) const {
+  read_.insert(name);
   const TensorInfo& t = store_.Info(name);
   if (t.dtype != "BF16") return LinearWeight(store_.ReadF32(name, {out, in}), out, in);
   if (t.shape != std::vector<int64_t>{out, in})

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,9 +33,15 @@ class CheckpointWeights : public WeightSource {
   bool Has(const std::string& name) const override { return store_.Has(name); }
   std::vector<float> F32(const std::string& name, const std::vector<int64_t>& shape) const override;
   LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const override;
+  // Throws when the checkpoint holds tensors the model did not read (a
+  // config of 3 layers on a file of 5: the config and the weights are of
+  // different models). Ignored: rotary_emb.inv_freq buffers, and lm_head
+  // beside tied embeddings.
+  void RequireAllUsed(bool tied_embeddings, const std::string& origin) const;
 
  private:
   TensorStore store_;
+  mutable std::set<std::string> read_;  // names F32 and Linear were asked for
 };
 
 // Every tensor exists: norms are 1, everything else uniform with standard
