@@ -25,7 +25,7 @@ namespace {
 const char kUsage[] =
     "usage: swan generate -m DIR (-p TEXT | --ids 1,2,3) [-n N] [--attn SPEC]\n"
     "                     [--temp T] [--top-k K] [--top-p P] [--min-p M] [--seed S]\n"
-    "                     [--batch B] [--kv f32|bf16] [--ctx C] [--ignore-eos]\n"
+    "                     [--batch B] [--kv f32|bf16] [-c|--ctx C] [--ignore-eos]\n"
     "  -m DIR        Hugging Face model directory (config.json, *.safetensors, tokenizer.json)\n"
     "  -p TEXT       prompt, encoded with DIR/tokenizer.json (BOS added as the tokenizer says)\n"
     "  --ids LIST    prompt as token ids instead of text; the output is ids too (a recall\n"
@@ -39,8 +39,10 @@ const char kUsage[] =
     "  --seed S      random seed (default 0)\n"
     "  --batch B     prefill chunk: tokens per forward step (default 512)\n"
     "  --kv TYPE     KV cache storage, f32 (default) or bf16\n"
-    "  --ctx C       most positions a full-attention layer holds (default 1048576; memory\n"
-    "                is taken only as tokens arrive); window layers hold a fixed ring\n"
+    "  -c, --ctx C   the context: positions a sequence may reach (default: the model's\n"
+    "                max_position_embeddings, else 1048576; more is allowed, with a\n"
+    "                warning). A longer prompt is refused; generation stops when it is\n"
+    "                full. Memory is taken only as tokens arrive; window layers hold a ring\n"
     "  --ignore-eos  keep generating after an end-of-sequence token\n"
     "Statistics go to stderr.\n";
 
@@ -81,7 +83,7 @@ int RunGenerate(const std::vector<std::string>& words) {
     return 0;
   }
   args.RejectUnknown({"-m", "-p", "--ids", "-n", "--attn", "--temp", "--top-k", "--top-p", "--min-p",
-                      "--seed", "--batch", "--kv", "--ctx", "--ignore-eos",
+                      "--seed", "--batch", "--kv", "--ctx", "-c", "--ignore-eos",
                       "-t", "--threads"});
   ApplyThreadsOption(args);
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
@@ -126,8 +128,19 @@ int RunGenerate(const std::vector<std::string>& words) {
   kv.max_chunk = int32_t(args.GetInt("--batch", 512));
   if (kv.max_chunk <= 0) throw std::invalid_argument("--batch must be positive");
   kv.type = KvTypeFromString(args.Get("--kv", "f32"));
-  kv.max_context = args.GetInt("--ctx", 0);
-  if (kv.max_context < 0) throw std::invalid_argument("--ctx must be positive");
+  // The context: the model's trained length unless --ctx / -c says more
+  // (allowed, with a warning, like llama.cpp) or less.
+  const int64_t trained = config.max_position_embeddings;
+  const bool ctx_given = args.Has("--ctx") || args.Has("-c");
+  const int64_t ctx = args.GetInt(args.Has("-c") ? "-c" : "--ctx", trained > 0 ? trained : int64_t(1) << 20);
+  if (ctx <= 0) throw std::invalid_argument("--ctx must be positive");
+  if (ctx_given && trained > 0 && ctx > trained)
+    std::fprintf(stderr, "warning: a context of %lld positions is past the %lld the model was trained on\n",
+                 (long long)ctx, (long long)trained);
+  if (int64_t(prompt.size()) > ctx)
+    throw std::invalid_argument("the prompt is " + std::to_string(prompt.size()) + " tokens, longer than the context of " +
+                                std::to_string(ctx) + " positions (--ctx)");
+  kv.max_context = ctx;
   const AttentionPlan plan = model->ResolvePlan(args.Get("--attn", ""));
   auto session = model->NewSession(plan, kv);
   const double load_s = Seconds(t_load);
@@ -176,6 +189,10 @@ int RunGenerate(const std::vector<std::string>& words) {
     const bool eos = std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), next) !=
                      config.eos_token_ids.end();
     if ((eos && !ignore_eos) || i + 1 == n_new) break;
+    if (int64_t(all.size()) >= ctx) {
+      std::fprintf(stderr, "\n[stopped: the context of %lld positions is full (--ctx)]", (long long)ctx);
+      break;
+    }
     const int32_t p = int32_t(all.size()) - 1;
     ThreadsForNextStep();  // the cores of -t that other programs leave idle
     model->Forward(logits.data(), Batch{&next, &p, 1, false}, *session);
