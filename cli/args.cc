@@ -75,9 +75,12 @@ std::vector<long long> Args::GetIntList(const std::string& name,
   return out;
 }
 
-void Args::RejectUnknown(const std::set<std::string>& known) const {
+void Args::RejectUnknown(const std::set<std::string>& known, bool positional_allowed) const {
   for (const auto& [name, value] : values_)
     if (!known.count(name)) throw std::invalid_argument("unknown flag " + name + " (see --help)");
+  if (!positional_allowed && !positional_.empty())
+    throw std::invalid_argument("unexpected argument '" + positional_[0] +
+                                "': this command takes flags only (see --help)");
 }
 
 std::vector<std::string> SplitList(const std::string& list, char sep) {

@@ -23,8 +23,10 @@ class Args {
   std::vector<long long> GetIntList(const std::string& name,
                                     const std::vector<long long>& fallback) const;
   const std::vector<std::string>& positional() const { return positional_; }
-  // Throws if a flag was given that is not in `known` (value or boolean).
-  void RejectUnknown(const std::set<std::string>& known) const;
+  // Throws if a flag was given that is not in `known` (value or boolean),
+  // or a positional word to a command that takes none (a stray word is a
+  // typo or a missing flag, never silently dropped).
+  void RejectUnknown(const std::set<std::string>& known, bool positional_allowed = false) const;
 
  private:
   std::map<std::string, std::string> values_;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/input_files.h"
 #include "cli/threads_option.h"
 #include "eval/recall_suite.h"
 #include "model/model.h"
@@ -23,11 +24,12 @@ namespace swan::cli {
 namespace {
 
 const char kUsage[] =
-    "usage: swan generate -m DIR (-p TEXT | --ids 1,2,3) [-n N] [--attn SPEC]\n"
+    "usage: swan generate -m DIR (-p TEXT | -f FILE | --ids 1,2,3) [-n N] [--attn SPEC]\n"
     "                     [--temp T] [--top-k K] [--top-p P] [--min-p M] [--seed S]\n"
     "                     [--batch B] [--kv f32|bf16] [-c|--ctx C] [--ignore-eos]\n"
     "  -m DIR        Hugging Face model directory (config.json, *.safetensors, tokenizer.json)\n"
     "  -p TEXT       prompt, encoded with DIR/tokenizer.json (BOS added as the tokenizer says)\n"
+    "  -f FILE       prompt read from a UTF-8 file (as -p)\n"
     "  --ids LIST    prompt as token ids instead of text; the output is ids too (a recall\n"
     "                model's ids by name, e.g. <bos>,f0,f1,f2,k3,v5,k3)\n"
     "  -n N          new tokens to generate (default 64); stops early at EOS\n"
@@ -82,13 +84,13 @@ int RunGenerate(const std::vector<std::string>& words) {
     std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"-m", "-p", "--ids", "-n", "--attn", "--temp", "--top-k", "--top-p", "--min-p",
+  args.RejectUnknown({"-m", "-p", "-f", "--ids", "-n", "--attn", "--temp", "--top-k", "--top-p", "--min-p",
                       "--seed", "--batch", "--kv", "--ctx", "-c", "--ignore-eos",
                       "-t", "--threads"});
   ApplyThreadsOption(args);
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
-  if (args.Has("-p") == args.Has("--ids"))
-    throw std::invalid_argument("give exactly one of -p TEXT and --ids LIST\n" + std::string(kUsage));
+  if (int(args.Has("-p")) + int(args.Has("-f")) + int(args.Has("--ids")) != 1)
+    throw std::invalid_argument("give exactly one of -p TEXT, -f FILE and --ids LIST\n" + std::string(kUsage));
   const std::string dir = args.Get("-m", "");
   const int64_t n_new = args.GetInt("-n", 64);
   if (n_new < 0) throw std::invalid_argument("-n must be >= 0");
@@ -96,7 +98,7 @@ int RunGenerate(const std::vector<std::string>& words) {
   const auto t_load = std::chrono::steady_clock::now();
   std::unique_ptr<LanguageModel> model = LoadModel(dir);
   const ModelConfig& config = model->config();
-  const bool text_mode = args.Has("-p");
+  const bool text_mode = args.Has("-p") || args.Has("-f");
   // A recall model's ids print by name (k17, v203).
   const std::optional<RecallOptions> recall =
       HasRecallTask(dir) ? std::optional<RecallOptions>(LoadRecallTask(dir)) : std::nullopt;
@@ -105,7 +107,7 @@ int RunGenerate(const std::vector<std::string>& words) {
   std::vector<int32_t> prompt;
   if (text_mode) {
     tokenizer = std::make_unique<Tokenizer>(Tokenizer::Load(dir));
-    prompt = tokenizer->Encode(args.Get("-p", ""));
+    prompt = tokenizer->Encode(args.Has("-f") ? ReadWholeFile(args.Get("-f", "")) : args.Get("-p", ""));
     if (prompt.empty()) throw std::invalid_argument("the prompt encodes to no tokens");
   } else {
     prompt = ParseIds(args, recall ? &*recall : nullptr, config.vocab_size);

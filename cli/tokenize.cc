@@ -183,7 +183,7 @@ int RunTokenize(const std::vector<std::string>& words) {
   }
   args.RejectUnknown({"-t", "--text", "--no-special", "--plain", "--tokens", "--decode",
                       "--skip-special", "--out", "--holdout", "--ext", "--jsonl", "--field",
-                      "--bos", "--threads"});
+                      "--bos", "--threads"}, /*positional_allowed=*/true);
   if (!args.Has("-t"))
     throw std::invalid_argument("-t TOKENIZER is required\n" + std::string(kUsage));
   const Tokenizer tok = Tokenizer::Load(args.Get("-t", ""));

@@ -45,7 +45,7 @@ int Train(const std::vector<std::string>& words) {
     std::printf("%s", kUsage);
     return 0;
   }
-  args.RejectUnknown({"--vocab", "--out", "--ext", "--special", "--min-frequency", "--pattern"});
+  args.RejectUnknown({"--vocab", "--out", "--ext", "--special", "--min-frequency", "--pattern"}, /*positional_allowed=*/true);
   if (!args.Has("--out"))
     throw std::invalid_argument("--out DIR is required\n" + std::string(kUsage));
   if (args.positional().empty())
