@@ -25,7 +25,7 @@ const char kUsage[] =
     "usage: swan serve -m DIR [--attn SPEC] [--host 127.0.0.1] [--port 8080] [--kv-budget MiB]\n"
     "                  [--chat-template FILE] [--parallel N] [--max-waiting N] [--batch B]\n"
     "                  [--checkpoint-interval N] [--ctx N] [--kv f32|bf16] [-t N]\n"
-    "                  [--seq-threads N] [--threads-http N] [--name NAME]\n"
+    "                  [--seq-threads N] [--threads-http N] [--name NAME] [--accept-any-model]\n"
     "                  [--prompt-cache MiB | --no-prompt-cache] [--verbose]\n"
     "  -m DIR                 Hugging Face model directory\n"
     "  --attn SPEC            attention plan (default: the model's own), e.g. swa:256, hybrid:3:1\n"
@@ -44,7 +44,10 @@ const char kUsage[] =
     "                         0 = all of -t, for large models); the decode steps of all running\n"
     "                         sequences run as one batched forward\n"
     "  --threads-http N       HTTP connections served at once (default 64)\n"
-    "  --name NAME            model name in responses (default: the directory's name)\n"
+    "  --name NAME            model name in responses (default: the directory's name); a\n"
+    "                         request for another model gets 404 model_not_found, and\n"
+    "                         GET /v1/models/NAME returns this one\n"
+    "  --accept-any-model     serve requests whatever model they name\n"
     "  --prompt-cache MiB     most memory finished requests' KV may keep for reuse (default: a\n"
     "                         quarter of --kv-budget; it always yields to running requests)\n"
     "  --no-prompt-cache      never reuse earlier requests' KV\n"
@@ -61,14 +64,14 @@ std::string DirName(const std::string& dir) {
 }  // namespace
 
 int RunServe(const std::vector<std::string>& words) {
-  const Args args(words, {"--help", "-h", "--no-prompt-cache", "--verbose"});
+  const Args args(words, {"--help", "-h", "--no-prompt-cache", "--verbose", "--accept-any-model"});
   if (args.Has("--help") || args.Has("-h")) {
     std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return 0;
   }
   args.RejectUnknown({"-m", "--attn", "--host", "--port", "--kv-budget", "--chat-template", "--parallel",
                       "--max-waiting", "--batch", "--seq-threads", "--checkpoint-interval", "--ctx", "--kv",
-                      "--threads-http", "--name", "--no-prompt-cache", "--verbose", "--prompt-cache",
+                      "--threads-http", "--name", "--accept-any-model", "--no-prompt-cache", "--verbose", "--prompt-cache",
                       "-t", "--threads"});
   ApplyThreadsOption(args);
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
@@ -115,6 +118,7 @@ int RunServe(const std::vector<std::string>& words) {
   server_options.port = int(port);
   server_options.threads = int(args.GetInt("--threads-http", 64));
   server_options.model_name = args.Get("--name", DirName(dir));
+  server_options.accept_any_model = args.Has("--accept-any-model");
   server_options.verbose = engine_options.verbose;
   if (server_options.threads <= 0) throw std::invalid_argument("--threads-http must be positive");
   HttpServer server(engine, tokenizer, chat_template, server_options);

@@ -75,6 +75,14 @@ struct HttpServer::Impl {
     server.set_keep_alive_max_count(1000);
     server.Get("/health", [this](const httplib::Request&, httplib::Response& res) { Health(res); });
     server.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) { Models(res); });
+    server.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+      const std::string id = req.matches[1];
+      if (id == options.model_name || options.accept_any_model)
+        SendJson(res, 200, ModelObject());
+      else
+        SendError(res, 404, "The model '" + id + "' does not exist: this server serves '" + options.model_name + "'",
+                  "model", "model_not_found");
+    });
     server.Post("/v1/completions",
                 [this](const httplib::Request& req, httplib::Response& res) { Complete(req, res, false); });
     server.Post("/v1/chat/completions",
@@ -118,18 +126,22 @@ struct HttpServer::Impl {
               {"tokens_generated", s.tokens_generated}});
   }
 
+  Json ModelObject() const {
+    return {{"id", options.model_name},
+            {"object", "model"},
+            {"created", UnixSeconds()},
+            {"owned_by", "swan"},
+            {"context_length", engine.context_length()},
+            {"attention_plan", engine.plan().spec}};
+  }
+
   void Models(httplib::Response& res) {
-    Json model = {{"id", options.model_name},
-                  {"object", "model"},
-                  {"created", UnixSeconds()},
-                  {"owned_by", "swan"},
-                  {"context_length", engine.context_length()},
-                  {"attention_plan", engine.plan().spec}};
-    SendJson(res, 200, {{"object", "list"}, {"data", Json::array({model})}});
+    SendJson(res, 200, {{"object", "list"}, {"data", Json::array({ModelObject()})}});
   }
 
   void Complete(const httplib::Request& req, httplib::Response& res, bool chat) {
-    ApiContext ctx{&tokenizer, &chat_template, engine.context_length(), options.model_name};
+    ApiContext ctx{&tokenizer, &chat_template, engine.context_length(), options.model_name,
+                   options.accept_any_model};
     auto state = std::make_shared<StreamState>();
     try {
       state->call = ParseCompletionRequest(req.body, chat, ctx);

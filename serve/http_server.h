@@ -21,6 +21,7 @@ struct ServerOptions {
   int threads = 64;  // connections served at once
   std::string model_name = "swan";
   bool verbose = false;
+  bool accept_any_model = false;  // see ApiContext
 };
 
 class HttpServer {

@@ -129,6 +129,24 @@ TEST_F(Http, HealthAndModels) {
   EXPECT_EQ(m["object"], "list");
   EXPECT_EQ(m["data"][0]["id"], "stories260K");
   EXPECT_EQ(m["data"][0]["object"], "model");
+  // The SDK's models.retrieve, and a name this server does not serve.
+  auto one = c.Get("/v1/models/stories260K");
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->status, 200);
+  EXPECT_EQ(Json::parse(one->body)["id"], "stories260K");
+  auto other = c.Get("/v1/models/gpt-4o");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 404);
+  EXPECT_EQ(Json::parse(other->body)["error"]["code"], "model_not_found");
+}
+
+TEST_F(Http, ARequestForAnotherModelIsNotFound) {
+  auto [status, body] = Post("/v1/completions", R"({"model": "gpt-4o", "prompt": "hi", "max_tokens": 2})");
+  EXPECT_EQ(status, 404);
+  EXPECT_EQ(body["error"]["code"], "model_not_found");
+  EXPECT_NE(body["error"]["message"].get<std::string>().find("serves 'stories260K'"), std::string::npos);
+  auto [ok, reply] = Post("/v1/completions", R"({"model": "stories260K", "prompt": "hi", "max_tokens": 2})");
+  EXPECT_EQ(ok, 200) << reply.dump();
 }
 
 TEST_F(Http, CompletionGreedyStopAndStreamAgree) {

@@ -163,6 +163,12 @@ CompletionCall ParseCompletionRequest(const std::string& text, bool chat, const 
   call.chat = chat;
   if (body.contains("model") && !body["model"].is_null() && !body["model"].is_string())
     Bad("model must be a string", "model");
+  if (body.contains("model") && body["model"].is_string() && !ctx.accept_any_model &&
+      body["model"].get<std::string>() != ctx.model_name)
+    throw ApiError(404,
+                   "The model '" + body["model"].get<std::string>() + "' does not exist: this server serves '" +
+                       ctx.model_name + "' (swan serve --accept-any-model serves every name)",
+                   "model", "model_not_found");
   if (body.contains("stream") && !body["stream"].is_null()) {
     if (!body["stream"].is_boolean()) Bad("stream must be true or false", "stream");
     call.stream = body["stream"].get<bool>();

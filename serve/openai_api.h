@@ -34,6 +34,9 @@ struct ApiContext {
   const ChatTemplate* chat_template = nullptr;
   int64_t context_length = 0;
   std::string model_name;
+  // false: a request naming another model gets 404 model_not_found (as
+  // OpenAI and vLLM answer); true: any name is served by this model.
+  bool accept_any_model = false;
 };
 
 // A parsed request.
