@@ -26,6 +26,7 @@ const char kUsage[] =
     "                  [--chat-template FILE] [--parallel N] [--max-waiting N] [--batch B]\n"
     "                  [--checkpoint-interval N] [--ctx N] [--kv f32|bf16] [-t N]\n"
     "                  [--seq-threads N] [--threads-http N] [--name NAME] [--accept-any-model]\n"
+    "                  [--shutdown-grace S]\n"
     "                  [--prompt-cache MiB | --no-prompt-cache] [--verbose]\n"
     "  -m DIR                 Hugging Face model directory\n"
     "  --attn SPEC            attention plan (default: the model's own), e.g. swa:256, hybrid:3:1\n"
@@ -48,6 +49,9 @@ const char kUsage[] =
     "                         request for another model gets 404 model_not_found, and\n"
     "                         GET /v1/models/NAME returns this one\n"
     "  --accept-any-model     serve requests whatever model they name\n"
+    "  --shutdown-grace S     on SIGTERM/SIGINT: take no new requests (503), give running\n"
+    "                         ones S seconds to finish (default 10), then end them as\n"
+    "                         cancelled, every stream with its final chunk and [DONE]\n"
     "  --prompt-cache MiB     most memory finished requests' KV may keep for reuse (default: a\n"
     "                         quarter of --kv-budget; it always yields to running requests)\n"
     "  --no-prompt-cache      never reuse earlier requests' KV\n"
@@ -71,7 +75,7 @@ int RunServe(const std::vector<std::string>& words) {
   }
   args.RejectUnknown({"-m", "--attn", "--host", "--port", "--kv-budget", "--chat-template", "--parallel",
                       "--max-waiting", "--batch", "--seq-threads", "--checkpoint-interval", "--ctx", "--kv",
-                      "--threads-http", "--name", "--accept-any-model", "--no-prompt-cache", "--verbose", "--prompt-cache",
+                      "--threads-http", "--name", "--accept-any-model", "--shutdown-grace", "--no-prompt-cache", "--verbose", "--prompt-cache",
                       "-t", "--threads"});
   ApplyThreadsOption(args);
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
@@ -119,6 +123,8 @@ int RunServe(const std::vector<std::string>& words) {
   server_options.threads = int(args.GetInt("--threads-http", 64));
   server_options.model_name = args.Get("--name", DirName(dir));
   server_options.accept_any_model = args.Has("--accept-any-model");
+  const double grace_s = args.GetDouble("--shutdown-grace", 10);
+  if (!(grace_s >= 0)) throw std::invalid_argument("--shutdown-grace must be >= 0 seconds");
   server_options.verbose = engine_options.verbose;
   if (server_options.threads <= 0) throw std::invalid_argument("--threads-http must be positive");
   HttpServer server(engine, tokenizer, chat_template, server_options);
@@ -133,7 +139,13 @@ int RunServe(const std::vector<std::string>& words) {
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);
-    std::fprintf(stderr, "swan serve: signal %d, stopping\n", sig);
+    const EngineStats s = engine.Stats();
+    std::fprintf(stderr,
+                 "swan serve: signal %d: no new requests; %lld running and %lld waiting get up to %.0f s to "
+                 "finish\n",
+                 sig, (long long)s.running, (long long)s.waiting, grace_s);
+    engine.Drain(std::chrono::milliseconds(int64_t(grace_s * 1000)));
+    std::fprintf(stderr, "swan serve: stopped\n");
     server.Stop();
   });
   server.Run();

@@ -151,6 +151,7 @@ std::shared_ptr<RequestStream> Engine::Submit(GenerationRequest request) {
   std::shared_ptr<RequestStream> stream = seq->stream;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (draining_) throw EngineStopping("the server is shutting down; it takes no new requests");
     if (int32_t(waiting_.size()) >= options_.max_waiting)
       throw EngineRejected("the server is busy: " + std::to_string(waiting_.size()) +
                            " requests are already waiting for KV memory or a free slot; retry later");
@@ -159,6 +160,27 @@ std::shared_ptr<RequestStream> Engine::Submit(GenerationRequest request) {
   }
   wake_.notify_all();
   return stream;
+}
+
+void Engine::Drain(std::chrono::milliseconds grace) {
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    draining_ = true;
+  }
+  auto idle = [this] {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_.running == 0 && waiting_.empty();
+  };
+  while (!idle()) {
+    if (std::chrono::steady_clock::now() >= deadline && !cancel_all_) {
+      cancel_all_ = true;
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& seq : waiting_) seq->stream->Cancel();
+      wake_.notify_all();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 EngineStats Engine::Stats() const {
@@ -233,7 +255,7 @@ void Engine::Loop() {
       prompt_cache_.EvictTo(PromptCacheLimit());
     }
     for (auto& seq : running_)
-      if (seq->stream->cancelled()) Finish(*seq, FinishReason::kCancelled);
+      if (seq->stream->cancelled() || cancel_all_) Finish(*seq, FinishReason::kCancelled);
     Step();
     running_.erase(std::remove_if(running_.begin(), running_.end(), [](const auto& s) { return s->done; }),
                    running_.end());

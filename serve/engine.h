@@ -108,6 +108,11 @@ class EngineRejected : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+// A request that arrives while the engine drains for shutdown: HTTP 503.
+class EngineStopping : public EngineRejected {
+ public:
+  using EngineRejected::EngineRejected;
+};
 
 struct EngineStats {
   int64_t running = 0, waiting = 0;
@@ -129,6 +134,12 @@ class Engine {
   // never run (empty prompt, prompt + max_tokens past the context, bad
   // token ids) and EngineRejected for one that cannot run now.
   std::shared_ptr<RequestStream> Submit(GenerationRequest request);
+
+  // Shutdown: refuses new requests (EngineStopping), lets running and
+  // waiting ones finish for up to `grace`, then ends the rest as cancelled,
+  // so that every stream still gets its final event. Returns once nothing
+  // runs or waits.
+  void Drain(std::chrono::milliseconds grace);
 
   EngineStats Stats() const;
   int64_t context_length() const { return context_length_; }
@@ -160,6 +171,8 @@ class Engine {
   std::condition_variable wake_;
   std::deque<std::unique_ptr<Sequence>> waiting_;  // guarded by mu_
   bool stopping_ = false;                          // guarded by mu_
+  bool draining_ = false;                          // guarded by mu_: Submit refuses
+  std::atomic<bool> cancel_all_{false};            // Drain's grace is over
   EngineStats stats_;                              // guarded by mu_
 
   // Owned by the scheduler thread.

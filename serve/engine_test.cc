@@ -252,6 +252,18 @@ TEST_F(EngineTest, CancelFreesTheSequence) {
   EXPECT_EQ(stats.kv_bytes, 0u);
 }
 
+// Drain with time to spare: what runs finishes as it would have; nothing new
+// is taken.
+TEST_F(EngineTest, DrainLetsRunningRequestsFinish) {
+  Engine engine(*model_, *tokenizer_, EngineOptions{});
+  auto stream = engine.Submit(Greedy(tokenizer_->Encode("Once upon a time"), 12));
+  engine.Drain(std::chrono::seconds(30));
+  const Result r = Collect(stream);
+  EXPECT_EQ(r.done.finish, FinishReason::kLength);
+  EXPECT_EQ(r.done.usage.completion_tokens, 12);
+  EXPECT_THROW(engine.Submit(Greedy(tokenizer_->Encode("Once"), 2)), EngineStopping);
+}
+
 TEST_F(EngineTest, PromptCacheStaysUnderItsCap) {
   EngineOptions options;
   options.attn = "hybrid:3:1,window:16";

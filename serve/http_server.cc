@@ -152,6 +152,8 @@ struct HttpServer::Impl {
       state->stream = engine.Submit(state->call.generation);
     } catch (const ApiError& e) {
       return SendError(res, e.status, e.what(), e.param, e.code);
+    } catch (const EngineStopping& e) {
+      return SendError(res, 503, e.what(), "", "shutting_down");
     } catch (const EngineRejected& e) {
       res.set_header("Retry-After", "1");
       return SendError(res, 429, e.what(), "", "kv_budget_or_queue");

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <atomic>
 #include <thread>
 
 #include "model/test_files.h"
@@ -280,6 +281,43 @@ TEST_F(Http, ClientDisconnectMidStreamFreesTheSequence) {
   EXPECT_EQ(stats.kv_reserved_bytes, 0u);
   EXPECT_EQ(stats.kv_bytes, 0u);
   EXPECT_LT(stats.tokens_generated, 100000);
+}
+
+// SIGTERM's path (swan serve drains the engine, then stops the server): a
+// stream cut by the end of the grace still ends with its final chunk and
+// [DONE], and a request that arrives while draining gets 503.
+TEST_F(Http, DrainEndsStreamsCleanlyAndRefusesNewRequests) {
+  TestServer server(*model_, *tokenizer_, EngineOptions{});
+  std::atomic<int> chunks{0};
+  std::string body;
+  std::thread client([&] {
+    httplib::Client c = server.Client();
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.set_header("Content-Type", "application/json");
+    req.body = R"({"prompt": "Once upon a time", "max_tokens": 480, "ignore_eos": true, "stream": true})";
+    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+      body.append(data, n);
+      ++chunks;
+      return true;
+    };
+    c.send(req);
+  });
+  for (int i = 0; i < 1000 && chunks < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  server.engine().Drain(std::chrono::milliseconds(0));
+  client.join();
+  const std::vector<Json> events = Events(body);
+  ASSERT_GE(events.size(), 2u) << body;
+  EXPECT_EQ(events.back(), Json("[DONE]"));
+  const Json& last = events[events.size() - 2];
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "cancelled") << last.dump();
+  EXPECT_LT(last["usage"]["completion_tokens"].get<int>(), 480);
+  httplib::Client c = server.Client();
+  auto res = c.Post("/v1/completions", R"({"prompt": "hi", "max_tokens": 2})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 503);
+  EXPECT_EQ(Json::parse(res->body)["error"]["code"], "shutting_down");
 }
 
 }  // namespace
