@@ -38,7 +38,9 @@ const char kUsage[] =
     "  --parallel N           sequences advanced together (default 32)\n"
     "  --max-waiting N        queued requests before 429 (default 256)\n"
     "  --batch B              prefill chunk per sequence per step (default 256)\n"
-    "  --checkpoint-interval N  tokens between window-layer checkpoints for prompt caching (default 64)\n"
+    "  --checkpoint-interval N  tokens between window-layer checkpoints for prompt caching (default\n"
+    "                         64), raised to a multiple of N of at least 3 window spans so that\n"
+    "                         checkpoints cost less than full attention; none without a prompt cache\n"
     "  --ctx N                context length (default: the model's max_position_embeddings)\n"
     "  --kv TYPE              KV cache storage, f32 (default) or bf16\n"
     "  --seq-threads N        threads inside one sequence's kernels (default 1: small models;\n"
@@ -132,10 +134,10 @@ int RunServe(const std::vector<std::string>& words) {
   std::fprintf(
       stderr,
       "swan serve: listening on http://%s:%d | model %s | plan %s | context %lld | KV budget %.0f MiB | "
-      "chat template: %s\n",
+      "chat template: %s | checkpoints every %lld tokens\n",
       server_options.host.c_str(), server.port(), server_options.model_name.c_str(),
       engine.plan().spec.empty() ? "(model)" : engine.plan().spec.c_str(), (long long)engine.context_length(),
-      budget_mib, chat_template.origin().c_str());
+      budget_mib, chat_template.origin().c_str(), (long long)engine.checkpoint_spacing());
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);

@@ -89,9 +89,16 @@ Engine::Engine(const LanguageModel& model, const Tokenizer& tokenizer, const Eng
     throw std::invalid_argument("the model's config gives no context length; set one");
   kv_options_.max_context = context_length_;
   const KvShape shape = model.kv_shape();
-  const size_t row_bytes = size_t(shape.n_kv_heads) * size_t(shape.head_dim) * sizeof(float);
+  checkpoint_row_bytes_ = 2 * size_t(shape.n_kv_heads) * size_t(shape.head_dim) * sizeof(float) + sizeof(int32_t);
+  int64_t widest = 0;
   for (const LayerPlan& l : plan_.layers)
-    if (!l.cache_span().full()) checkpoint_bytes_ += size_t(l.span.window - 1 + l.span.sinks) * (2 * row_bytes + 4);
+    if (!l.cache_span().full()) {
+      checkpoint_rows_.push_back(l.span.window - 1 + l.span.sinks);
+      widest = std::max(widest, checkpoint_rows_.back());
+    }
+  const int64_t interval = options.checkpoint_interval;
+  checkpoint_spacing_ = std::max<int64_t>(1, (3 * widest + interval - 1) / interval) * interval;
+  if (!options.prompt_cache) checkpoint_rows_.clear();  // no prompt cache: no checkpoints
   stats_.kv_budget_bytes = options.kv_budget_bytes;
   thread_ = std::thread([this] { Loop(); });
 }
@@ -116,7 +123,13 @@ size_t Engine::ReservationBytes(int64_t tokens) const {
   size_t total = 0;
   for (const LayerPlan& l : plan_.layers)
     total += LayerKvBytesAt(l.cache_span(), model_.kv_shape(), kv_options_, tokens);
-  if (checkpoint_bytes_ > 0) total += size_t(tokens / options_.checkpoint_interval + 2) * checkpoint_bytes_;
+  // One checkpoint every checkpoint_spacing_ tokens, one where the prompt
+  // ends and one at the end; each holds the rows its window layers keep.
+  for (const int64_t rows : checkpoint_rows_) {
+    for (int64_t at = checkpoint_spacing_; at <= tokens; at += checkpoint_spacing_)
+      total += size_t(std::min(at, rows)) * checkpoint_row_bytes_;
+    total += 2 * size_t(std::min(tokens, rows)) * checkpoint_row_bytes_;
+  }
   return total;
 }
 
@@ -345,7 +358,7 @@ void Engine::TakeCheckpoint(Sequence& s) {
 // after the last chunk.
 void Engine::Prefill(Sequence& s) {
   s.sampled = false;
-  const int64_t interval = options_.checkpoint_interval;
+  const int64_t interval = checkpoint_spacing_;
   const int64_t n_prompt = int64_t(s.request.prompt.size());
   int64_t end = std::min(n_prompt, s.n_processed + options_.prefill_chunk);
   if (plan_.HasWindowLayers()) end = std::min(end, (s.n_processed / interval + 1) * interval);
@@ -395,7 +408,7 @@ void Engine::Decode(const std::vector<Sequence*>& seqs) {
     try {
       ++s.n_processed;
       s.has_next = false;
-      if (s.n_processed % options_.checkpoint_interval == 0) TakeCheckpoint(s);
+      if (s.n_processed % checkpoint_spacing_ == 0) TakeCheckpoint(s);
       s.tokens.push_back(s.sampler->Sample(&logits[size_t(i * vocab)], vocab));
       s.has_next = true;
       s.sampled = true;

@@ -144,8 +144,16 @@ class Engine {
   EngineStats Stats() const;
   int64_t context_length() const { return context_length_; }
   const AttentionPlan& plan() const { return plan_; }
-  // KV bytes a sequence of `tokens` tokens reserves.
+  // KV bytes a sequence of `tokens` tokens reserves: its cache, and with a
+  // prompt cache, the window-layer checkpoints it takes on the way.
   size_t ReservationBytes(int64_t tokens) const;
+  // Tokens between a sequence's window-layer checkpoints: the
+  // checkpoint_interval option, raised to a multiple of it that is at least
+  // three times the largest window span (W - 1 + S), so that checkpoints
+  // hold at most a third of what those layers would hold under full
+  // attention (and a prompt that leaves a cached one re-reads at most that
+  // many tokens).
+  int64_t checkpoint_spacing() const { return checkpoint_spacing_; }
 
  private:
   struct Sequence;
@@ -165,7 +173,9 @@ class Engine {
   AttentionPlan plan_;
   KvCacheOptions kv_options_;
   int64_t context_length_ = 0;
-  size_t checkpoint_bytes_ = 0;  // one window-layer checkpoint, at most
+  int64_t checkpoint_spacing_ = 0;
+  std::vector<int64_t> checkpoint_rows_;  // [window layers] rows a checkpoint keeps at most (W - 1 + S)
+  size_t checkpoint_row_bytes_ = 0;       // one row of K and V as float32, and its position
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
