@@ -11,12 +11,15 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "cli/args.h"
 #include "cli/threads_option.h"
 #include "model/model.h"
 #include "model/synthetic.h"
+#include "ops/cpu_report.h"
 #include "ops/gemm_rate.h"
 #include "ops/linear.h"
 #include "util/bandwidth.h"
@@ -43,12 +46,21 @@ const char kUsage[] =
     "  --kv TYPE         KV cache storage, bf16 (default) or f32\n"
     "  --weights TYPE    synthetic weights, bf16 (default) or f32\n"
     "  --batch B         prefill chunk (default 512)\n"
-    "  --json            print the figures as JSON\n"
+    "  -r N              repeats, after a warm-up (default 3, like llama-bench): each\n"
+    "                    figure is the median, with the spread (max - min) / median\n"
+    "  --json            print the figures as JSON (with the runs, the command line, the\n"
+    "                    CPU, threads and repeats)\n"
     "Decode roofline: a token reads every weight once plus the K/V rows each layer\n"
     "attends to; roofline tok/s = read bandwidth / those bytes. A routed layer reads\n"
     "r * (all keys) + (1 - r) * (window keys) for its full ratio r: the forced one, or\n"
     "the share its router chose during the timed decode (column full%). (A model whose\n"
     "weights fit in the CPU caches can beat this DRAM roofline.)\n";
+
+std::string JoinWords(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
 
 double Seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -88,10 +100,21 @@ double KvBytesPerToken(const AttentionPlan& plan, const std::vector<double>& ful
   return bytes;
 }
 
+// The median of `runs` and their spread (max - min) / median; 0, 0 for none.
+std::pair<double, double> MedianAndSpread(std::vector<double> runs) {
+  if (runs.empty()) return {0, 0};
+  std::sort(runs.begin(), runs.end());
+  const size_t n = runs.size();
+  const double median = n % 2 ? runs[n / 2] : 0.5 * (runs[n / 2 - 1] + runs[n / 2]);
+  return {median, median > 0 ? (runs.back() - runs.front()) / median : 0};
+}
+
 struct Row {
   std::string plan;
   int64_t depth;
-  double prefill_tps = 0, decode_tps = 0, kv_mib = 0;
+  std::vector<double> prefill_runs, decode_runs;  // [repeats] tokens/s of each run
+  double prefill_tps = 0, decode_tps = 0, kv_mib = 0;  // medians
+  double prefill_spread = 0, decode_spread = 0;
   double decode_roofline_tps = 0, linear_gflops = 0;
   // The prefill's products against the GEMM rates on the same mix of f32
   // and bf16 products: (time at the GEMM rates) / (time taken).
@@ -108,7 +131,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
     return 0;
   }
   args.RejectUnknown({"-m", "--synthetic", "--attn", "-p", "-n", "-d", "--fill", "--kv",
-                      "--weights", "--batch", "--route-ratio", "--json", "--help",
+                      "--weights", "--batch", "--route-ratio", "--json", "--help", "-r",
                       "-t", "--threads"});
   ApplyThreadsOption(args);
   const bool json = args.Has("--json");
@@ -117,6 +140,8 @@ int RunBenchModel(const std::vector<std::string>& words) {
                                 std::string(kUsage));
   const int64_t prompt = args.GetInt("-p", 512), gen = args.GetInt("-n", 16);
   const int64_t batch = args.GetInt("--batch", 512);
+  const int64_t repeats = args.GetInt("-r", 3);
+  if (repeats < 1) throw std::invalid_argument("-r: repeats must be >= 1");
   const auto depths = args.GetIntList("-d", {0});
   const std::string fill = args.Get("--fill", "random");
   const std::string kv_name = args.Get("--kv", "bf16"), w_name = args.Get("--weights", "bf16");
@@ -157,14 +182,16 @@ int RunBenchModel(const std::vector<std::string>& words) {
       KvCacheOptions options;
       options.type = kv_type;
       options.max_chunk = int32_t(std::max<int64_t>(batch, 1));
-      options.max_context = depth + prompt + gen + 1;
+      options.max_context = depth + prompt + gen * repeats + 2;
       auto new_session = [&] {
         std::unique_ptr<Session> s = model->NewSession(plan, options);
         s->routing.forced_full_ratio = route_ratio;
         return s;
       };
       std::unique_ptr<Session> session = new_session();
-      Row row{spec, depth};
+      Row row;
+      row.plan = spec;
+      row.depth = depth;
       log("  " + spec + " depth " + std::to_string(depth) + ": filling ...");
       std::mt19937 rng(11);
       std::uniform_int_distribution<int32_t> token(3, int32_t(config.vocab_size - 1));
@@ -194,10 +221,23 @@ int RunBenchModel(const std::vector<std::string>& words) {
         log("  " + spec + " depth " + std::to_string(depth) + ": prefill ...");
         TakeLinearStats();
         EnableLinearStats(true);
-        ThreadsForNextStep();
-        const auto start = std::chrono::steady_clock::now();
-        run(depth, prompt);
-        row.prefill_tps = double(prompt) / Seconds(start);
+        for (int64_t r = 0; r < repeats; ++r) {
+          if (r > 0) {  // each run from a cache filled to `depth` again
+            session = new_session();
+            if (fill == "random")
+              FillRandom(*session, model->kv_shape(), depth, options.max_chunk);
+            else if (depth > 0) {
+              EnableLinearStats(false);
+              run(0, depth);
+              EnableLinearStats(true);
+            }
+          }
+          ThreadsForNextStep();
+          const auto start = std::chrono::steady_clock::now();
+          run(depth, prompt);
+          row.prefill_runs.push_back(double(prompt) / Seconds(start));
+        }
+        std::tie(row.prefill_tps, row.prefill_spread) = MedianAndSpread(row.prefill_runs);
         EnableLinearStats(false);
         const LinearStats ls = TakeLinearStats();
         row.linear_gflops = ls.seconds > 0 ? ls.flops / ls.seconds * 1e-9 : 0;
@@ -210,12 +250,15 @@ int RunBenchModel(const std::vector<std::string>& words) {
       // The routes the timed decode takes, per layer (routed layers only).
       std::vector<std::vector<uint8_t>> routes(plan.layers.size());  // [n_layers][gen]
       for (auto& r : routes) session->routing.record.push_back(&r);
-      const auto start = std::chrono::steady_clock::now();
-      for (int64_t i = 0; i < gen; ++i) {
-        ThreadsForNextStep();  // as swan generate decodes: on the cores others leave idle
-        run(depth + prompt + 1 + i, 1);
+      for (int64_t r = 0; r < repeats; ++r) {
+        const auto start = std::chrono::steady_clock::now();
+        for (int64_t i = 0; i < gen; ++i) {
+          ThreadsForNextStep();  // as swan generate decodes: on the cores others leave idle
+          run(depth + prompt + 1 + r * gen + i, 1);
+        }
+        row.decode_runs.push_back(double(gen) / Seconds(start));
       }
-      row.decode_tps = double(gen) / Seconds(start);
+      std::tie(row.decode_tps, row.decode_spread) = MedianAndSpread(row.decode_runs);
       session->routing.record.clear();
       std::vector<double> full_ratio(plan.layers.size(), 0.0);  // [n_layers]
       int64_t routed_pairs = 0, full_pairs = 0;
@@ -228,7 +271,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
       }
       if (routed_pairs > 0) row.full_ratio = double(full_pairs) / double(routed_pairs);
       const double bytes = weight_bytes + KvBytesPerToken(plan, full_ratio, model->kv_shape(),
-                                                          depth + prompt + gen / 2,
+                                                          depth + prompt + gen * repeats / 2,
                                                           kv_type == KvType::kBF16 ? 2 : 4);
       row.decode_roofline_tps = bandwidth * 1e9 / bytes;
       row.kv_mib = double(session->cache.Bytes()) / (1 << 20);
@@ -247,6 +290,11 @@ int RunBenchModel(const std::vector<std::string>& words) {
     j["prompt_tokens"] = prompt;
     j["decode_tokens"] = gen;
     j["kv_type"] = kv_name;
+    j["repeats"] = repeats;
+    j["threads"] = ThreadLimit();
+    j["command"] = "swan bench " + JoinWords(words);
+    j["swan"] = std::string("built ") + __DATE__;
+    j["cpu"] = CpuReport();
     if (route_ratio >= 0) j["forced_route_ratio"] = route_ratio;
     for (const Row& r : rows)
       j["rows"].push_back({{"plan", r.plan},
@@ -254,11 +302,16 @@ int RunBenchModel(const std::vector<std::string>& words) {
                                                                          : nlohmann::json(nullptr)},
                            {"depth", r.depth},
                            {"prefill_tokens_per_s", r.prefill_tps},
+                           {"prefill_runs", r.prefill_runs},
+                           {"prefill_spread", r.prefill_spread},
+                           {"decode_runs", r.decode_runs},
+                           {"decode_spread", r.decode_spread},
                            {"prefill_matmul_gflops", r.linear_gflops},
                            {"prefill_matmul_fraction_of_gemm", r.linear_vs_gemm},
                            {"decode_tokens_per_s", r.decode_tps},
                            {"decode_roofline_tokens_per_s", r.decode_roofline_tps},
-                           {"decode_fraction_of_roofline", r.decode_tps / r.decode_roofline_tps},
+                           {"decode_fraction_of_roofline",
+                            r.decode_roofline_tps > 0 ? r.decode_tps / r.decode_roofline_tps : 0.0},
                            {"kv_mib", r.kv_mib}});
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
@@ -267,18 +320,20 @@ int RunBenchModel(const std::vector<std::string>& words) {
               "GEMM 2048^3: oneDNN fp32 %.0f GFLOP/s, %s %.0f GFLOP/s; KV %s\n",
               source.c_str(), weight_bytes / (1 << 20), bandwidth, gemm, BF16ProductName().c_str(),
               gemm_bf16, kv_name.c_str());
-  std::printf("%-28s %8s %11s %9s %11s %11s %7s %9s %6s\n", "plan", "depth", "pp tok/s", "mm %GEMM",
-              "tg tok/s", "roofline", "%roof", "KV MiB", "full%");
+  std::printf("%-28s %8s %11s %6s %9s %11s %6s %11s %7s %9s %6s\n", "plan", "depth", "pp tok/s", "±", "mm %GEMM",
+              "tg tok/s", "±", "roofline", "%roof", "KV MiB", "full%");
   for (const Row& r : rows) {
     char full[16] = "-";
     if (r.full_ratio >= 0) std::snprintf(full, sizeof(full), "%.0f%%", 100.0 * r.full_ratio);
-    std::printf("%-28s %8lld %11.1f %8.0f%% %11.2f %11.2f %6.0f%% %9.1f %6s\n", r.plan.c_str(),
-                (long long)r.depth, r.prefill_tps, 100.0 * r.linear_vs_gemm, r.decode_tps,
-                r.decode_roofline_tps, 100.0 * r.decode_tps / r.decode_roofline_tps, r.kv_mib, full);
+    const double roof = r.decode_roofline_tps > 0 ? 100.0 * r.decode_tps / r.decode_roofline_tps : 0.0;
+    std::printf("%-28s %8lld %11.1f %5.0f%% %8.0f%% %11.2f %5.0f%% %11.2f %6.0f%% %9.1f %6s\n", r.plan.c_str(),
+                (long long)r.depth, r.prefill_tps, 100.0 * r.prefill_spread, 100.0 * r.linear_vs_gemm, r.decode_tps,
+                100.0 * r.decode_spread, r.decode_roofline_tps, roof, r.kv_mib, full);
   }
   std::printf("pp: prefill of %lld tokens; mm %%GEMM: the matrix products' speed in it against "
-              "the 2048^3 GEMM in the weights' type (fp32 or bf16); tg: decode of %lld tokens\n",
-              (long long)prompt, (long long)gen);
+              "the 2048^3 GEMM in the weights' type (fp32 or bf16); tg: decode of %lld tokens; "
+              "medians of %lld runs after a warm-up, ±: (max - min) / median\n",
+              (long long)prompt, (long long)gen, (long long)repeats);
   for (const Row& r : rows)
     if (r.full_ratio >= 0) {
       std::printf("full%%: share of the decode's routed token-layer pairs that used full attention (%s)\n",
