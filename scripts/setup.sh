@@ -12,9 +12,10 @@ packages=(
   libcpp-httplib-dev
   libpcre2-dev      # tokenizer pre-split regexes
   libicu-dev        # tokenizer Unicode normalization (NFC, NFKC)
-  clang-14 libclang-rt-14-dev  # libFuzzer targets (scripts/fuzz_tokenizer.sh)
+  clang-14 libclang-rt-14-dev  # libFuzzer targets (scripts/fuzz.sh)
   libgtest-dev libgmock-dev
   libbenchmark-dev
+  chromium          # renders the HTML reports in tests (scripts/render_report.sh)
 )
 
 missing=()

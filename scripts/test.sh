@@ -36,4 +36,4 @@ if [ "${1:-}" != "--no-sanitize" ]; then
 fi
 
 # Short libFuzzer runs of the tokenizer (loader and encode), ~20 s each.
-bash scripts/fuzz_tokenizer.sh 20
+bash scripts/fuzz.sh 15

@@ -306,5 +306,17 @@ TEST(ChatTemplate, FallbackForModelsWithout) {
             "<s>user: Tell a story.\nassistant:");
 }
 
+// Found by the chat-template fuzzer: numbers past int64 threw
+// std::out_of_range (a crash past the parser's contract); now a
+// TemplateError that names them.
+TEST(Jinja, NumbersOutOfRangeAreTemplateErrors) {
+  auto render = [](const char* src) { return jinja::Template(src).Render(Json::object()); };
+  EXPECT_THROW(render("{{ 5555555555555555555555555555 }}"), jinja::TemplateError);
+  EXPECT_THROW(render("{{ '99999999999999999999999' | int }}"), jinja::TemplateError);
+  EXPECT_THROW(render("{{ 1e300 | int }}"), jinja::TemplateError);
+  EXPECT_EQ(render("{{ '-5' | int }} {{ 2.7 | int }} {{ 'x' | int }} {{ 9223372036854775807 }}"),
+            "-5 2 0 9223372036854775807");
+}
+
 }  // namespace
 }  // namespace swan

@@ -3,6 +3,8 @@
 // tell it from none.
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -525,8 +527,23 @@ class Renderer {
       return (IsUndefined(v) || (boolean && !Truthy(v))) ? Kwarg(e, "default_value", 1, "") : v;
     }
     if (f == "string") return Str(v);
-    if (f == "int")
-      return v.is_number() ? Json(int64_t(v.get<double>())) : Json(std::stoll("0" + Trim(Str(v))));
+    if (f == "int") {
+      // Python's int(): a number truncated, a string's leading integer (0 if
+      // none); what int64 cannot hold is an error, not undefined behaviour.
+      if (v.is_number_integer()) return v;
+      double x = 0;
+      if (v.is_number()) {
+        x = v.get<double>();
+      } else {
+        const std::string text = Trim(Str(v));
+        errno = 0;
+        const long long parsed = std::strtoll(text.c_str(), nullptr, 10);
+        if (errno == ERANGE) Fail(e.line, "int(): " + text + " is out of range");
+        return Json(int64_t(parsed));
+      }
+      if (!(std::fabs(x) < 9.2e18)) Fail(e.line, "int(): " + Str(v) + " is out of range");
+      return Json(int64_t(x));
+    }
     if (f == "join") {
       std::string out;
       const std::string sep = Str(Kwarg(e, "d", 1, ""));

@@ -2,6 +2,8 @@
 // serve/jinja_ast.h. Whitespace follows Jinja with trim_blocks and
 // lstrip_blocks on, as transformers renders chat templates.
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -130,7 +132,10 @@ std::vector<Token> Tokenize(const std::string& s, int line) {
               (s[j] == '.' && j + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[j + 1])))))
         is_float |= s[j++] == '.';
       const std::string num = s.substr(i, j - i);
-      out.push_back({Token::Kind::kNumber, num, is_float ? Json(std::stod(num)) : Json(std::stoll(num))});
+      errno = 0;
+      const long long integer = is_float ? 0 : std::strtoll(num.c_str(), nullptr, 10);
+      if (errno == ERANGE) fail("the number " + num + " is out of range");
+      out.push_back({Token::Kind::kNumber, num, is_float ? Json(std::strtod(num.c_str(), nullptr)) : Json(integer)});
       i = j;
     } else if (c == '\'' || c == '"') {
       std::string value;
