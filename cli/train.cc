@@ -1,6 +1,7 @@
 // `swan train`: train a language model under an attention plan, from
 // scratch or from a Hugging Face directory; `swan train synth`: write
 // synthetic long-range retrieval documents to mix into training.
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -71,7 +72,9 @@ const char kUsage[] =
     "  --seed S             seed of the initialization and the data order (default 1234)\n"
     "run:\n"
     "  --out RUN            run directory: checkpoint.bin, train_log.csv/.json, loss.svg, model/\n"
-    "  --resume             continue RUN from its checkpoint exactly\n"
+    "  --resume             continue RUN from its checkpoint exactly, with the flags it was\n"
+    "                       started with (RUN/train_args.json); flags given now win, and a\n"
+    "                       larger --steps extends the run: the added steps at the final rate\n"
     "  --eval-every N       held-out loss every N steps (default 100; 0 = none)\n"
     "  --eval-seqs N        held-out sequences per evaluation (default 8)\n"
     "  --eval-bins EDGES    recall distance bins (default from the plan: [1,W/4), [W/4,W),\n"
@@ -159,13 +162,55 @@ void CheckTrainNumbers(const TrainOptions& o) {
 
 int RunTrainRecall(const std::vector<std::string>& words);  // cli/train_recall.cc
 
+// A run keeps the flags it was started with in RUN/train_args.json, so
+// that `swan train --out RUN --resume` needs no others; flags given with
+// --resume come after the stored ones and so win (e.g. a larger --steps
+// extends the run). The debug flag is never stored.
+std::string FlagValue(const std::vector<std::string>& words, const std::string& flag) {
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i] == flag && i + 1 < words.size()) return words[i + 1];
+    if (words[i].rfind(flag + "=", 0) == 0) return words[i].substr(flag.size() + 1);
+  }
+  return "";
+}
+
+std::filesystem::path StoredSettingsPath(const std::string& run_dir) {
+  return std::filesystem::path(run_dir) / "train_args.json";
+}
+
+std::vector<std::string> WithStoredSettings(const std::vector<std::string>& words) {
+  const std::string run_dir = FlagValue(words, "--out");
+  if (std::find(words.begin(), words.end(), "--resume") == words.end() || run_dir.empty() ||
+      !std::filesystem::exists(StoredSettingsPath(run_dir)))
+    return words;
+  std::vector<std::string> all =
+      nlohmann::json::parse(std::ifstream(StoredSettingsPath(run_dir))).get<std::vector<std::string>>();
+  all.insert(all.end(), words.begin(), words.end());
+  return all;
+}
+
+void StoreSettings(const std::string& run_dir, const std::vector<std::string>& settings) {
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < settings.size(); ++i) {
+    if (settings[i] == "--resume" || settings[i] == "--quiet") continue;
+    if (settings[i] == "--debug-kill-after") {
+      ++i;
+      continue;
+    }
+    kept.push_back(settings[i]);
+  }
+  std::filesystem::create_directories(run_dir);
+  std::ofstream(StoredSettingsPath(run_dir)) << nlohmann::json(kept).dump(1) << "\n";
+}
+
 int RunTrain(const std::vector<std::string>& words) {
   if (!words.empty() && words[0] == "synth")
     return Synth(std::vector<std::string>(words.begin() + 1, words.end()));
   if (!words.empty() && words[0] == "recall")
     return RunTrainRecall(std::vector<std::string>(words.begin() + 1, words.end()));
-  const Args args(words, {"--help", "-h", "--resume", "--quiet", "--gemm-report",
-                          "--router-gamma-constant"});
+  const std::vector<std::string> settings = WithStoredSettings(words);
+  const Args args(settings, {"--help", "-h", "--resume", "--quiet", "--gemm-report",
+                             "--router-gamma-constant"});
   if (words.empty() || args.Has("--help") || args.Has("-h")) {
     std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return words.empty() ? 2 : 0;
@@ -257,6 +302,9 @@ int RunTrain(const std::vector<std::string>& words) {
   o.debug_kill_after_step = args.GetInt("--debug-kill-after", 0);
 
   CheckTrainNumbers(o);
+  // (Not over the settings of a run that a fresh start would refuse.)
+  if (o.resume || !std::filesystem::exists(std::filesystem::path(o.run_dir) / "checkpoint.bin"))
+    StoreSettings(o.run_dir, settings);
 
   std::signal(SIGINT, OnSigint);
   const TrainResult r = Train(o);

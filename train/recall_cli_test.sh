@@ -21,6 +21,11 @@ grep -q "held-out recall by key->query distance: \[1,2) .* \[8,49) [0-9.]*% (cha
 test "$(wc -l < "$TMP/run/recall_log.csv")" -eq 3   # header and two evaluations
 grep -q "<svg" "$TMP/run/recall.svg"
 test -s "$TMP/run/model/recall.json"
+# --resume needs no other flags (the run keeps them), and a larger --steps
+# extends it at the final rate (lr 3e-3 * 0.1 after the 4 scheduled steps).
+"$SWAN" train --out "$TMP/run" --resume --steps 6 --quiet > "$TMP/resume.txt" 2>&1
+test "$(tail -n 1 "$TMP/run/train_log.csv" | cut -d, -f1)" = 6
+test "$(awk -F, '$1 == 5 || $1 == 6 { print $5 }' "$TMP/run/train_log.csv" | sort -u)" = 0.0003
 
 "$SWAN" compare -m "$TMP/run/model" --window 8 --samples 4 --quiet > "$TMP/compare.txt"
 grep -q "recall, distance \[8,14) " "$TMP/compare.txt"   # tiny: 2 layers, relay 2 * 7

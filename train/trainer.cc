@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -59,7 +60,8 @@ std::string TokenizerJson(const TrainOptions& o) {
 }
 
 // The settings a resumed run must share with the run that wrote the checkpoint.
-std::string Fingerprint(const TrainModel& model, const TrainOptions& o, uint64_t train_tokens) {
+std::string Fingerprint(const TrainModel& model, const TrainOptions& o, uint64_t train_tokens,
+                        int64_t schedule_steps) {
   const ModelShape& s = model.shape();
   nlohmann::json j;
   j["shape"] = {s.vocab, s.hidden, s.intermediate, s.n_layers, s.n_heads, s.n_kv_heads, s.head_dim};
@@ -68,7 +70,7 @@ std::string Fingerprint(const TrainModel& model, const TrainOptions& o, uint64_t
   j["context"] = o.context;
   j["batch"] = o.batch;
   j["accum"] = o.accum;
-  j["steps"] = o.steps;
+  j["steps"] = schedule_steps;
   j["seed"] = o.seed;
   j["train_tokens"] = train_tokens;
   j["synthetic_rate"] = o.synthetic_rate;
@@ -176,11 +178,30 @@ TrainResult Train(const TrainOptions& o) {
   const bool own_router_lr = routed && router_schedule.lr != o.schedule.lr;
   if (o.router_lr >= 0 && !routed && !o.quiet)
     std::fprintf(stderr, "note: the plan has no routed layers; the router learning rate is unused\n");
-  const std::string fingerprint = Fingerprint(model, o, loader.train_tokens());
+  // The steps the learning-rate schedule spans: --steps, or on --resume
+  // with a larger --steps the checkpoint's (the added steps run at the
+  // schedule's final rate, and the checkpoint stays the same run's).
+  std::optional<CheckpointState> resumed;
+  if (o.resume) resumed = LoadCheckpoint(ckpt_path);
+  int64_t schedule_steps = o.steps;
+  if (resumed) {
+    const nlohmann::json saved = nlohmann::json::parse(resumed->fingerprint, nullptr, false);
+    const int64_t saved_steps = saved.is_object() ? saved.value("steps", o.steps) : o.steps;
+    if (o.steps > saved_steps) {
+      schedule_steps = saved_steps;
+      if (!o.quiet)
+        std::fprintf(stderr, "extending the run from %lld to %lld steps: the added steps at the final rate\n",
+                     (long long)saved_steps, (long long)o.steps);
+    }
+  }
+  ScheduleOptions schedule = o.schedule;
+  schedule.total_steps = schedule_steps;
+  router_schedule.total_steps = schedule_steps;
+  const std::string fingerprint = Fingerprint(model, o, loader.train_tokens(), schedule_steps);
 
   int64_t start_step = 0;
-  if (o.resume) {
-    CheckpointState s = LoadCheckpoint(ckpt_path);
+  if (resumed) {
+    CheckpointState s = std::move(*resumed);
     CheckFingerprint(ckpt_path, s.fingerprint, fingerprint);
     if (int64_t(s.params.size()) != model.num_params())
       throw std::runtime_error("checkpoint " + ckpt_path + " holds " + std::to_string(s.params.size()) +
@@ -326,7 +347,7 @@ TrainResult Train(const TrainOptions& o) {
       full_ratio += model.full_ratio() / double(o.accum);
       model.Backward(float(1.0 / step_weight));
     }
-    const double lr = LearningRate(o.schedule, step);
+    const double lr = LearningRate(schedule, step);
     const double router_lr = LearningRate(router_schedule, step);
     double grad_norm = 0;
     if (!empty) {
