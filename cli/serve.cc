@@ -58,7 +58,12 @@ const char kUsage[] =
     "                         quarter of --kv-budget; it always yields to running requests)\n"
     "  --no-prompt-cache      never reuse earlier requests' KV\n"
     "  --verbose              one line per request: reused prompt tokens, finish\n"
-    "Endpoints: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health\n";
+    "Endpoints: POST /v1/completions, POST /v1/chat/completions, GET /v1/models[/NAME], GET /health\n"
+    "Request fields: logprobs (completions: N alternatives, with echo the prompt's too, and\n"
+    "max_tokens 0 scores a prompt; chat: logprobs + top_logprobs), not with stream; tools go to\n"
+    "the chat template and the reply comes back as text (tool_choice auto or none); user is\n"
+    "accepted and ignored; n, best_of, penalties, logit_bias, suffix and other response formats\n"
+    "than text are refused with a 400 naming the field.\n";
 
 std::string DirName(const std::string& dir) {
   std::string d = dir;

@@ -4,7 +4,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <numeric>
 
 #include "serve/text_stream.h"
 #include "util/threads.h"
@@ -42,6 +44,7 @@ struct Engine::Sequence {
   bool sampled = false;                 // Prefill() or Decode() sampled a token this step
   std::vector<float> logits;            // [vocab] after the last prefill chunk
   std::vector<float> prompt_logits;     // [vocab] after the prompt (capture_logits)
+  std::vector<TokenLogprob> logprobs, prompt_logprobs;  // request.logprobs >= 0
   std::vector<Checkpoint> checkpoints;  // window layers, ascending position
   std::string error;
   bool done = false;
@@ -57,6 +60,23 @@ double MsSince(std::chrono::steady_clock::time_point t) {
 }
 
 }  // namespace
+
+TokenLogprob LogprobOf(const float* logits, int64_t vocab, int32_t token, int32_t top) {
+  const float peak = *std::max_element(logits, logits + vocab);
+  double sum = 0;
+  for (int64_t v = 0; v < vocab; ++v) sum += std::exp(double(logits[v]) - peak);
+  const double log_z = double(peak) + std::log(sum);
+  TokenLogprob out;
+  out.token = token;
+  out.logprob = double(logits[token]) - log_z;
+  std::vector<int32_t> ids(static_cast<size_t>(vocab));  // [vocab]
+  std::iota(ids.begin(), ids.end(), 0);
+  const size_t k = size_t(std::clamp<int64_t>(top, 0, vocab));
+  std::partial_sort(ids.begin(), ids.begin() + ptrdiff_t(k), ids.end(),
+                    [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  for (size_t i = 0; i < k; ++i) out.top.push_back({ids[i], double(logits[ids[i]]) - log_z});
+  return out;
+}
 
 Engine::Engine(const LanguageModel& model, const Tokenizer& tokenizer, const EngineOptions& options)
     : model_(model),
@@ -122,7 +142,8 @@ size_t Engine::ReservationBytes(int64_t tokens) const {
 std::shared_ptr<RequestStream> Engine::Submit(GenerationRequest request) {
   const int64_t n_prompt = int64_t(request.prompt.size());
   if (n_prompt == 0) throw std::invalid_argument("the prompt is empty");
-  if (request.max_tokens < 1) throw std::invalid_argument("max_tokens must be at least 1");
+  if (request.max_tokens < 0 || (request.max_tokens == 0 && !request.prompt_logprobs))
+    throw std::invalid_argument("max_tokens must be at least 1 (0 only to score a prompt: echo with logprobs)");
   for (int32_t id : request.prompt)
     if (id < 0 || id >= model_.config().vocab_size)
       throw std::invalid_argument("prompt token " + std::to_string(id) + " is outside the vocabulary (" +
@@ -233,7 +254,7 @@ void Engine::Loop() {
       s.tokens = s.request.prompt;
       s.logits.resize(size_t(model_.config().vocab_size));
       PrefixMatch match;
-      if (options_.prompt_cache) {
+      if (options_.prompt_cache && !s.request.prompt_logprobs) {  // the prompt's logprobs need every row
         match = prompt_cache_.Find(s.tokens);
         PromptCache::Restore(match, model_.kv_shape(), s.session->cache);
         if (match.entry)
@@ -329,6 +350,8 @@ void Engine::Step() {
       Finish(*s, FinishReason::kError, s->error);
     else if (s->sampled)
       Emit(*s);
+    else if (s->request.max_tokens == 0 && s->n_processed == int64_t(s->request.prompt.size()))
+      Finish(*s, FinishReason::kLength);  // scoring only: the prompt's logprobs
   }
 }
 
@@ -350,14 +373,29 @@ void Engine::Prefill(Sequence& s) {
   if (plan_.HasWindowLayers()) end = std::min(end, (s.n_processed / interval + 1) * interval);
   std::vector<int32_t> pos(size_t(end - s.n_processed));  // [end - n_processed]
   for (size_t i = 0; i < pos.size(); ++i) pos[i] = int32_t(s.n_processed + int64_t(i));
-  model_.Forward(s.logits.data(),
-                 Batch{&s.tokens[size_t(s.n_processed)], pos.data(), int64_t(pos.size()), false},
-                 *s.session);
+  const Batch batch{&s.tokens[size_t(s.n_processed)], pos.data(), int64_t(pos.size()), false};
+  if (s.request.prompt_logprobs && s.request.logprobs >= 0) {
+    // Every row: each prompt token's log-probability given the ones before.
+    const int64_t vocab = model_.config().vocab_size, n = int64_t(pos.size());
+    std::vector<float> rows(size_t(n * vocab));  // [n, vocab]
+    model_.Forward(rows.data(), Batch{batch.tokens, batch.pos, n, true}, *s.session);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t next = s.n_processed + i + 1;
+      if (next < n_prompt)
+        s.prompt_logprobs.push_back(LogprobOf(&rows[size_t(i * vocab)], vocab, s.tokens[size_t(next)], s.request.logprobs));
+    }
+    std::copy(rows.end() - vocab, rows.end(), s.logits.begin());
+  } else {
+    model_.Forward(s.logits.data(), batch, *s.session);
+  }
   s.n_processed = end;
   if (end % interval == 0 || end == n_prompt) TakeCheckpoint(s);
   if (end < n_prompt) return;
   if (s.request.capture_logits) s.prompt_logits = s.logits;
+  if (s.request.max_tokens == 0) return;  // nothing to generate
   s.tokens.push_back(s.sampler->Sample(s.logits.data(), model_.config().vocab_size));
+  if (s.request.logprobs >= 0)
+    s.logprobs.push_back(LogprobOf(s.logits.data(), model_.config().vocab_size, s.tokens.back(), s.request.logprobs));
   s.has_next = true;
   s.sampled = true;
 }
@@ -396,6 +434,8 @@ void Engine::Decode(const std::vector<Sequence*>& seqs) {
       s.has_next = false;
       if (s.n_processed % checkpoint_spacing_ == 0) TakeCheckpoint(s);
       s.tokens.push_back(s.sampler->Sample(&logits[size_t(i * vocab)], vocab));
+      if (s.request.logprobs >= 0)
+        s.logprobs.push_back(LogprobOf(&logits[size_t(i * vocab)], vocab, s.tokens.back(), s.request.logprobs));
       s.has_next = true;
       s.sampled = true;
     } catch (const std::exception& e) {
@@ -459,6 +499,9 @@ void Engine::Finish(Sequence& s, FinishReason reason, const std::string& error) 
   done.usage.cached_tokens = s.n_reused;
   done.logits = std::move(s.prompt_logits);
   done.tokens.assign(s.tokens.begin() + std::min(s.tokens.size(), s.request.prompt.size()), s.tokens.end());
+  if (s.logprobs.size() > done.tokens.size()) s.logprobs.resize(done.tokens.size());
+  done.logprobs = std::move(s.logprobs);
+  done.prompt_logprobs = std::move(s.prompt_logprobs);
   const double ms = s.session ? MsSince(s.admitted) : 0.0;
   if (options_.verbose)
     std::fprintf(stderr, "[serve] %s: %s after %lld tokens, %.1f ms%s%s\n", s.request.id.c_str(),

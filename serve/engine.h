@@ -63,6 +63,21 @@ struct GenerationRequest {
   bool ignore_eos = false;
   std::string id;               // names the request in logs
   bool capture_logits = false;  // tests: return the prompt's last logits
+  // >= 0: each generated token's log-probability under the model (the raw
+  // distribution, before temperature and filters) and the `logprobs` most
+  // likely alternatives; -1: none.
+  int32_t logprobs = -1;
+  // With logprobs >= 0: the prompt's tokens too (each given the ones
+  // before; the first has none). The prompt is then computed in full, not
+  // restored from the prompt cache.
+  bool prompt_logprobs = false;
+};
+
+// One position's log-probabilities (natural log).
+struct TokenLogprob {
+  int32_t token = 0;
+  double logprob = 0;
+  std::vector<std::pair<int32_t, double>> top;  // the most likely tokens, most likely first
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kError };
@@ -83,7 +98,13 @@ struct GenerationEvent {
   std::string error;                          // kDone with kError
   std::vector<int32_t> tokens;                // kDone: the generated token ids
   std::vector<float> logits;                  // kDone with capture_logits: [vocab]
+  std::vector<TokenLogprob> logprobs;         // kDone with logprobs: [generated tokens]
+  std::vector<TokenLogprob> prompt_logprobs;  // kDone with prompt_logprobs: [prompt tokens - 1], from the 2nd
 };
+
+// The log-probability of `token` under `logits` [vocab] and the `top` most
+// likely tokens.
+TokenLogprob LogprobOf(const float* logits, int64_t vocab, int32_t token, int32_t top);
 
 // What one request reads from the engine; shared by the engine thread and
 // the request's consumer.

@@ -170,7 +170,7 @@ struct HttpServer::Impl {
       text += ev.text;
     }
     if (ev.finish == FinishReason::kError) return SendError(res, 500, "generation failed: " + ev.error);
-    SendJson(res, 200, CompletionResponse(state->call, state->meta, text, ev));
+    SendJson(res, 200, CompletionResponse(state->call, state->meta, text, ev, tokenizer));
   }
 
   void Stream(httplib::Response& res, std::shared_ptr<StreamState> state) {
@@ -186,6 +186,10 @@ struct HttpServer::Impl {
           if (state->call.chat && !state->sent_role) {
             state->sent_role = true;
             return write(SseEvent(StreamChunk(state->call, state->meta, "", {}, nullptr, true)));
+          }
+          if (state->call.echo && !state->sent_role) {  // the prompt's text first
+            state->sent_role = true;
+            return write(SseEvent(StreamChunk(state->call, state->meta, state->call.prompt_text)));
           }
           GenerationEvent ev;
           // A comment line now and then finds a client that left while its

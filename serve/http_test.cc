@@ -283,6 +283,57 @@ TEST_F(Http, ClientDisconnectMidStreamFreesTheSequence) {
   EXPECT_LT(stats.tokens_generated, 100000);
 }
 
+// Log-probabilities as evaluation harnesses read them (lm-evaluation-harness's
+// local-completions: echo, logprobs, max_tokens 0), against the model's own
+// forward pass under the server's plan.
+TEST_F(Http, LogprobsMatchTheModelsForwardPass) {
+  const std::string text = "Once upon a time, there was a little girl";
+  const std::vector<int32_t> ids = tokenizer_->Encode(text);
+  const int64_t n = int64_t(ids.size()), vocab = model_->config().vocab_size;
+  auto session = model_->NewSession(model_->ResolvePlan("hybrid:3:1,window:16"), KvCacheOptions{});
+  std::vector<int32_t> pos(ids.size());
+  for (size_t i = 0; i < pos.size(); ++i) pos[i] = int32_t(i);
+  std::vector<float> logits(size_t(n * vocab));  // [n, vocab]
+  model_->Forward(logits.data(), Batch{ids.data(), pos.data(), n, true}, *session);
+  auto logprob = [&](int64_t row, int32_t token) { return LogprobOf(&logits[size_t(row * vocab)], vocab, token, 0).logprob; };
+
+  Json req = {{"prompt", text}, {"echo", true}, {"logprobs", 2}, {"max_tokens", 0}};
+  auto [status, body] = Post("/v1/completions", req.dump());
+  ASSERT_EQ(status, 200) << body.dump();
+  const Json& choice = body["choices"][0];
+  EXPECT_EQ(choice["text"], tokenizer_->DecodeRaw(ids, true));
+  const Json& lp = choice["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), ids.size());
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  for (int64_t i = 1; i < n; ++i) {
+    EXPECT_NEAR(lp["token_logprobs"][size_t(i)].get<double>(), logprob(i - 1, ids[size_t(i)]), 1e-4) << i;
+    EXPECT_EQ(lp["top_logprobs"][size_t(i)].size(), 2u);
+  }
+  EXPECT_EQ(body["usage"]["completion_tokens"], 0);
+
+  // Chat: each greedy token's logprob is the best of its alternatives; the
+  // first equals the forward pass after the templated prompt.
+  Json chat = {{"messages", {{{"role", "user"}, {"content", "Tell a story."}}}}, {"max_tokens", 3},
+               {"temperature", 0}, {"logprobs", true}, {"top_logprobs", 3}};
+  auto [chat_status, chat_body] = Post("/v1/chat/completions", chat.dump());
+  ASSERT_EQ(chat_status, 200) << chat_body.dump();
+  const Json& content = chat_body["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 3u);
+  for (const Json& t : content) {
+    ASSERT_EQ(t["top_logprobs"].size(), 3u);
+    EXPECT_DOUBLE_EQ(t["logprob"].get<double>(), t["top_logprobs"][0]["logprob"].get<double>());
+    EXPECT_GE(t["top_logprobs"][0]["logprob"].get<double>(), t["top_logprobs"][1]["logprob"].get<double>());
+  }
+
+  ExpectError(Post("/v1/completions", R"({"prompt": "hi", "logprobs": 1, "stream": true})").first,
+              Post("/v1/completions", R"({"prompt": "hi", "logprobs": 1, "stream": true})").second, 400, "logprobs");
+  ExpectError(Post("/v1/completions", R"({"prompt": "hi", "max_tokens": 0})").first,
+              Post("/v1/completions", R"({"prompt": "hi", "max_tokens": 0})").second, 400, "max_tokens");
+  ExpectError(Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})").first,
+              Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})").second,
+              400, "top_logprobs");
+}
+
 // SIGTERM's path (swan serve drains the engine, then stops the server): a
 // stream cut by the end of the grace still ends with its final chunk and
 // [DONE], and a request that arrives while draining gets 503.

@@ -48,18 +48,48 @@ void RejectUnsupported(const Json& body) {
   };
   if (!is_default("n", 1)) Bad("n must be 1 (one choice per request)", "n");
   if (!is_default("best_of", 1)) Bad("best_of must be 1", "best_of");
-  if (!is_default("echo", false)) Bad("echo is not supported", "echo");
-  if (!is_default("logprobs", false) && !is_default("logprobs", 0))
-    Bad("logprobs are not supported", "logprobs");
   if (!is_default("presence_penalty", 0))
     Bad("presence_penalty is not supported (use 0)", "presence_penalty");
   if (!is_default("frequency_penalty", 0))
     Bad("frequency_penalty is not supported (use 0)", "frequency_penalty");
   if (!is_default("logit_bias", Json::object())) Bad("logit_bias is not supported", "logit_bias");
   if (!is_default("suffix", "")) Bad("suffix is not supported", "suffix");
+  // Tools go to the chat template, and the reply comes back as text; a
+  // call the server would have to force or parallelize cannot be honoured.
+  if (!is_default("tool_choice", "auto") && !is_default("tool_choice", "none"))
+    Bad("tool_choice must be \"auto\" or \"none\": the tools go to the chat template and the reply comes back "
+        "as text",
+        "tool_choice");
+  if (body.contains("tools") && !body["tools"].is_null() && !body["tools"].is_array())
+    Bad("tools must be an array", "tools");
   if (body.contains("response_format") && !body["response_format"].is_null() &&
       body["response_format"].value("type", "text") != "text")
     Bad("only response_format {\"type\": \"text\"} is supported", "response_format");
+}
+
+// logprobs: completions' integer N (the chosen token and N alternatives;
+// with echo the prompt's too), chat's boolean with top_logprobs N. Not
+// with stream (the streamed chunks carry none).
+void Logprobs(const Json& body, bool chat, CompletionCall* call) {
+  GenerationRequest& g = call->generation;
+  const bool given = body.contains("logprobs") && !body["logprobs"].is_null();
+  if (chat) {
+    if (given && !body["logprobs"].is_boolean()) Bad("logprobs must be true or false", "logprobs");
+    int64_t top = 0;
+    if (Integer(body, "top_logprobs", &top)) {
+      if (top < 0 || top > 20) Bad("top_logprobs must be between 0 and 20", "top_logprobs");
+      if (!given || !body["logprobs"].get<bool>()) Bad("top_logprobs needs logprobs: true", "top_logprobs");
+    }
+    if (given && body["logprobs"].get<bool>()) g.logprobs = int32_t(top);
+  } else if (given) {
+    if (body["logprobs"].is_boolean()) Bad("logprobs must be an integer between 0 and 20", "logprobs");
+    int64_t n = 0;
+    Integer(body, "logprobs", &n);
+    if (n < 0 || n > 20) Bad("logprobs must be between 0 and 20", "logprobs");
+    g.logprobs = int32_t(n);
+    g.prompt_logprobs = call->echo;
+  }
+  if (g.logprobs >= 0 && call->stream) Bad("logprobs are returned only without stream", "logprobs");
 }
 
 std::vector<std::string> StopStrings(const Json& body) {
@@ -189,6 +219,11 @@ CompletionCall ParseCompletionRequest(const std::string& text, bool chat, const 
     g.prompt = ctx.tokenizer->Encode(prompt, EncodeOptions{.add_special_tokens = false});
   } else {
     g.prompt = CompletionPrompt(body, ctx);
+    if (body.contains("echo") && !body["echo"].is_null()) {
+      if (!body["echo"].is_boolean()) Bad("echo must be true or false", "echo");
+      call.echo = body["echo"].get<bool>();
+    }
+    if (call.echo) call.prompt_text = ctx.tokenizer->DecodeRaw(g.prompt, /*skip_special=*/true);
   }
   const int64_t n_prompt = int64_t(g.prompt.size());
   if (n_prompt == 0) Bad("the prompt is empty", chat ? "messages" : "prompt");
@@ -203,9 +238,12 @@ CompletionCall ParseCompletionRequest(const std::string& text, bool chat, const 
       chat ? ctx.context_length - n_prompt : std::min<int64_t>(16, ctx.context_length - n_prompt);
   const char* max_name =
       chat && body.contains("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  Logprobs(body, chat, &call);
   if (Integer(body, max_name, &max_tokens)) {
-    if (max_tokens < 1)
-      Bad(std::string(max_name) + " must be at least 1, got " + std::to_string(max_tokens), max_name);
+    if (max_tokens < 0 || (max_tokens == 0 && !g.prompt_logprobs))
+      Bad(std::string(max_name) + " must be at least 1 (0 only with echo and logprobs, to score the prompt), got " +
+              std::to_string(max_tokens),
+          max_name);
     if (n_prompt + max_tokens > ctx.context_length)
       throw ApiError(400,
                      "This model's maximum context length is " + std::to_string(ctx.context_length) +
@@ -245,14 +283,62 @@ Json UsageJson(const Usage& u) {
           {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
 }
 
+Json LogprobsJson(const CompletionCall& call, const GenerationEvent& done, const Tokenizer& tokenizer) {
+  if (call.generation.logprobs < 0) return nullptr;
+  auto piece = [&](int32_t id) { return tokenizer.DecodeRaw(std::vector<int32_t>{id}, /*skip_special=*/false); };
+  if (call.chat) {
+    auto entry = [&](int32_t id, double logprob) {
+      const std::string token = piece(id);
+      std::vector<int> bytes;
+      for (const char c : token) bytes.push_back(int(static_cast<unsigned char>(c)));
+      return Json{{"token", token}, {"logprob", logprob}, {"bytes", bytes}};
+    };
+    Json content = Json::array();
+    for (const TokenLogprob& t : done.logprobs) {
+      Json e = entry(t.token, t.logprob);
+      e["top_logprobs"] = Json::array();
+      for (const auto& [id, lp] : t.top) e["top_logprobs"].push_back(entry(id, lp));
+      content.push_back(e);
+    }
+    return {{"content", content}};
+  }
+  Json tokens = Json::array(), token_logprobs = Json::array(), top_logprobs = Json::array(),
+       text_offset = Json::array();
+  int64_t offset = 0;  // from the start of the prompt's text, as OpenAI counts
+  auto add = [&](int32_t id, const TokenLogprob* t) {
+    const std::string token = piece(id);
+    tokens.push_back(token);
+    text_offset.push_back(offset);
+    offset += int64_t(token.size());
+    token_logprobs.push_back(t ? Json(t->logprob) : Json());
+    if (!t) {
+      top_logprobs.push_back(nullptr);
+      return;
+    }
+    Json top = Json::object();
+    for (const auto& [alt, lp] : t->top) top[piece(alt)] = lp;
+    top_logprobs.push_back(top);
+  };
+  const std::vector<int32_t>& prompt = call.generation.prompt;
+  if (call.echo) {
+    for (size_t i = 0; i < prompt.size(); ++i)
+      add(prompt[i], i > 0 && i - 1 < done.prompt_logprobs.size() ? &done.prompt_logprobs[i - 1] : nullptr);
+  } else {
+    offset = int64_t(tokenizer.DecodeRaw(prompt, /*skip_special=*/true).size());
+  }
+  for (size_t i = 0; i < done.logprobs.size(); ++i) add(done.logprobs[i].token, &done.logprobs[i]);
+  return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs},
+          {"text_offset", text_offset}};
+}
+
 Json CompletionResponse(const CompletionCall& call, const ResponseMeta& meta, const std::string& text,
-                        const GenerationEvent& done) {
+                        const GenerationEvent& done, const Tokenizer& tokenizer) {
   Json choice = {{"index", 0}};
   if (call.chat)
     choice["message"] = {{"role", "assistant"}, {"content", text}};
   else
-    choice["text"] = text;
-  choice["logprobs"] = nullptr;
+    choice["text"] = call.echo ? call.prompt_text + text : text;
+  choice["logprobs"] = LogprobsJson(call, done, tokenizer);
   choice["finish_reason"] = FinishReasonName(done.finish);
   return {{"id", meta.id},
           {"object", call.chat ? "chat.completion" : "text_completion"},

@@ -44,7 +44,9 @@ struct CompletionCall {
   bool chat = false;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
-  GenerationRequest generation;
+  bool echo = false;           // completions: the prompt's text before the completion
+  std::string prompt_text;     // with echo
+  GenerationRequest generation;  // generation.logprobs >= 0: the response carries logprobs
 };
 
 // Parses a request body. Throws ApiError (400) naming the field.
@@ -58,9 +60,13 @@ struct ResponseMeta {
 };
 
 Json UsageJson(const Usage& usage);
+// The response's "logprobs": completions' {tokens, token_logprobs,
+// top_logprobs, text_offset} (the prompt's first when echoed), chat's
+// {content: [{token, logprob, bytes, top_logprobs}]}; null without them.
+Json LogprobsJson(const CompletionCall& call, const GenerationEvent& done, const Tokenizer& tokenizer);
 // A whole (non-streamed) response.
 Json CompletionResponse(const CompletionCall& call, const ResponseMeta& meta, const std::string& text,
-                        const GenerationEvent& done);
+                        const GenerationEvent& done, const Tokenizer& tokenizer);
 // One streamed chunk: a text piece (finish empty), the first chat chunk
 // (role only), or the last (finish set, usage when wanted).
 Json StreamChunk(const CompletionCall& call, const ResponseMeta& meta, const std::string& text,
