@@ -48,7 +48,7 @@ lab_train() {
     if [ -f "$run/finished" ]; then echo "$run: finished (delete it to train again)"; return 0; fi
     resume=--resume
   fi
-  commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+  commit=$(git describe --always --dirty 2>/dev/null || echo unknown)
   start=$(date -u +%FT%TZ)
   "$SWAN" train --recall "$TASK" --out "$run" "$@" --time-limit "$MINUTES" -t "$THREADS" $resume
   step=$(tail -n 1 "$run/train_log.csv" | cut -d, -f1)
