@@ -42,6 +42,13 @@ long long Args::GetInt(const std::string& name, long long fallback) const {
   return v;
 }
 
+long long Args::GetPositiveInt(const std::string& name, long long fallback) const {
+  if (!Has(name)) return fallback;
+  const long long v = GetInt(name, fallback);
+  if (v < 1) throw std::invalid_argument(name + " must be at least 1, got " + std::to_string(v));
+  return v;
+}
+
 double Args::GetDouble(const std::string& name, double fallback) const {
   auto it = values_.find(name);
   if (it == values_.end()) return fallback;

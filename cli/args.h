@@ -18,6 +18,9 @@ class Args {
   bool Has(const std::string& name) const;
   std::string Get(const std::string& name, const std::string& fallback) const;
   long long GetInt(const std::string& name, long long fallback) const;
+  // An integer flag that, when given, must be >= 1 (0 is an error, never a
+  // hidden "default"); `fallback` when absent.
+  long long GetPositiveInt(const std::string& name, long long fallback) const;
   double GetDouble(const std::string& name, double fallback) const;
   // Comma-separated integers, e.g. "--n 1024,2048".
   std::vector<long long> GetIntList(const std::string& name,

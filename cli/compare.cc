@@ -141,7 +141,7 @@ int CompareRecallModel(const Args& args, const std::string& dir, const LanguageM
   ValidateRecallOptions(options.task);
   const int32_t ctx = options.task.context;
   options.sequences = args.GetInt("--samples", 64);
-  if (args.Has("--limit")) options.sequences = std::min<int64_t>(options.sequences, args.GetInt("--limit", 0));
+  if (args.Has("--limit")) options.sequences = std::min<int64_t>(options.sequences, args.GetPositiveInt("--limit", 0));
   if (options.sequences <= 0) throw std::invalid_argument("--samples must be positive");
   options.seed = uint64_t(args.GetInt("--seed", int64_t(options.seed)));
   if (args.Has("--distances")) options.edges = ParseRecallBins(args.Get("--distances", ""));
@@ -234,7 +234,7 @@ int RunCompare(const std::vector<std::string>& words) {
   kv.max_chunk = int32_t(args.GetInt("--batch", 128));
   if (kv.max_chunk <= 0) throw std::invalid_argument("--batch must be positive");
   kv.type = KvTypeFromString(args.Get("--kv", "f32"));
-  const int64_t limit = args.GetInt("--limit", 0);
+  const int64_t limit = args.GetPositiveInt("--limit", 0);
   const int32_t bos = tokenizer.bos_id() >= 0 ? tokenizer.bos_id() : config.bos_token_id;
 
   // The suite, made once for every plan.

@@ -72,9 +72,9 @@ int RunPerplexity(const std::vector<std::string>& words) {
   PerplexityOptions options;
   options.context = int32_t(args.GetInt("-c", model->config().max_position_embeddings));
   if (options.context < 2) throw std::invalid_argument("-c must be at least 2");
-  options.bucket_width = int32_t(args.GetInt("--bucket", 0));
+  options.bucket_width = int32_t(args.GetPositiveInt("--bucket", 0));
   if (options.bucket_width < 0) throw std::invalid_argument("--bucket must be positive");
-  options.max_windows = args.GetInt("--limit", 0);
+  options.max_windows = args.GetPositiveInt("--limit", 0);
   options.kv.max_chunk = int32_t(args.GetInt("--batch", 512));
   if (options.kv.max_chunk <= 0) throw std::invalid_argument("--batch must be positive");
   options.kv.type = KvTypeFromString(args.Get("--kv", "f32"));

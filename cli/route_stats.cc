@@ -140,7 +140,7 @@ int RunRouteStats(const std::vector<std::string>& words) {
   const AttentionPlan plan = model->ResolvePlan(args.Get("--attn", ""));
   const int64_t context = args.GetInt("-c", model->config().max_position_embeddings);
   if (context < 2) throw std::invalid_argument("-c must be at least 2");
-  const long long limit = args.GetInt("--limit", 0);
+  const long long limit = args.GetPositiveInt("--limit", 0);
   if (limit < 0) throw std::invalid_argument("--limit must be positive");
   const int32_t bos = args.Has("--no-bos")      ? -1
                       : tokenizer.bos_id() >= 0 ? tokenizer.bos_id()

@@ -112,7 +112,7 @@ int RunServe(const std::vector<std::string>& words) {
   engine_options.max_waiting = int32_t(args.GetInt("--max-waiting", 256));
   engine_options.prefill_chunk = int32_t(args.GetInt("--batch", 256));
   engine_options.checkpoint_interval = int32_t(args.GetInt("--checkpoint-interval", 64));
-  engine_options.context_length = args.GetInt("--ctx", 0);
+  engine_options.context_length = args.GetPositiveInt("--ctx", 0);
   engine_options.kv_type = KvTypeFromString(args.Get("--kv", "f32"));
   engine_options.prompt_cache = !args.Has("--no-prompt-cache");
   const double cache_mib = args.GetDouble("--prompt-cache", budget_mib / 4);

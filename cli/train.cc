@@ -245,12 +245,12 @@ int RunTrain(const std::vector<std::string>& words) {
   o.synthetic_data = args.Get("--synthetic", "");
   o.synthetic_rate = args.GetDouble("--synthetic-rate", o.synthetic_data.empty() ? 0.0 : 0.1);
   o.preset = args.Get("--preset", "small");
-  o.shape_overrides.layers = int32_t(args.GetInt("--layers", 0));
-  o.shape_overrides.hidden = args.GetInt("--dim", 0);
-  o.shape_overrides.heads = int32_t(args.GetInt("--heads", 0));
-  o.shape_overrides.kv_heads = int32_t(args.GetInt("--kv-heads", 0));
-  o.shape_overrides.head_dim = int32_t(args.GetInt("--head-dim", 0));
-  o.shape_overrides.intermediate = args.GetInt("--mlp", 0);
+  o.shape_overrides.layers = int32_t(args.GetPositiveInt("--layers", 0));
+  o.shape_overrides.hidden = args.GetPositiveInt("--dim", 0);
+  o.shape_overrides.heads = int32_t(args.GetPositiveInt("--heads", 0));
+  o.shape_overrides.kv_heads = int32_t(args.GetPositiveInt("--kv-heads", 0));
+  o.shape_overrides.head_dim = int32_t(args.GetPositiveInt("--head-dim", 0));
+  o.shape_overrides.intermediate = args.GetPositiveInt("--mlp", 0);
   for (const char* flag : {"--layers", "--dim", "--heads", "--kv-heads", "--head-dim", "--mlp"})
     if (args.Has(flag) && args.GetInt(flag, 0) <= 0)
       throw std::invalid_argument(std::string(flag) + " must be positive");
@@ -296,7 +296,7 @@ int RunTrain(const std::vector<std::string>& words) {
   if (std::filesystem::exists(recall_json))
     o.recall_chance = nlohmann::json::parse(std::ifstream(recall_json)).value("chance", 0.0);
   o.checkpoint_every = args.GetInt("--checkpoint-every", 100);
-  o.log_every = std::max<long long>(1, args.GetInt("--log-every", 1));
+  o.log_every = args.GetPositiveInt("--log-every", 1);
   o.time_limit_s = args.GetDouble("--time-limit", 0) * 60;
   o.quiet = args.Has("--quiet");
   o.debug_kill_after_step = args.GetInt("--debug-kill-after", 0);
