@@ -69,8 +69,13 @@ int EncodeCorpus(const Args& args, const Tokenizer& tok) {
 
   const auto start = std::chrono::steady_clock::now();
   const auto vocab = static_cast<uint32_t>(tok.vocab_size());
-  TokenFileWriter train(out, vocab);
-  TokenFileWriter val(ValPath(out), vocab);
+  // The files record which tokenizer wrote them (swan train checks it).
+  std::string tokenizer_path = args.Get("-t", "");
+  if (std::filesystem::is_directory(tokenizer_path))
+    tokenizer_path = (std::filesystem::path(tokenizer_path) / "tokenizer.json").string();
+  const uint32_t fingerprint = TokenizerFingerprint(ReadWholeFile(tokenizer_path));
+  TokenFileWriter train(out, vocab, fingerprint);
+  TokenFileWriter val(ValPath(out), vocab, fingerprint);
   uint64_t docs = 0, bytes = 0;
   const int threads =
       static_cast<int>(args.GetInt("--threads", ThreadLimit()));
@@ -159,7 +164,7 @@ int EncodeCorpus(const Args& args, const Tokenizer& tok) {
         std::max<uint64_t>(1, static_cast<uint64_t>(holdout * static_cast<double>(all.size())));
     std::vector<int32_t> tail(n);
     all.Read(all.size() - n, tail);
-    TokenFileWriter tail_writer(ValPath(out), vocab);
+    TokenFileWriter tail_writer(ValPath(out), vocab, fingerprint);
     tail_writer.Append(tail);
     tail_writer.Close();
     TruncateTokenFile(out, all.size() - n);

@@ -33,8 +33,17 @@ uint64_t GetU64(const uint8_t* p) {
 
 }  // namespace
 
-TokenFileWriter::TokenFileWriter(const std::string& path, uint32_t vocab_size)
-    : path_(path), vocab_size_(vocab_size), dtype_(TokenDtypeBytes(vocab_size)) {
+uint32_t TokenizerFingerprint(const std::string& tokenizer_json) {
+  uint32_t h = 2166136261u;
+  for (const char c : tokenizer_json) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+  return h ? h : 1;
+}
+
+TokenFileWriter::TokenFileWriter(const std::string& path, uint32_t vocab_size, uint32_t tokenizer_fingerprint)
+    : path_(path),
+      vocab_size_(vocab_size),
+      dtype_(TokenDtypeBytes(vocab_size)),
+      tokenizer_fingerprint_(tokenizer_fingerprint) {
   file_ = std::fopen(path.c_str(), "wb");
   if (!file_) throw std::runtime_error(path + ": cannot create file: " + std::strerror(errno));
   uint8_t header[kTokenFileHeaderBytes] = {};
@@ -72,6 +81,7 @@ void TokenFileWriter::Close() {
   PutU32(header + 8, kTokenFileVersion);
   PutU32(header + 12, vocab_size_);
   PutU32(header + 16, dtype_);
+  PutU32(header + 20, tokenizer_fingerprint_);
   PutU64(header + 24, count_);
   const bool ok = std::fseek(file_, 0, SEEK_SET) == 0 &&
                   std::fwrite(header, 1, sizeof(header), file_) == sizeof(header);
@@ -106,6 +116,7 @@ TokenFile::TokenFile(const std::string& path) {
     fail("unsupported token file version " + std::to_string(GetU32(h + 8)));
   vocab_size_ = GetU32(h + 12);
   dtype_ = GetU32(h + 16);
+  tokenizer_fingerprint_ = GetU32(h + 20);
   count_ = GetU64(h + 24);
   if (dtype_ != 2 && dtype_ != 4) fail("bad dtype " + std::to_string(dtype_));
   if (count_ > (map_bytes_ - kTokenFileHeaderBytes) / dtype_ ||

@@ -79,6 +79,8 @@ class DataLoader {
   int64_t train_sequences() const;  // per epoch
   uint32_t vocab_size() const;
   uint64_t train_tokens() const { return recall_ ? 0 : train_.file->size(); }  // 0: made on the fly
+  // The tokenizer that wrote the training tokens (0: unknown, or recall data).
+  uint32_t tokenizer_fingerprint() const { return recall_ ? 0 : train_.file->tokenizer_fingerprint(); }
 
  private:
   // A token file and its labels (or none).

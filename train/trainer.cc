@@ -7,6 +7,8 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
@@ -167,6 +169,17 @@ TrainResult Train(const TrainOptions& o) {
     if (!export_options.tokenizer_json.empty())
       export_options.eos_token_id = AddedTokenId(export_options.tokenizer_json, "<|endoftext|>");
   }
+  // Ids from one tokenizer are nonsense to a model (or an export) of another.
+  auto file_bytes = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  if (!export_options.tokenizer_json.empty() && loader.tokenizer_fingerprint() != 0 &&
+      loader.tokenizer_fingerprint() != TokenizerFingerprint(file_bytes(export_options.tokenizer_json)))
+    throw std::runtime_error(o.train_data + " was tokenized with another tokenizer than " +
+                             (o.tokenizer.empty() ? o.init_from : o.tokenizer) +
+                             "'s; tokenize the text with it (swan tokenize -t " +
+                             (o.tokenizer.empty() ? o.init_from : o.tokenizer) + " ...)");
   TrainModel model(shape, plan);
   model.set_router_regularizer(o.router);
   model.set_matmul(o.matmul);
