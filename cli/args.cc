@@ -5,7 +5,13 @@
 
 namespace swan::cli {
 
-Args::Args(const std::vector<std::string>& words, const std::set<std::string>& bool_flags) {
+std::string Args::CommandLine() const {
+  std::string out;
+  for (const std::string& w : words_) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+Args::Args(const std::vector<std::string>& words, const std::set<std::string>& bool_flags) : words_(words) {
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];
     if (w.size() < 2 || w[0] != '-' || (w[1] >= '0' && w[1] <= '9')) {

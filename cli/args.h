@@ -26,6 +26,8 @@ class Args {
   std::vector<long long> GetIntList(const std::string& name,
                                     const std::vector<long long>& fallback) const;
   const std::vector<std::string>& positional() const { return positional_; }
+  // The words as given, joined by spaces (for provenance in reports).
+  std::string CommandLine() const;
   // Throws if a flag was given that is not in `known` (value or boolean),
   // or a positional word to a command that takes none (a stray word is a
   // typo or a missing flag, never silently dropped).
@@ -34,6 +36,7 @@ class Args {
  private:
   std::map<std::string, std::string> values_;
   std::vector<std::string> positional_;
+  std::vector<std::string> words_;
 };
 
 // The non-empty items of `list` separated by `sep`, blanks trimmed.

@@ -56,12 +56,6 @@ const char kUsage[] =
     "the share its router chose during the timed decode (column full%). (A model whose\n"
     "weights fit in the CPU caches can beat this DRAM roofline.)\n";
 
-std::string JoinWords(const std::vector<std::string>& words) {
-  std::string out;
-  for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
-  return out;
-}
-
 double Seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -292,7 +286,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
     j["kv_type"] = kv_name;
     j["repeats"] = repeats;
     j["threads"] = ThreadLimit();
-    j["command"] = "swan bench " + JoinWords(words);
+    j["command"] = "swan bench " + args.CommandLine();
     j["swan"] = std::string("built ") + __DATE__;
     j["cpu"] = CpuReport();
     if (route_ratio >= 0) j["forced_route_ratio"] = route_ratio;

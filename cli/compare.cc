@@ -20,7 +20,9 @@
 #include "eval/report.h"
 #include "eval/sample_text.h"
 #include "model/model.h"
+#include "ops/cpu_report.h"
 #include "tokenizer/tokenizer.h"
+#include "util/threads.h"
 
 namespace swan::cli {
 namespace {
@@ -131,6 +133,15 @@ std::vector<std::string> PlanSpecs(const Args& args, int32_t ctx) {
   return specs;
 }
 
+// Where a report's figures come from: the command, swan's build, the CPU
+// and its paths, the threads.
+void AddProvenance(nlohmann::json* j, const Args& args) {
+  (*j)["provenance"] = {{"command", "swan compare " + args.CommandLine()},
+                        {"swan", std::string("built ") + __DATE__},
+                        {"cpu", CpuReport()},
+                        {"threads", ThreadLimit()}};
+}
+
 // A model trained on recall tasks in token-id space: its own task under
 // each plan, by distance bin (eval/recall_suite.h), and what each costs.
 int CompareRecallModel(const Args& args, const std::string& dir, const LanguageModel& model) {
@@ -183,10 +194,12 @@ int CompareRecallModel(const Args& args, const std::string& dir, const LanguageM
   if (args.Has("--html"))
     WriteText(args.Get("--html", ""), "<!doctype html><html><head><meta charset='utf-8'><title>swan compare: " + dir +
                                           "</title></head><body><h1>swan compare: " + dir + "</h1><pre>" + table +
-                                          "</pre>" + svg + "</body></html>\n");
+                                          "</pre>" + svg + "<pre>swan compare " + args.CommandLine() + "\n" +
+                                          CpuReport() + "</pre></body></html>\n");
   if (args.Has("--json")) {
     nlohmann::json j = RecallSuiteJson(results, options);
     j["model"] = dir;
+    AddProvenance(&j, args);
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -330,7 +343,9 @@ int RunCompare(const std::vector<std::string>& words) {
   }
   if (args.Has("--html")) WriteText(args.Get("--html", ""), ReportHtml(report));
   if (args.Has("--json")) {
-    std::printf("%s\n", ReportJson(report).dump(2).c_str());
+    nlohmann::json j = ReportJson(report);
+    AddProvenance(&j, args);
+    std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
   std::printf("model %s, context %d, %zu task items per plan, window split at %d\n", dir.c_str(), ctx, items.size(),
