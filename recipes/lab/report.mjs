@@ -1,0 +1,295 @@
+// The retrieval lab's pages: reads what recipes/lab/report.sh left in
+// DOCS/data (the JSON of `swan compare`, `swan heads`, `swan route-stats`
+// and the laziness runs' recall logs) and writes DOCS/README.md,
+// DOCS/index.html and DOCS/laziness.svg, DOCS/recall_by_distance.svg.
+// Every number on the pages is read from those files; the verdicts are
+// computed from them with the thresholds written beside each claim.
+//   node recipes/lab/report.mjs DOCS
+import fs from 'node:fs';
+import path from 'node:path';
+
+const docs = process.argv[2];
+if (!docs) {
+  console.error('usage: node recipes/lab/report.mjs DOCS   (DOCS/data from recipes/lab/report.sh)');
+  process.exit(2);
+}
+const data = path.join(docs, 'data');
+const readJson = (name) => JSON.parse(fs.readFileSync(path.join(data, name), 'utf8'));
+const readText = (name) => fs.readFileSync(path.join(data, name), 'utf8').trim();
+
+// --- Figures ------------------------------------------------------------------
+
+const ARMS = [
+  ['full', 'full', '1. full attention (the reference)'],
+  ['swa64', 'swa:64', '2. window of 64'],
+  ['swa64-sinks4', 'swa:64,sinks:4', '3. window of 64 + 4 sinks'],
+  ['hybrid', 'hybrid:1:1,window:64', '4. hybrid, full layer last'],
+  ['hybrid-nope', 'hybrid:1:1,window:64,nope:full', '5. hybrid, NoPE on the full layer'],
+  ['routed', 'routed:64,sinks:4', '6. routed (Switch Attention)'],
+];
+const WINDOW = 64, RELAY = 128;  // the window, and the 2-layer relay reach of two windows
+
+// Accuracy over the bins whose distances all lie in [lo, hi).
+function accuracy(plan, lo, hi = Infinity) {
+  let correct = 0, items = 0;
+  for (const b of plan.bins)
+    if (b.lo >= lo && b.hi <= hi) {
+      correct += b.correct;
+      items += b.items;
+    }
+  return items ? { value: correct / items, items } : { value: NaN, items: 0 };
+}
+const pct = (x) => (Number.isFinite(x) ? (100 * x).toFixed(1) + '%' : '-');
+const acc = (plan, lo, hi) => pct(accuracy(plan, lo, hi).value);
+const mib = (bytes) => (bytes / 1048576).toFixed(3);
+
+const arms = {};
+for (const [name] of ARMS) {
+  arms[name] = {
+    at512: readJson(`arm_${name}.json`),
+    at1024: readJson(`arm_${name}_1024.json`),
+    at2048: readJson(`arm_${name}_2048.json`),
+  };
+}
+const plan = (name, at = 'at512') => arms[name][at].plans[0];
+const conversion = readJson('conversion.json');
+const heads = { full: readJson('heads_full.json'), hybrid: readJson('heads_hybrid.json') };
+const routes = readJson('routes.json');
+const cpu = readText('cpu.txt');
+const task = arms.full.at512;
+const chance = `chance: ${pct(task.chance_guess)} guessing among the values, ${pct(task.chance_pick)} picking one of the sequence's`;
+
+// Laziness runs: recall_wW.csv, one row per evaluation.
+const lazy = [];
+for (const file of fs.readdirSync(data).filter((f) => /^recall_w\d+\.csv$/.test(f))) {
+  const w = Number(file.match(/\d+/)[0]);
+  const [header, ...rows] = fs.readFileSync(path.join(data, file), 'utf8').trim().split('\n');
+  const cols = header.split(',');
+  const points = rows.map((line) => {
+    const v = line.split(',').map(Number);
+    let correct = 0, items = 0;
+    for (let c = 2; c < cols.length; c += 2) {
+      const [, lo] = cols[c].split('_').map(Number);
+      // Beyond the window: bins that start at or after W (for W < 16: after the first bin).
+      if (lo >= Math.max(w, 16)) {
+        correct += v[c];
+        items += v[c + 1];
+      }
+    }
+    return { step: v[0], value: items ? correct / items : NaN };
+  });
+  const cross = (t) => (points.find((p) => p.value >= t) || { step: null }).step;
+  lazy.push({ w, points, cross50: cross(0.5), cross90: cross(0.9) });
+}
+lazy.sort((a, b) => a.w - b.w);
+
+// --- Tables (markdown and HTML from the same rows) ----------------------------
+
+const tables = [];
+function table(head, rows) {
+  tables.push({ head, rows });
+  return tables.length - 1;
+}
+const md = (t) => {
+  const { head, rows } = tables[t];
+  return [head, head.map(() => '---'), ...rows].map((r) => '| ' + r.join(' | ') + ' |').join('\n');
+};
+const esc = (s) => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const prose = (s) => esc(s).replace(/`([^`]+)`/g, '<code>$1</code>');  // markdown's code spans in HTML
+const html = (t) => {
+  const { head, rows } = tables[t];
+  return '<table><tr>' + head.map((h) => `<th>${esc(h)}</th>`).join('') + '</tr>' +
+    rows.map((r) => '<tr>' + r.map((c, i) => `<td${i ? ' class="n"' : ''}>${esc(c)}</td>`).join('') + '</tr>').join('') +
+    '</table>';
+};
+
+const binHeads = task.plans[0].bins.map((b) => `[${b.lo},${b.hi})`);
+const mainTable = table(
+  ['arm', 'plan', ...binHeads, `beyond ${RELAY}`, 'answer perplexity', 'keys / query', 'KV MiB @ 512', 'KV MiB @ 2048', 'decode tok/s @ 512'],
+  ARMS.map(([name, spec, label]) => {
+    const p = plan(name);
+    return [label, spec, ...p.bins.map((b) => pct(b.accuracy)), acc(p, RELAY), p.answer_perplexity.toFixed(3),
+      p.keys_per_query.toFixed(1), mib(p.kv_bytes), mib(plan(name, 'at2048').kv_bytes), p.decode_tokens_per_s.toFixed(0)];
+  }));
+const lengthTable = table(
+  ['arm', '@512: [128,513)', '@1024: [128,513)', '@1024: [513,1025)', '@2048: [513,1025)', '@2048: [1025,2049)'],
+  ARMS.map(([name, , label]) => [label, acc(plan(name), 128, 513), acc(plan(name, 'at1024'), 128, 513),
+    acc(plan(name, 'at1024'), 513, 1025), acc(plan(name, 'at2048'), 513, 1025), acc(plan(name, 'at2048'), 1025, 2049)]));
+const conversionTable = table(
+  ['plan at inference (arm 1, no retraining)', `inside the window [1,${WINDOW})`, `[${WINDOW},${RELAY})`, `beyond ${RELAY}`, 'answer perplexity', 'keys / query', 'trained under it (arms 2-5), beyond ' + RELAY],
+  conversion.plans.map((p) => {
+    const arm = ARMS.find(([, spec]) => spec === p.plan);
+    return [p.plan, acc(p, 1, WINDOW), acc(p, WINDOW, RELAY), acc(p, RELAY), p.answer_perplexity.toFixed(3), p.keys_per_query.toFixed(1),
+      arm ? acc(plan(arm[0]), RELAY) : '-'];
+  }));
+const CLASSES = ['far query', 'near query', 'key', 'value', 'answer', 'filler'];
+const routeTable = table(
+  ['layer', 'window branch', ...CLASSES.map((c) => `${c}`)],
+  routes.layers.map((l) => [String(l.layer), `${l.window} + ${l.sinks} sinks`,
+    ...CLASSES.map((c) => (l.classes[c].tokens ? `${pct(l.classes[c].ratio)} (${l.classes[c].tokens})` : '-'))]));
+const lazyTable = table(
+  ['window W of layer 0', 'first step >= 50% beyond W', 'first step >= 90% beyond W', 'last evaluation'],
+  lazy.map((l) => [String(l.w), l.cross50 ?? 'never (1600 steps)', l.cross90 ?? 'never (1600 steps)',
+    `${pct(l.points.at(-1).value)} at step ${l.points.at(-1).step}`]));
+const headTable = table(
+  ['model', 'layer', 'mass on the value after the key', 'mass on the key', `far answers (key >= ${heads.full.far_distance} back): value`],
+  ['full', 'hybrid'].flatMap((m) => heads[m].heads_mass.map((h) => [m === 'full' ? 'arm 1 (full)' : 'arm 4 (hybrid)',
+    `${h.layer} head ${h.head}`, h.value.toFixed(3), h.key.toFixed(3), h.far_value.toFixed(3)])));
+
+// --- Claims ---------------------------------------------------------------------
+
+const claims = [];
+function claim(text, verdict, numbers) { claims.push({ text, verdict, numbers }); }
+const b = (name, at = 'at512', lo = RELAY, hi = Infinity) => accuracy(plan(name, at), lo, hi).value;
+{
+  const v = b('full');
+  claim('The full-attention reference retrieves beyond the relay reach (the lab needs >= 95%).',
+    v >= 0.95 ? 'reproduced' : 'not reproduced', `arm 1: ${pct(v)} of the answers whose key is ${RELAY}+ tokens back.`);
+}
+{
+  const v = b('swa64'), limit = 3 * task.chance_pick;
+  claim(`A window of ${WINDOW} on every layer cannot retrieve beyond its reach (near chance: <= 3x the pick chance, ${pct(limit)}).`,
+    v <= limit ? 'reproduced' : 'not reproduced', `arm 2: ${pct(v)} beyond ${RELAY}, inside the window ${acc(plan('swa64'), 1, WINDOW)}.`);
+}
+{
+  const s = b('swa64-sinks4'), w = b('swa64');
+  claim('StreamingLLM: attention sinks keep a window model stable but do not extend what it can retrieve (within 5 points of the window alone).',
+    Math.abs(s - w) <= 0.05 ? 'reproduced' : 'not reproduced', `arm 3: ${pct(s)} beyond ${RELAY} against ${pct(w)} for arm 2.`);
+}
+{
+  const h = b('hybrid'), f = b('full');
+  claim('A static hybrid with its full layer last retrieves like full attention (>= 90% and within 5 points of arm 1).',
+    h >= 0.9 && f - h <= 0.05 ? 'reproduced' : h >= 0.9 ? 'mixed' : 'not reproduced',
+    `arm 4: ${pct(h)} beyond ${RELAY} with ${plan('hybrid').keys_per_query.toFixed(1)} keys per query against arm 1's ${pct(f)} with ${plan('full').keys_per_query.toFixed(1)}; KV ${mib(plan('hybrid', 'at2048').kv_bytes)} against ${mib(plan('full', 'at2048').kv_bytes)} MiB at 2048.`);
+}
+{
+  const n2 = b('hybrid-nope', 'at1024', 513), r2 = b('hybrid', 'at1024', 513);
+  const n4 = b('hybrid-nope', 'at2048', 1025), r4 = b('hybrid', 'at2048', 1025);
+  const better = n2 - r2 > 0.05 || n4 - r4 > 0.05, worse = r2 - n2 > 0.05 || r4 - n4 > 0.05;
+  claim('NoPE on the full layers helps long context: beyond the training length (2x and 4x), the NoPE hybrid retrieves more than the RoPE hybrid (by more than 5 points).',
+    better && !worse ? 'reproduced' : better && worse ? 'mixed' : 'not reproduced',
+    `distances 513-1024 at 2x: ${pct(n2)} NoPE against ${pct(r2)} RoPE; distances 1025-2048 at 4x: ${pct(n4)} against ${pct(r4)}; at the training length beyond ${RELAY}: ${pct(b('hybrid-nope'))} against ${pct(b('hybrid'))}.`);
+}
+{
+  const p = plan('routed'), v = b('routed'), ratio = p.routed_full_ratio;
+  const layers = routes.layers.filter((l) => l.classes['far query'].ratio > l.classes.filler.ratio).map((l) => l.layer);
+  const ok = [v >= 0.9, ratio <= 0.25, layers.length > 0];
+  claim('Switch Attention: a learned router keeps retrieval (>= 90% beyond the reach) while sending <= 25% of token-layer pairs to full attention, and sends far queries to full attention more often than filler in at least one layer.',
+    ok.every(Boolean) ? 'reproduced' : ok.some(Boolean) ? 'mixed' : 'not reproduced',
+    `arm 6: ${pct(v)} beyond ${RELAY}; full share ${pct(ratio)} of the routed token-layer pairs, ${p.keys_per_query.toFixed(1)} keys per query against ${plan('full').keys_per_query.toFixed(1)} for full; ` +
+    routes.layers.map((l) => `layer ${l.layer}: P(full | far query) ${pct(l.classes['far query'].ratio)}, P(full | filler) ${pct(l.classes.filler.ratio)}`).join('; ') + '.');
+}
+{
+  const steps = lazy.map((l) => l.cross90 ?? Infinity);
+  const increasing = steps.every((s, i) => i === 0 || s >= steps[i - 1]);
+  const strictly = steps.some((s, i) => i > 0 && s > steps[i - 1]);
+  claim('Bigger windows slow down how fast retrieval is learned: the step at which accuracy beyond the window reaches 90% grows with W.',
+    increasing && strictly ? 'reproduced' : strictly ? 'mixed' : 'not reproduced',
+    lazy.map((l) => `W=${l.w}: 50% at ${l.cross50 ?? 'never'}, 90% at ${l.cross90 ?? 'never'}`).join('; ') + ' (steps of 32 sequences).');
+}
+{
+  const f = conversion.plans[0], s = conversion.plans.find((p) => p.plan === 'swa:64,sinks:4');
+  const inside = accuracy(s, 1, WINDOW).value / accuracy(f, 1, WINDOW).value;
+  claim('Training-free SWA + 4 sinks keeps ~99% of a model\'s short-context quality (here: recall with the key inside the window, relative to full attention), and loses what lies beyond the window.',
+    inside >= 0.99 ? 'reproduced' : 'not reproduced',
+    `arm 1 under swa:64,sinks:4 without retraining: ${acc(s, 1, WINDOW)} inside the window (${(100 * inside).toFixed(1)}% of full's ${acc(f, 1, WINDOW)}), ${acc(s, RELAY)} beyond ${RELAY}; ` +
+    `the same model under the hybrid plan without retraining: ${acc(conversion.plans.find((p) => p.plan === 'hybrid:1:1,window:64'), RELAY)} beyond ${RELAY}.`);
+}
+
+// --- Pictures -------------------------------------------------------------------
+
+const COLORS = ['#1f77b4', '#d62728', '#ff7f0e', '#2ca02c', '#9467bd', '#8c564b', '#17becf'];
+function lineChart({ title, xLabel, series, xs, xTicks, hlines = [] }) {
+  const W = 700, H = 340, L = 56, R = 240, T = 34, B = 46;
+  const xmin = Math.min(...xs), xmax = Math.max(...xs);
+  const X = (x) => L + ((x - xmin) / (xmax - xmin || 1)) * (W - L - R);
+  const Y = (y) => T + (1 - y) * (H - T - B);
+  let s = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="12">`;
+  s += `<rect width="${W}" height="${H}" fill="white"/><text x="${L}" y="20" font-size="14">${esc(title)}</text>`;
+  for (const y of [0, 0.25, 0.5, 0.75, 1])
+    s += `<line x1="${L}" x2="${W - R}" y1="${Y(y)}" y2="${Y(y)}" stroke="#ddd"/><text x="${L - 6}" y="${Y(y) + 4}" text-anchor="end">${y * 100}%</text>`;
+  for (const [x, label] of xTicks)
+    s += `<text x="${X(x)}" y="${H - B + 16}" text-anchor="middle">${esc(label)}</text>`;
+  s += `<text x="${(L + W - R) / 2}" y="${H - 8}" text-anchor="middle">${esc(xLabel)}</text>`;
+  for (const [y, label] of hlines)
+    s += `<line x1="${L}" x2="${W - R}" y1="${Y(y)}" y2="${Y(y)}" stroke="#888" stroke-dasharray="4 3"/><text x="${W - R + 4}" y="${Y(y) + 4}" fill="#666">${esc(label)}</text>`;
+  series.forEach((line, i) => {
+    const pts = line.points.filter((p) => Number.isFinite(p.y));
+    const c = COLORS[i % COLORS.length];
+    s += `<polyline fill="none" stroke="${c}" stroke-width="2" points="${pts.map((p) => `${X(p.x).toFixed(1)},${Y(p.y).toFixed(1)}`).join(' ')}"/>`;
+    for (const p of pts) s += `<circle cx="${X(p.x).toFixed(1)}" cy="${Y(p.y).toFixed(1)}" r="2.5" fill="${c}"/>`;
+    s += `<rect x="${W - R + 8}" y="${T + 16 * i}" width="12" height="3" fill="${c}"/><text x="${W - R + 24}" y="${T + 16 * i + 5}">${esc(line.name)}</text>`;
+  });
+  return s + '</svg>\n';
+}
+const lazySvg = lineChart({
+  title: 'hybrid 1:1 from scratch: recall beyond the window W by step',
+  xLabel: 'optimizer step (32 sequences each; context 64, 128, 256, then 512)',
+  xs: [0, 1600],
+  xTicks: [0, 400, 800, 1200, 1600].map((x) => [x, String(x)]),
+  hlines: [[0.5, '50%'], [0.9, '90%'], [task.chance_pick, 'pick chance']],
+  series: lazy.map((l) => ({ name: `W = ${l.w}`, points: l.points.map((p) => ({ x: p.step, y: p.value })) })),
+});
+const bins = task.plans[0].bins;
+const distSvg = lineChart({
+  title: 'recall by key->query distance, each arm under its own plan',
+  xLabel: 'distance bin (tokens)',
+  xs: [0, bins.length - 1],
+  xTicks: bins.map((bin, i) => [i, `${bin.lo}-${bin.hi - 1}`]),
+  hlines: [[task.chance_pick, 'pick chance']],
+  series: ARMS.map(([name, spec]) => ({ name: spec, points: plan(name).bins.map((bin, i) => ({ x: i, y: bin.accuracy ?? NaN })) })),
+});
+fs.writeFileSync(path.join(docs, 'laziness.svg'), lazySvg);
+fs.writeFileSync(path.join(docs, 'recall_by_distance.svg'), distSvg);
+
+// --- Pages ----------------------------------------------------------------------
+
+const madeBy = ARMS.map(([name]) => `- \`models/lab/${name}\`: ` + readText(`made_by_${name}.txt`).split('\n')[0].replace('made by: ', '`') + '`').join('\n');
+const sections = [
+  ['What was run', `Six models trained by swan on one task, each shipped under \`models/lab/\` (bf16) with its recipe and the commit that made it, and evaluated by \`recipes/lab/report.sh\` on ${task.sequences} held-out sequences per plan (seed ${task.seed}, which no training run used). ` +
+    `The task: multi-query associative recall (MQAR) at context ${task.context}, 32 key-value pairs then 32 queries, 64 key and 64 value ids; ${chance}. ` +
+    `The shape: 2 layers, dim 128, 1 head of 128, MLP 352 (0.43M parameters). Every arm except 7 continues one base model (a 1:1 hybrid with a window of 2 on layer 0, trained from scratch: the window gives every value the key before it, which the later layer matches) for 600 steps under its own plan, with the same data, seed, curriculum and rate. ` +
+    `Window W = ${WINDOW}: with 2 window layers a fact can be relayed at most about ${RELAY} tokens, so "beyond ${RELAY}" is out of every window plan's reach. CPU: ${cpu}.`, null],
+  ['Each arm under its plan', 'Recall accuracy by key->query distance bin (every answer the greedy choice), the perplexity of the answer tokens, the keys each query visits (averaged over token-layer pairs, routed layers by the route each token took), the KV cache at 512 and 2048 tokens and decode speed at 512.', mainTable],
+  ['Recall by sequence length', `The same 32 pairs with more filler at 2x and 4x the training context, so that keys lie further back than training ever showed (MQAR's analogue of the needle grid: the keys all sit at the start, so depth is distance).`, lengthTable],
+  ['Training-free conversion (arm 8)', 'Arm 1, trained under full attention, run under window plans with no retraining, beside the arms trained under them.', conversionTable],
+  ['Switch Attention: where the router sends tokens (arm 6)', 'For each class of token, the share that each layer\'s router sends to full attention (tokens in parentheses); a query is far when the key it needs lies outside the layer\'s window.', routeTable],
+  ['Large-window laziness (arm 7)', 'The 1:1 hybrid (layer 0 a window of W, layer 1 full) trained from scratch, identically, at each W (W = 2 is the base model). Accuracy beyond the window: the held-out answers whose key lies W or more tokens back (16 or more for W = 2).', lazyTable],
+  ['Retrieval heads (arms 1 and 4)', 'Each head\'s attention (from the query that predicts an answer) on the value right after the answer\'s key, where a retrieval head looks, and on the key itself (`swan heads`).', headTable],
+];
+const claimRows = claims.map((c) => `- **${c.verdict}**: ${c.text} ${c.numbers}`).join('\n');
+
+let markdown = `# The retrieval lab\n\nWhat each attention plan keeps, measured on models swan trained. Written by \`recipes/lab/report.sh\`; every figure is in \`data/\`.\n\n`;
+markdown += `## The published claims\n\n${claimRows}\n\n`;
+for (const [title, text, t] of sections) {
+  markdown += `## ${title}\n\n${text}\n\n`;
+  if (t !== null) markdown += md(t) + '\n\n';
+  if (title.startsWith('Each arm')) markdown += '![recall by distance](recall_by_distance.svg)\n\n';
+  if (title.startsWith('Large-window')) markdown += '![laziness](laziness.svg)\n\n';
+  if (title.startsWith('Retrieval heads')) markdown += '![heads of arm 1](heads_full.svg) ![heads of arm 4](heads_hybrid.svg)\n\n';
+}
+markdown += `## The models\n\n${madeBy}\n\nThe learning curves of laziness are \`models/lab/laziness/recall_w*.csv\`.\n`;
+fs.writeFileSync(path.join(docs, 'README.md'), markdown);
+
+const verdictClass = (v) => v.replace(/ /g, '-');
+let page = `<!doctype html><html><head><meta charset="utf-8"><title>swan: the retrieval lab</title><style>
+body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 7px}
+td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f4f4f4}
+.reproduced{color:#1a7f37}.not-reproduced{color:#cf222e}.mixed{color:#9a6700}
+</style></head><body><h1>The retrieval lab</h1>
+<p>What each attention plan keeps, measured on models swan trained. Written by <code>recipes/lab/report.sh</code>; every figure is in <code>data/</code>.</p>
+<h2>The published claims</h2><ul>` +
+  claims.map((c) => `<li><b class="${verdictClass(c.verdict)}">${c.verdict}</b>: ${prose(c.text)} ${prose(c.numbers)}</li>`).join('') + '</ul>';
+for (const [title, text, t] of sections) {
+  page += `<h2>${esc(title)}</h2><p>${prose(text)}</p>`;
+  if (t !== null) page += html(t);
+  if (title.startsWith('Each arm')) page += distSvg;
+  if (title.startsWith('Large-window')) page += lazySvg;
+  if (title.startsWith('Retrieval heads'))
+    page += ['full', 'hybrid'].map((m) => fs.readFileSync(path.join(docs, `heads_${m}.svg`), 'utf8')).join(' ');
+}
+page += '</body></html>\n';
+fs.writeFileSync(path.join(docs, 'index.html'), page);
+console.log(`wrote ${path.join(docs, 'README.md')} and ${path.join(docs, 'index.html')}`);
+for (const c of claims) console.log(`  ${c.verdict}: ${c.text}`);

@@ -1,0 +1,43 @@
+#!/bin/sh
+# The retrieval lab's report: runs `swan compare`, `swan heads` and `swan
+# route-stats` on the shipped lab models (models/lab, made by the arms'
+# recipes) and writes docs/lab/: README.md, index.html, the pictures and,
+# under data/, every figure as the JSON the commands printed.
+#   recipes/lab/report.sh [DOCS]   (DOCS default: docs/lab; a few minutes on 2 cores)
+# Environment: SWAN, MODELS (see common.sh), SAMPLES held-out sequences per
+# plan (default 64), THREADS (default 2 here).
+THREADS=${THREADS:-2}
+. "$(dirname "$0")/common.sh"
+DOCS=${1:-docs/lab}
+SAMPLES=${SAMPLES:-64}
+command -v node >/dev/null 2>&1 || { echo "report.sh needs node (scripts/setup.sh installs it)" >&2; exit 1; }
+for arm in full swa64 swa64-sinks4 hybrid hybrid-nope routed; do
+  [ -f "$MODELS/$arm/config.json" ] || { echo "no $MODELS/$arm: run recipes/lab/$arm.sh first" >&2; exit 1; }
+done
+mkdir -p "$DOCS/data"
+compare() {  # compare OUT.json MODEL [flags...]
+  out=$1; shift
+  echo "swan compare -m $*" >&2
+  "$SWAN" compare -m "$@" --samples "$SAMPLES" --json --quiet -t "$THREADS" > "$DOCS/data/$out"
+}
+# Each arm under the plan it was trained under, at the training context and
+# at 2x and 4x (the longer sequences: the same 32 pairs, more filler).
+for arm in full swa64 swa64-sinks4 hybrid hybrid-nope routed; do
+  compare "arm_$arm.json" "$MODELS/$arm" --attn model --distances $BINS
+  compare "arm_${arm}_1024.json" "$MODELS/$arm" --attn model -c 1024 --distances 1,64,128,513,1025
+  compare "arm_${arm}_2048.json" "$MODELS/$arm" --attn model -c 2048 --distances 1,64,128,513,1025,2049
+done
+# Arm 8: the full-attention model under window plans, without retraining.
+compare conversion.json "$MODELS/full" --attn "full;swa:64;swa:64,sinks:4;hybrid:1:1,window:64;hybrid:1:1,window:64,nope:full" \
+  --distances $BINS
+for arm in full hybrid; do
+  "$SWAN" heads -m "$MODELS/$arm" --samples 32 --json -t "$THREADS" > "$DOCS/data/heads_$arm.json"
+  "$SWAN" heads -m "$MODELS/$arm" --samples 32 --svg "$DOCS/heads_$arm.svg" -t "$THREADS" > /dev/null
+done
+"$SWAN" route-stats -m "$MODELS/routed" --recall --samples 32 --json --quiet -t "$THREADS" > "$DOCS/data/routes.json"
+cp "$MODELS"/laziness/recall_w*.csv "$DOCS/data/"
+for arm in full swa64 swa64-sinks4 hybrid hybrid-nope routed; do
+  cp "$MODELS/$arm/MADE_BY.txt" "$DOCS/data/made_by_$arm.txt"
+done
+lscpu | sed -n 's/^Model name: *//p' | head -n 1 > "$DOCS/data/cpu.txt"
+node "$(dirname "$0")/report.mjs" "$DOCS"
