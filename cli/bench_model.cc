@@ -17,6 +17,7 @@
 
 #include "cli/args.h"
 #include "cli/threads_option.h"
+#include "eval/cost.h"
 #include "model/model.h"
 #include "model/synthetic.h"
 #include "ops/cpu_report.h"
@@ -92,15 +93,6 @@ double KvBytesPerToken(const AttentionPlan& plan, const std::vector<double>& ful
     bytes += keys * shape.n_kv_heads * shape.head_dim * 2.0 * kv_bytes;
   }
   return bytes;
-}
-
-// The median of `runs` and their spread (max - min) / median; 0, 0 for none.
-std::pair<double, double> MedianAndSpread(std::vector<double> runs) {
-  if (runs.empty()) return {0, 0};
-  std::sort(runs.begin(), runs.end());
-  const size_t n = runs.size();
-  const double median = n % 2 ? runs[n / 2] : 0.5 * (runs[n / 2 - 1] + runs[n / 2]);
-  return {median, median > 0 ? (runs.back() - runs.front()) / median : 0};
 }
 
 struct Row {

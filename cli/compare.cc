@@ -182,6 +182,8 @@ int CompareRecallModel(const Args& args, const std::string& dir, const LanguageM
     results.back().kv_bytes = point.kv_bytes;
     results.back().prefill_tokens_per_s = point.prefill_tokens_per_s;
     results.back().decode_tokens_per_s = point.decode_tokens_per_s;
+    results.back().prefill_spread = point.prefill_spread;
+    results.back().decode_spread = point.decode_spread;
   }
   if (!quiet) std::fprintf(stderr, "\r%-100s\r", "");
   const std::string svg = RecallSuiteSvg(results, options);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <random>
 #include <stdexcept>
+#include <tuple>
 
 #include "model/sampler.h"
 #include "util/threads.h"
@@ -16,6 +17,14 @@ double SecondsSince(std::chrono::steady_clock::time_point t) {
 }
 
 }  // namespace
+
+std::pair<double, double> MedianAndSpread(std::vector<double> runs) {
+  if (runs.empty()) return {0, 0};
+  std::sort(runs.begin(), runs.end());
+  const size_t n = runs.size();
+  const double median = n % 2 ? runs[n / 2] : 0.5 * (runs[n / 2 - 1] + runs[n / 2]);
+  return {median, median > 0 ? (runs.back() - runs.front()) / median : 0};
+}
 
 std::vector<CostPoint> MeasureCost(const LanguageModel& model, const AttentionPlan& plan, const CostOptions& options) {
   const int64_t vocab = model.config().vocab_size;
@@ -30,13 +39,13 @@ std::vector<CostPoint> MeasureCost(const LanguageModel& model, const AttentionPl
     std::vector<float> logits(static_cast<size_t>(vocab));  // [vocab] of the last token
     CostPoint point;
     point.depth = depth;
-    double best_prefill = 1e30, best_decode = 1e30;
-    for (int32_t r = 0; r < std::max(1, options.repeats); ++r) {
+    std::vector<double> prefill, decode;  // [repeats] tokens/s of each timed run
+    for (int32_t r = -1; r < std::max(1, options.repeats); ++r) {  // r = -1: the warm-up
       auto session = model.NewSession(plan, options.kv);
       ThreadsForNextStep();  // the cores other programs leave idle
       auto t0 = std::chrono::steady_clock::now();
       model.Forward(logits.data(), Batch{tokens.data(), pos.data(), depth, false}, *session);
-      best_prefill = std::min(best_prefill, SecondsSince(t0));
+      const double prefill_s = SecondsSince(t0);
       t0 = std::chrono::steady_clock::now();
       for (int32_t i = 0; i < options.decode_tokens; ++i) {
         const int32_t next = Argmax(logits.data(), vocab);
@@ -44,11 +53,14 @@ std::vector<CostPoint> MeasureCost(const LanguageModel& model, const AttentionPl
         ThreadsForNextStep();  // the cores other programs leave idle
         model.Forward(logits.data(), Batch{&next, &p, 1, false}, *session);
       }
-      best_decode = std::min(best_decode, SecondsSince(t0));
+      const double decode_s = SecondsSince(t0);
       point.kv_bytes = double(session->cache.Bytes());
+      if (r < 0) continue;
+      prefill.push_back(double(depth) / std::max(prefill_s, 1e-9));
+      decode.push_back(double(options.decode_tokens) / std::max(decode_s, 1e-9));
     }
-    point.prefill_tokens_per_s = double(depth) / std::max(best_prefill, 1e-9);
-    point.decode_tokens_per_s = double(options.decode_tokens) / std::max(best_decode, 1e-9);
+    std::tie(point.prefill_tokens_per_s, point.prefill_spread) = MedianAndSpread(prefill);
+    std::tie(point.decode_tokens_per_s, point.decode_spread) = MedianAndSpread(decode);
     points.push_back(point);
   }
   return points;

@@ -194,8 +194,13 @@ std::string RecallSuiteTable(const std::vector<RecallPlanResult>& results,
   const bool measured = !results.empty() && results[0].kv_bytes > 0;
   if (measured) {
     add("KV MiB" + at, [&](const RecallPlanResult& r) { return number("%.3f", r.kv_bytes / (1 << 20)); });
-    add("prefill tok/s" + at, [&](const RecallPlanResult& r) { return number("%.0f", r.prefill_tokens_per_s); });
-    add("decode tok/s" + at, [&](const RecallPlanResult& r) { return number("%.0f", r.decode_tokens_per_s); });
+    // The median of the timed runs, ± their spread.
+    add("prefill tok/s" + at, [&](const RecallPlanResult& r) {
+      return number("%.0f", r.prefill_tokens_per_s) + number(" ±%.0f%%", 100 * r.prefill_spread);
+    });
+    add("decode tok/s" + at, [&](const RecallPlanResult& r) {
+      return number("%.0f", r.decode_tokens_per_s) + number(" ±%.0f%%", 100 * r.decode_spread);
+    });
   }
   add("seconds", [](const RecallPlanResult& r) {
     char buf[32];
@@ -258,6 +263,8 @@ nlohmann::json RecallSuiteJson(const std::vector<RecallPlanResult>& results,
       p["kv_bytes"] = r.kv_bytes;
       p["prefill_tokens_per_s"] = r.prefill_tokens_per_s;
       p["decode_tokens_per_s"] = r.decode_tokens_per_s;
+      p["prefill_spread"] = r.prefill_spread;
+      p["decode_spread"] = r.decode_spread;
     }
     p["bins"] = nlohmann::json::array();
     for (size_t b = 0; b < r.bins.bins(); ++b)

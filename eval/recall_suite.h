@@ -51,6 +51,7 @@ struct RecallPlanResult {
   // What the plan costs at the task's context, filled by the caller
   // (eval/cost.h); 0 = not measured.
   double kv_bytes = 0, prefill_tokens_per_s = 0, decode_tokens_per_s = 0;
+  double prefill_spread = 0, decode_spread = 0;  // (max - min) / median of the timed runs
 
   // exp(mean answer NLL): the perplexity of the answers, 1 when all are certain.
   double AnswerPerplexity() const;

@@ -87,8 +87,13 @@ std::vector<Row> Rows(const CompareReport& r) {
   if (!r.plans.empty())
     for (size_t i = 0; i < r.plans[0].cost.size(); ++i) {
       const std::string depth = std::to_string(r.plans[0].cost[i].depth);
-      add("prefill tok/s @ " + depth, [&](const PlanReport& p) { return i < p.cost.size() ? Format("%.0f", p.cost[i].prefill_tokens_per_s) : "-"; });
-      add("decode tok/s @ " + depth, [&](const PlanReport& p) { return i < p.cost.size() ? Format("%.0f", p.cost[i].decode_tokens_per_s) : "-"; });
+      // The median of the timed runs, ± their spread.
+      add("prefill tok/s @ " + depth, [&](const PlanReport& p) {
+        return i < p.cost.size() ? Format("%.0f", p.cost[i].prefill_tokens_per_s) + Format(" ±%.0f%%", 100 * p.cost[i].prefill_spread) : "-";
+      });
+      add("decode tok/s @ " + depth, [&](const PlanReport& p) {
+        return i < p.cost.size() ? Format("%.0f", p.cost[i].decode_tokens_per_s) + Format(" ±%.0f%%", 100 * p.cost[i].decode_spread) : "-";
+      });
       add("KV MiB @ " + depth, [&](const PlanReport& p) { return i < p.cost.size() ? MiB(p.cost[i].kv_bytes) : "-"; });
     }
   return rows;
@@ -184,7 +189,8 @@ nlohmann::json ReportJson(const CompareReport& r) {
                               {"answer_nll", t.MeanNll()}});
     for (const CostPoint& c : p.cost)
       jp["cost"].push_back({{"depth", c.depth}, {"prefill_tokens_per_s", c.prefill_tokens_per_s},
-                            {"decode_tokens_per_s", c.decode_tokens_per_s}, {"kv_bytes", c.kv_bytes}});
+                            {"decode_tokens_per_s", c.decode_tokens_per_s}, {"prefill_spread", c.prefill_spread},
+                            {"decode_spread", c.decode_spread}, {"kv_bytes", c.kv_bytes}});
     j["plans"].push_back(jp);
   }
   return j;
