@@ -325,13 +325,16 @@ TEST_F(Http, LogprobsMatchTheModelsForwardPass) {
     EXPECT_GE(t["top_logprobs"][0]["logprob"].get<double>(), t["top_logprobs"][1]["logprob"].get<double>());
   }
 
-  ExpectError(Post("/v1/completions", R"({"prompt": "hi", "logprobs": 1, "stream": true})").first,
-              Post("/v1/completions", R"({"prompt": "hi", "logprobs": 1, "stream": true})").second, 400, "logprobs");
-  ExpectError(Post("/v1/completions", R"({"prompt": "hi", "max_tokens": 0})").first,
-              Post("/v1/completions", R"({"prompt": "hi", "max_tokens": 0})").second, 400, "max_tokens");
-  ExpectError(Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})").first,
-              Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})").second,
-              400, "top_logprobs");
+  // Each refused request, posted once.
+  const std::pair<const char*, const char*> refused[] = {
+      {"/v1/completions", R"({"prompt": "hi", "logprobs": 1, "stream": true})"},
+      {"/v1/completions", R"({"prompt": "hi", "max_tokens": 0})"},
+      {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})"}};
+  const char* params[] = {"logprobs", "max_tokens", "top_logprobs"};
+  for (size_t i = 0; i < 3; ++i) {
+    const auto [bad_status, bad_body] = Post(refused[i].first, refused[i].second);
+    ExpectError(bad_status, bad_body, 400, params[i]);
+  }
 }
 
 // SIGTERM's path (swan serve drains the engine, then stops the server): a
