@@ -142,6 +142,12 @@ void AddProvenance(nlohmann::json* j, const Args& args) {
                         {"threads", ThreadLimit()}};
 }
 
+// The same, as text for an HTML report.
+std::string ProvenanceText(const Args& args) {
+  return "swan compare " + args.CommandLine() + "\nswan built " + __DATE__ + ", " + std::to_string(ThreadLimit()) +
+         " threads\n" + CpuReport();
+}
+
 // A model trained on recall tasks in token-id space: its own task under
 // each plan, by distance bin (eval/recall_suite.h), and what each costs.
 int CompareRecallModel(const Args& args, const std::string& dir, const LanguageModel& model) {
@@ -196,8 +202,8 @@ int CompareRecallModel(const Args& args, const std::string& dir, const LanguageM
   if (args.Has("--html"))
     WriteText(args.Get("--html", ""), "<!doctype html><html><head><meta charset='utf-8'><title>swan compare: " + dir +
                                           "</title></head><body><h1>swan compare: " + dir + "</h1><pre>" + table +
-                                          "</pre>" + svg + "<pre>swan compare " + args.CommandLine() + "\n" +
-                                          CpuReport() + "</pre></body></html>\n");
+                                          "</pre>" + svg + "<pre>" + ProvenanceText(args) +
+                                          "</pre></body></html>\n");
   if (args.Has("--json")) {
     nlohmann::json j = RecallSuiteJson(results, options);
     j["model"] = dir;
@@ -343,6 +349,7 @@ int RunCompare(const std::vector<std::string>& words) {
     for (size_t i = 0; i < report.plans.size(); ++i)
       WriteText(out / ("retrieval_grid_" + std::to_string(i + 1) + ".svg"), NiahHeatmapSvg(report, report.plans[i]));
   }
+  report.provenance = ProvenanceText(args);
   if (args.Has("--html")) WriteText(args.Get("--html", ""), ReportHtml(report));
   if (args.Has("--json")) {
     nlohmann::json j = ReportJson(report);

@@ -26,6 +26,7 @@ const char kUsage[] =
     "                  [--chat-template FILE] [--parallel N] [--max-waiting N] [--batch B]\n"
     "                  [--checkpoint-interval N] [--ctx N] [--kv f32|bf16] [-t N]\n"
     "                  [--seq-threads N] [--threads-http N] [--name NAME] [--accept-any-model]\n"
+    "                  [--client-connections N] [--request-timeout S] [--idle-timeout S]\n"
     "                  [--shutdown-grace S]\n"
     "                  [--prompt-cache MiB | --no-prompt-cache] [--verbose]\n"
     "  -m DIR                 Hugging Face model directory\n"
@@ -46,7 +47,14 @@ const char kUsage[] =
     "  --seq-threads N        threads inside one sequence's kernels (default 1: small models;\n"
     "                         0 = all of -t, for large models); the decode steps of all running\n"
     "                         sequences run as one batched forward\n"
-    "  --threads-http N       HTTP connections served at once (default 64)\n"
+    "  --threads-http N       open HTTP connections, all clients together (default 256); one\n"
+    "                         more is answered 503 at once and closed\n"
+    "  --client-connections N  open connections from one client address (default 32); one\n"
+    "                         more is answered 429 at once and closed\n"
+    "  --request-timeout S    a request's headers and body must arrive within S seconds of\n"
+    "                         the connection (or, kept alive, of the request's first byte),\n"
+    "                         else 408 (default 10)\n"
+    "  --idle-timeout S       a kept-alive connection's wait for its next request (default 5)\n"
     "  --name NAME            model name in responses (default: the directory's name); a\n"
     "                         request for another model gets 404 model_not_found, and\n"
     "                         GET /v1/models/NAME returns this one\n"
@@ -82,7 +90,7 @@ int RunServe(const std::vector<std::string>& words) {
   }
   args.RejectUnknown({"-m", "--attn", "--host", "--port", "--kv-budget", "--chat-template", "--parallel",
                       "--max-waiting", "--batch", "--seq-threads", "--checkpoint-interval", "--ctx", "--kv",
-                      "--threads-http", "--name", "--accept-any-model", "--shutdown-grace", "--no-prompt-cache", "--verbose", "--prompt-cache",
+                      "--threads-http", "--client-connections", "--request-timeout", "--idle-timeout", "--name", "--accept-any-model", "--shutdown-grace", "--no-prompt-cache", "--verbose", "--prompt-cache",
                       "-t", "--threads"});
   ApplyThreadsOption(args);
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
@@ -127,13 +135,18 @@ int RunServe(const std::vector<std::string>& words) {
   ServerOptions server_options;
   server_options.host = args.Get("--host", "127.0.0.1");
   server_options.port = int(port);
-  server_options.threads = int(args.GetInt("--threads-http", 64));
+  ConnectionLimits& limits = server_options.limits;
+  limits.max_connections = int(args.GetPositiveInt("--threads-http", 256));
+  limits.max_per_client = int(args.GetPositiveInt("--client-connections", 32));
+  limits.request_timeout_s = args.GetDouble("--request-timeout", 10);
+  limits.idle_timeout_s = args.GetDouble("--idle-timeout", 5);
+  if (!(limits.request_timeout_s > 0)) throw std::invalid_argument("--request-timeout must be > 0 seconds");
+  if (!(limits.idle_timeout_s > 0)) throw std::invalid_argument("--idle-timeout must be > 0 seconds");
   server_options.model_name = args.Get("--name", DirName(dir));
   server_options.accept_any_model = args.Has("--accept-any-model");
   const double grace_s = args.GetDouble("--shutdown-grace", 10);
   if (!(grace_s >= 0)) throw std::invalid_argument("--shutdown-grace must be >= 0 seconds");
   server_options.verbose = engine_options.verbose;
-  if (server_options.threads <= 0) throw std::invalid_argument("--threads-http must be positive");
   HttpServer server(engine, tokenizer, chat_template, server_options);
   server.Bind();
   std::fprintf(

@@ -38,6 +38,7 @@ struct CompareReport {
   std::string filler_source;   // the haystack: "noise" or a file
   SuiteOptions suite;
   std::vector<PlanReport> plans;
+  std::string provenance;  // how it was measured (command, build, CPU, threads); shown by ReportHtml
 };
 
 // Accuracy and answer loss of the answers a predicate selects.

@@ -223,7 +223,9 @@ std::string ReportHtml(const CompareReport& report) {
   html += "<h2>Loss by position and recall by distance</h2>\n<div class=\"figs\">\n" + PerplexityByPositionSvg(report) +
           RecallByDistanceSvg(report) + "</div>\n<h2>Retrieval by depth and length</h2>\n<div class=\"figs\">\n";
   for (const PlanReport& p : report.plans) html += NiahHeatmapSvg(report, p);
-  html += "</div>\n</body></html>\n";
+  html += "</div>\n";
+  if (!report.provenance.empty()) html += "<h2>How this was measured</h2>\n<pre>" + Escape(report.provenance) + "</pre>\n";
+  html += "</body></html>\n";
   return html;
 }
 

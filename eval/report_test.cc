@@ -65,7 +65,7 @@ TEST(Report, TableSplitsAtTheWindow) {
 }
 
 TEST(Report, PicturesAndPageAreSelfContained) {
-  const CompareReport r = MakeReport();
+  CompareReport r = MakeReport();
   const std::string heat = NiahHeatmapSvg(r, r.plans[1]);
   EXPECT_EQ(heat.rfind("<svg", 0), 0u);
   EXPECT_NE(heat.find("</svg>"), std::string::npos);
@@ -75,7 +75,9 @@ TEST(Report, PicturesAndPageAreSelfContained) {
   const std::string ppl = PerplexityByPositionSvg(r);
   EXPECT_NE(ppl.find("<polyline"), std::string::npos);
   EXPECT_NE(ppl.find("window 4"), std::string::npos);
+  r.provenance = "swan compare -m <dir>\nCPU: test";
   const std::string html = ReportHtml(r);
+  EXPECT_NE(html.find("<pre>swan compare -m &lt;dir&gt;\nCPU: test</pre>"), std::string::npos);
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   size_t svgs = 0;
   for (size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1)) ++svgs;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "serve/guarded_server.h"
 #include "serve/openai_api.h"
 
 namespace swan {
@@ -55,15 +56,13 @@ struct HttpServer::Impl {
   const Tokenizer& tokenizer;
   const ChatTemplate& chat_template;
   ServerOptions options;
-  httplib::Server server;
+  GuardedServer server;
   std::atomic<uint64_t> next_id{1};
 
   Impl(Engine& e, const Tokenizer& t, const ChatTemplate& c, const ServerOptions& o)
-      : engine(e), tokenizer(t), chat_template(c), options(o) {}
+      : engine(e), tokenizer(t), chat_template(c), options(o), server(o.limits) {}
 
   void Routes() {
-    const int threads = options.threads;
-    server.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
     server.set_payload_max_length(size_t(16) << 20);
     // SO_REUSEADDR only: a restart may take the port over from connections
     // in TIME_WAIT, but not from a server still listening (httplib's
@@ -235,6 +234,7 @@ void HttpServer::Bind() {
   } else if (impl_->server.bind_to_port(o.host, o.port)) {
     port_ = o.port;
   }
+  if (port_ > 0) impl_->server.RaiseBacklog();
   if (port_ <= 0)
     throw std::runtime_error("cannot listen on " + o.host + ":" + std::to_string(o.port) +
                              " (in use, or not an address of this machine)");

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "serve/chat_template.h"
+#include "serve/connection_limits.h"
 #include "serve/engine.h"
 
 namespace swan {
@@ -18,10 +19,10 @@ namespace swan {
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;   // 0: any free port (see HttpServer::port())
-  int threads = 64;  // connections served at once
   std::string model_name = "swan";
   bool verbose = false;
   bool accept_any_model = false;  // see ApiContext
+  ConnectionLimits limits;
 };
 
 class HttpServer {

@@ -9,39 +9,13 @@
 
 #include "model/test_files.h"
 #include "serve/http_server.h"
+#include "serve/test_server.h"
 #include "serve/openai_api.h"
 
 namespace swan {
 namespace {
 
-// A server on a free loopback port, run on its own thread.
-class TestServer {
- public:
-  TestServer(const LanguageModel& model, const Tokenizer& tokenizer, EngineOptions engine_options)
-      : engine_(model, tokenizer, engine_options),
-        chat_template_(kFallbackChatTemplate, "<s>", "</s>", "built-in fallback"),
-        server_(engine_, tokenizer, chat_template_, ServerOptions{"127.0.0.1", 0, 16, "stories260K", false}) {
-    server_.Bind();
-    thread_ = std::thread([this] { server_.Run(); });
-  }
-  ~TestServer() {
-    server_.Stop();
-    thread_.join();
-  }
-  httplib::Client Client() const {
-    httplib::Client c("127.0.0.1", server_.port());
-    c.set_read_timeout(30, 0);
-    return c;
-  }
-  Engine& engine() { return engine_; }
-  int port() const { return server_.port(); }
-
- private:
-  Engine engine_;
-  ChatTemplate chat_template_;
-  HttpServer server_;
-  std::thread thread_;
-};
+using test::TestServer;
 
 class Http : public ::testing::Test {
  protected:
@@ -106,7 +80,7 @@ TEST_F(Http, ASecondServerOnTheSamePortIsRefused) {
   Engine engine(*model_, *tokenizer_, EngineOptions{});
   const ChatTemplate chat_template(kFallbackChatTemplate, "<s>", "</s>", "built-in fallback");
   HttpServer second(engine, *tokenizer_, chat_template,
-                    ServerOptions{"127.0.0.1", server_->port(), 2, "stories260K", false});
+                    ServerOptions{"127.0.0.1", server_->port(), "stories260K", false, false, {}});
   try {
     second.Bind();
     FAIL() << "a second server bound port " << server_->port();
