@@ -16,6 +16,7 @@
 #include "cli/threads_option.h"
 #include "tokenizer/token_file.h"
 #include "train/recall_eval.h"
+#include "train/data_parallel.h"
 #include "train/synthetic.h"
 #include "train/trainer.h"
 #include "ops/gemm_rate.h"
@@ -302,12 +303,27 @@ int RunTrain(const std::vector<std::string>& words) {
   o.debug_kill_after_step = args.GetInt("--debug-kill-after", 0);
 
   CheckTrainNumbers(o);
+  // Under mpirun: this process's rank (MPI starts here); rank 0 writes.
+  DataParallel& ranks = DataParallel::Get();
   // (Not over the settings of a run that a fresh start would refuse.)
-  if (o.resume || !std::filesystem::exists(std::filesystem::path(o.run_dir) / "checkpoint.bin"))
+  if (ranks.lead() &&
+      (o.resume || !std::filesystem::exists(std::filesystem::path(o.run_dir) / "checkpoint.bin")))
     StoreSettings(o.run_dir, settings);
 
   std::signal(SIGINT, OnSigint);
-  const TrainResult r = Train(o);
+  TrainResult r;
+  try {
+    r = Train(o);
+  } catch (const std::exception& e) {
+    // The other ranks may wait in a collective for this one: end them all.
+    if (ranks.size() > 1 && !ranks.finished()) {
+      std::fprintf(stderr, "swan train rank %d: error: %s\n", ranks.rank(), e.what());
+      ranks.AbortAll(1);
+    }
+    throw;
+  }
+  ranks.Finish();
+  if (!ranks.lead()) return StopRequested().load() ? 130 : 0;
   char route[96] = "";
   if (r.last_full_ratio >= 0)
     std::snprintf(route, sizeof route, " | router %.3g, full attention %.1f%%", r.last_router_loss,

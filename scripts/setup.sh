@@ -10,6 +10,7 @@ packages=(
   libomp-dev        # OpenMP runtime (gcc's libgomp comes with g++)
   nlohmann-json3-dev
   libcpp-httplib-dev
+  libopenmpi-dev openmpi-bin  # data-parallel training: mpirun -np N swan train
   libpcre2-dev      # tokenizer pre-split regexes
   libicu-dev        # tokenizer Unicode normalization (NFC, NFKC)
   clang-14 libclang-rt-14-dev  # libFuzzer targets (scripts/fuzz.sh)

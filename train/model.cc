@@ -434,8 +434,18 @@ void TrainModel::Backward(float loss_scale) {
     if (r >= 0) RouterBackward(s.d_xn.data(), g.router_w, g.router_b, s.d_logit.data(), xn, p.router_w, N, C);
     RmsNormBackward(s.d_res.data(), g.attn_norm, s.d_xn.data(), At(a.residual, l * N * C),
                     At(a.attn_rstd, l * N), p.attn_norm, N, C, /*accumulate_dx=*/true);
+    if (grads_ready_) {
+      const int64_t first = tensors_[layer_first_[size_t(l)]].offset;
+      const int64_t end = l + 1 < L ? tensors_[layer_first_[size_t(l) + 1]].offset : norm_t.offset;
+      grads_ready_(first, end - first);
+    }
   }
   EmbeddingBackward(grads_.data(), s.d_res.data(), a.tokens.data(), N, C);
+  if (grads_ready_) {
+    // With tied embeddings lm_head's gradient is the embedding's, final only now.
+    grads_ready_(0, tensors_.front().numel);
+    grads_ready_(norm_t.offset, num_params() - norm_t.offset);
+  }
 }
 
 std::string TrainModel::FirstNonFinite() const {

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,12 @@ class TrainModel {
   // backpropagate by the straight-through estimator. The usual loss_scale
   // is 1 / (the weight of the counted tokens of all micro-batches).
   void Backward(float loss_scale);
+  // Called by Backward as soon as a range [offset, offset + count) of
+  // grads() is final: each layer's (the last layer first), then the
+  // embedding's and the final norm's with lm_head's. A data-parallel step
+  // sums each range across ranks while the backward goes on. Null: none.
+  using GradsReady = std::function<void(int64_t offset, int64_t count)>;
+  void set_grads_ready(GradsReady hook) { grads_ready_ = std::move(hook); }
 
   // Routing of the last Forward.
   const RoutingStats& routing() const { return routing_; }
@@ -223,6 +230,7 @@ class TrainModel {
   std::vector<float> params_;
   std::vector<float> grads_;
   MatmulPrecision matmul_ = MatmulPrecision::kF32;
+  GradsReady grads_ready_;
   std::vector<uint16_t> params16_;  // [num_params] bf16 copy of params_ (bf16 products only)
   bool params16_stale_ = true;      // params_ may have changed since params16_ was made
   Activations acts_;

@@ -16,6 +16,8 @@ namespace {
 const char kHeader[] = "step,tokens,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s";
 // Appended when the run has routed layers; the last one is ';'-separated.
 const char kRouterHeader[] = ",router_loss,full_ratio,val_full_ratio,val_full_ratio_by_layer";
+// Appended last when the run is data-parallel.
+const char kCommHeader[] = ",comm_s";
 
 std::string Path(const std::string& dir, const char* name) {
   return (std::filesystem::path(dir) / name).string();
@@ -31,7 +33,7 @@ std::vector<std::string> Split(const std::string& s, char sep) {
 }
 
 // A CSV row back into a LogRow; false for a line that is not one.
-bool ParseRow(const std::string& line, LogRow& r) {
+bool ParseRow(const std::string& line, bool routed, bool data_parallel, LogRow& r) {
   const std::vector<std::string> f = Split(line, ',');
   if (f.size() < 8) return false;
   try {
@@ -39,13 +41,15 @@ bool ParseRow(const std::string& line, LogRow& r) {
     r.tokens = std::stoll(f[1]);
     double* fields[] = {&r.loss, &r.val_loss, &r.lr, &r.grad_norm, &r.tokens_per_s, &r.elapsed_s};
     for (size_t i = 0; i < 6; ++i) *fields[i] = std::stod(f[2 + i]);
-    if (f.size() >= 11) {
+    if (routed && f.size() >= 11) {
       r.router_loss = std::stod(f[8]);
       r.full_ratio = std::stod(f[9]);
       r.val_full_ratio = std::stod(f[10]);
     }
-    if (f.size() >= 12 && !f[11].empty())
+    if (routed && f.size() >= 12 && !f[11].empty())
       for (const std::string& v : Split(f[11], ';')) r.val_full_ratio_by_layer.push_back(std::stod(v));
+    const size_t comm = routed ? 12 : 8;
+    if (data_parallel && f.size() > comm && !f[comm].empty()) r.comm_s = std::stod(f[comm]);
   } catch (const std::exception&) {  // std::stod's invalid_argument / out_of_range
     return false;
   }
@@ -54,15 +58,15 @@ bool ParseRow(const std::string& line, LogRow& r) {
 
 }  // namespace
 
-RunLog::RunLog(const std::string& run_dir, int64_t keep_until_step, bool routed)
-    : dir_(run_dir), routed_(routed) {
+RunLog::RunLog(const std::string& run_dir, int64_t keep_until_step, bool routed, bool data_parallel)
+    : dir_(run_dir), routed_(routed), data_parallel_(data_parallel) {
   if (keep_until_step <= 0) return;
   std::ifstream in(Path(dir_, "train_log.csv"));
   std::string line;
   std::getline(in, line);  // header
   while (std::getline(in, line)) {
     LogRow r;
-    if (ParseRow(line, r) && r.step <= keep_until_step) rows_.push_back(r);
+    if (ParseRow(line, routed_, data_parallel_, r) && r.step <= keep_until_step) rows_.push_back(r);
   }
 }
 
@@ -70,7 +74,7 @@ void RunLog::Add(const LogRow& row) { rows_.push_back(row); }
 
 void RunLog::Write() const {
   std::ostringstream csv;
-  csv << kHeader << (routed_ ? kRouterHeader : "") << "\n";
+  csv << kHeader << (routed_ ? kRouterHeader : "") << (data_parallel_ ? kCommHeader : "") << "\n";
   nlohmann::json j = nlohmann::json::array();
   char buf[256];
   for (const LogRow& r : rows_) {
@@ -93,6 +97,11 @@ void RunLog::Write() const {
       row["full_ratio"] = r.full_ratio;
       if (r.val_full_ratio >= 0) row["val_full_ratio"] = r.val_full_ratio;
       if (!r.val_full_ratio_by_layer.empty()) row["val_full_ratio_by_layer"] = r.val_full_ratio_by_layer;
+    }
+    if (data_parallel_) {
+      std::snprintf(buf, sizeof buf, ",%.6f", r.comm_s);
+      csv << buf;
+      row["comm_s"] = r.comm_s;
     }
     csv << "\n";
     j.push_back(row);

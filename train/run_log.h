@@ -24,14 +24,18 @@ struct LogRow {
   double val_full_ratio = -1; // the same on the held-out sequences; -1 when not evaluated
   std::vector<double> val_full_ratio_by_layer;  // [L] fraction of each layer's held-out
                                                 // tokens on full attention; empty when not evaluated
+  // Data-parallel runs only (RunLog's `data_parallel`): the step's seconds
+  // spent in MPI calls, on the slowest rank.
+  double comm_s = 0;
 };
 
 class RunLog {
  public:
   // Reads RUN/train_log.csv if present, keeping the rows up to `keep_until_step`
   // (a resumed run drops rows written after its checkpoint); 0 = start empty.
-  // `routed`: the run has routed layers, so rows carry the router columns.
-  RunLog(const std::string& run_dir, int64_t keep_until_step, bool routed = false);
+  // `routed`: the run has routed layers, so rows carry the router columns;
+  // `data_parallel`: it runs on several ranks, so rows end with comm_s.
+  RunLog(const std::string& run_dir, int64_t keep_until_step, bool routed = false, bool data_parallel = false);
 
   void Add(const LogRow& row);
   // Rewrites train_log.csv, train_log.json and loss.svg (atomically).
@@ -40,7 +44,7 @@ class RunLog {
 
  private:
   std::string dir_;
-  bool routed_ = false;
+  bool routed_ = false, data_parallel_ = false;
   std::vector<LogRow> rows_;
 };
 

@@ -18,6 +18,7 @@
 #include "model/model.h"
 #include "train/checkpoint.h"
 #include "train/data.h"
+#include "train/data_parallel.h"
 #include "ops/gemm.h"
 #include "train/hf_io.h"
 #include "train/layers.h"
@@ -61,7 +62,12 @@ std::string TokenizerJson(const TrainOptions& o) {
   return t;
 }
 
-// The settings a resumed run must share with the run that wrote the checkpoint.
+// Sequences per optimizer step, all ranks together: ranks x batch x accum.
+int64_t GlobalBatch(const TrainOptions& o) { return int64_t(DataParallel::Get().size()) * o.batch * o.accum; }
+
+// The settings a resumed run must share with the run that wrote the
+// checkpoint. The batch is the global one, so that a run may resume on
+// another number of ranks that keeps it.
 std::string Fingerprint(const TrainModel& model, const TrainOptions& o, uint64_t train_tokens,
                         int64_t schedule_steps) {
   const ModelShape& s = model.shape();
@@ -70,8 +76,7 @@ std::string Fingerprint(const TrainModel& model, const TrainOptions& o, uint64_t
   j["tied_embeddings"] = s.tied_embeddings;
   j["attention_plan"] = CanonicalPlanSpec(model.plan());
   j["context"] = o.context;
-  j["batch"] = o.batch;
-  j["accum"] = o.accum;
+  j["global_batch"] = GlobalBatch(o);
   j["steps"] = schedule_steps;
   j["seed"] = o.seed;
   j["train_tokens"] = train_tokens;
@@ -80,6 +85,38 @@ std::string Fingerprint(const TrainModel& model, const TrainOptions& o, uint64_t
   if (o.matmul != MatmulPrecision::kF32) j["matmul"] = MatmulPrecisionName(o.matmul);
   if (!o.context_schedule.empty()) j["context_schedule"] = o.context_schedule;
   if (!o.recall_task.empty()) j["recall_task"] = ReadRecallJson(o.recall_task).dump();
+  return j.dump();
+}
+
+// A checkpoint's fingerprint with its global batch: those written before
+// data-parallel training held batch and accum of one process instead.
+nlohmann::json SavedFingerprint(const std::string& saved) {
+  nlohmann::json j = nlohmann::json::parse(saved, nullptr, false);
+  if (j.is_object() && !j.contains("global_batch") && j.contains("batch") && j.contains("accum")) {
+    j["global_batch"] = j["batch"].get<int64_t>() * j["accum"].get<int64_t>();
+    j.erase("batch");
+    j.erase("accum");
+  }
+  return j;
+}
+
+// What every rank of a data-parallel run must be started with: the
+// fingerprint's settings and those a resume may change.
+std::string RankSettings(const TrainOptions& o, const std::string& fingerprint) {
+  nlohmann::json j = nlohmann::json::parse(fingerprint);
+  j["batch"] = o.batch;
+  j["accum"] = o.accum;
+  j["data"] = o.train_data;
+  j["val"] = o.val_data;
+  j["synthetic"] = o.synthetic_data;
+  j["init"] = o.init_from;
+  j["out"] = o.run_dir;
+  j["resume"] = o.resume;
+  j["lr"] = {o.schedule.lr, o.schedule.min_lr_ratio, double(o.schedule.warmup_steps), o.router_lr};
+  j["adamw"] = {o.adamw.beta1, o.adamw.beta2, o.adamw.eps, o.adamw.weight_decay, o.adamw.clip_norm};
+  j["router"] = {o.router.gamma_base, o.router.eps, o.router.alpha, double(o.router.gamma_constant)};
+  j["eval_every"] = o.eval_every;
+  j["checkpoint_every"] = o.checkpoint_every;
   return j.dump();
 }
 
@@ -112,6 +149,10 @@ void CheckGradients(TrainModel& model, int64_t step) {
 }  // namespace
 
 TrainResult Train(const TrainOptions& o) {
+  DataParallel& ranks = DataParallel::Get();
+  const int64_t R = ranks.size(), rank = ranks.rank();
+  const bool lead = ranks.lead();  // only rank 0 prints, logs, checkpoints and exports
+  const bool quiet = o.quiet || !lead;
   if (o.run_dir.empty()) throw std::invalid_argument("a run directory (--out) is required");
   if (o.context <= 0 || o.batch <= 0 || o.accum <= 0 || o.steps <= 0)
     throw std::invalid_argument("--context, --batch, --accum and --steps must be positive");
@@ -189,7 +230,7 @@ TrainResult Train(const TrainOptions& o) {
   ScheduleOptions router_schedule = o.schedule;
   if (o.router_lr >= 0) router_schedule.lr = o.router_lr;
   const bool own_router_lr = routed && router_schedule.lr != o.schedule.lr;
-  if (o.router_lr >= 0 && !routed && !o.quiet)
+  if (o.router_lr >= 0 && !routed && !quiet)
     std::fprintf(stderr, "note: the plan has no routed layers; the router learning rate is unused\n");
   // The steps the learning-rate schedule spans: --steps, or on --resume
   // with a larger --steps the checkpoint's (the added steps run at the
@@ -202,7 +243,7 @@ TrainResult Train(const TrainOptions& o) {
     const int64_t saved_steps = saved.is_object() ? saved.value("steps", o.steps) : o.steps;
     if (o.steps > saved_steps) {
       schedule_steps = saved_steps;
-      if (!o.quiet)
+      if (!quiet)
         std::fprintf(stderr, "extending the run from %lld to %lld steps: the added steps at the final rate\n",
                      (long long)saved_steps, (long long)o.steps);
     }
@@ -211,11 +252,20 @@ TrainResult Train(const TrainOptions& o) {
   schedule.total_steps = schedule_steps;
   router_schedule.total_steps = schedule_steps;
   const std::string fingerprint = Fingerprint(model, o, loader.train_tokens(), schedule_steps);
+  ranks.CheckSettingsAgree(RankSettings(o, fingerprint));
 
   int64_t start_step = 0;
   if (resumed) {
     CheckpointState s = std::move(*resumed);
-    CheckFingerprint(ckpt_path, s.fingerprint, fingerprint);
+    const nlohmann::json saved = SavedFingerprint(s.fingerprint);
+    if (saved.is_object() && saved.contains("global_batch") && saved["global_batch"] != GlobalBatch(o))
+      throw std::runtime_error(ckpt_path + " was written with a global batch of " + saved["global_batch"].dump() +
+                               " sequences per step; this run has " + std::to_string(R) + " rank(s) x --batch " +
+                               std::to_string(o.batch) + " x --accum " + std::to_string(o.accum) + " = " +
+                               std::to_string(GlobalBatch(o)) +
+                               ", which would change the data order and the optimization; choose --batch and "
+                               "--accum so that ranks x batch x accum is the same");
+    CheckFingerprint(ckpt_path, saved.is_object() ? saved.dump() : s.fingerprint, fingerprint);
     if (int64_t(s.params.size()) != model.num_params())
       throw std::runtime_error("checkpoint " + ckpt_path + " holds " + std::to_string(s.params.size()) +
                                " parameters, the model has " + std::to_string(model.num_params()));
@@ -226,13 +276,13 @@ TrainResult Train(const TrainOptions& o) {
     start_step = s.step;
   } else if (!o.init_from.empty()) {
     const int32_t new_routers = LoadHfWeights(model, o.init_from);
-    if (new_routers > 0 && !o.quiet)
+    if (new_routers > 0 && !quiet)
       std::fprintf(stderr, "%d new routers (weight 0, bias +2): every token starts on full attention\n",
                    new_routers);
   } else {
     model.InitRandom(o.seed);
   }
-  if (!o.quiet)
+  if (!quiet)
     std::fprintf(stderr,
                  "model: %.2fM parameters, %d layers, dim %lld, vocab %lld; plan %s; "
                  "%s matmuls%s\n",
@@ -240,11 +290,16 @@ TrainResult Train(const TrainOptions& o) {
                  (long long)shape.vocab, CanonicalPlanSpec(plan).c_str(),
                  MatmulPrecisionName(o.matmul),
                  o.resume ? (", resumed at step " + std::to_string(start_step)).c_str() : "");
-
+  if (!quiet && R > 1)
+    std::fprintf(stderr,
+                 "data-parallel: %lld ranks x batch %lld x accum %lld = %lld sequences per step; "
+                 "%.1f MiB of gradients summed per step\n",
+                 (long long)R, (long long)o.batch, (long long)o.accum, (long long)GlobalBatch(o),
+                 double(model.num_params()) * sizeof(float) / (1 << 20));
   auto save = [&](int64_t steps_done) {
     CheckpointState s;
     s.step = steps_done;
-    s.sequences = steps_done * o.accum * o.batch;
+    s.sequences = steps_done * GlobalBatch(o);
     s.seed = o.seed;
     s.adam_steps = adam.steps();
     s.fingerprint = fingerprint;
@@ -254,7 +309,7 @@ TrainResult Train(const TrainOptions& o) {
     SaveCheckpoint(ckpt_path, s);
   };
 
-  RunLog log(o.run_dir, o.resume ? start_step : 0, routed);
+  RunLog log(o.run_dir, o.resume ? start_step : 0, routed, /*data_parallel=*/R > 1);
   const int64_t T_max = o.context, B = o.batch, N_max = B * T_max;
   // One buffer set per micro-batch, so a step's whole loss weight is known
   // before its first backward.   each [accum][B, T]
@@ -322,7 +377,8 @@ TrainResult Train(const TrainOptions& o) {
   // Tokens trained before this run's first step (a curriculum changes the
   // context, so this is a sum, not steps * N).
   int64_t tokens_before = 0;
-  for (int64_t step = 0; step < start_step; ++step) tokens_before += o.accum * B * ContextAt(o, step);
+  const int64_t G = GlobalBatch(o);
+  for (int64_t step = 0; step < start_step; ++step) tokens_before += G * ContextAt(o, step);
   int64_t tokens_done = tokens_before;
   for (int64_t step = start_step; step < o.steps; ++step) {
     const auto step_start = Clock::now();
@@ -333,9 +389,12 @@ TrainResult Train(const TrainOptions& o) {
     double step_weight = 0;
     for (int64_t m = 0; m < o.accum; ++m) {
       const BatchBuffers buf = micro(m);
-      loader.TrainBatch((step * o.accum + m) * B, B, buf);
+      // The step's G sequences in order: micro-batch m of rank r holds
+      // [(m R + r) B, +B), so the data order depends on the global step only.
+      loader.TrainBatch(step * G + (m * R + rank) * B, B, buf);
       for (int64_t i = 0; i < B * T; ++i) step_weight += weighted ? buf.weights[i] : 1.0;
     }
+    ranks.SumDoubles(&step_weight, 1);
     // A step whose sequences hold no weighted token (a curriculum's short
     // context may cut every answer off) has nothing to learn: no update.
     const bool empty = step_weight <= 0;
@@ -358,7 +417,21 @@ TrainResult Train(const TrainOptions& o) {
       loss += l * model.counted_weight() / step_weight;
       router_loss += model.router_loss() / double(o.accum);
       full_ratio += model.full_ratio() / double(o.accum);
+      // The last micro-batch's backward finalizes the gradients layer by
+      // layer: each layer's sum across ranks starts as soon as it is done.
+      if (R > 1 && m == o.accum - 1)
+        model.set_grads_ready([&](int64_t offset, int64_t count) {
+          ranks.StartSum(model.grads().data() + offset, count);
+          ranks.Progress();
+        });
       model.Backward(float(1.0 / step_weight));
+      model.set_grads_ready(nullptr);
+    }
+    ranks.FinishSums();
+    if (R > 1) {
+      double means[3] = {loss, router_loss / double(R), full_ratio / double(R)};
+      ranks.SumDoubles(means, 3);
+      loss = means[0], router_loss = means[1], full_ratio = means[2];
     }
     const double lr = LearningRate(schedule, step);
     const double router_lr = LearningRate(router_schedule, step);
@@ -369,7 +442,13 @@ TrainResult Train(const TrainOptions& o) {
     }
     train_seconds += Since(step_start);
     const int64_t done = step + 1;
-    tokens_done += o.accum * B * T;
+    // The ranks agree on stopping (SIGINT or the time limit on any of them),
+    // and the slowest one's communication is what the step waited for.
+    double shared[2] = {StopRequested().load() || (o.time_limit_s > 0 && Since(run_start) > o.time_limit_s) ? 1.0 : 0.0,
+                        ranks.TakeCommSeconds()};
+    ranks.MaxDoubles(shared, 2);
+    const bool stop = shared[0] > 0;
+    tokens_done += G * T;
 
     LogRow row;
     row.step = done;
@@ -380,8 +459,9 @@ TrainResult Train(const TrainOptions& o) {
     row.tokens_per_s = double(tokens_done - tokens_before) / train_seconds;
     row.router_loss = router_loss;
     row.full_ratio = full_ratio;
+    row.comm_s = shared[1];
     std::string recall_text;  // " | recall 97/88/40%" for the progress line
-    if (o.eval_every > 0 && loader.has_val() && (done % o.eval_every == 0 || done == o.steps)) {
+    if (lead && o.eval_every > 0 && loader.has_val() && (done % o.eval_every == 0 || done == o.steps)) {
       RecallTally tally(recall ? recall_edges : std::vector<int64_t>{1, 2});
       evaluate(row, tally);
       result.last_val_loss = row.val_loss;
@@ -406,18 +486,19 @@ TrainResult Train(const TrainOptions& o) {
       result.last_router_loss = router_loss;
       result.last_full_ratio = full_ratio;
     }
-    if (done % o.log_every == 0 || done == o.steps || row.val_loss >= 0) log.Add(row);
-    if (!o.quiet && (done % o.log_every == 0 || done == o.steps)) {
+    if (lead && (done % o.log_every == 0 || done == o.steps || row.val_loss >= 0)) log.Add(row);
+    if (!quiet && (done % o.log_every == 0 || done == o.steps)) {
       const double eta = train_seconds / double(done - start_step) * double(o.steps - done);
-      char val[32] = "", route[64] = "", lrs[48];
+      char val[32] = "", route[64] = "", lrs[48], comm[32] = "";
+      if (R > 1) std::snprintf(comm, sizeof comm, " | comm %.1f ms", 1e3 * row.comm_s);
       if (row.val_loss >= 0) std::snprintf(val, sizeof val, " | val %.4f", row.val_loss);
       if (routed)
         std::snprintf(route, sizeof route, " | router %.3g, full %.1f%%", router_loss, 100 * full_ratio);
       if (own_router_lr) std::snprintf(lrs, sizeof lrs, "%.2e (routers %.2e)", lr, router_lr);
       else std::snprintf(lrs, sizeof lrs, "%.2e", lr);
-      std::fprintf(stderr, "%sstep %lld/%lld | loss %.4f%s%s%s | lr %s | %.0f tok/s | ETA %s   %s",
+      std::fprintf(stderr, "%sstep %lld/%lld | loss %.4f%s%s%s | lr %s | grad %.3g | %.0f tok/s%s | ETA %s   %s",
                    tty ? "\r" : "", (long long)done, (long long)o.steps, loss, val,
-                   recall_text.c_str(), route, lrs, row.tokens_per_s, Duration(eta).c_str(),
+                   recall_text.c_str(), route, lrs, grad_norm, row.tokens_per_s, comm, Duration(eta).c_str(),
                    tty ? "" : "\n");
       if (!row.val_full_ratio_by_layer.empty()) {
         std::string by_layer;
@@ -430,10 +511,10 @@ TrainResult Train(const TrainOptions& o) {
       }
     }
     result.steps_done = done;
-    if (o.debug_kill_after_step == done) std::raise(SIGKILL);
+    // (Data-parallel: the last rank dies, so that a test sees one rank of several go.)
+    if (o.debug_kill_after_step == done && rank == R - 1) std::raise(SIGKILL);
 
-    const bool stop = StopRequested().load() || (o.time_limit_s > 0 && Since(run_start) > o.time_limit_s);
-    if ((o.checkpoint_every > 0 && done % o.checkpoint_every == 0) || stop) {
+    if (lead && ((o.checkpoint_every > 0 && done % o.checkpoint_every == 0) || stop)) {
       save(done);
       last_saved = done;
       log.Write();
@@ -441,14 +522,16 @@ TrainResult Train(const TrainOptions& o) {
     }
     if (stop) {
       result.interrupted = true;
-      if (!o.quiet) std::fprintf(stderr, "\nstopped at step %lld; checkpoint written\n", (long long)done);
+      if (!quiet) std::fprintf(stderr, "\nstopped at step %lld; checkpoint written\n", (long long)done);
       break;
     }
   }
-  if (!o.quiet && tty) std::fprintf(stderr, "\n");
-  if (result.steps_done > last_saved) save(result.steps_done);
-  log.Write();
-  if (recall) recall_log.Write();
+  if (!quiet && tty) std::fprintf(stderr, "\n");
+  if (lead) {
+    if (result.steps_done > last_saved) save(result.steps_done);
+    log.Write();
+    if (recall) recall_log.Write();
+  }
 
   const GemmCounters g = GetGemmCounters();
   result.tokens_per_s = train_seconds > 0 ? double(tokens_done - tokens_before) / train_seconds : 0;
@@ -458,6 +541,7 @@ TrainResult Train(const TrainOptions& o) {
   result.convert_share = run_seconds > 0 ? g.convert_seconds / run_seconds : 0;
   result.attention_share = run_seconds > 0 ? AttentionSeconds() / run_seconds : 0;
   result.export_dir = (fs::path(o.run_dir) / "model").string();
+  if (!lead) return result;
   ExportHfDirectory(result.export_dir, model, export_options);
   // A model trained on recall data keeps its task, so that `swan compare`
   // can test it on the same task.
