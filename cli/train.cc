@@ -86,7 +86,11 @@ const char kUsage[] =
     "  --time-limit MIN     stop, checkpoint and export after MIN minutes\n"
     "  --quiet              no progress line\n"
     "  --gemm-report        measure the GEMM rate in the run's precision afterwards (oneDNN;\n"
-    "                       bf16: swan's own where oneDNN has none) and compare\n";
+    "                       bf16: swan's own where oneDNN has none) and compare\n"
+    "data-parallel (mpirun -np N swan train ...; every rank with the same flags):\n"
+    "  each step trains N x --batch x --accum sequences, each rank its own share; the\n"
+    "  gradients are summed across ranks; rank 0 prints, logs, checkpoints and exports. A\n"
+    "  checkpoint keeps that global batch: --resume works on any N that keeps it\n";
 
 // "128:400,256:800" -> {{400, 128}, {800, 256}}.
 std::vector<std::pair<int64_t, int64_t>> ParseContextSchedule(const std::string& spec) {
