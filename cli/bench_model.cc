@@ -20,10 +20,12 @@
 #include "eval/cost.h"
 #include "model/model.h"
 #include "model/synthetic.h"
+#include "model/weight_source.h"
 #include "ops/cpu_report.h"
 #include "ops/gemm_rate.h"
 #include "ops/linear.h"
 #include "util/bandwidth.h"
+#include "util/memory.h"
 #include "util/threads.h"
 
 namespace swan::cli {
@@ -146,19 +148,24 @@ int RunBenchModel(const std::vector<std::string>& words) {
     if (!json) std::fprintf(stderr, "%s\n", line.c_str());
   };
   const std::string source = args.Has("-m") ? args.Get("-m", "") : "synthetic " + args.Get("--synthetic", "");
-  log("loading " + source + " ...");
-  const std::unique_ptr<LanguageModel> model =
-      args.Has("-m") ? LoadModel(args.Get("-m", ""))
-                     : LoadSyntheticModel(args.Get("--synthetic", ""),
-                                          w_name == "bf16" ? KvType::kBF16 : KvType::kF32);
-  const ModelConfig& config = model->config();
-  const std::vector<std::string> specs = SplitPlanList(args.Get("--attn", "model"));
-
+  // The probes first, their buffers freed before the weights load, so that
+  // the peak memory is the model's (weights resident once), not both. The
+  // bandwidth is read over a buffer the size of the weights (16 MiB to
+  // 512 MiB): a model that fits in a cache is bound by the cache's rate.
+  const KvType weight_type = w_name == "bf16" ? KvType::kBF16 : KvType::kF32;
+  const size_t expected_bytes = args.Has("-m") ? CheckpointBytes(args.Get("-m", ""))
+                                               : SyntheticWeightBytes(args.Get("--synthetic", ""), weight_type);
   log("measuring read bandwidth and the GEMM rates ...");
-  const double bandwidth = MeasureReadBandwidthGBs();
+  const double bandwidth =
+      MeasureReadBandwidthGBs(std::clamp<size_t>(expected_bytes, size_t(16) << 20, size_t(512) << 20));
   const double gemm = MeasureOneDnnGemmGflops(2048, 2048, 2048);
   const BF16GemmRate bf16_rate = MeasureBF16GemmGflops(2048, 2048, 2048);
   const double gemm_bf16 = bf16_rate.gflops;
+  log("loading " + source + " ...");
+  const std::unique_ptr<LanguageModel> model =
+      args.Has("-m") ? LoadModel(args.Get("-m", "")) : LoadSyntheticModel(args.Get("--synthetic", ""), weight_type);
+  const ModelConfig& config = model->config();
+  const std::vector<std::string> specs = SplitPlanList(args.Get("--attn", "model"));
   const double weight_bytes = double(model->WeightBytes());
 
   std::vector<Row> rows;
@@ -277,6 +284,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
     j["decode_tokens"] = gen;
     j["kv_type"] = kv_name;
     j["repeats"] = repeats;
+    j["peak_rss_bytes"] = PeakResidentBytes();
     j["threads"] = ThreadLimit();
     j["command"] = "swan bench " + args.CommandLine();
     j["swan"] = std::string("built ") + __DATE__;
@@ -318,8 +326,8 @@ int RunBenchModel(const std::vector<std::string>& words) {
   }
   std::printf("pp: prefill of %lld tokens; mm %%GEMM: the matrix products' speed in it against "
               "the 2048^3 GEMM in the weights' type (fp32 or bf16); tg: decode of %lld tokens; "
-              "medians of %lld runs after a warm-up, ±: (max - min) / median\n",
-              (long long)prompt, (long long)gen, (long long)repeats);
+              "medians of %lld runs after a warm-up, ±: (max - min) / median; peak RSS %.1f MiB\n",
+              (long long)prompt, (long long)gen, (long long)repeats, double(PeakResidentBytes()) / (1 << 20));
   for (const Row& r : rows)
     if (r.full_ratio >= 0) {
       std::printf("full%%: share of the decode's routed token-layer pairs that used full attention (%s)\n",

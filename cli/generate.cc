@@ -18,6 +18,7 @@
 #include "model/model.h"
 #include "model/sampler.h"
 #include "tokenizer/tokenizer.h"
+#include "util/memory.h"
 #include "util/threads.h"
 
 namespace swan::cli {
@@ -204,10 +205,10 @@ int RunGenerate(const std::vector<std::string>& words) {
   std::fflush(stdout);  // before the statistics on stderr
   std::fprintf(stderr,
                "[plan %s] load %.2f s | prefill %zu tokens %.3f s (%.1f tok/s) | decode %lld tokens "
-               "%.3f s (%.1f tok/s) | KV cache %.1f KiB\n",
+               "%.3f s (%.1f tok/s) | KV cache %.1f KiB | peak RSS %.1f MiB\n",
                plan.spec.c_str(), load_s, prompt.size(), prefill_s, double(prompt.size()) / prefill_s,
                (long long)generated, decode_s, generated > 0 ? double(generated) / decode_s : 0.0,
-               double(session->cache.Bytes()) / 1024.0);
+               double(session->cache.Bytes()) / 1024.0, double(PeakResidentBytes()) / (1 << 20));
   return 0;
 }
 

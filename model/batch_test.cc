@@ -88,6 +88,7 @@ class Bf16Weights : public WeightSource {
     const LinearWeight w = f32_.Linear(name, out, in);
     return LinearWeight(std::vector<float>(w.f32(), w.f32() + out * in), out, in, KvType::kBF16);
   }
+  KvType LinearType(const std::string&) const override { return KvType::kBF16; }
 
  private:
   CheckpointWeights f32_;

@@ -61,7 +61,7 @@ class Gemma3 : public LanguageModel {
   BlockSizes sizes_;
   float embed_scale_ = 1.0f;   // sqrt(hidden_size)
   float attention_scale_ = 0;  // query_pre_attn_scalar^-0.5
-  std::vector<float> embed_;   // [vocab, hidden]
+  SharedArray<float> embed_;   // [vocab, hidden], in place in the checkpoint when stored as F32
   std::vector<Gemma3Layer> layers_;
   std::vector<float> norm_;  // [hidden] 1 + weight
   LinearWeight lm_head_;     // [vocab, hidden] (the embedding table when tied)
@@ -94,12 +94,11 @@ Gemma3::Gemma3(const WeightSource& w, const ModelConfig& config, const std::stri
       config.query_pre_attn_scalar > 0 ? config.query_pre_attn_scalar : kDefaultQueryPreAttnScalar;
   attention_scale_ = float(1.0 / std::sqrt(scalar));
 
-  embed_ = w.F32("model.embed_tokens.weight", {config.vocab_size, hidden});
+  embed_ = w.SharedF32("model.embed_tokens.weight", {config.vocab_size, hidden});
   norm_ = GemmaNormWeight(w.F32("model.norm.weight", {hidden}));
   // Gemma 3 ties the head to the embedding (its default when the config is silent).
   const bool tied = config.tie_word_embeddings || !w.Has("lm_head.weight");
-  lm_head_ =
-      w.Linear(tied ? "model.embed_tokens.weight" : "lm_head.weight", config.vocab_size, hidden);
+  lm_head_ = HeadWeight(w, tied, embed_, config.vocab_size, hidden);
   layers_.resize(size_t(config.n_layers));
   for (int32_t i = 0; i < config.n_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";

@@ -43,7 +43,7 @@ class Llama : public LanguageModel {
   ModelConfig config_;
   std::string origin_;          // the checkpoint directory, for messages
   BlockSizes sizes_;
-  std::vector<float> embed_;    // [vocab, hidden]
+  SharedArray<float> embed_;    // [vocab, hidden], in place in the checkpoint when stored as F32
   std::vector<LlamaLayer> layers_;
   std::vector<float> norm_;     // [hidden]
   LinearWeight lm_head_;        // [vocab, hidden] (the embedding table when tied)
@@ -70,10 +70,9 @@ Llama::Llama(const WeightSource& w, const ModelConfig& config, const std::string
   const int64_t q_dim = int64_t(config.n_heads) * config.head_dim;
   const int64_t kv_dim = int64_t(config.n_kv_heads) * config.head_dim;
 
-  embed_ = w.F32("model.embed_tokens.weight", {config.vocab_size, hidden});
+  embed_ = w.SharedF32("model.embed_tokens.weight", {config.vocab_size, hidden});
   norm_ = w.F32("model.norm.weight", {hidden});
-  lm_head_ = w.Linear(config.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight",
-                      config.vocab_size, hidden);
+  lm_head_ = HeadWeight(w, config.tie_word_embeddings, embed_, config.vocab_size, hidden);
   layers_.resize(size_t(config.n_layers));
   for (int32_t i = 0; i < config.n_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";

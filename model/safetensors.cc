@@ -165,6 +165,7 @@ TensorStore TensorStore::OpenFiles(const std::vector<std::string>& paths) {
     auto file = std::make_shared<SafetensorsFile>(p);
     for (const auto& [name, info] : file->tensors()) {
       auto [it, inserted] = store.tensors_.emplace(name, &info);
+      store.file_of_[name] = store.files_.size();
       if (!inserted)
         throw std::runtime_error("tensor '" + name + "' appears in both " + it->second->file +
                                  " and " + p);
@@ -221,6 +222,11 @@ const TensorInfo& TensorStore::Info(const std::string& name) const {
   if (it == tensors_.end())
     throw std::runtime_error(origin_ + ": missing tensor '" + name + "'");
   return *it->second;
+}
+
+std::shared_ptr<const void> TensorStore::Owner(const std::string& name) const {
+  Info(name);  // throws when missing
+  return files_[file_of_.at(name)];
 }
 
 std::vector<std::string> TensorStore::Names() const {

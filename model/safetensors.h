@@ -80,11 +80,15 @@ class TensorStore {
   // missing, has another shape than `shape`, or has another dtype.
   std::vector<float> ReadF32(const std::string& name, const std::vector<int64_t>& shape) const;
   std::vector<std::string> Names() const;
+  // What keeps the tensor's bytes (Info(name).data) mapped: hold it to use
+  // them in place after the store is gone.
+  std::shared_ptr<const void> Owner(const std::string& name) const;
 
  private:
   std::string origin_;  // the directory or file list, for messages
   std::vector<std::shared_ptr<SafetensorsFile>> files_;
   std::map<std::string, const TensorInfo*> tensors_;
+  std::map<std::string, size_t> file_of_;  // name -> index into files_
 };
 
 // IEEE half precision -> float32 (subnormals, infinities and NaN included).

@@ -23,6 +23,10 @@ std::vector<std::string> SyntheticShapeNames();  // "llama3.2-1b", ...
 // Throws std::invalid_argument listing the known names.
 ModelConfig SyntheticConfig(const std::string& name);
 
+// The bytes LoadSyntheticModel's weights take (the embedding in float32,
+// the linear layers in `weight_type`), known before they are made.
+size_t SyntheticWeightBytes(const std::string& name, KvType weight_type);
+
 // Weights uniform with std 0.02 (norms 1), linear layers stored as
 // `weight_type`, from `seed`.
 std::unique_ptr<LanguageModel> LoadSyntheticModel(const std::string& name, KvType weight_type,

@@ -1,6 +1,7 @@
 #include "model/weight_source.h"
 
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <stdexcept>
 #include <string_view>
@@ -31,16 +32,64 @@ void CheckpointWeights::RequireAllUsed(bool tied_embeddings, const std::string& 
                            "): the config and the weights are of different models");
 }
 
+namespace {
+
+bool Aligned(const void* p, size_t to) { return reinterpret_cast<uintptr_t>(p) % to == 0; }
+
+void RequireShape(const TensorInfo& t, const std::vector<int64_t>& shape) {
+  if (t.shape != shape)
+    throw std::runtime_error(t.file + ": tensor '" + t.name + "' has shape " + ShapeToString(t.shape) +
+                             ", expected " + ShapeToString(shape));
+}
+
+}  // namespace
+
+SharedArray<float> CheckpointWeights::SharedF32(const std::string& name, const std::vector<int64_t>& shape) const {
+  const TensorInfo& t = store_.Info(name);
+  if (t.dtype != "F32" || !Aligned(t.data, alignof(float))) return SharedArray<float>(F32(name, shape));
+  read_.insert(name);
+  RequireShape(t, shape);
+  return SharedArray<float>(store_.Owner(name), reinterpret_cast<const float*>(t.data), size_t(t.numel()));
+}
+
+KvType CheckpointWeights::LinearType(const std::string& name) const {
+  return store_.Info(name).dtype == "BF16" ? KvType::kBF16 : KvType::kF32;
+}
+
 LinearWeight CheckpointWeights::Linear(const std::string& name, int64_t out, int64_t in) const {
   read_.insert(name);
   const TensorInfo& t = store_.Info(name);
-  if (t.dtype != "BF16") return LinearWeight(store_.ReadF32(name, {out, in}), out, in);
-  if (t.shape != std::vector<int64_t>{out, in})
-    throw std::runtime_error(t.file + ": tensor '" + name + "' has shape " +
-                             ShapeToString(t.shape) + ", expected " + ShapeToString({out, in}));
-  std::vector<uint16_t> bits(static_cast<size_t>(out * in));  // [out, in] bf16
-  std::memcpy(bits.data(), t.data, bits.size() * sizeof(uint16_t));
-  return LinearWeight(std::move(bits), out, in);
+  // F32 and BF16 are used where they lie in the mapping; F16 (and a tensor
+  // off its alignment) becomes a float32 copy.
+  const bool in_place = (t.dtype == "F32" && Aligned(t.data, alignof(float))) ||
+                        (t.dtype == "BF16" && Aligned(t.data, alignof(uint16_t)));
+  if (!in_place) {
+    if (t.dtype != "BF16") return LinearWeight(store_.ReadF32(name, {out, in}), out, in);
+    RequireShape(t, {out, in});
+    std::vector<uint16_t> bits(static_cast<size_t>(out * in));  // [out, in] bf16
+    std::memcpy(bits.data(), t.data, bits.size() * sizeof(uint16_t));
+    return LinearWeight(std::move(bits), out, in);
+  }
+  RequireShape(t, {out, in});
+  return LinearWeight::Borrow(store_.Owner(name), t.data, t.dtype == "F32" ? KvType::kF32 : KvType::kBF16, out,
+                              in);
+}
+
+size_t CheckpointBytes(const std::string& dir) {
+  namespace fs = std::filesystem;
+  size_t bytes = 0;
+  std::error_code error;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, error))
+    if (e.path().extension() == ".safetensors" && e.is_regular_file(error)) bytes += size_t(e.file_size(error));
+  return bytes;
+}
+
+LinearWeight HeadWeight(const WeightSource& w, bool tied, const SharedArray<float>& embed, int64_t vocab,
+                        int64_t hidden) {
+  const std::string embed_name = "model.embed_tokens.weight";
+  if (tied && w.LinearType(embed_name) == KvType::kF32)
+    return LinearWeight::Borrow(embed.owner(), embed.data(), KvType::kF32, vocab, hidden);
+  return w.Linear(tied ? embed_name : "lm_head.weight", vocab, hidden);
 }
 
 namespace {

@@ -11,6 +11,7 @@
 
 #include "model/safetensors.h"
 #include "ops/linear.h"
+#include "util/shared_array.h"
 
 namespace swan {
 
@@ -21,10 +22,27 @@ class WeightSource {
   // A norm weight or an embedding table as float32. Throws when it is missing
   // or its shape differs.
   virtual std::vector<float> F32(const std::string& name, const std::vector<int64_t>& shape) const = 0;
+  // The same, used in place where it is stored as float32 (an embedding
+  // table is not copied); a converted copy otherwise.
+  virtual SharedArray<float> SharedF32(const std::string& name, const std::vector<int64_t>& shape) const {
+    return SharedArray<float>(F32(name, shape));
+  }
   // A linear layer [out, in] in its stored precision: BF16 stays bf16, F32
-  // and F16 become float32.
+  // and F16 become float32; used in place where the type stays.
   virtual LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const = 0;
+  // The type Linear(name) gives.
+  virtual KvType LinearType(const std::string& name) const = 0;
 };
+
+// The bytes of a model directory's safetensors files (its weights, before
+// loading them); 0 for a directory without any.
+size_t CheckpointBytes(const std::string& dir);
+
+// lm_head: the embedding table itself when tied and Linear would give it as
+// float32 (one copy of the table, not two), else Linear(lm_head or the
+// embedding's name).   embed [vocab, hidden]
+LinearWeight HeadWeight(const WeightSource& w, bool tied, const SharedArray<float>& embed, int64_t vocab,
+                        int64_t hidden);
 
 // Tensors of a Hugging Face directory (model.safetensors or shards).
 class CheckpointWeights : public WeightSource {
@@ -32,7 +50,9 @@ class CheckpointWeights : public WeightSource {
   explicit CheckpointWeights(const std::string& dir) : store_(TensorStore::OpenDirectory(dir)) {}
   bool Has(const std::string& name) const override { return store_.Has(name); }
   std::vector<float> F32(const std::string& name, const std::vector<int64_t>& shape) const override;
+  SharedArray<float> SharedF32(const std::string& name, const std::vector<int64_t>& shape) const override;
   LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const override;
+  KvType LinearType(const std::string& name) const override;
   // Throws when the checkpoint holds tensors the model did not read (a
   // config of 3 layers on a file of 5: the config and the weights are of
   // different models). Ignored: rotary_emb.inv_freq buffers, and lm_head
@@ -53,6 +73,7 @@ class RandomWeights : public WeightSource {
   bool Has(const std::string&) const override { return true; }
   std::vector<float> F32(const std::string& name, const std::vector<int64_t>& shape) const override;
   LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const override;
+  KvType LinearType(const std::string&) const override { return linear_type_; }
 
  private:
   uint64_t seed_;

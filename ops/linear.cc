@@ -12,31 +12,51 @@
 
 namespace swan {
 
+namespace {
+
+void CheckSize(size_t values, int64_t out, int64_t in) {
+  if (int64_t(values) != out * in)
+    throw std::invalid_argument("LinearWeight: " + std::to_string(values) + " values for a [" +
+                                std::to_string(out) + ", " + std::to_string(in) + "] matrix");
+}
+
+}  // namespace
+
 LinearWeight::LinearWeight(std::vector<float> w, int64_t out, int64_t in, KvType type)
     : out_(out), in_(in), type_(type) {
-  if (int64_t(w.size()) != out * in)
-    throw std::invalid_argument("LinearWeight: " + std::to_string(w.size()) + " values for a [" +
-                                std::to_string(out) + ", " + std::to_string(in) + "] matrix");
+  CheckSize(w.size(), out, in);
   if (type == KvType::kF32) {
-    f32_ = std::move(w);
+    auto owned = std::make_shared<const std::vector<float>>(std::move(w));
+    data_ = owned->data();
+    owner_ = std::move(owned);
   } else {
-    bf16_.resize(w.size());
-    for (size_t i = 0; i < w.size(); ++i) bf16_[i] = F32ToBF16(w[i]);
+    auto owned = std::make_shared<std::vector<uint16_t>>(w.size());
+    for (size_t i = 0; i < w.size(); ++i) (*owned)[i] = F32ToBF16(w[i]);
+    data_ = owned->data();
+    owner_ = std::move(owned);
   }
 }
 
 LinearWeight::LinearWeight(std::vector<uint16_t> w, int64_t out, int64_t in)
-    : bf16_(std::move(w)), out_(out), in_(in), type_(KvType::kBF16) {
-  if (int64_t(bf16_.size()) != out * in)
-    throw std::invalid_argument("LinearWeight: " + std::to_string(bf16_.size()) +
-                                " values for a [" + std::to_string(out) + ", " +
-                                std::to_string(in) + "] matrix");
+    : out_(out), in_(in), type_(KvType::kBF16) {
+  CheckSize(w.size(), out, in);
+  auto owned = std::make_shared<const std::vector<uint16_t>>(std::move(w));
+  data_ = owned->data();
+  owner_ = std::move(owned);
 }
 
-WeightView LinearWeight::view() const {
-  return WeightView{type_ == KvType::kF32 ? static_cast<const void*>(f32_.data()) : bf16_.data(),
-                    type_, out_, in_};
+LinearWeight LinearWeight::Borrow(std::shared_ptr<const void> owner, const void* data, KvType type, int64_t out,
+                                  int64_t in) {
+  LinearWeight w;
+  w.owner_ = std::move(owner);
+  w.data_ = data;
+  w.type_ = type;
+  w.out_ = out;
+  w.in_ = in;
+  return w;
 }
+
+WeightView LinearWeight::view() const { return WeightView{data_, type_, out_, in_}; }
 
 namespace {
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "ops/gemv.h"
@@ -22,18 +23,25 @@ class LinearWeight {
   LinearWeight(std::vector<float> w, int64_t out, int64_t in, KvType type = KvType::kF32);
   // Takes bf16 bits [out, in] as they are.
   LinearWeight(std::vector<uint16_t> w, int64_t out, int64_t in);
+  // Uses `data` [out, in] of `type` in place (a mapped checkpoint's
+  // tensor), alive as long as `owner` is; no copy.
+  static LinearWeight Borrow(std::shared_ptr<const void> owner, const void* data, KvType type, int64_t out,
+                             int64_t in);
 
   WeightView view() const;
   int64_t out() const { return out_; }
   int64_t in() const { return in_; }
   KvType type() const { return type_; }
-  size_t Bytes() const { return f32_.size() * 4 + bf16_.size() * 2; }
-  const float* f32() const { return f32_.data(); }         // [out, in] or null
-  const uint16_t* bf16() const { return bf16_.data(); }    // [out, in] or null
+  size_t Bytes() const { return size_t(out_ * in_) * (type_ == KvType::kF32 ? 4 : 2); }
+  // [out, in], or null when the weight is of the other type
+  const float* f32() const { return type_ == KvType::kF32 ? static_cast<const float*>(data_) : nullptr; }
+  const uint16_t* bf16() const {
+    return type_ == KvType::kBF16 ? static_cast<const uint16_t*>(data_) : nullptr;
+  }
 
  private:
-  std::vector<float> f32_;      // [out, in] when type_ == kF32
-  std::vector<uint16_t> bf16_;  // [out, in] when type_ == kBF16
+  std::shared_ptr<const void> owner_;  // keeps data_ alive: its own vector, or a file mapping
+  const void* data_ = nullptr;         // [out, in] of type_
   int64_t out_ = 0, in_ = 0;
   KvType type_ = KvType::kF32;
 };

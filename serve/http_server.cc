@@ -10,6 +10,7 @@
 
 #include "serve/guarded_server.h"
 #include "serve/openai_api.h"
+#include "util/memory.h"
 
 namespace swan {
 namespace {
@@ -17,14 +18,6 @@ namespace {
 int64_t UnixSeconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-// Resident memory of this process, from /proc/self/statm.
-size_t ResidentBytes() {
-  std::ifstream statm("/proc/self/statm");
-  size_t pages_total = 0, pages_resident = 0;
-  statm >> pages_total >> pages_resident;
-  return pages_resident * size_t(sysconf(_SC_PAGESIZE));
 }
 
 void SendJson(httplib::Response& res, int status, const Json& body) {

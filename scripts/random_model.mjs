@@ -1,0 +1,78 @@
+// Writes a Llama-family model of random float32 weights (uniform, standard
+// deviation 0.02; norms 1) as a Hugging Face directory: config.json and
+// model.safetensors, streamed, so that any shape can be written in little
+// memory (tests of memory use; benchmarks in real models' shapes).
+//   usage: node scripts/random_model.mjs --out DIR [--hidden 512] [--layers 4]
+//            [--inter 1536] [--heads 8] [--kv-heads 8] [--head-dim H/heads]
+//            [--vocab 16384] [--tied] [--seed 1]
+import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from "node:fs";
+import { join } from "node:path";
+
+const args = process.argv.slice(2);
+const flag = (name, fallback) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+const out = flag("--out");
+if (!out) { console.error("--out DIR is required"); process.exit(2); }
+const hidden = Number(flag("--hidden", 512)), layers = Number(flag("--layers", 4));
+const inter = Number(flag("--inter", 1536)), heads = Number(flag("--heads", 8));
+const kvHeads = Number(flag("--kv-heads", heads)), headDim = Number(flag("--head-dim", hidden / heads));
+const vocab = Number(flag("--vocab", 16384)), tied = args.includes("--tied");
+let state = (Number(flag("--seed", 1)) * 2654435761) >>> 0 || 1;
+
+// [name, shape] in the order they are written
+const tensors = [["model.embed_tokens.weight", [vocab, hidden]]];
+for (let l = 0; l < layers; ++l) {
+  const p = `model.layers.${l}.`;
+  tensors.push([p + "input_layernorm.weight", [hidden]], [p + "self_attn.q_proj.weight", [heads * headDim, hidden]],
+               [p + "self_attn.k_proj.weight", [kvHeads * headDim, hidden]],
+               [p + "self_attn.v_proj.weight", [kvHeads * headDim, hidden]],
+               [p + "self_attn.o_proj.weight", [hidden, heads * headDim]],
+               [p + "post_attention_layernorm.weight", [hidden]], [p + "mlp.gate_proj.weight", [inter, hidden]],
+               [p + "mlp.up_proj.weight", [inter, hidden]], [p + "mlp.down_proj.weight", [hidden, inter]]);
+}
+tensors.push(["model.norm.weight", [hidden]]);
+if (!tied) tensors.push(["lm_head.weight", [vocab, hidden]]);
+
+const header = {};
+let offset = 0;
+for (const [name, shape] of tensors) {
+  const bytes = shape.reduce((a, b) => a * b, 1) * 4;
+  header[name] = { dtype: "F32", shape, data_offsets: [offset, offset + bytes] };
+  offset += bytes;
+}
+let json = JSON.stringify(header);
+json += " ".repeat((8 - (json.length % 8)) % 8);  // keeps the data 8-byte aligned
+
+mkdirSync(out, { recursive: true });
+writeFileSync(join(out, "config.json"), JSON.stringify({
+  architectures: ["LlamaForCausalLM"], model_type: "llama", hidden_size: hidden, intermediate_size: inter,
+  num_hidden_layers: layers, num_attention_heads: heads, num_key_value_heads: kvHeads, head_dim: headDim,
+  vocab_size: vocab, max_position_embeddings: 4096, rms_norm_eps: 1e-5, rope_theta: 10000,
+  tie_word_embeddings: tied, bos_token_id: 1, eos_token_id: 2, torch_dtype: "float32",
+}, null, 1) + "\n");
+const fd = openSync(join(out, "model.safetensors"), "w");
+const length = Buffer.alloc(8);
+length.writeBigUInt64LE(BigInt(json.length));
+writeSync(fd, length);
+writeSync(fd, json);
+// xorshift32 values, uniform on [-a, a] with a = 0.02 sqrt(3)
+const chunk = new Float32Array(1 << 18);
+const a = 0.02 * Math.sqrt(3);
+for (const [name, shape] of tensors) {
+  let left = shape.reduce((x, y) => x * y, 1);
+  const norm = name.endsWith("norm.weight");
+  while (left > 0) {
+    const n = Math.min(left, chunk.length);
+    for (let i = 0; i < n; ++i) {
+      if (norm) { chunk[i] = 1; continue; }
+      state ^= state << 13; state ^= state >>> 17; state ^= state << 5; state >>>= 0;
+      chunk[i] = (state / 4294967296 * 2 - 1) * a;
+    }
+    writeSync(fd, new Uint8Array(chunk.buffer, 0, n * 4));
+    left -= n;
+  }
+}
+closeSync(fd);
+console.log(`${out}: ${tensors.length} tensors, ${(offset / 1048576).toFixed(1)} MiB of float32 weights`);
