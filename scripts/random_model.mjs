@@ -4,7 +4,9 @@
 // memory (tests of memory use; benchmarks in real models' shapes).
 //   usage: node scripts/random_model.mjs --out DIR [--hidden 512] [--layers 4]
 //            [--inter 1536] [--heads 8] [--kv-heads 8] [--head-dim H/heads]
-//            [--vocab 16384] [--tied] [--seed 1]
+//            [--vocab 16384] [--tied] [--seed 1] [--qkv-bias] [--arch LlamaForCausalLM]
+// --qkv-bias adds q/k/v projection biases (Qwen2's layout; like Qwen2's
+// configs, config.json then says nothing of them).
 import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 
@@ -19,6 +21,7 @@ const hidden = Number(flag("--hidden", 512)), layers = Number(flag("--layers", 4
 const inter = Number(flag("--inter", 1536)), heads = Number(flag("--heads", 8));
 const kvHeads = Number(flag("--kv-heads", heads)), headDim = Number(flag("--head-dim", hidden / heads));
 const vocab = Number(flag("--vocab", 16384)), tied = args.includes("--tied");
+const qkvBias = args.includes("--qkv-bias"), arch = flag("--arch", "LlamaForCausalLM");
 let state = (Number(flag("--seed", 1)) * 2654435761) >>> 0 || 1;
 
 // [name, shape] in the order they are written
@@ -29,6 +32,8 @@ for (let l = 0; l < layers; ++l) {
                [p + "self_attn.k_proj.weight", [kvHeads * headDim, hidden]],
                [p + "self_attn.v_proj.weight", [kvHeads * headDim, hidden]],
                [p + "self_attn.o_proj.weight", [hidden, heads * headDim]],
+               ...(qkvBias ? [[p + "self_attn.q_proj.bias", [heads * headDim]], [p + "self_attn.k_proj.bias", [kvHeads * headDim]],
+                              [p + "self_attn.v_proj.bias", [kvHeads * headDim]]] : []),
                [p + "post_attention_layernorm.weight", [hidden]], [p + "mlp.gate_proj.weight", [inter, hidden]],
                [p + "mlp.up_proj.weight", [inter, hidden]], [p + "mlp.down_proj.weight", [hidden, inter]]);
 }
@@ -47,7 +52,7 @@ json += " ".repeat((8 - (json.length % 8)) % 8);  // keeps the data 8-byte align
 
 mkdirSync(out, { recursive: true });
 writeFileSync(join(out, "config.json"), JSON.stringify({
-  architectures: ["LlamaForCausalLM"], model_type: "llama", hidden_size: hidden, intermediate_size: inter,
+  architectures: [arch], model_type: arch.replace("ForCausalLM", "").toLowerCase(), hidden_size: hidden, intermediate_size: inter,
   num_hidden_layers: layers, num_attention_heads: heads, num_key_value_heads: kvHeads, head_dim: headDim,
   vocab_size: vocab, max_position_embeddings: 4096, rms_norm_eps: 1e-5, rope_theta: 10000,
   tie_word_embeddings: tied, bos_token_id: 1, eos_token_id: 2, torch_dtype: "float32",

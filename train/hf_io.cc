@@ -57,6 +57,16 @@ ModelShape ShapeFromConfig(const ModelConfig& c) {
   if (c.hidden_act != "silu")
     throw std::runtime_error("training supports hidden_act silu, the model has '" + c.hidden_act + "'");
   if (c.attention_bias || c.mlp_bias) throw std::runtime_error("training does not support biases");
+  // The trainer lays out and exports the Llama network only: another
+  // family (Qwen2's q/k/v biases, Gemma 3's norms and GELU) would lose what
+  // it has beyond it, silently.
+  const bool llama = c.architecture.empty()
+                         ? c.model_type.empty() || c.model_type == "llama" || c.model_type == "mistral"
+                         : c.architecture == "LlamaForCausalLM" || c.architecture == "MistralForCausalLM";
+  if (!llama)
+    throw std::runtime_error("training and continual pretraining support Llama and Mistral models; this one is " +
+                             (c.architecture.empty() ? c.model_type : c.architecture) +
+                             ", whose export as a Llama model would drop what it has beyond one");
   ModelShape s;
   s.vocab = c.vocab_size;
   s.hidden = c.hidden_size;
@@ -95,6 +105,20 @@ int32_t LoadHfWeights(TrainModel& model, const std::string& dir) {
     const std::vector<float> w = store.ReadF32(t.name, t.shape);
     std::memcpy(model.params().data() + t.offset, w.data(), w.size() * sizeof(float));
   }
+  // Every tensor of the checkpoint must have a place in the model, or the
+  // export would silently lose it.
+  std::vector<std::string> dropped;
+  for (const std::string& name : store.Names()) {
+    const bool buffer = EndsWith(name, "rotary_emb.inv_freq");
+    const bool tied_head = model.shape().tied_embeddings && name == "lm_head.weight";
+    bool used = buffer || tied_head;
+    for (const ParamTensor& t : tensors) used = used || t.name == name;
+    if (!used) dropped.push_back(name);
+  }
+  if (!dropped.empty())
+    throw std::runtime_error(dir + " holds " + std::to_string(dropped.size()) + " tensors the trainer has no place for (" +
+                             dropped.front() + (dropped.size() > 1 ? ", ..." : "") +
+                             "); training would drop them from the export");
   return new_routers;
 }
 
