@@ -21,7 +21,9 @@
 
 namespace swan {
 
-enum class KvType : uint8_t { kF32, kBF16 };
+// Element types of KV caches (f32, bf16) and of weights (also f16, which
+// no KV cache stores).
+enum class KvType : uint8_t { kF32, kBF16, kF16 };
 
 struct KvView {
   const void* k = nullptr;      // [n_rows, n_kv_heads, head_dim] of `type`

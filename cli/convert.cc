@@ -1,4 +1,4 @@
-// `swan convert -m DIR --out DIR2 --dtype bf16|f32`: a model directory with
+// `swan convert -m DIR --out DIR2 --dtype bf16|f16|f32`: a model directory with
 // its weights stored in another floating-point type (bf16 halves a
 // float32 export: swan's own models ship that way), every other file
 // copied, config.json's torch_dtype updated.
@@ -13,6 +13,7 @@
 #include "model/safetensors.h"
 #include "train/checkpoint.h"
 #include "util/bf16.h"
+#include "util/f16.h"
 
 namespace swan::cli {
 namespace {
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 const char kUsage[] =
-    "usage: swan convert -m DIR --out DIR2 [--dtype bf16|f32] [--force]\n"
+    "usage: swan convert -m DIR --out DIR2 [--dtype bf16|f16|f32] [--force]\n"
     "Writes DIR's weights as one model.safetensors of the given type (default bf16;\n"
     "rounded to nearest even) into DIR2, with DIR's other files (config.json with its\n"
     "torch_dtype updated, tokenizer files, the attention plan). DIR2 must not be DIR;\n"
@@ -45,7 +46,7 @@ int RunConvert(const std::vector<std::string>& words) {
   if (!args.Has("-m") || !args.Has("--out")) throw std::invalid_argument(std::string(kUsage));
   const fs::path src = args.Get("-m", ""), dst = args.Get("--out", "");
   const std::string dtype = args.Get("--dtype", "bf16");
-  if (dtype != "bf16" && dtype != "f32") throw std::invalid_argument("--dtype: bf16 or f32");
+  if (dtype != "bf16" && dtype != "f16" && dtype != "f32") throw std::invalid_argument("--dtype: bf16, f16 or f32");
   if (fs::exists(dst) && fs::exists(src) && fs::equivalent(src, dst))
     throw std::invalid_argument("--out must be another directory than -m");
   if (!args.Has("--force") && (fs::exists(dst / "config.json") || fs::exists(dst / "model.safetensors")))
@@ -53,14 +54,15 @@ int RunConvert(const std::vector<std::string>& words) {
   fs::create_directories(dst);
 
   const TensorStore store = TensorStore::OpenDirectory(src.string());
-  const int64_t elem = dtype == "bf16" ? 2 : 4;
+  const int64_t elem = dtype == "f32" ? 4 : 2;
+  const char* stored = dtype == "bf16" ? "BF16" : dtype == "f16" ? "F16" : "F32";
   json header = json::object();
   int64_t offset = 0;
   const std::vector<std::string> names = store.Names();
   for (const std::string& name : names) {
     const TensorInfo& t = store.Info(name);
     const int64_t bytes = t.numel() * elem;
-    header[name] = {{"dtype", dtype == "bf16" ? "BF16" : "F32"}, {"shape", t.shape},
+    header[name] = {{"dtype", stored}, {"shape", t.shape},
                     {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
@@ -80,7 +82,7 @@ int RunConvert(const std::vector<std::string>& words) {
       continue;
     }
     for (float v : values) {
-      const uint16_t b = F32ToBF16(v);
+      const uint16_t b = dtype == "f16" ? F32ToF16(v) : F32ToBF16(v);
       out.append(reinterpret_cast<const char*>(&b), 2);
     }
   }
@@ -94,7 +96,7 @@ int RunConvert(const std::vector<std::string>& words) {
     if (file == "config.json") {
       json config = json::parse(bytes, nullptr, false);
       if (config.is_discarded()) throw std::runtime_error(e.path().string() + ": not valid JSON");
-      config["torch_dtype"] = dtype == "bf16" ? "bfloat16" : "float32";
+      config["torch_dtype"] = dtype == "bf16" ? "bfloat16" : dtype == "f16" ? "float16" : "float32";
       bytes = config.dump(2) + "\n";
     }
     WriteFileAtomic((dst / file).string(), bytes);

@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "util/bf16.h"
+#include "util/f16.h"
 
 namespace swan {
 namespace {
@@ -78,28 +79,6 @@ std::string ShapeToString(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
-}
-
-float F16ToF32(uint16_t h) {
-  const uint32_t sign = uint32_t(h >> 15) << 31;
-  const uint32_t exp = (h >> 10) & 0x1f;
-  const uint32_t mant = h & 0x3ff;
-  float magnitude;
-  if (exp == 0) {
-    magnitude = std::ldexp(float(mant), -24);  // zero or subnormal
-  } else if (exp == 31) {
-    magnitude = mant ? std::numeric_limits<float>::quiet_NaN()
-                     : std::numeric_limits<float>::infinity();
-  } else {
-    const uint32_t bits = ((exp + 112) << 23) | (mant << 13);
-    std::memcpy(&magnitude, &bits, sizeof(magnitude));
-  }
-  uint32_t bits;
-  std::memcpy(&bits, &magnitude, sizeof(bits));
-  bits |= sign;
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
 }
 
 // --- SafetensorsFile ----------------------------------------------------------

@@ -91,7 +91,5 @@ class TensorStore {
   std::map<std::string, size_t> file_of_;  // name -> index into files_
 };
 
-// IEEE half precision -> float32 (subnormals, infinities and NaN included).
-float F16ToF32(uint16_t h);
 
 }  // namespace swan

@@ -1,4 +1,5 @@
 #include "model/safetensors.h"
+#include "util/f16.h"
 
 #include <gtest/gtest.h>
 

@@ -53,26 +53,25 @@ SharedArray<float> CheckpointWeights::SharedF32(const std::string& name, const s
 }
 
 KvType CheckpointWeights::LinearType(const std::string& name) const {
-  return store_.Info(name).dtype == "BF16" ? KvType::kBF16 : KvType::kF32;
+  const std::string& dtype = store_.Info(name).dtype;
+  return dtype == "BF16" ? KvType::kBF16 : dtype == "F16" ? KvType::kF16 : KvType::kF32;
 }
 
 LinearWeight CheckpointWeights::Linear(const std::string& name, int64_t out, int64_t in) const {
   read_.insert(name);
   const TensorInfo& t = store_.Info(name);
-  // F32 and BF16 are used where they lie in the mapping; F16 (and a tensor
-  // off its alignment) becomes a float32 copy.
-  const bool in_place = (t.dtype == "F32" && Aligned(t.data, alignof(float))) ||
-                        (t.dtype == "BF16" && Aligned(t.data, alignof(uint16_t)));
-  if (!in_place) {
-    if (t.dtype != "BF16") return LinearWeight(store_.ReadF32(name, {out, in}), out, in);
-    RequireShape(t, {out, in});
-    std::vector<uint16_t> bits(static_cast<size_t>(out * in));  // [out, in] bf16
-    std::memcpy(bits.data(), t.data, bits.size() * sizeof(uint16_t));
-    return LinearWeight(std::move(bits), out, in);
-  }
+  // F32, BF16 and F16 are used where they lie in the mapping; a tensor off
+  // its alignment is copied (half-width ones keep their type).
+  const KvType type = LinearType(name);
+  if (type == KvType::kF32 && t.dtype != "F32") return LinearWeight(store_.ReadF32(name, {out, in}), out, in);
   RequireShape(t, {out, in});
-  return LinearWeight::Borrow(store_.Owner(name), t.data, t.dtype == "F32" ? KvType::kF32 : KvType::kBF16, out,
-                              in);
+  if (!Aligned(t.data, type == KvType::kF32 ? alignof(float) : alignof(uint16_t))) {
+    if (type == KvType::kF32) return LinearWeight(store_.ReadF32(name, {out, in}), out, in);
+    std::vector<uint16_t> bits(static_cast<size_t>(out * in));  // [out, in] bf16 or f16
+    std::memcpy(bits.data(), t.data, bits.size() * sizeof(uint16_t));
+    return LinearWeight(std::move(bits), out, in, type);
+  }
+  return LinearWeight::Borrow(store_.Owner(name), t.data, type, out, in);
 }
 
 size_t CheckpointBytes(const std::string& dir) {

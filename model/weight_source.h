@@ -27,8 +27,8 @@ class WeightSource {
   virtual SharedArray<float> SharedF32(const std::string& name, const std::vector<int64_t>& shape) const {
     return SharedArray<float>(F32(name, shape));
   }
-  // A linear layer [out, in] in its stored precision: BF16 stays bf16, F32
-  // and F16 become float32; used in place where the type stays.
+  // A linear layer [out, in] in its stored precision (F32, BF16 or F16;
+  // another becomes float32), used in place in a checkpoint's mapping.
   virtual LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const = 0;
   // The type Linear(name) gives.
   virtual KvType LinearType(const std::string& name) const = 0;

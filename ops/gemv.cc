@@ -4,11 +4,14 @@
 #include <string>
 
 #include "util/bf16.h"
+#include "util/f16.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/gemv.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
+
+#include "ops/f16_load-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace swan {
@@ -16,9 +19,17 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 
+// A weight element as float32: kType is KvType's value (f32, bf16, f16).
+template <int kType>
+HWY_INLINE float WeightAt(const void* w_data, int64_t i) {
+  if constexpr (kType == int(KvType::kBF16)) return BF16ToF32(static_cast<const uint16_t*>(w_data)[i]);
+  if constexpr (kType == int(KvType::kF16)) return F16ToF32(static_cast<const uint16_t*>(w_data)[i]);
+  return static_cast<const float*>(w_data)[i];
+}
+
 // Weight rows rows[0, kRowsW) against kRowsX input rows: acc[w][x] vectors
 // summed over k, reduced at the end. The weights are read once per call.
-template <size_t kRowsW, size_t kRowsX, bool kBF16>
+template <size_t kRowsW, size_t kRowsX, int kType>
 HWY_INLINE void DotTile(const void* w_data, int64_t k, const int64_t* rows /*[kRowsW]*/,
                         const float* x, int64_t x0, float* out /*[kRowsX][kRowsW]*/) {
   const DF df;
@@ -32,11 +43,13 @@ HWY_INLINE void DotTile(const void* w_data, int64_t k, const int64_t* rows /*[kR
     for (size_t b = 0; b < kRowsX; ++b) xv[b] = hn::LoadU(df, x + (x0 + int64_t(b)) * k + c);
     for (size_t a = 0; a < kRowsW; ++a) {
       hn::Vec<DF> wv;
-      if constexpr (kBF16) {
+      if constexpr (kType == int(KvType::kBF16)) {
         const hn::RebindToUnsigned<DF> du32;
         const hn::Rebind<uint16_t, DF> du16;
         const uint16_t* row = static_cast<const uint16_t*>(w_data) + rows[a] * k;
         wv = hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, row + c))));
+      } else if constexpr (kType == int(KvType::kF16)) {
+        wv = LoadF16(df, static_cast<const uint16_t*>(w_data) + rows[a] * k + c);
       } else {
         wv = hn::LoadU(df, static_cast<const float*>(w_data) + rows[a] * k + c);
       }
@@ -48,15 +61,14 @@ HWY_INLINE void DotTile(const void* w_data, int64_t k, const int64_t* rows /*[kR
       float sum = hn::GetLane(hn::SumOfLanes(df, acc[a][b]));
       for (int64_t t = c; t < k; ++t) {  // tail of k not filling a vector
         const int64_t wi = rows[a] * k + t;
-        const float wt = kBF16 ? BF16ToF32(static_cast<const uint16_t*>(w_data)[wi])
-                               : static_cast<const float*>(w_data)[wi];
+        const float wt = WeightAt<kType>(w_data, wi);
         sum += wt * x[(x0 + int64_t(b)) * k + t];
       }
       out[b * kRowsW + a] = sum;
     }
 }
 
-template <size_t kRowsX, bool kBF16>
+template <size_t kRowsX, int kType>
 void RowsRange(float* y, const float* x, const WeightView& w, int64_t x0, int64_t n_begin,
                int64_t n_end, bool accumulate) {
   float tile[4 * 4];
@@ -70,11 +82,11 @@ void RowsRange(float* y, const float* x, const WeightView& w, int64_t x0, int64_
   };
   for (; n + 4 <= n_end; n += 4) {
     const int64_t rows[4] = {n, n + 1, n + 2, n + 3};
-    DotTile<4, kRowsX, kBF16>(w.data, w.k, rows, x, x0, tile);
+    DotTile<4, kRowsX, kType>(w.data, w.k, rows, x, x0, tile);
     store(4, n);
   }
   for (; n < n_end; ++n) {
-    DotTile<1, kRowsX, kBF16>(w.data, w.k, &n, x, x0, tile);
+    DotTile<1, kRowsX, kType>(w.data, w.k, &n, x, x0, tile);
     store(1, n);
   }
 }
@@ -84,7 +96,7 @@ void RowsRange(float* y, const float* x, const WeightView& w, int64_t x0, int64_
 // keeps several distant runs of memory in flight, which reads faster than
 // one run (util/bandwidth.cc measures both). Rows left over go through
 // RowsRange.
-template <size_t kStreams, size_t kRowsPerStream, bool kBF16>
+template <size_t kStreams, size_t kRowsPerStream, int kType>
 void RowsStreams(float* y, const float* x, const WeightView& w, int64_t n_begin, int64_t n_end,
                  bool accumulate) {
   constexpr size_t kTile = kStreams * kRowsPerStream;
@@ -95,31 +107,33 @@ void RowsStreams(float* y, const float* x, const WeightView& w, int64_t n_begin,
     for (size_t s = 0; s < kStreams; ++s)
       for (size_t a = 0; a < kRowsPerStream; ++a)
         rows[s * kRowsPerStream + a] = n_begin + int64_t(s) * part + i + int64_t(a);
-    DotTile<kTile, 1, kBF16>(w.data, w.k, rows, x, 0, tile);
+    DotTile<kTile, 1, kType>(w.data, w.k, rows, x, 0, tile);
     for (size_t r = 0; r < kTile; ++r) y[rows[r]] = accumulate ? y[rows[r]] + tile[r] : tile[r];
   }
-  RowsRange<1, kBF16>(y, x, w, 0, n_begin + int64_t(kStreams) * part, n_end, accumulate);
+  RowsRange<1, kType>(y, x, w, 0, n_begin + int64_t(kStreams) * part, n_end, accumulate);
 }
 
-// Output rows [n_begin, n_end) for every input row.
-void GemvRows(float* y, const float* x, const WeightView& w, int64_t m, int64_t n_begin,
-              int64_t n_end, bool accumulate) {
-  const bool bf16 = w.type == KvType::kBF16;
+// Output rows [n_begin, n_end) for every input row, weights of kType.
+template <int kType>
+void GemvRowsOf(float* y, const float* x, const WeightView& w, int64_t m, int64_t n_begin, int64_t n_end,
+                bool accumulate) {
   int64_t x0 = 0;
-  for (; x0 + 4 <= m; x0 += 4)
-    bf16 ? RowsRange<4, true>(y, x, w, x0, n_begin, n_end, accumulate)
-         : RowsRange<4, false>(y, x, w, x0, n_begin, n_end, accumulate);
-  for (; x0 + 2 <= m; x0 += 2)
-    bf16 ? RowsRange<2, true>(y, x, w, x0, n_begin, n_end, accumulate)
-         : RowsRange<2, false>(y, x, w, x0, n_begin, n_end, accumulate);
+  for (; x0 + 4 <= m; x0 += 4) RowsRange<4, kType>(y, x, w, x0, n_begin, n_end, accumulate);
+  for (; x0 + 2 <= m; x0 += 2) RowsRange<2, kType>(y, x, w, x0, n_begin, n_end, accumulate);
   if (m == 1) {  // decode of one sequence: 8 streams of single rows read fastest (bench/gemv_bench)
-    bf16 ? RowsStreams<8, 1, true>(y, x, w, n_begin, n_end, accumulate)
-         : RowsStreams<8, 1, false>(y, x, w, n_begin, n_end, accumulate);
+    RowsStreams<8, 1, kType>(y, x, w, n_begin, n_end, accumulate);
     return;
   }
-  for (; x0 < m; ++x0)
-    bf16 ? RowsRange<1, true>(y, x, w, x0, n_begin, n_end, accumulate)
-         : RowsRange<1, false>(y, x, w, x0, n_begin, n_end, accumulate);
+  for (; x0 < m; ++x0) RowsRange<1, kType>(y, x, w, x0, n_begin, n_end, accumulate);
+}
+
+void GemvRows(float* y, const float* x, const WeightView& w, int64_t m, int64_t n_begin,
+              int64_t n_end, bool accumulate) {
+  switch (w.type) {
+    case KvType::kF32: return GemvRowsOf<int(KvType::kF32)>(y, x, w, m, n_begin, n_end, accumulate);
+    case KvType::kBF16: return GemvRowsOf<int(KvType::kBF16)>(y, x, w, m, n_begin, n_end, accumulate);
+    case KvType::kF16: return GemvRowsOf<int(KvType::kF16)>(y, x, w, m, n_begin, n_end, accumulate);
+  }
 }
 
 }  // namespace HWY_NAMESPACE
@@ -157,9 +171,10 @@ void GemvReference(float* y, const float* x, const WeightView& w, int64_t m, boo
     for (int64_t n = 0; n < w.n; ++n) {
       double sum = 0;
       for (int64_t c = 0; c < w.k; ++c) {
-        const float wt = w.type == KvType::kBF16
-                             ? BF16ToF32(static_cast<const uint16_t*>(w.data)[n * w.k + c])
-                             : static_cast<const float*>(w.data)[n * w.k + c];
+        const uint16_t half = w.type == KvType::kF32 ? 0 : static_cast<const uint16_t*>(w.data)[n * w.k + c];
+        const float wt = w.type == KvType::kBF16  ? BF16ToF32(half)
+                         : w.type == KvType::kF16 ? F16ToF32(half)
+                                                  : static_cast<const float*>(w.data)[n * w.k + c];
         sum += double(wt) * x[r * w.k + c];
       }
       y[r * w.n + n] = float(accumulate ? y[r * w.n + n] + sum : sum);

@@ -14,7 +14,7 @@
 
 namespace swan {
 
-// A weight matrix in nn.Linear layout [n, k] row-major, f32 or bf16.
+// A weight matrix in nn.Linear layout [n, k] row-major, f32, bf16 or f16.
 struct WeightView {
   const void* data = nullptr;  // [n, k]
   KvType type = KvType::kF32;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "util/bf16.h"
+#include "util/f16.h"
 
 namespace swan {
 namespace {
@@ -35,12 +36,12 @@ TEST(Gemv, MatchesReferenceOnEveryTarget) {
     SCOPED_TRACE(hwy::TargetName(target));
     for (int64_t m : {1, 2, 3, 5, 8})
       for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 1}, {7, 13}, {64, 64}, {129, 200}, {300, 1031}})
-        for (KvType type : {KvType::kF32, KvType::kBF16}) {
+        for (KvType type : {KvType::kF32, KvType::kBF16, KvType::kF16}) {
           std::vector<float> x(size_t(m * k)), w(size_t(n * k));  // [m, k], [n, k]
           for (auto& e : x) e = normal(rng);
           for (auto& e : w) e = normal(rng);
-          std::vector<uint16_t> w16(w.size());  // [n, k] bf16
-          for (size_t i = 0; i < w.size(); ++i) w16[i] = F32ToBF16(w[i]);
+          std::vector<uint16_t> w16(w.size());  // [n, k] bf16 or f16
+          for (size_t i = 0; i < w.size(); ++i) w16[i] = type == KvType::kF16 ? F32ToF16(w[i]) : F32ToBF16(w[i]);
           const WeightView view{type == KvType::kF32 ? static_cast<const void*>(w.data()) : w16.data(),
                                 type, n, k};
           std::vector<float> y(size_t(m * n), 1.0f), ref(y);  // [m, n]

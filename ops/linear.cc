@@ -1,5 +1,6 @@
 #include "ops/linear.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -7,8 +8,10 @@
 #include <string>
 
 #include "ops/bf16_round.h"
+#include "ops/f16_widen.h"
 #include "ops/matmul.h"
 #include "util/bf16.h"
+#include "util/f16.h"
 
 namespace swan {
 
@@ -31,14 +34,15 @@ LinearWeight::LinearWeight(std::vector<float> w, int64_t out, int64_t in, KvType
     owner_ = std::move(owned);
   } else {
     auto owned = std::make_shared<std::vector<uint16_t>>(w.size());
-    for (size_t i = 0; i < w.size(); ++i) (*owned)[i] = F32ToBF16(w[i]);
+    for (size_t i = 0; i < w.size(); ++i) (*owned)[i] = type == KvType::kF16 ? F32ToF16(w[i]) : F32ToBF16(w[i]);
     data_ = owned->data();
     owner_ = std::move(owned);
   }
 }
 
-LinearWeight::LinearWeight(std::vector<uint16_t> w, int64_t out, int64_t in)
-    : out_(out), in_(in), type_(KvType::kBF16) {
+LinearWeight::LinearWeight(std::vector<uint16_t> w, int64_t out, int64_t in, KvType type)
+    : out_(out), in_(in), type_(type) {
+  if (type == KvType::kF32) throw std::invalid_argument("LinearWeight: 16-bit values for a float32 matrix");
   CheckSize(w.size(), out, in);
   auto owned = std::make_shared<const std::vector<uint16_t>>(std::move(w));
   data_ = owned->data();
@@ -72,6 +76,27 @@ void Product(float* y, const float* x, int64_t m, const LinearWeight& w, bool ac
   const MatmulShape shape{m, w.out(), w.in()};
   if (w.type() == KvType::kF32) {
     MatmulTransB(y, x, w.f32(), shape, accumulate);
+    return;
+  }
+  if (w.type() == KvType::kF16) {
+    // No f16 GEMM here: 256 rows of w at a time widened to float32, their
+    // product into a block of y's columns. The widening reads the f16
+    // weights once per product, which m >= 9 rows amortize.
+    constexpr int64_t kBlock = 256;
+    thread_local std::vector<float> w32, y_block;  // [kBlock, in], [m, kBlock]
+    if (w32.size() < size_t(kBlock * w.in())) w32.resize(size_t(kBlock * w.in()));
+    if (y_block.size() < size_t(m * kBlock)) y_block.resize(size_t(m * kBlock));
+    for (int64_t n0 = 0; n0 < w.out(); n0 += kBlock) {
+      const int64_t nb = std::min(kBlock, w.out() - n0);
+      const uint16_t* src = w.halves() + n0 * w.in();
+      WidenF16(w32.data(), src, nb * w.in());
+      MatmulTransB(y_block.data(), x, w32.data(), MatmulShape{m, nb, w.in()});
+      for (int64_t r = 0; r < m; ++r) {
+        float* dst = y + r * w.out() + n0;
+        const float* part = y_block.data() + r * nb;
+        for (int64_t c = 0; c < nb; ++c) dst[c] = accumulate ? dst[c] + part[c] : part[c];
+      }
+    }
     return;
   }
   // [m, in] bf16, kept by the thread for its next products (a fresh one

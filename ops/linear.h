@@ -1,9 +1,11 @@
 // A linear layer's weight and the product that picks the right kernel:
 //   y [m, out] = x [m, in] · wᵀ,   w [out, in] (nn.Linear layout)
 // Decode-sized m (<= kGemvMaxRows) goes to the memory-bound Highway GEMV,
-// which reads the weights once; larger m (prefill, training) goes to
-// oneDNN's GEMM, in float32 or, for bf16 weights, in bf16 with float32
-// accumulation (swan's own bf16 product where oneDNN has none).
+// which reads the weights once (f16 and bf16 promoted in registers); larger
+// m (prefill, training) goes to oneDNN's GEMM, in float32 or, for bf16
+// weights, in bf16 with float32 accumulation (swan's own bf16 product where
+// oneDNN has none); f16 weights are widened to float32 a block of rows at a
+// time for it.
 #pragma once
 
 #include <cstdint>
@@ -19,10 +21,10 @@ constexpr int64_t kGemvMaxRows = 8;
 class LinearWeight {
  public:
   LinearWeight() = default;
-  // Takes a float32 [out, in] matrix; stored as `type` (bf16 rounds).
+  // Takes a float32 [out, in] matrix; stored as `type` (bf16 and f16 round).
   LinearWeight(std::vector<float> w, int64_t out, int64_t in, KvType type = KvType::kF32);
-  // Takes bf16 bits [out, in] as they are.
-  LinearWeight(std::vector<uint16_t> w, int64_t out, int64_t in);
+  // Takes bf16 (or, with kF16, f16) bits [out, in] as they are.
+  LinearWeight(std::vector<uint16_t> w, int64_t out, int64_t in, KvType type = KvType::kBF16);
   // Uses `data` [out, in] of `type` in place (a mapped checkpoint's
   // tensor), alive as long as `owner` is; no copy.
   static LinearWeight Borrow(std::shared_ptr<const void> owner, const void* data, KvType type, int64_t out,
@@ -33,6 +35,8 @@ class LinearWeight {
   int64_t in() const { return in_; }
   KvType type() const { return type_; }
   size_t Bytes() const { return size_t(out_ * in_) * (type_ == KvType::kF32 ? 4 : 2); }
+  // [out, in] half-width bits (bf16 or f16, as type() says), or null for f32
+  const uint16_t* halves() const { return type_ == KvType::kF32 ? nullptr : static_cast<const uint16_t*>(data_); }
   // [out, in], or null when the weight is of the other type
   const float* f32() const { return type_ == KvType::kF32 ? static_cast<const float*>(data_) : nullptr; }
   const uint16_t* bf16() const {

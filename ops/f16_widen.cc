@@ -1,0 +1,45 @@
+#include "ops/f16_widen.h"
+
+#include "util/f16.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/f16_widen.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "ops/f16_load-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace swan {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+void WidenRange(float* dst, const uint16_t* src, int64_t n) {
+  const hn::ScalableTag<float> df;
+  const int64_t L = int64_t(hn::Lanes(df));
+  int64_t i = 0;
+  for (; i + L <= n; i += L) hn::StoreU(LoadF16(df, src + i), df, dst + i);
+  for (; i < n; ++i) dst[i] = F16ToF32(src[i]);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace swan
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace swan {
+
+HWY_EXPORT(WidenRange);
+
+void WidenF16(float* dst, const uint16_t* src, int64_t n) {
+  constexpr int64_t kChunk = int64_t(1) << 16;  // values per thread's piece
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * kChunk, end = begin + kChunk < n ? begin + kChunk : n;
+    HWY_DYNAMIC_DISPATCH(WidenRange)(dst + begin, src + begin, end - begin);
+  }
+}
+
+}  // namespace swan
+#endif  // HWY_ONCE
