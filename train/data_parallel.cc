@@ -80,12 +80,15 @@ void DataParallel::SumDoubles(double* values, int count) {
 #endif
 }
 
-void DataParallel::MaxDoubles(double* values, int count) {
-  if (size_ == 1) return;
+std::vector<double> DataParallel::GatherDoubles(const double* values, int count) {
+  std::vector<double> all(values, values + count);  // [size_ * count]
+  if (size_ == 1) return all;
 #ifdef SWAN_HAVE_MPI
   CommTimer t{comm_seconds_};
-  MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  all.resize(size_t(size_) * size_t(count));
+  MPI_Allgather(values, count, MPI_DOUBLE, all.data(), count, MPI_DOUBLE, MPI_COMM_WORLD);
 #endif
+  return all;
 }
 
 void DataParallel::StartSum(float* data, int64_t count) {

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace swan {
 
@@ -24,9 +25,10 @@ class DataParallel {
   int size() const { return size_; }
   bool lead() const { return rank_ == 0; }  // writes logs, checkpoints, the export
 
-  // In place across ranks (no-ops on one rank).
+  // In place across ranks (a no-op on one rank).
   void SumDoubles(double* values, int count);
-  void MaxDoubles(double* values, int count);
+  // Every rank's values[0, count), rank by rank: [size() * count].
+  std::vector<double> GatherDoubles(const double* values, int count);
 
   // Gradient buckets: StartSum begins summing data[0, count) across ranks
   // (non-blocking; the buffer must stay untouched), Progress lets started

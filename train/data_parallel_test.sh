@@ -43,6 +43,7 @@ same_losses() {
 $MPIRUN -np 2 "$SWAN" train $COMMON --batch 2 --out "$TMP/two" > /dev/null
 same_losses "$TMP/one" "$TMP/two" "2 ranks x batch 2 vs 1 x batch 4"
 head -1 "$TMP/two/train_log.csv" | grep -q ',comm_s$'
+grep -q '"comm_s_by_rank": \[' "$TMP/two/train_log.json"
 
 # 2. One rank killed after step 10 (the last checkpoint: step 8).
 set +e

@@ -102,6 +102,7 @@ void RunLog::Write() const {
       std::snprintf(buf, sizeof buf, ",%.6f", r.comm_s);
       csv << buf;
       row["comm_s"] = r.comm_s;
+      if (!r.comm_s_by_rank.empty()) row["comm_s_by_rank"] = r.comm_s_by_rank;
     }
     csv << "\n";
     j.push_back(row);

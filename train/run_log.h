@@ -25,8 +25,9 @@ struct LogRow {
   std::vector<double> val_full_ratio_by_layer;  // [L] fraction of each layer's held-out
                                                 // tokens on full attention; empty when not evaluated
   // Data-parallel runs only (RunLog's `data_parallel`): the step's seconds
-  // spent in MPI calls, on the slowest rank.
+  // spent in MPI calls, on the slowest rank, and on each (JSON only).
   double comm_s = 0;
+  std::vector<double> comm_s_by_rank;  // [ranks]
 };
 
 class RunLog {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -442,12 +443,21 @@ TrainResult Train(const TrainOptions& o) {
     }
     train_seconds += Since(step_start);
     const int64_t done = step + 1;
-    // The ranks agree on stopping (SIGINT or the time limit on any of them),
-    // and the slowest one's communication is what the step waited for.
-    double shared[2] = {StopRequested().load() || (o.time_limit_s > 0 && Since(run_start) > o.time_limit_s) ? 1.0 : 0.0,
-                        ranks.TakeCommSeconds()};
-    ranks.MaxDoubles(shared, 2);
-    const bool stop = shared[0] > 0;
+    // The ranks agree on stopping (SIGINT or the time limit on any of them);
+    // each one's communication is logged, the slowest one's is what the
+    // step waited for.
+    const double mine[2] = {
+        StopRequested().load() || (o.time_limit_s > 0 && Since(run_start) > o.time_limit_s) ? 1.0 : 0.0,
+        ranks.TakeCommSeconds()};
+    const std::vector<double> all = ranks.GatherDoubles(mine, 2);  // [R][stop, comm]
+    bool stop = false;
+    double comm_max = 0;
+    std::vector<double> comm_by_rank;
+    for (int64_t r = 0; r < R; ++r) {
+      stop = stop || all[size_t(2 * r)] > 0;
+      comm_max = std::max(comm_max, all[size_t(2 * r + 1)]);
+      comm_by_rank.push_back(all[size_t(2 * r + 1)]);
+    }
     tokens_done += G * T;
 
     LogRow row;
@@ -459,7 +469,8 @@ TrainResult Train(const TrainOptions& o) {
     row.tokens_per_s = double(tokens_done - tokens_before) / train_seconds;
     row.router_loss = router_loss;
     row.full_ratio = full_ratio;
-    row.comm_s = shared[1];
+    row.comm_s = comm_max;
+    if (R > 1) row.comm_s_by_rank = std::move(comm_by_rank);
     std::string recall_text;  // " | recall 97/88/40%" for the progress line
     if (lead && o.eval_every > 0 && loader.has_val() && (done % o.eval_every == 0 || done == o.steps)) {
       RecallTally tally(recall ? recall_edges : std::vector<int64_t>{1, 2});
