@@ -56,36 +56,25 @@ int RunConvert(const std::vector<std::string>& words) {
   const TensorStore store = TensorStore::OpenDirectory(src.string());
   const int64_t elem = dtype == "f32" ? 4 : 2;
   const char* stored = dtype == "bf16" ? "BF16" : dtype == "f16" ? "F16" : "F32";
-  json header = json::object();
-  int64_t offset = 0;
   const std::vector<std::string> names = store.Names();
+  std::vector<TensorHeader> headers;
+  int64_t offset = 0;  // bytes of the weights
   for (const std::string& name : names) {
     const TensorInfo& t = store.Info(name);
-    const int64_t bytes = t.numel() * elem;
-    header[name] = {{"dtype", stored}, {"shape", t.shape},
-                    {"data_offsets", {offset, offset + bytes}}};
-    offset += bytes;
+    headers.push_back({name, stored, t.shape, size_t(t.numel() * elem)});
+    offset += t.numel() * elem;
   }
-  header["__metadata__"] = {{"format", "pt"}};
-  std::string text = header.dump();
-  text.append((8 - text.size() % 8) % 8, ' ');  // data starts 8-byte aligned
-  std::string out;
-  out.reserve(8 + text.size() + size_t(offset));
-  const uint64_t header_len = text.size();
-  out.append(reinterpret_cast<const char*>(&header_len), 8);
-  out += text;
-  for (const std::string& name : names) {
-    const TensorInfo& t = store.Info(name);
-    const std::vector<float> values = store.ReadF32(name, t.shape);  // [numel]
+  const std::string out = SafetensorsBytes(headers, [&](size_t i, std::string& bytes) {
+    const std::vector<float> values = store.ReadF32(names[i], headers[i].shape);  // [numel]
     if (dtype == "f32") {
-      out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
-      continue;
+      bytes.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+      return;
     }
     for (float v : values) {
       const uint16_t b = dtype == "f16" ? F32ToF16(v) : F32ToBF16(v);
-      out.append(reinterpret_cast<const char*>(&b), 2);
+      bytes.append(reinterpret_cast<const char*>(&b), 2);
     }
-  }
+  });
   WriteFileAtomic((dst / "model.safetensors").string(), out);
 
   // Everything else but the weights, config.json with the new dtype.

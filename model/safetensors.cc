@@ -135,6 +135,34 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : map_(path) {
   }
 }
 
+// --- Writing ------------------------------------------------------------------
+
+std::string SafetensorsBytes(const std::vector<TensorHeader>& tensors,
+                             const std::function<void(size_t i, std::string& out)>& append_data) {
+  json header = json::object();
+  header["__metadata__"] = {{"format", "pt"}};
+  size_t offset = 0;
+  for (const TensorHeader& t : tensors) {
+    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.n_bytes}}};
+    offset += t.n_bytes;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::string out;
+  out.reserve(8 + text.size() + offset);
+  for (int i = 0; i < 8; ++i) out.push_back(char((uint64_t(text.size()) >> (8 * i)) & 0xff));  // little-endian
+  out += text;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const size_t before = out.size();
+    append_data(i, out);
+    if (out.size() - before != tensors[i].n_bytes)
+      throw std::logic_error("SafetensorsBytes: tensor '" + tensors[i].name + "' got " +
+                             std::to_string(out.size() - before) + " bytes, its header says " +
+                             std::to_string(tensors[i].n_bytes));
+  }
+  return out;
+}
+
 // --- TensorStore --------------------------------------------------------------
 
 TensorStore TensorStore::OpenFiles(const std::vector<std::string>& paths) {

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -63,6 +64,21 @@ class SafetensorsFile {
   MappedFile map_;
   std::map<std::string, TensorInfo> tensors_;
 };
+
+// One tensor of a file to write: what the header says of it.
+struct TensorHeader {
+  std::string name;
+  std::string dtype;            // "F32", "BF16", "F16", "I32", ...
+  std::vector<int64_t> shape;
+  size_t n_bytes = 0;           // its data's bytes
+};
+
+// The bytes of a safetensors file holding `tensors` in order: the header
+// (padded so that the data starts 8-byte aligned), then each tensor's data
+// as append_data(i, out) appends it to `out` (exactly n_bytes). Throws
+// std::logic_error when an append gives another number of bytes.
+std::string SafetensorsBytes(const std::vector<TensorHeader>& tensors,
+                             const std::function<void(size_t i, std::string& out)>& append_data);
 
 // The tensors of a model directory, from one or several files.
 class TensorStore {

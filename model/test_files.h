@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "model/safetensors.h"
+
 namespace swan::test {
 
 struct RawTensor {
@@ -29,23 +31,11 @@ inline RawTensor F32Tensor(const std::string& name, const std::vector<int64_t>& 
 
 // The bytes of a safetensors file holding `tensors` in order.
 inline std::string SafetensorsBytes(const std::vector<RawTensor>& tensors) {
-  nlohmann::json header = nlohmann::json::object();
-  header["__metadata__"] = {{"format", "pt"}};
-  size_t offset = 0;
-  for (const RawTensor& t : tensors) {
-    header[t.name] = {{"dtype", t.dtype},
-                      {"shape", t.shape},
-                      {"data_offsets", {offset, offset + t.bytes.size()}}};
-    offset += t.bytes.size();
-  }
-  std::string h = header.dump();
-  while (h.size() % 8) h += ' ';
-  std::string out(8, '\0');
-  uint64_t len = h.size();
-  for (int i = 0; i < 8; ++i) out[size_t(i)] = char((len >> (8 * i)) & 0xff);
-  out += h;
-  for (const RawTensor& t : tensors) out.append(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
-  return out;
+  std::vector<swan::TensorHeader> headers;
+  for (const RawTensor& t : tensors) headers.push_back({t.name, t.dtype, t.shape, t.bytes.size()});
+  return swan::SafetensorsBytes(headers, [&](size_t i, std::string& out) {
+    out.append(reinterpret_cast<const char*>(tensors[i].bytes.data()), tensors[i].bytes.size());
+  });
 }
 
 inline void WriteFile(const std::filesystem::path& path, const std::string& bytes) {

@@ -221,24 +221,14 @@ void ExportHfDirectory(const std::string& dir, const TrainModel& model, const Ex
   p["layers"] = layers;
   WriteFileAtomic((fs::path(dir) / "attention_plan.json").string(), p.dump(2) + "\n");
 
-  // safetensors: 8-byte header length, JSON header padded to 8 bytes, data.
-  json h = json::object();
-  int64_t offset = 0;
-  for (const ParamTensor& t : model.tensors()) {
-    h[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.numel * 4}}};
-    offset += t.numel * 4;
-  }
-  h["__metadata__"] = {{"format", "pt"}};
-  std::string header = h.dump();
-  header.append((8 - header.size() % 8) % 8, ' ');
-  std::string out;
-  out.reserve(8 + header.size() + size_t(offset));
-  const uint64_t header_len = header.size();
-  out.append(reinterpret_cast<const char*>(&header_len), 8);
-  out += header;
-  for (const ParamTensor& t : model.tensors())
-    out.append(reinterpret_cast<const char*>(model.params().data() + t.offset), size_t(t.numel) * 4);
-  WriteFileAtomic((fs::path(dir) / "model.safetensors").string(), out);
+  const std::vector<ParamTensor>& tensors = model.tensors();
+  std::vector<TensorHeader> headers;
+  for (const ParamTensor& t : tensors) headers.push_back({t.name, "F32", t.shape, size_t(t.numel) * 4});
+  WriteFileAtomic((fs::path(dir) / "model.safetensors").string(),
+                  SafetensorsBytes(headers, [&](size_t i, std::string& out) {
+                    out.append(reinterpret_cast<const char*>(model.params().data() + tensors[i].offset),
+                               size_t(tensors[i].numel) * 4);
+                  }));
 
   if (!options.tokenizer_json.empty())
     WriteFileAtomic((fs::path(dir) / "tokenizer.json").string(), ReadText(options.tokenizer_json));
