@@ -1,6 +1,7 @@
 #include "ops/bf16_round.h"
 
 #include "util/bf16.h"
+#include "util/parallel_ranges.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/bf16_round.cc"
@@ -47,13 +48,10 @@ namespace swan {
 HWY_EXPORT(RoundRange);
 
 void RoundToBF16(uint16_t* dst, const float* src, int64_t n) {
-  constexpr int64_t kChunk = int64_t(1) << 16;  // values per thread's piece
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (chunks > 1)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = c * kChunk, end = begin + kChunk < n ? begin + kChunk : n;
+  // Pieces of 64K values per thread.
+  ParallelRanges(n, int64_t(1) << 16, [&](int64_t begin, int64_t end) {
     HWY_DYNAMIC_DISPATCH(RoundRange)(dst + begin, src + begin, end - begin);
-  }
+  });
 }
 
 }  // namespace swan

@@ -1,6 +1,7 @@
 #include "ops/f16_widen.h"
 
 #include "util/f16.h"
+#include "util/parallel_ranges.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/f16_widen.cc"
@@ -32,13 +33,10 @@ namespace swan {
 HWY_EXPORT(WidenRange);
 
 void WidenF16(float* dst, const uint16_t* src, int64_t n) {
-  constexpr int64_t kChunk = int64_t(1) << 16;  // values per thread's piece
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (chunks > 1)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = c * kChunk, end = begin + kChunk < n ? begin + kChunk : n;
+  // Pieces of 64K values per thread.
+  ParallelRanges(n, int64_t(1) << 16, [&](int64_t begin, int64_t end) {
     HWY_DYNAMIC_DISPATCH(WidenRange)(dst + begin, src + begin, end - begin);
-  }
+  });
 }
 
 }  // namespace swan
