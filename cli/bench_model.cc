@@ -56,8 +56,10 @@ const char kUsage[] =
     "Decode roofline: a token reads every weight once plus the K/V rows each layer\n"
     "attends to; roofline tok/s = read bandwidth / those bytes. A routed layer reads\n"
     "r * (all keys) + (1 - r) * (window keys) for its full ratio r: the forced one, or\n"
-    "the share its router chose during the timed decode (column full%). (A model whose\n"
-    "weights fit in the CPU caches can beat this DRAM roofline.)\n";
+    "the share its router chose during the timed decode (column full%). The read bandwidth\n"
+    "is measured before the model loads, over a buffer the size of its weights (16 MiB to\n"
+    "512 MiB), so a model that fits in a cache gets that cache's rate. The last line gives\n"
+    "the peak RSS (JSON: peak_rss_bytes).\n";
 
 double Seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
