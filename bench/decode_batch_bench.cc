@@ -36,9 +36,9 @@ ModelConfig BenchConfig() {
   return c;
 }
 
-const LanguageModel& Model(KvType weights) {
+const LanguageModel& Model(WeightType weights) {
   static std::unique_ptr<LanguageModel> models[2];
-  std::unique_ptr<LanguageModel>& m = models[weights == KvType::kBF16];
+  std::unique_ptr<LanguageModel>& m = models[weights == WeightType::kBF16];
   if (!m) m = BuildLlama(RandomWeights(1, weights), BenchConfig(), "decode_batch_bench");
   return *m;
 }
@@ -47,7 +47,7 @@ const LanguageModel& Model(KvType weights) {
 void BM_Decode(benchmark::State& state) {
   const int64_t n_seq = state.range(0);
   const bool batched = state.range(1) != 0;
-  const LanguageModel& model = Model(state.range(2) ? KvType::kBF16 : KvType::kF32);
+  const LanguageModel& model = Model(state.range(2) ? WeightType::kBF16 : WeightType::kF32);
   const int64_t vocab = model.config().vocab_size;
   std::vector<std::unique_ptr<Session>> sessions;
   std::vector<int32_t> tokens, pos;  // [n_seq] each sequence's next token and position

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/weights_option.h"
 #include "cli/threads_option.h"
 #include "eval/cost.h"
 #include "model/model.h"
@@ -47,7 +48,9 @@ const char kUsage[] =
     "  --fill MODE       how depth is filled: random (random K/V rows, seconds even at 128K;\n"
     "                    default) or prefill (a real prefill of random tokens)\n"
     "  --kv TYPE         KV cache storage, bf16 (default) or f32\n"
-    "  --weights TYPE    synthetic weights, bf16 (default), f16 or f32\n"
+    "  --weights TYPE    linear layers held as f32, bf16, f16, q8_0 or q4_0: the synthetic\n"
+    "                    model's (default bf16), or a checkpoint's converted as it loads\n"
+    "                    (default: as stored)\n"
     "  --batch B         prefill chunk (default 512)\n"
     "  -r N              repeats, after a warm-up (default 3, like llama-bench): each\n"
     "                    figure is the median, with the spread (max - min) / median\n"
@@ -138,8 +141,6 @@ int RunBenchModel(const std::vector<std::string>& words) {
   if (prompt < 0 || gen < 1 || batch < 1) throw std::invalid_argument("-p >= 0, -n >= 1, --batch >= 1");
   if (fill != "random" && fill != "prefill") throw std::invalid_argument("--fill: random or prefill");
   if (kv_name != "bf16" && kv_name != "f32") throw std::invalid_argument("--kv takes bf16 or f32");
-  if (w_name != "bf16" && w_name != "f16" && w_name != "f32")
-    throw std::invalid_argument("--weights takes bf16, f16 or f32");
   for (long long d : depths)
     if (d < 0) throw std::invalid_argument("-d: depths must be >= 0");
   const KvType kv_type = kv_name == "bf16" ? KvType::kBF16 : KvType::kF32;
@@ -155,7 +156,8 @@ int RunBenchModel(const std::vector<std::string>& words) {
   // the peak memory is the model's (weights resident once), not both. The
   // bandwidth is read over a buffer the size of the weights (16 MiB to
   // 512 MiB): a model that fits in a cache is bound by the cache's rate.
-  const KvType weight_type = w_name == "bf16" ? KvType::kBF16 : w_name == "f16" ? KvType::kF16 : KvType::kF32;
+  const WeightType weight_type = ParseWeightType(w_name, "--weights");
+  const LoadOptions load = LoadOptionsFrom(args);
   const size_t expected_bytes = args.Has("-m") ? CheckpointBytes(args.Get("-m", ""))
                                                : SyntheticWeightBytes(args.Get("--synthetic", ""), weight_type);
   log("measuring read bandwidth and the GEMM rates ...");
@@ -166,7 +168,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
   const double gemm_bf16 = bf16_rate.gflops;
   log("loading " + source + " ...");
   const std::unique_ptr<LanguageModel> model =
-      args.Has("-m") ? LoadModel(args.Get("-m", "")) : LoadSyntheticModel(args.Get("--synthetic", ""), weight_type);
+      args.Has("-m") ? LoadModel(args.Get("-m", ""), load) : LoadSyntheticModel(args.Get("--synthetic", ""), weight_type);
   const ModelConfig& config = model->config();
   const std::vector<std::string> specs = SplitPlanList(args.Get("--attn", "model"));
   const double weight_bytes = double(model->WeightBytes());

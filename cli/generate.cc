@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/weights_option.h"
 #include "cli/input_files.h"
 #include "cli/threads_option.h"
 #include "eval/recall_suite.h"
@@ -27,7 +28,8 @@ namespace {
 const char kUsage[] =
     "usage: swan generate -m DIR (-p TEXT | -f FILE | --ids 1,2,3) [-n N] [--attn SPEC]\n"
     "                     [--temp T] [--top-k K] [--top-p P] [--min-p M] [--seed S]\n"
-    "                     [--batch B] [--kv f32|bf16] [-c|--ctx C] [--ignore-eos]\n"
+    "                     [--batch B] [--kv f32|bf16] [--weights TYPE] [-c|--ctx C]\n"
+    "                     [--ignore-eos]\n"
     "  -m DIR        Hugging Face model directory (config.json, *.safetensors, tokenizer.json)\n"
     "  -p TEXT       prompt, encoded with DIR/tokenizer.json (BOS added as the tokenizer says)\n"
     "  -f FILE       prompt read from a UTF-8 file (as -p)\n"
@@ -42,6 +44,8 @@ const char kUsage[] =
     "  --seed S      random seed (default 0)\n"
     "  --batch B     prefill chunk: tokens per forward step (default 512)\n"
     "  --kv TYPE     KV cache storage, f32 (default) or bf16\n"
+    "  --weights TYPE  hold the linear layers as f32, bf16, f16, q8_0 or q4_0, converted as\n"
+    "                they load (default: as stored; rows not a multiple of 32 stay so)\n"
     "  -c, --ctx C   the context: positions a sequence may reach (default: the model's\n"
     "                max_position_embeddings, else 1048576; more is allowed, with a\n"
     "                warning). A longer prompt is refused; generation stops when it is\n"
@@ -86,7 +90,7 @@ int RunGenerate(const std::vector<std::string>& words) {
     return 0;
   }
   args.RejectUnknown({"-m", "-p", "-f", "--ids", "-n", "--attn", "--temp", "--top-k", "--top-p", "--min-p",
-                      "--seed", "--batch", "--kv", "--ctx", "-c", "--ignore-eos",
+                      "--seed", "--batch", "--kv", "--weights", "--ctx", "-c", "--ignore-eos",
                       "-t", "--threads"});
   ApplyThreadsOption(args);
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
@@ -97,7 +101,7 @@ int RunGenerate(const std::vector<std::string>& words) {
   if (n_new < 0) throw std::invalid_argument("-n must be >= 0");
 
   const auto t_load = std::chrono::steady_clock::now();
-  std::unique_ptr<LanguageModel> model = LoadModel(dir);
+  std::unique_ptr<LanguageModel> model = LoadModel(dir, LoadOptionsFrom(args));
   const ModelConfig& config = model->config();
   const bool text_mode = args.Has("-p") || args.Has("-f");
   // A recall model's ids print by name (k17, v203).

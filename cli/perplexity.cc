@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/weights_option.h"
 #include "cli/threads_option.h"
 #include "cli/input_files.h"
 #include "eval/perplexity.h"
@@ -19,7 +20,8 @@ namespace {
 
 const char kUsage[] =
     "usage: swan perplexity -m DIR -f FILE [-c CTX] [--attn SPEC] [--batch N]\n"
-    "                       [--bucket B] [--limit W] [--kv f32|bf16] [--no-bos] [--json] [--quiet]\n"
+    "                       [--bucket B] [--limit W] [--kv f32|bf16] [--weights TYPE] [--no-bos]\n"
+    "                       [--json] [--quiet]\n"
     "  -m DIR       Hugging Face model directory (config.json, *.safetensors, tokenizer.json)\n"
     "  -f FILE      UTF-8 text, encoded with DIR/tokenizer.json (no special tokens added)\n"
     "  -c CTX       positions per evaluation window (default: max_position_embeddings)\n"
@@ -29,6 +31,8 @@ const char kUsage[] =
     "  --bucket B   positions per bucket of the loss-by-position table (default CTX/16)\n"
     "  --limit W    score only the first W windows (a quick run)\n"
     "  --kv TYPE    KV cache storage, f32 (default) or bf16\n"
+    "  --weights TYPE  hold the linear layers as f32, bf16, f16, q8_0 or q4_0, converted as\n"
+    "               they load (default: as stored; rows not a multiple of 32 stay so)\n"
     "  --no-bos     do not start windows with the BOS token\n"
     "  --json       print the figures as JSON\n"
     "  --quiet      no progress line on stderr\n"
@@ -51,7 +55,7 @@ int RunPerplexity(const std::vector<std::string>& words) {
     std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"-m", "-f", "-c", "--attn", "--batch", "--bucket", "--limit", "--kv", "--no-bos",
+  args.RejectUnknown({"-m", "-f", "-c", "--attn", "--batch", "--bucket", "--limit", "--kv", "--weights", "--no-bos",
                       "--json", "--quiet",
                       "-t", "--threads"});
   ApplyThreadsOption(args);
@@ -61,7 +65,7 @@ int RunPerplexity(const std::vector<std::string>& words) {
   const bool json = args.Has("--json");
   const bool quiet = args.Has("--quiet");
 
-  std::unique_ptr<LanguageModel> model = LoadModel(dir);
+  std::unique_ptr<LanguageModel> model = LoadModel(dir, LoadOptionsFrom(args));
   const Tokenizer tokenizer = Tokenizer::Load(dir);
   const std::string text = ReadWholeFile(args.Get("-f", ""));
   EncodeOptions encode;

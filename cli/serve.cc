@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/weights_option.h"
 #include "cli/threads_option.h"
 #include "model/model.h"
 #include "serve/chat_template.h"
@@ -24,7 +25,7 @@ namespace {
 const char kUsage[] =
     "usage: swan serve -m DIR [--attn SPEC] [--host 127.0.0.1] [--port 8080] [--kv-budget MiB]\n"
     "                  [--chat-template FILE] [--parallel N] [--max-waiting N] [--batch B]\n"
-    "                  [--checkpoint-interval N] [--ctx N] [--kv f32|bf16] [-t N]\n"
+    "                  [--checkpoint-interval N] [--ctx N] [--kv f32|bf16] [--weights TYPE] [-t N]\n"
     "                  [--seq-threads N] [--threads-http N] [--name NAME] [--accept-any-model]\n"
     "                  [--client-connections N] [--request-timeout S] [--idle-timeout S]\n"
     "                  [--shutdown-grace S]\n"
@@ -44,6 +45,8 @@ const char kUsage[] =
     "                         checkpoints cost less than full attention; none without a prompt cache\n"
     "  --ctx N                context length (default: the model's max_position_embeddings)\n"
     "  --kv TYPE              KV cache storage, f32 (default) or bf16\n"
+    "  --weights TYPE         hold the linear layers as f32, bf16, f16, q8_0 or q4_0, converted\n"
+    "                         as they load (default: as stored; rows not a multiple of 32 stay so)\n"
     "  --seq-threads N        threads inside one sequence's kernels (default 1: small models;\n"
     "                         0 = all of -t, for large models); the decode steps of all running\n"
     "                         sequences run as one batched forward\n"
@@ -89,7 +92,7 @@ int RunServe(const std::vector<std::string>& words) {
     return 0;
   }
   args.RejectUnknown({"-m", "--attn", "--host", "--port", "--kv-budget", "--chat-template", "--parallel",
-                      "--max-waiting", "--batch", "--seq-threads", "--checkpoint-interval", "--ctx", "--kv",
+                      "--max-waiting", "--batch", "--seq-threads", "--checkpoint-interval", "--ctx", "--kv", "--weights",
                       "--threads-http", "--client-connections", "--request-timeout", "--idle-timeout", "--name", "--accept-any-model", "--shutdown-grace", "--no-prompt-cache", "--verbose", "--prompt-cache",
                       "-t", "--threads"});
   ApplyThreadsOption(args);
@@ -108,7 +111,7 @@ int RunServe(const std::vector<std::string>& words) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  std::unique_ptr<LanguageModel> model = LoadModel(dir);
+  std::unique_ptr<LanguageModel> model = LoadModel(dir, LoadOptionsFrom(args));
   const Tokenizer tokenizer = Tokenizer::Load(dir);
   const ChatTemplate chat_template =
       ChatTemplate::Load(ChatTemplateOptions{dir, args.Get("--chat-template", "")}, tokenizer);

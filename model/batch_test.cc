@@ -86,9 +86,9 @@ class Bf16Weights : public WeightSource {
   }
   LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const override {
     const LinearWeight w = f32_.Linear(name, out, in);
-    return LinearWeight(std::vector<float>(w.f32(), w.f32() + out * in), out, in, KvType::kBF16);
+    return LinearWeight(std::vector<float>(w.f32(), w.f32() + out * in), out, in, WeightType::kBF16);
   }
-  KvType LinearType(const std::string&) const override { return KvType::kBF16; }
+  WeightType LinearType(const std::string&) const override { return WeightType::kBF16; }
 
  private:
   CheckpointWeights f32_;

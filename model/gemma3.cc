@@ -215,13 +215,6 @@ ModelAttentionDefaults Gemma3AttentionDefaults(const ModelConfig& config) {
   return d;
 }
 
-std::unique_ptr<LanguageModel> LoadGemma3(const std::string& dir, const ModelConfig& config) {
-  const CheckpointWeights weights(dir);
-  auto model = std::make_unique<Gemma3>(weights, config, dir);
-  weights.RequireAllUsed(config.tie_word_embeddings, dir);
-  return model;
-}
-
 std::unique_ptr<LanguageModel> BuildGemma3(const WeightSource& weights, const ModelConfig& config,
                                            const std::string& origin) {
   return std::make_unique<Gemma3>(weights, config, origin);

@@ -18,14 +18,10 @@
 
 namespace swan {
 
-// Loads a Gemma 3 text directory whose config is `config`. Throws
-// std::runtime_error for unsupported settings (soft-capping, biases, other
-// activations) and missing or misshapen tensors (naming the directory and
-// the tensor).
-std::unique_ptr<LanguageModel> LoadGemma3(const std::string& dir, const ModelConfig& config);
-
 class WeightSource;
-// The same from any weight source.
+// A Gemma 3 text model from its weights. Throws std::runtime_error for
+// unsupported settings (soft-capping, biases, other activations) and
+// missing or misshapen tensors (naming the origin and the tensor).
 std::unique_ptr<LanguageModel> BuildGemma3(const WeightSource& weights, const ModelConfig& config,
                                            const std::string& origin);
 

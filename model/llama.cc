@@ -188,13 +188,6 @@ void Llama::ForwardSteps(float* logits, const std::vector<SequenceStep>& steps) 
 
 }  // namespace
 
-std::unique_ptr<LanguageModel> LoadLlama(const std::string& dir, const ModelConfig& config) {
-  const CheckpointWeights weights(dir);
-  auto model = std::make_unique<Llama>(weights, config, dir, LlamaVariant{});
-  weights.RequireAllUsed(config.tie_word_embeddings, dir);
-  return model;
-}
-
 std::unique_ptr<LanguageModel> BuildLlama(const WeightSource& weights, const ModelConfig& config,
                                           const std::string& origin, const LlamaVariant& variant) {
   return std::make_unique<Llama>(weights, config, origin, variant);

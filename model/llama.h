@@ -14,18 +14,16 @@
 
 namespace swan {
 
-// Loads the weights of a Llama-family directory whose config is `config`.
-// Throws std::runtime_error for settings the family does not cover
-// (biases, activations other than silu) and for missing or misshapen tensors.
-std::unique_ptr<LanguageModel> LoadLlama(const std::string& dir, const ModelConfig& config);
-
 // What a family built on the Llama compute adds to it.
 struct LlamaVariant {
   bool qkv_bias = false;  // q/k/v projection biases (Qwen2)
 };
 
 class WeightSource;
-// The same from any weight source (e.g. random weights in a real shape).
+// A Llama-family model (Llama, Mistral) from its weights (a checkpoint, or
+// random weights in a real shape). Throws std::runtime_error for settings
+// the family does not cover (biases, activations other than silu) and for
+// missing or misshapen tensors.
 std::unique_ptr<LanguageModel> BuildLlama(const WeightSource& weights, const ModelConfig& config,
                                           const std::string& origin,
                                           const LlamaVariant& variant = {});

@@ -7,24 +7,31 @@
 #include "model/gemma3.h"
 #include "model/llama.h"
 #include "model/qwen2.h"
+#include "model/weight_source.h"
 
 namespace swan {
 namespace {
 
-using Loader = std::unique_ptr<LanguageModel> (*)(const std::string& dir, const ModelConfig& config);
+using Builder = std::unique_ptr<LanguageModel> (*)(const WeightSource& weights, const ModelConfig& config,
+                                                   const std::string& origin);
+
+std::unique_ptr<LanguageModel> BuildLlamaOrMistral(const WeightSource& weights, const ModelConfig& config,
+                                                   const std::string& origin) {
+  return BuildLlama(weights, config, origin);
+}
 
 struct Family {
   const char* architecture;  // config.json "architectures"[0]
-  Loader load;
+  Builder build;
   ModelAttentionDefaults (*attention)(const ModelConfig& config);
 };
 
 // The one place that maps an architecture name to its implementation.
 const Family kFamilies[] = {
-    {"LlamaForCausalLM", LoadLlama, LlamaAttentionDefaults},
-    {"MistralForCausalLM", LoadLlama, LlamaAttentionDefaults},
-    {"Qwen2ForCausalLM", LoadQwen2, Qwen2AttentionDefaults},
-    {"Gemma3ForCausalLM", LoadGemma3, Gemma3AttentionDefaults},
+    {"LlamaForCausalLM", BuildLlamaOrMistral, LlamaAttentionDefaults},
+    {"MistralForCausalLM", BuildLlamaOrMistral, LlamaAttentionDefaults},
+    {"Qwen2ForCausalLM", BuildQwen2, Qwen2AttentionDefaults},
+    {"Gemma3ForCausalLM", BuildGemma3, Gemma3AttentionDefaults},
 };
 
 const Family& FamilyOf(const ModelConfig& config, const std::string& origin) {
@@ -95,9 +102,19 @@ ModelAttentionDefaults LanguageModel::AttentionDefaults() const {
   return AttentionDefaultsFor(config());
 }
 
-std::unique_ptr<LanguageModel> LoadModel(const std::string& dir) {
+std::unique_ptr<LanguageModel> LoadModel(const std::string& dir, const LoadOptions& options) {
   const ModelConfig config = LoadModelConfig(dir);
-  return FamilyOf(config, dir + "/config.json").load(dir, config);
+  const Family& family = FamilyOf(config, dir + "/config.json");
+  const CheckpointWeights stored(dir);
+  std::unique_ptr<LanguageModel> model;
+  if (options.weights) {
+    const ConvertedWeights converted(stored, *options.weights);
+    model = family.build(converted, config, dir);
+  } else {
+    model = family.build(stored, config, dir);
+  }
+  stored.RequireAllUsed(config.tie_word_embeddings, dir);
+  return model;
 }
 
 }  // namespace swan

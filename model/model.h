@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "model/config.h"
 #include "model/plan.h"
 #include "ops/rope.h"
+#include "ops/weight_type.h"
 
 namespace swan {
 
@@ -101,8 +103,15 @@ void CheckSteps(const std::vector<SequenceStep>& steps);
 // architecture, without loading weights. Throws for unsupported architectures.
 ModelAttentionDefaults AttentionDefaultsFor(const ModelConfig& config);
 
+struct LoadOptions {
+  // The type to hold the linear layers in (f16, q8_0, ...), converted when
+  // loaded; unset: as the checkpoint stores them. Rows that a block format
+  // cannot hold (not a multiple of 32 values) stay as stored.
+  std::optional<WeightType> weights;
+};
+
 // Loads a Hugging Face model directory (config.json, *.safetensors). Throws
 // std::runtime_error for unsupported architectures and bad files.
-std::unique_ptr<LanguageModel> LoadModel(const std::string& dir);
+std::unique_ptr<LanguageModel> LoadModel(const std::string& dir, const LoadOptions& options = {});
 
 }  // namespace swan

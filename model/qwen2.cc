@@ -26,13 +26,11 @@ ModelAttentionDefaults Qwen2AttentionDefaults(const ModelConfig& config) {
   return d;
 }
 
-std::unique_ptr<LanguageModel> LoadQwen2(const std::string& dir, const ModelConfig& config) {
+std::unique_ptr<LanguageModel> BuildQwen2(const WeightSource& weights, const ModelConfig& config,
+                                          const std::string& origin) {
   LlamaVariant variant;
   variant.qkv_bias = true;
-  const CheckpointWeights weights(dir);
-  auto model = BuildLlama(weights, config, dir, variant);
-  weights.RequireAllUsed(config.tie_word_embeddings, dir);
-  return model;
+  return BuildLlama(weights, config, origin, variant);
 }
 
 }  // namespace swan

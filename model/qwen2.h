@@ -12,10 +12,12 @@
 
 namespace swan {
 
-// Loads a Qwen2 directory whose config is `config`. Throws
-// std::runtime_error for unsupported settings and missing or misshapen
-// tensors (naming the directory and the tensor).
-std::unique_ptr<LanguageModel> LoadQwen2(const std::string& dir, const ModelConfig& config);
+class WeightSource;
+// A Qwen2 model (the Llama compute with q/k/v biases) from its weights.
+// Throws std::runtime_error for unsupported settings and missing or
+// misshapen tensors (naming the origin and the tensor).
+std::unique_ptr<LanguageModel> BuildQwen2(const WeightSource& weights, const ModelConfig& config,
+                                          const std::string& origin);
 
 // The family's layer spans: layer_types when the config lists them, else
 // the window on layers >= max_window_layers when use_sliding_window (HF

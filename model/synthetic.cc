@@ -65,16 +65,18 @@ ModelConfig SyntheticConfig(const std::string& name) {
   throw std::invalid_argument("unknown synthetic shape '" + name + "' (known: " + known + ")");
 }
 
-size_t SyntheticWeightBytes(const std::string& name, KvType weight_type) {
+size_t SyntheticWeightBytes(const std::string& name, WeightType weight_type) {
   const ModelConfig c = SyntheticConfig(name);
   const int64_t q = int64_t(c.n_heads) * c.head_dim, kv = int64_t(c.n_kv_heads) * c.head_dim;
   const int64_t linear = c.n_layers * (c.hidden_size * (2 * q + 2 * kv) + 3 * c.hidden_size * c.intermediate_size) +
                          (c.tie_word_embeddings ? 0 : c.vocab_size * c.hidden_size);
   const int64_t f32 = c.vocab_size * c.hidden_size + (2 * c.n_layers + 1) * c.hidden_size;
-  return size_t(linear) * (weight_type == KvType::kF32 ? 4 : 2) + size_t(f32) * 4;
+  // every linear layer's rows are a multiple of 32 values here, so the
+  // count of their values works as one long row
+  return WeightRowBytes(weight_type, linear) + size_t(f32) * 4;
 }
 
-std::unique_ptr<LanguageModel> LoadSyntheticModel(const std::string& name, KvType weight_type,
+std::unique_ptr<LanguageModel> LoadSyntheticModel(const std::string& name, WeightType weight_type,
                                                   uint64_t seed) {
   return BuildLlama(RandomWeights(seed, weight_type), SyntheticConfig(name), "synthetic " + name);
 }

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "attention/attention.h"
+#include "ops/weight_type.h"
 #include "model/config.h"
 #include "model/model.h"
 
@@ -25,11 +25,11 @@ ModelConfig SyntheticConfig(const std::string& name);
 
 // The bytes LoadSyntheticModel's weights take (the embedding in float32,
 // the linear layers in `weight_type`), known before they are made.
-size_t SyntheticWeightBytes(const std::string& name, KvType weight_type);
+size_t SyntheticWeightBytes(const std::string& name, WeightType weight_type);
 
 // Weights uniform with std 0.02 (norms 1), linear layers stored as
 // `weight_type`, from `seed`.
-std::unique_ptr<LanguageModel> LoadSyntheticModel(const std::string& name, KvType weight_type,
+std::unique_ptr<LanguageModel> LoadSyntheticModel(const std::string& name, WeightType weight_type,
                                                   uint64_t seed = 1);
 
 }  // namespace swan

@@ -52,9 +52,18 @@ SharedArray<float> CheckpointWeights::SharedF32(const std::string& name, const s
   return SharedArray<float>(store_.Owner(name), reinterpret_cast<const float*>(t.data), size_t(t.numel()));
 }
 
-KvType CheckpointWeights::LinearType(const std::string& name) const {
+WeightType CheckpointWeights::LinearType(const std::string& name) const {
   const std::string& dtype = store_.Info(name).dtype;
-  return dtype == "BF16" ? KvType::kBF16 : dtype == "F16" ? KvType::kF16 : KvType::kF32;
+  return dtype == "BF16" ? WeightType::kBF16 : dtype == "F16" ? WeightType::kF16 : WeightType::kF32;
+}
+
+LinearWeight ConvertedWeights::Linear(const std::string& name, int64_t out, int64_t in) const {
+  LinearWeight stored = stored_.Linear(name, out, in);
+  if (stored.type() == type_ || !RowFits(type_, in)) return stored;
+  // float32 used where it lies (a mapped checkpoint), other types widened
+  std::vector<float> f32 = stored.f32() ? std::vector<float>(stored.f32(), stored.f32() + out * in) : stored.ToF32();
+  stored = LinearWeight();
+  return LinearWeight(std::move(f32), out, in, type_);
 }
 
 LinearWeight CheckpointWeights::Linear(const std::string& name, int64_t out, int64_t in) const {
@@ -62,11 +71,11 @@ LinearWeight CheckpointWeights::Linear(const std::string& name, int64_t out, int
   const TensorInfo& t = store_.Info(name);
   // F32, BF16 and F16 are used where they lie in the mapping; a tensor off
   // its alignment is copied (half-width ones keep their type).
-  const KvType type = LinearType(name);
-  if (type == KvType::kF32 && t.dtype != "F32") return LinearWeight(store_.ReadF32(name, {out, in}), out, in);
+  const WeightType type = LinearType(name);
+  if (type == WeightType::kF32 && t.dtype != "F32") return LinearWeight(store_.ReadF32(name, {out, in}), out, in);
   RequireShape(t, {out, in});
-  if (!Aligned(t.data, type == KvType::kF32 ? alignof(float) : alignof(uint16_t))) {
-    if (type == KvType::kF32) return LinearWeight(store_.ReadF32(name, {out, in}), out, in);
+  if (!Aligned(t.data, type == WeightType::kF32 ? alignof(float) : alignof(uint16_t))) {
+    if (type == WeightType::kF32) return LinearWeight(store_.ReadF32(name, {out, in}), out, in);
     std::vector<uint16_t> bits(static_cast<size_t>(out * in));  // [out, in] bf16 or f16
     std::memcpy(bits.data(), t.data, bits.size() * sizeof(uint16_t));
     return LinearWeight(std::move(bits), out, in, type);
@@ -86,8 +95,8 @@ size_t CheckpointBytes(const std::string& dir) {
 LinearWeight HeadWeight(const WeightSource& w, bool tied, const SharedArray<float>& embed, int64_t vocab,
                         int64_t hidden) {
   const std::string embed_name = "model.embed_tokens.weight";
-  if (tied && w.LinearType(embed_name) == KvType::kF32)
-    return LinearWeight::Borrow(embed.owner(), embed.data(), KvType::kF32, vocab, hidden);
+  if (tied && w.LinearType(embed_name) == WeightType::kF32)
+    return LinearWeight::Borrow(embed.owner(), embed.data(), WeightType::kF32, vocab, hidden);
   return w.Linear(tied ? embed_name : "lm_head.weight", vocab, hidden);
 }
 

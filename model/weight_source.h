@@ -30,8 +30,8 @@ class WeightSource {
   // A linear layer [out, in] in its stored precision (F32, BF16 or F16;
   // another becomes float32), used in place in a checkpoint's mapping.
   virtual LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const = 0;
-  // The type Linear(name) gives.
-  virtual KvType LinearType(const std::string& name) const = 0;
+  // The type Linear(name) gives (for rows that type can hold).
+  virtual WeightType LinearType(const std::string& name) const = 0;
 };
 
 // The bytes of a model directory's safetensors files (its weights, before
@@ -52,7 +52,7 @@ class CheckpointWeights : public WeightSource {
   std::vector<float> F32(const std::string& name, const std::vector<int64_t>& shape) const override;
   SharedArray<float> SharedF32(const std::string& name, const std::vector<int64_t>& shape) const override;
   LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const override;
-  KvType LinearType(const std::string& name) const override;
+  WeightType LinearType(const std::string& name) const override;
   // Throws when the checkpoint holds tensors the model did not read (a
   // config of 3 layers on a file of 5: the config and the weights are of
   // different models). Ignored: rotary_emb.inv_freq buffers, and lm_head
@@ -69,15 +69,37 @@ class CheckpointWeights : public WeightSource {
 // billions of values), linear layers stored as `linear_type`.
 class RandomWeights : public WeightSource {
  public:
-  RandomWeights(uint64_t seed, KvType linear_type) : seed_(seed), linear_type_(linear_type) {}
+  RandomWeights(uint64_t seed, WeightType linear_type) : seed_(seed), linear_type_(linear_type) {}
   bool Has(const std::string&) const override { return true; }
   std::vector<float> F32(const std::string& name, const std::vector<int64_t>& shape) const override;
   LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const override;
-  KvType LinearType(const std::string&) const override { return linear_type_; }
+  WeightType LinearType(const std::string&) const override { return linear_type_; }
 
  private:
   uint64_t seed_;
-  KvType linear_type_;
+  WeightType linear_type_;
+};
+
+// Another source's weights with the linear layers held as `type` (an f32
+// or f16 checkpoint run as Q8_0, say), converted one layer at a time as
+// they load. Rows that a block format cannot hold (not a multiple of 32
+// values) stay in the stored type.
+class ConvertedWeights : public WeightSource {
+ public:
+  ConvertedWeights(const WeightSource& stored, WeightType type) : stored_(stored), type_(type) {}
+  bool Has(const std::string& name) const override { return stored_.Has(name); }
+  std::vector<float> F32(const std::string& name, const std::vector<int64_t>& shape) const override {
+    return stored_.F32(name, shape);
+  }
+  SharedArray<float> SharedF32(const std::string& name, const std::vector<int64_t>& shape) const override {
+    return stored_.SharedF32(name, shape);
+  }
+  LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const override;
+  WeightType LinearType(const std::string&) const override { return type_; }
+
+ private:
+  const WeightSource& stored_;
+  WeightType type_;
 };
 
 }  // namespace swan

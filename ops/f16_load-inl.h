@@ -14,6 +14,8 @@
 
 #include <hwy/highway.h>
 
+#include <cstring>
+
 #include "util/f16.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -31,6 +33,20 @@ HWY_INLINE hwy::HWY_NAMESPACE::Vec<DF> LoadF16(DF df, const uint16_t* p) {
 #else
   const hn::Rebind<hwy::float16_t, DF> dh;
   return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+#endif
+}
+
+// One float16 (a block's scale) as float32: F16C where the target has it.
+HWY_INLINE float LoadOneF16(const void* p) {
+  namespace hn = hwy::HWY_NAMESPACE;
+#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX2
+  uint16_t bits;
+  std::memcpy(&bits, p, sizeof(bits));
+  return F16ToF32(bits);
+#else
+  const hn::CappedTag<float, 1> d1;
+  const hn::Rebind<hwy::float16_t, decltype(d1)> dh1;
+  return hn::GetLane(hn::PromoteTo(d1, hn::LoadU(dh1, static_cast<const hwy::float16_t*>(p))));
 #endif
 }
 

@@ -8,8 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "util/bf16.h"
-#include "util/f16.h"
+#include "ops/linear.h"
 
 namespace swan {
 namespace {
@@ -35,22 +34,23 @@ TEST(Gemv, MatchesReferenceOnEveryTarget) {
     hwy::SetSupportedTargetsForTest(target);
     SCOPED_TRACE(hwy::TargetName(target));
     for (int64_t m : {1, 2, 3, 5, 8})
-      for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 1}, {7, 13}, {64, 64}, {129, 200}, {300, 1031}})
-        for (KvType type : {KvType::kF32, KvType::kBF16, KvType::kF16}) {
+      for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 1}, {7, 13}, {64, 64}, {129, 200}, {300, 1031}, {5, 32},
+                          {70, 96}, {129, 1024}})
+        for (WeightType type :
+             {WeightType::kF32, WeightType::kBF16, WeightType::kF16, WeightType::kQ8_0, WeightType::kQ4_0}) {
+          if (!RowFits(type, k)) continue;
           std::vector<float> x(size_t(m * k)), w(size_t(n * k));  // [m, k], [n, k]
           for (auto& e : x) e = normal(rng);
           for (auto& e : w) e = normal(rng);
-          std::vector<uint16_t> w16(w.size());  // [n, k] bf16 or f16
-          for (size_t i = 0; i < w.size(); ++i) w16[i] = type == KvType::kF16 ? F32ToF16(w[i]) : F32ToBF16(w[i]);
-          const WeightView view{type == KvType::kF32 ? static_cast<const void*>(w.data()) : w16.data(),
-                                type, n, k};
+          const LinearWeight stored(w, n, k, type);  // rounds or quantizes w
+          const WeightView view = stored.view();
           std::vector<float> y(size_t(m * n), 1.0f), ref(y);  // [m, n]
           Gemv(y.data(), x.data(), view, m, /*accumulate=*/true);
           GemvReference(ref.data(), x.data(), view, m, true);
-          EXPECT_LE(MaxRelativeError(y, ref, /*floor=*/1.0), 1e-5) << m << " " << n << " " << k;
+          EXPECT_LE(MaxRelativeError(y, ref, /*floor=*/1.0), 1e-5) << m << " " << n << " " << k << " " << WeightTypeName(type);
           Gemv(y.data(), x.data(), view, m);
           GemvReference(ref.data(), x.data(), view, m);
-          EXPECT_LE(MaxRelativeError(y, ref), 1e-5) << m << " " << n << " " << k;
+          EXPECT_LE(MaxRelativeError(y, ref), 1e-5) << m << " " << n << " " << k << " " << WeightTypeName(type);
         }
   }
   hwy::SetSupportedTargetsForTest(0);
@@ -58,9 +58,10 @@ TEST(Gemv, MatchesReferenceOnEveryTarget) {
 
 TEST(Gemv, RejectsBadSizes) {
   float y = 0, x = 0, w = 0;
-  EXPECT_THROW(Gemv(&y, &x, WeightView{&w, KvType::kF32, 1, 1}, 0), std::invalid_argument);
-  EXPECT_THROW(Gemv(&y, &x, WeightView{nullptr, KvType::kF32, 1, 1}, 1), std::invalid_argument);
-  EXPECT_THROW(Gemv(&y, &x, WeightView{&w, KvType::kF32, 0, 1}, 1), std::invalid_argument);
+  EXPECT_THROW(Gemv(&y, &x, WeightView{&w, WeightType::kF32, 1, 1}, 0), std::invalid_argument);
+  EXPECT_THROW(Gemv(&y, &x, WeightView{nullptr, WeightType::kF32, 1, 1}, 1), std::invalid_argument);
+  EXPECT_THROW(Gemv(&y, &x, WeightView{&w, WeightType::kF32, 0, 1}, 1), std::invalid_argument);
+  EXPECT_THROW(Gemv(&y, &x, WeightView{&w, WeightType::kQ8_0, 1, 48}, 1), std::invalid_argument);
 }
 
 }  // namespace

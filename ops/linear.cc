@@ -8,7 +8,7 @@
 #include <string>
 
 #include "ops/bf16_round.h"
-#include "ops/f16_widen.h"
+#include "ops/quant_blocks.h"
 #include "ops/matmul.h"
 #include "util/bf16.h"
 #include "util/f16.h"
@@ -25,32 +25,40 @@ void CheckSize(size_t values, int64_t out, int64_t in) {
 
 }  // namespace
 
-LinearWeight::LinearWeight(std::vector<float> w, int64_t out, int64_t in, KvType type)
+LinearWeight::LinearWeight(std::vector<float> w, int64_t out, int64_t in, WeightType type)
     : out_(out), in_(in), type_(type) {
   CheckSize(w.size(), out, in);
-  if (type == KvType::kF32) {
+  if (type == WeightType::kF32) {
     auto owned = std::make_shared<const std::vector<float>>(std::move(w));
+    data_ = owned->data();
+    owner_ = std::move(owned);
+  } else if (IsBlockQuantized(type)) {
+    auto owned = std::make_shared<const std::vector<uint8_t>>(QuantizeRows(type, w.data(), out, in));
     data_ = owned->data();
     owner_ = std::move(owned);
   } else {
     auto owned = std::make_shared<std::vector<uint16_t>>(w.size());
-    for (size_t i = 0; i < w.size(); ++i) (*owned)[i] = type == KvType::kF16 ? F32ToF16(w[i]) : F32ToBF16(w[i]);
+    for (size_t i = 0; i < w.size(); ++i) (*owned)[i] = type == WeightType::kF16 ? F32ToF16(w[i]) : F32ToBF16(w[i]);
     data_ = owned->data();
     owner_ = std::move(owned);
   }
 }
 
-LinearWeight::LinearWeight(std::vector<uint16_t> w, int64_t out, int64_t in, KvType type)
+LinearWeight::LinearWeight(std::vector<uint16_t> w, int64_t out, int64_t in, WeightType type)
     : out_(out), in_(in), type_(type) {
-  if (type == KvType::kF32) throw std::invalid_argument("LinearWeight: 16-bit values for a float32 matrix");
+  if (type != WeightType::kBF16 && type != WeightType::kF16)
+    throw std::invalid_argument(std::string("LinearWeight: 16-bit values for a ") + WeightTypeName(type) + " matrix");
   CheckSize(w.size(), out, in);
   auto owned = std::make_shared<const std::vector<uint16_t>>(std::move(w));
   data_ = owned->data();
   owner_ = std::move(owned);
 }
 
-LinearWeight LinearWeight::Borrow(std::shared_ptr<const void> owner, const void* data, KvType type, int64_t out,
+LinearWeight LinearWeight::Borrow(std::shared_ptr<const void> owner, const void* data, WeightType type, int64_t out,
                                   int64_t in) {
+  if (!RowFits(type, in))
+    throw std::invalid_argument(std::string("LinearWeight: ") + WeightTypeName(type) + " rows of " +
+                                std::to_string(in) + " values (a multiple of 32 is needed)");
   LinearWeight w;
   w.owner_ = std::move(owner);
   w.data_ = data;
@@ -61,6 +69,12 @@ LinearWeight LinearWeight::Borrow(std::shared_ptr<const void> owner, const void*
 }
 
 WeightView LinearWeight::view() const { return WeightView{data_, type_, out_, in_}; }
+
+std::vector<float> LinearWeight::ToF32() const {
+  std::vector<float> w(size_t(out_ * in_));  // [out, in]
+  DequantizeRows(type_, w.data(), data_, out_, in_);
+  return w;
+}
 
 namespace {
 
@@ -74,22 +88,23 @@ void Product(float* y, const float* x, int64_t m, const LinearWeight& w, bool ac
     return;
   }
   const MatmulShape shape{m, w.out(), w.in()};
-  if (w.type() == KvType::kF32) {
+  if (w.type() == WeightType::kF32) {
     MatmulTransB(y, x, w.f32(), shape, accumulate);
     return;
   }
-  if (w.type() == KvType::kF16) {
-    // No f16 GEMM here: 256 rows of w at a time widened to float32, their
-    // product into a block of y's columns. The widening reads the f16
-    // weights once per product, which m >= 9 rows amortize.
+  if (w.type() != WeightType::kBF16) {
+    // No f16 or block-format GEMM here: 256 rows of w at a time widened to
+    // float32, their product into a block of y's columns. The widening
+    // reads the weights once per product, which m >= 9 rows amortize.
     constexpr int64_t kBlock = 256;
     thread_local std::vector<float> w32, y_block;  // [kBlock, in], [m, kBlock]
     if (w32.size() < size_t(kBlock * w.in())) w32.resize(size_t(kBlock * w.in()));
     if (y_block.size() < size_t(m * kBlock)) y_block.resize(size_t(m * kBlock));
+    const size_t row_bytes = WeightRowBytes(w.type(), w.in());
     for (int64_t n0 = 0; n0 < w.out(); n0 += kBlock) {
       const int64_t nb = std::min(kBlock, w.out() - n0);
-      const uint16_t* src = w.halves() + n0 * w.in();
-      WidenF16(w32.data(), src, nb * w.in());
+      DequantizeRows(w.type(), w32.data(), static_cast<const uint8_t*>(w.view().data) + size_t(n0) * row_bytes, nb,
+                     w.in());
       MatmulTransB(y_block.data(), x, w32.data(), MatmulShape{m, nb, w.in()});
       for (int64_t r = 0; r < m; ++r) {
         float* dst = y + r * w.out() + n0;
@@ -121,7 +136,7 @@ void Linear(float* y, const float* x, int64_t m, const LinearWeight& w, bool acc
   g_stats.seconds += s;
   const double flops = 2.0 * double(m) * double(w.out()) * double(w.in());
   g_stats.flops += flops;
-  if (w.type() == KvType::kBF16) g_stats.bf16_flops += flops;
+  if (w.type() == WeightType::kBF16) g_stats.bf16_flops += flops;
 }
 
 void EnableLinearStats(bool on) { g_stats_on.store(on); }

@@ -4,8 +4,8 @@
 // which reads the weights once (f16 and bf16 promoted in registers); larger
 // m (prefill, training) goes to oneDNN's GEMM, in float32 or, for bf16
 // weights, in bf16 with float32 accumulation (swan's own bf16 product where
-// oneDNN has none); f16 weights are widened to float32 a block of rows at a
-// time for it.
+// oneDNN has none); f16 and block-quantized (Q8_0, Q4_0) weights are
+// widened to float32 a block of rows at a time for it.
 #pragma once
 
 #include <cstdint>
@@ -21,33 +21,34 @@ constexpr int64_t kGemvMaxRows = 8;
 class LinearWeight {
  public:
   LinearWeight() = default;
-  // Takes a float32 [out, in] matrix; stored as `type` (bf16 and f16 round).
-  LinearWeight(std::vector<float> w, int64_t out, int64_t in, KvType type = KvType::kF32);
+  // Takes a float32 [out, in] matrix; stored as `type` (bf16 and f16
+  // round, Q8_0 and Q4_0 quantize; they need `in` a multiple of 32).
+  LinearWeight(std::vector<float> w, int64_t out, int64_t in, WeightType type = WeightType::kF32);
   // Takes bf16 (or, with kF16, f16) bits [out, in] as they are.
-  LinearWeight(std::vector<uint16_t> w, int64_t out, int64_t in, KvType type = KvType::kBF16);
-  // Uses `data` [out, in] of `type` in place (a mapped checkpoint's
-  // tensor), alive as long as `owner` is; no copy.
-  static LinearWeight Borrow(std::shared_ptr<const void> owner, const void* data, KvType type, int64_t out,
+  LinearWeight(std::vector<uint16_t> w, int64_t out, int64_t in, WeightType type = WeightType::kBF16);
+  // Uses `data` [out, WeightRowBytes(type, in)] in place (a mapped
+  // checkpoint's tensor), alive as long as `owner` is; no copy.
+  static LinearWeight Borrow(std::shared_ptr<const void> owner, const void* data, WeightType type, int64_t out,
                              int64_t in);
 
   WeightView view() const;
   int64_t out() const { return out_; }
   int64_t in() const { return in_; }
-  KvType type() const { return type_; }
-  size_t Bytes() const { return size_t(out_ * in_) * (type_ == KvType::kF32 ? 4 : 2); }
-  // [out, in] half-width bits (bf16 or f16, as type() says), or null for f32
-  const uint16_t* halves() const { return type_ == KvType::kF32 ? nullptr : static_cast<const uint16_t*>(data_); }
-  // [out, in], or null when the weight is of the other type
-  const float* f32() const { return type_ == KvType::kF32 ? static_cast<const float*>(data_) : nullptr; }
+  WeightType type() const { return type_; }
+  size_t Bytes() const { return size_t(out_) * WeightRowBytes(type_, in_); }
+  // [out, in], or null when the weight is of another type
+  const float* f32() const { return type_ == WeightType::kF32 ? static_cast<const float*>(data_) : nullptr; }
   const uint16_t* bf16() const {
-    return type_ == KvType::kBF16 ? static_cast<const uint16_t*>(data_) : nullptr;
+    return type_ == WeightType::kBF16 ? static_cast<const uint16_t*>(data_) : nullptr;
   }
+  // [out, in] as float32, whatever the stored type (a copy).
+  std::vector<float> ToF32() const;
 
  private:
   std::shared_ptr<const void> owner_;  // keeps data_ alive: its own vector, or a file mapping
-  const void* data_ = nullptr;         // [out, in] of type_
+  const void* data_ = nullptr;         // [out, WeightRowBytes(type_, in_)] bytes
   int64_t out_ = 0, in_ = 0;
-  KvType type_ = KvType::kF32;
+  WeightType type_ = WeightType::kF32;
 };
 
 // y = x · wᵀ, or y += x · wᵀ with accumulate.   y [m, out], x [m, in]

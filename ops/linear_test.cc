@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "ops/quant_blocks.h"
 #include "util/bf16.h"
 #include "util/f16.h"
 
@@ -13,42 +14,55 @@ namespace swan {
 namespace {
 
 // Every path of Linear (GEMV for few rows, oneDNN f32 and bf16 for many,
-// f16 widened in blocks of 256 rows: 300 rows take two)
+// f16, Q8_0 and Q4_0 widened in blocks of 256 rows: 300 rows take two)
 // against double loops over the values the kernel actually multiplies.
 TEST(Linear, EveryPathMatchesTheReference) {
   std::mt19937 rng(std::random_device{}());
   std::normal_distribution<float> normal;
-  const int64_t out = 300, in = 130;
+  const int64_t out = 300, in = 160;  // in: a multiple of the blocks' 32
   std::vector<float> w(size_t(out * in));  // [out, in]
   for (auto& e : w) e = normal(rng);
-  for (KvType type : {KvType::kF32, KvType::kBF16, KvType::kF16}) {
+  for (WeightType type :
+       {WeightType::kF32, WeightType::kBF16, WeightType::kF16, WeightType::kQ8_0, WeightType::kQ4_0}) {
     const LinearWeight weight(w, out, in, type);
+    const std::vector<float> stored = weight.ToF32();  // [out, in] the values multiplied
     for (int64_t m : {1, 3, 8, 9, 40}) {
       std::vector<float> x(size_t(m * in));  // [m, in]
       for (auto& e : x) e = normal(rng);
       std::vector<float> y(size_t(m * out), 0.5f);  // [m, out]
       Linear(y.data(), x.data(), m, weight, /*accumulate=*/true);
-      // bf16 GEMM rounds x to bf16 too; GEMV keeps x in float32.
-      const bool rounds_x = type == KvType::kBF16 && m > kGemvMaxRows;
+      // bf16 GEMM rounds x to bf16 too; GEMV keeps x in float32, but
+      // quantizes it per 32 values for the block formats' integer products.
+      const bool rounds_x = type == WeightType::kBF16 && m > kGemvMaxRows;
+      std::vector<float> xs = x;  // [m, in] x as the kernel multiplies it
+      if (IsBlockQuantized(type) && m <= kGemvMaxRows) {
+        std::vector<int16_t> q(x.size());         // [m, in]
+        std::vector<float> d(x.size() / 32);      // [m, in / 32]
+        QuantizeActivations(q.data(), d.data(), x.data(), int64_t(x.size()));
+        for (size_t i = 0; i < x.size(); ++i) xs[i] = float(q[i]) * d[i / 32];
+      }
       double worst = 0, scale = 0;
       for (int64_t r = 0; r < m; ++r)
         for (int64_t o = 0; o < out; ++o) {
           double ref = 0.5;
           for (int64_t c = 0; c < in; ++c) {
-            const float wf = w[size_t(o * in + c)];
-            const double wv = type == KvType::kBF16  ? BF16ToF32(F32ToBF16(wf))
-                              : type == KvType::kF16 ? F16ToF32(F32ToF16(wf))
-                                                     : wf;
-            const float xf = x[size_t(r * in + c)];
+            const double wv = stored[size_t(o * in + c)];
+            const float xf = xs[size_t(r * in + c)];
             ref += wv * (rounds_x ? BF16ToF32(F32ToBF16(xf)) : xf);
           }
           worst = std::max(worst, std::fabs(ref - y[size_t(r * out + o)]));
           scale = std::max(scale, std::fabs(ref));
         }
-      EXPECT_LE(worst / scale, 1e-5) << "m " << m << " type " << int(type);
+      EXPECT_LE(worst / scale, 1e-5) << "m " << m << " type " << WeightTypeName(type);
     }
   }
-  EXPECT_EQ(LinearWeight(w, out, in, KvType::kBF16).Bytes(), size_t(out * in * 2));
+  EXPECT_EQ(LinearWeight(w, out, in, WeightType::kBF16).Bytes(), size_t(out * in * 2));
+  EXPECT_EQ(LinearWeight(w, out, in, WeightType::kQ8_0).Bytes(), size_t(out * in / 32 * 34));
+  EXPECT_EQ(LinearWeight(w, out, in, WeightType::kQ4_0).Bytes(), size_t(out * in / 32 * 18));
+  // what a type holds: bf16 and f16 round each value, the blocks quantize
+  EXPECT_EQ(LinearWeight(w, out, in, WeightType::kF16).ToF32()[7], F16ToF32(F32ToF16(w[7])));
+  EXPECT_EQ(LinearWeight(w, out, in, WeightType::kBF16).ToF32()[7], BF16ToF32(F32ToBF16(w[7])));
+  EXPECT_THROW(LinearWeight(std::vector<float>(size_t(3 * 40)), 3, 40, WeightType::kQ8_0), std::invalid_argument);
   EXPECT_THROW(LinearWeight(w, out + 1, in), std::invalid_argument);
 }
 

@@ -1,0 +1,132 @@
+#include "ops/quant_blocks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "ops/f16_widen.h"
+#include "util/bf16.h"
+#include "util/f16.h"
+#include "util/parallel_ranges.h"
+
+namespace swan {
+
+void QuantizeRowQ8_0(BlockQ8_0* dst, const float* src, int64_t n) {
+  for (int64_t b = 0; b < n / kQuantBlockValues; ++b, src += kQuantBlockValues) {
+    float amax = 0;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(src[i]));
+    const float d = amax / 127.0f;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    dst[b].d = F32ToF16(d);
+    for (int i = 0; i < 32; ++i) dst[b].q[i] = int8_t(std::roundf(src[i] * id));
+  }
+}
+
+void QuantizeRowQ4_0(BlockQ4_0* dst, const float* src, int64_t n) {
+  for (int64_t b = 0; b < n / kQuantBlockValues; ++b, src += kQuantBlockValues) {
+    // The value of largest magnitude maps to -8, the end of the range with
+    // one more step, so the scale's sign follows it.
+    float amax = 0, max = 0;
+    for (int i = 0; i < 32; ++i)
+      if (std::fabs(src[i]) > amax) {
+        amax = std::fabs(src[i]);
+        max = src[i];
+      }
+    const float d = max / -8.0f;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    dst[b].d = F32ToF16(d);
+    for (int j = 0; j < 16; ++j) {
+      // + 8.5 then truncation: round to nearest into [0, 16], 16 clamped
+      const uint8_t lo = uint8_t(std::min(15, int(int8_t(src[j] * id + 8.5f))));
+      const uint8_t hi = uint8_t(std::min(15, int(int8_t(src[j + 16] * id + 8.5f))));
+      dst[b].q[j] = uint8_t(lo | (hi << 4));
+    }
+  }
+}
+
+void QuantizeActivations(int16_t* q, float* d, const float* x, int64_t n) {
+  for (int64_t b = 0; b < n / kQuantBlockValues; ++b, x += kQuantBlockValues, q += kQuantBlockValues) {
+    float amax = 0;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+    d[b] = amax / 127.0f;
+    const float id = amax != 0 ? 127.0f / amax : 0.0f;
+    for (int i = 0; i < 32; ++i) q[i] = int16_t(std::lrintf(x[i] * id));
+  }
+}
+
+namespace {
+
+void RequireRows(WeightType type, int64_t in) {
+  if (!RowFits(type, in))
+    throw std::invalid_argument(std::string(WeightTypeName(type)) + " needs rows of a multiple of 32 values, not " +
+                                std::to_string(in));
+}
+
+void DequantizeRowQ8_0(float* dst, const BlockQ8_0* src, int64_t n) {
+  for (int64_t b = 0; b < n / kQuantBlockValues; ++b, dst += kQuantBlockValues) {
+    const float d = F16ToF32(src[b].d);
+    for (int i = 0; i < 32; ++i) dst[i] = d * float(src[b].q[i]);
+  }
+}
+
+void DequantizeRowQ4_0(float* dst, const BlockQ4_0* src, int64_t n) {
+  for (int64_t b = 0; b < n / kQuantBlockValues; ++b, dst += kQuantBlockValues) {
+    const float d = F16ToF32(src[b].d);
+    for (int j = 0; j < 16; ++j) {
+      dst[j] = d * float(int(src[b].q[j] & 0xf) - 8);
+      dst[j + 16] = d * float(int(src[b].q[j] >> 4) - 8);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<uint8_t> QuantizeRows(WeightType type, const float* w, int64_t rows, int64_t in) {
+  if (!IsBlockQuantized(type)) throw std::invalid_argument("QuantizeRows: not a block format");
+  RequireRows(type, in);
+  const size_t row_bytes = WeightRowBytes(type, in);
+  std::vector<uint8_t> out(size_t(rows) * row_bytes);  // [rows, row_bytes]
+  ParallelRanges(rows, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      uint8_t* dst = out.data() + size_t(r) * row_bytes;
+      if (type == WeightType::kQ8_0)
+        QuantizeRowQ8_0(reinterpret_cast<BlockQ8_0*>(dst), w + r * in, in);
+      else
+        QuantizeRowQ4_0(reinterpret_cast<BlockQ4_0*>(dst), w + r * in, in);
+    }
+  });
+  return out;
+}
+
+void DequantizeRows(WeightType type, float* dst, const void* src, int64_t rows, int64_t in) {
+  RequireRows(type, in);
+  const int64_t n = rows * in;
+  switch (type) {
+    case WeightType::kF32: std::memcpy(dst, src, size_t(n) * sizeof(float)); return;
+    case WeightType::kF16: WidenF16(dst, static_cast<const uint16_t*>(src), n); return;
+    case WeightType::kBF16: {
+      const uint16_t* bits = static_cast<const uint16_t*>(src);  // [rows, in]
+      ParallelRanges(n, int64_t(1) << 16, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) dst[i] = BF16ToF32(bits[i]);
+      });
+      return;
+    }
+    case WeightType::kQ8_0:
+    case WeightType::kQ4_0: break;
+  }
+  const size_t row_bytes = WeightRowBytes(type, in);
+  const uint8_t* bytes = static_cast<const uint8_t*>(src);  // [rows, row_bytes]
+  ParallelRanges(rows, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const uint8_t* row = bytes + size_t(r) * row_bytes;
+      if (type == WeightType::kQ8_0)
+        DequantizeRowQ8_0(dst + r * in, reinterpret_cast<const BlockQ8_0*>(row), in);
+      else
+        DequantizeRowQ4_0(dst + r * in, reinterpret_cast<const BlockQ4_0*>(row), in);
+    }
+  });
+}
+
+}  // namespace swan

@@ -1,0 +1,48 @@
+// llama.cpp's Q8_0 and Q4_0 block formats (as GGUF files store them), from
+// the format's definition in ggml:
+//   Q8_0, 34 bytes per 32 values: an f16 scale d, then int8 q[32];
+//         value i = d * q[i].
+//   Q4_0, 18 bytes per 32 values: an f16 scale d, then 16 bytes; byte j
+//         holds value j in its low nibble and value j + 16 in its high
+//         nibble; value = d * (nibble - 8).
+// Quantization rounds as llama.cpp's reference quantizer does, so a file
+// swan writes holds the bytes llama.cpp would write for the same weights.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "ops/weight_type.h"
+
+namespace swan {
+
+struct BlockQ8_0 {
+  uint16_t d;     // f16 scale
+  int8_t q[32];   // [32] values / d
+};
+struct BlockQ4_0 {
+  uint16_t d;     // f16 scale
+  uint8_t q[16];  // [16] value j | value (j + 16) << 4, each offset by 8
+};
+static_assert(sizeof(BlockQ8_0) == QuantBlockBytes(WeightType::kQ8_0));
+static_assert(sizeof(BlockQ4_0) == QuantBlockBytes(WeightType::kQ4_0));
+
+// dst [n / 32] blocks from src [n]; n a multiple of 32.
+void QuantizeRowQ8_0(BlockQ8_0* dst, const float* src, int64_t n);
+void QuantizeRowQ4_0(BlockQ4_0* dst, const float* src, int64_t n);
+
+// Input values for the integer dot products with Q8_0 and Q4_0 weights:
+// per 32 values, d = max |x| / 127 and q = round(x / d), so x ≈ d · q.
+// q [n], d [n / 32] from x [n]; n a multiple of 32.
+void QuantizeActivations(int16_t* q, float* d, const float* x, int64_t n);
+
+// [rows, WeightRowBytes(type, in)] bytes of w [rows, in] as `type` (Q8_0 or
+// Q4_0; in a multiple of 32). Rows in parallel.
+std::vector<uint8_t> QuantizeRows(WeightType type, const float* w, int64_t rows, int64_t in);
+
+// dst [rows, in] float32 from `rows` rows of `type` (any WeightType) at src
+// [rows, WeightRowBytes(type, in)]. Rows in parallel.
+void DequantizeRows(WeightType type, float* dst, const void* src, int64_t rows, int64_t in);
+
+}  // namespace swan

@@ -1,0 +1,24 @@
+#include "ops/weight_type.h"
+
+#include <stdexcept>
+
+namespace swan {
+
+const char* WeightTypeName(WeightType type) {
+  switch (type) {
+    case WeightType::kF32: return "f32";
+    case WeightType::kBF16: return "bf16";
+    case WeightType::kF16: return "f16";
+    case WeightType::kQ8_0: return "q8_0";
+    case WeightType::kQ4_0: return "q4_0";
+  }
+  return "?";
+}
+
+WeightType ParseWeightType(const std::string& name, const std::string& option) {
+  for (WeightType t : {WeightType::kF32, WeightType::kBF16, WeightType::kF16, WeightType::kQ8_0, WeightType::kQ4_0})
+    if (name == WeightTypeName(t)) return t;
+  throw std::invalid_argument(option + ": '" + name + "' is not a weight type (f32, bf16, f16, q8_0 or q4_0)");
+}
+
+}  // namespace swan
