@@ -236,6 +236,15 @@ std::shared_ptr<const void> TensorStore::Owner(const std::string& name) const {
   return files_[file_of_.at(name)];
 }
 
+void TensorStore::EvictPages(const std::string& name) const {
+  const TensorInfo& t = Info(name);
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(t.data) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(t.data) + t.n_bytes) / page * page;
+  // Advice only: when the kernel declines, the pages stay resident.
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 std::vector<std::string> TensorStore::Names() const {
   std::vector<std::string> names;
   for (const auto& [name, info] : tensors_) names.push_back(name);

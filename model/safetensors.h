@@ -99,6 +99,10 @@ class TensorStore {
   // What keeps the tensor's bytes (Info(name).data) mapped: hold it to use
   // them in place after the store is gone.
   std::shared_ptr<const void> Owner(const std::string& name) const;
+  // Lets the kernel take back the pages of the tensor's bytes (those wholly
+  // inside it): they leave the resident set, and a later read faults them
+  // in again from the file. For a tensor converted into a copy.
+  void EvictPages(const std::string& name) const;
 
  private:
   std::string origin_;  // the directory or file list, for messages

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "ops/quant_blocks.h"
 #include "util/bf16.h"
 
 namespace swan {
@@ -60,10 +61,15 @@ WeightType CheckpointWeights::LinearType(const std::string& name) const {
 LinearWeight ConvertedWeights::Linear(const std::string& name, int64_t out, int64_t in) const {
   LinearWeight stored = stored_.Linear(name, out, in);
   if (stored.type() == type_ || !RowFits(type_, in)) return stored;
-  // float32 used where it lies (a mapped checkpoint), other types widened
-  std::vector<float> f32 = stored.f32() ? std::vector<float>(stored.f32(), stored.f32() + out * in) : stored.ToF32();
+  LinearWeight converted =
+      IsBlockQuantized(type_) && stored.f32()  // quantized from where it lies (a mapped checkpoint)
+          ? LinearWeight::FromBlocks(QuantizeRows(type_, stored.f32(), out, in), out, in, type_)
+          : LinearWeight(stored.ToF32(), out, in, type_);
   stored = LinearWeight();
-  return LinearWeight(std::move(f32), out, in, type_);
+  // The stored bytes are not read again: a mapping's pages leave the
+  // resident set, so the peak holds one copy of the weights, not two.
+  stored_.Evict(name);
+  return converted;
 }
 
 LinearWeight CheckpointWeights::Linear(const std::string& name, int64_t out, int64_t in) const {

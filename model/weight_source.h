@@ -32,6 +32,9 @@ class WeightSource {
   virtual LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const = 0;
   // The type Linear(name) gives (for rows that type can hold).
   virtual WeightType LinearType(const std::string& name) const = 0;
+  // Called when the tensor has been copied into another type and will not
+  // be read again: a mapped checkpoint lets its pages go.
+  virtual void Evict(const std::string& name) const {}
 };
 
 // The bytes of a model directory's safetensors files (its weights, before
@@ -53,6 +56,7 @@ class CheckpointWeights : public WeightSource {
   SharedArray<float> SharedF32(const std::string& name, const std::vector<int64_t>& shape) const override;
   LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const override;
   WeightType LinearType(const std::string& name) const override;
+  void Evict(const std::string& name) const override { store_.EvictPages(name); }
   // Throws when the checkpoint holds tensors the model did not read (a
   // config of 3 layers on a file of 5: the config and the weights are of
   // different models). Ignored: rotary_emb.inv_freq buffers, and lm_head
