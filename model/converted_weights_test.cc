@@ -47,15 +47,16 @@ TEST(ConvertedWeights, LogitsStayWithinTheFormatsError) {
   const auto f32 = LoadModel(test::Stories260K());
   const int64_t n = 40;
   const std::vector<float> ref = Logits(*f32, n, false);
-  // Measured: f16 1.3e-4, q8_0 3.9e-3 (prefill) and 4.9e-3 (decode, x
-  // quantized too), q4_0 5.0e-2; the bounds are 2-8x those. A wrong nibble
-  // or scale order gives errors near 1.
+  // Measured (the tied embedding table converted too): f16 1.4e-4, q8_0
+  // 3.4e-3 (prefill) and 5.5e-3 (decode, x quantized too), q4_0 5.7e-2; the
+  // bounds are 2.6-7x those. A wrong nibble or scale order gives errors
+  // near 1.
   struct Case {
     WeightType type;
     double bound;
     double bytes_ratio;  // of f32's
   };
-  for (const Case& c : {Case{WeightType::kF16, 1e-3, 0.5}, Case{WeightType::kQ8_0, 1e-2, 34.0 / 128},
+  for (const Case& c : {Case{WeightType::kF16, 1e-3, 0.5}, Case{WeightType::kQ8_0, 1.5e-2, 34.0 / 128},
                         Case{WeightType::kQ4_0, 0.15, 18.0 / 128}}) {
     LoadOptions options;
     options.weights = c.type;

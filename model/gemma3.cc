@@ -61,7 +61,7 @@ class Gemma3 : public LanguageModel {
   BlockSizes sizes_;
   float embed_scale_ = 1.0f;   // sqrt(hidden_size)
   float attention_scale_ = 0;  // query_pre_attn_scalar^-0.5
-  SharedArray<float> embed_;   // [vocab, hidden], in place in the checkpoint when stored as F32
+  LinearWeight embed_;         // [vocab, hidden] (in place in the checkpoint when its type is kept)
   std::vector<Gemma3Layer> layers_;
   std::vector<float> norm_;  // [hidden] 1 + weight
   LinearWeight lm_head_;     // [vocab, hidden] (the embedding table when tied)
@@ -94,7 +94,7 @@ Gemma3::Gemma3(const WeightSource& w, const ModelConfig& config, const std::stri
       config.query_pre_attn_scalar > 0 ? config.query_pre_attn_scalar : kDefaultQueryPreAttnScalar;
   attention_scale_ = float(1.0 / std::sqrt(scalar));
 
-  embed_ = w.SharedF32("model.embed_tokens.weight", {config.vocab_size, hidden});
+  embed_ = w.Linear("model.embed_tokens.weight", config.vocab_size, hidden);
   norm_ = GemmaNormWeight(w.F32("model.norm.weight", {hidden}));
   // Gemma 3 ties the head to the embedding (its default when the config is silent).
   const bool tied = config.tie_word_embeddings || !w.Has("lm_head.weight");
@@ -161,12 +161,12 @@ void AddInto(float* x, const float* y, int64_t n) {
 
 void Gemma3::ForwardSteps(float* logits, const std::vector<SequenceStep>& steps) const {
   const StepRows rows = ConcatSteps(steps);
-  const int64_t n = rows.n(), hidden = sizes_.hidden, vocab = config_.vocab_size;
+  const int64_t n = rows.n(), hidden = sizes_.hidden;
   const float eps = float(config_.rms_norm_eps);
   std::vector<float> x(size_t(n * hidden));       // [n, hidden] residual stream
   std::vector<float> xn(size_t(n * hidden));      // [n, hidden] normed block input
   std::vector<float> branch(size_t(n * hidden));  // [n, hidden] a block's output
-  Embed(x.data(), embed_.data(), rows.tokens.data(), n, vocab, hidden);
+  Embed(x.data(), embed_.view(), rows.tokens.data(), n);
   for (float& v : x) v *= embed_scale_;
 
   for (int32_t i = 0; i < config_.n_layers; ++i) {

@@ -43,7 +43,7 @@ class Llama : public LanguageModel {
   ModelConfig config_;
   std::string origin_;          // the checkpoint directory, for messages
   BlockSizes sizes_;
-  SharedArray<float> embed_;    // [vocab, hidden], in place in the checkpoint when stored as F32
+  LinearWeight embed_;          // [vocab, hidden] (in place in the checkpoint when its type is kept)
   std::vector<LlamaLayer> layers_;
   std::vector<float> norm_;     // [hidden]
   LinearWeight lm_head_;        // [vocab, hidden] (the embedding table when tied)
@@ -70,7 +70,7 @@ Llama::Llama(const WeightSource& w, const ModelConfig& config, const std::string
   const int64_t q_dim = int64_t(config.n_heads) * config.head_dim;
   const int64_t kv_dim = int64_t(config.n_kv_heads) * config.head_dim;
 
-  embed_ = w.SharedF32("model.embed_tokens.weight", {config.vocab_size, hidden});
+  embed_ = w.Linear("model.embed_tokens.weight", config.vocab_size, hidden);
   norm_ = w.F32("model.norm.weight", {hidden});
   lm_head_ = HeadWeight(w, config.tie_word_embeddings, embed_, config.vocab_size, hidden);
   layers_.resize(size_t(config.n_layers));
@@ -166,11 +166,11 @@ void Llama::ForwardBatch(float* logits, const std::vector<SequenceStep>& steps) 
 
 void Llama::ForwardSteps(float* logits, const std::vector<SequenceStep>& steps) const {
   const StepRows rows = ConcatSteps(steps);
-  const int64_t n = rows.n(), hidden = sizes_.hidden, vocab = config_.vocab_size;
+  const int64_t n = rows.n(), hidden = sizes_.hidden;
   const float eps = float(config_.rms_norm_eps);
   std::vector<float> x(size_t(n * hidden));   // [n, hidden] residual stream
   std::vector<float> xn(size_t(n * hidden));  // [n, hidden] normed
-  Embed(x.data(), embed_.data(), rows.tokens.data(), n, vocab, hidden);
+  Embed(x.data(), embed_.view(), rows.tokens.data(), n);
 
   std::vector<LayerRoutes> routes;  // [n_steps] this layer's, for routed layers
   for (int32_t i = 0; i < config_.n_layers; ++i) {

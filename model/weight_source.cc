@@ -45,14 +45,6 @@ void RequireShape(const TensorInfo& t, const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-SharedArray<float> CheckpointWeights::SharedF32(const std::string& name, const std::vector<int64_t>& shape) const {
-  const TensorInfo& t = store_.Info(name);
-  if (t.dtype != "F32" || !Aligned(t.data, alignof(float))) return SharedArray<float>(F32(name, shape));
-  read_.insert(name);
-  RequireShape(t, shape);
-  return SharedArray<float>(store_.Owner(name), reinterpret_cast<const float*>(t.data), size_t(t.numel()));
-}
-
 WeightType CheckpointWeights::LinearType(const std::string& name) const {
   const std::string& dtype = store_.Info(name).dtype;
   return dtype == "BF16" ? WeightType::kBF16 : dtype == "F16" ? WeightType::kF16 : WeightType::kF32;
@@ -98,12 +90,8 @@ size_t CheckpointBytes(const std::string& dir) {
   return bytes;
 }
 
-LinearWeight HeadWeight(const WeightSource& w, bool tied, const SharedArray<float>& embed, int64_t vocab,
-                        int64_t hidden) {
-  const std::string embed_name = "model.embed_tokens.weight";
-  if (tied && w.LinearType(embed_name) == WeightType::kF32)
-    return LinearWeight::Borrow(embed.owner(), embed.data(), WeightType::kF32, vocab, hidden);
-  return w.Linear(tied ? embed_name : "lm_head.weight", vocab, hidden);
+LinearWeight HeadWeight(const WeightSource& w, bool tied, const LinearWeight& embed, int64_t vocab, int64_t hidden) {
+  return tied ? embed : w.Linear("lm_head.weight", vocab, hidden);
 }
 
 namespace {

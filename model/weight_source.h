@@ -11,7 +11,6 @@
 
 #include "model/safetensors.h"
 #include "ops/linear.h"
-#include "util/shared_array.h"
 
 namespace swan {
 
@@ -22,11 +21,6 @@ class WeightSource {
   // A norm weight or an embedding table as float32. Throws when it is missing
   // or its shape differs.
   virtual std::vector<float> F32(const std::string& name, const std::vector<int64_t>& shape) const = 0;
-  // The same, used in place where it is stored as float32 (an embedding
-  // table is not copied); a converted copy otherwise.
-  virtual SharedArray<float> SharedF32(const std::string& name, const std::vector<int64_t>& shape) const {
-    return SharedArray<float>(F32(name, shape));
-  }
   // A linear layer [out, in] in its stored precision (F32, BF16 or F16;
   // another becomes float32), used in place in a checkpoint's mapping.
   virtual LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const = 0;
@@ -41,11 +35,9 @@ class WeightSource {
 // loading them); 0 for a directory without any.
 size_t CheckpointBytes(const std::string& dir);
 
-// lm_head: the embedding table itself when tied and Linear would give it as
-// float32 (one copy of the table, not two), else Linear(lm_head or the
-// embedding's name).   embed [vocab, hidden]
-LinearWeight HeadWeight(const WeightSource& w, bool tied, const SharedArray<float>& embed, int64_t vocab,
-                        int64_t hidden);
+// lm_head [vocab, hidden]: the embedding table itself when tied (one copy,
+// in whatever type the table is held), else Linear("lm_head.weight").
+LinearWeight HeadWeight(const WeightSource& w, bool tied, const LinearWeight& embed, int64_t vocab, int64_t hidden);
 
 // Tensors of a Hugging Face directory (model.safetensors or shards).
 class CheckpointWeights : public WeightSource {
@@ -53,7 +45,6 @@ class CheckpointWeights : public WeightSource {
   explicit CheckpointWeights(const std::string& dir) : store_(TensorStore::OpenDirectory(dir)) {}
   bool Has(const std::string& name) const override { return store_.Has(name); }
   std::vector<float> F32(const std::string& name, const std::vector<int64_t>& shape) const override;
-  SharedArray<float> SharedF32(const std::string& name, const std::vector<int64_t>& shape) const override;
   LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const override;
   WeightType LinearType(const std::string& name) const override;
   void Evict(const std::string& name) const override { store_.EvictPages(name); }
@@ -94,9 +85,6 @@ class ConvertedWeights : public WeightSource {
   bool Has(const std::string& name) const override { return stored_.Has(name); }
   std::vector<float> F32(const std::string& name, const std::vector<int64_t>& shape) const override {
     return stored_.F32(name, shape);
-  }
-  SharedArray<float> SharedF32(const std::string& name, const std::vector<int64_t>& shape) const override {
-    return stored_.SharedF32(name, shape);
   }
   LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const override;
   WeightType LinearType(const std::string&) const override { return type_; }

@@ -45,14 +45,4 @@ void AddBias(float* x, const float* bias, int64_t n_rows, int64_t dim) {
   }
 }
 
-void Embed(float* out, const float* table, const int32_t* ids, int64_t n_tokens, int64_t n_rows,
-           int64_t dim) {
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    if (ids[t] < 0 || ids[t] >= n_rows)
-      throw std::out_of_range("token id " + std::to_string(ids[t]) + " outside the vocabulary [0, " +
-                              std::to_string(n_rows) + ")");
-    std::memcpy(out + t * dim, table + int64_t(ids[t]) * dim, size_t(dim) * sizeof(float));
-  }
-}
-
 }  // namespace swan

@@ -24,10 +24,4 @@ void GeluTanhMul(float* out, const float* gate, const float* up, int64_t n);
 //   x [n_rows, dim], bias [dim]
 void AddBias(float* x, const float* bias, int64_t n_rows, int64_t dim);
 
-// out[t] = table[ids[t]] for each token t.
-//   out [n_tokens, dim], table [n_rows, dim]
-// Throws std::out_of_range for an id outside [0, n_rows).
-void Embed(float* out, const float* table, const int32_t* ids, int64_t n_tokens, int64_t n_rows,
-           int64_t dim);
-
 }  // namespace swan

@@ -131,6 +131,17 @@ void Product(float* y, const float* x, int64_t m, const LinearWeight& w, bool ac
 
 }  // namespace
 
+void Embed(float* out, const WeightView& table, const int32_t* ids, int64_t n_tokens) {
+  const size_t row_bytes = WeightRowBytes(table.type, table.k);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    if (ids[t] < 0 || ids[t] >= table.n)
+      throw std::out_of_range("token id " + std::to_string(ids[t]) + " outside the vocabulary [0, " +
+                              std::to_string(table.n) + ")");
+    DequantizeRows(table.type, out + t * table.k, static_cast<const uint8_t*>(table.data) + size_t(ids[t]) * row_bytes,
+                   1, table.k);
+  }
+}
+
 void Linear(float* y, const float* x, int64_t m, const LinearWeight& w, bool accumulate) {
   if (!g_stats_on.load(std::memory_order_relaxed)) {
     Product(y, x, m, w, accumulate);

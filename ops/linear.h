@@ -53,6 +53,11 @@ class LinearWeight {
   WeightType type_ = WeightType::kF32;
 };
 
+// out[t] = table[ids[t]] as float32 for each token t, whatever the
+// table's type.   out [n_tokens, table.k], table [table.n, table.k]
+// Throws std::out_of_range for an id outside [0, table.n).
+void Embed(float* out, const WeightView& table, const int32_t* ids, int64_t n_tokens);
+
 // y = x · wᵀ, or y += x · wᵀ with accumulate.   y [m, out], x [m, in]
 void Linear(float* y, const float* x, int64_t m, const LinearWeight& w, bool accumulate = false);
 
