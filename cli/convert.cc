@@ -26,7 +26,9 @@ const char kUsage[] =
     "Writes DIR's weights as one model.safetensors of the given type (default bf16;\n"
     "rounded to nearest even) into DIR2, with DIR's other files (config.json with its\n"
     "torch_dtype updated, tokenizer files, the attention plan). DIR2 must not be DIR;\n"
-    "a DIR2 that already holds a model is refused unless --force.\n";
+    "a DIR2 that already holds a model is refused unless --force.\n"
+    "The block formats Q8_0 and Q4_0 have no safetensors type: the commands that load a\n"
+    "model make them as it loads (--weights q8_0|q4_0).\n";
 
 std::string ReadAll(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -46,6 +48,9 @@ int RunConvert(const std::vector<std::string>& words) {
   if (!args.Has("-m") || !args.Has("--out")) throw std::invalid_argument(std::string(kUsage));
   const fs::path src = args.Get("-m", ""), dst = args.Get("--out", "");
   const std::string dtype = args.Get("--dtype", "bf16");
+  if (dtype == "q8_0" || dtype == "q4_0")
+    throw std::invalid_argument("--dtype " + dtype +
+                                ": safetensors has no block types; load the model with --weights " + dtype + " instead");
   if (dtype != "bf16" && dtype != "f16" && dtype != "f32") throw std::invalid_argument("--dtype: bf16, f16 or f32");
   if (fs::exists(dst) && fs::exists(src) && fs::equivalent(src, dst))
     throw std::invalid_argument("--out must be another directory than -m");

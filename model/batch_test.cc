@@ -5,6 +5,8 @@
 // checkpoints, with float32 and bf16 weights.
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -76,39 +78,20 @@ test::TinyCheckpoint Gemma3Checkpoint() {
   return w;
 }
 
-// A checkpoint's weights with every linear layer rounded to bf16.
-class Bf16Weights : public WeightSource {
- public:
-  explicit Bf16Weights(const std::string& dir) : f32_(dir) {}
-  bool Has(const std::string& name) const override { return f32_.Has(name); }
-  std::vector<float> F32(const std::string& name, const std::vector<int64_t>& shape) const override {
-    return f32_.F32(name, shape);
-  }
-  LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const override {
-    const LinearWeight w = f32_.Linear(name, out, in);
-    return LinearWeight(std::vector<float>(w.f32(), w.f32() + out * in), out, in, WeightType::kBF16);
-  }
-  WeightType LinearType(const std::string&) const override { return WeightType::kBF16; }
-
- private:
-  CheckpointWeights f32_;
-};
-
 enum class Family { kLlama, kQwen2, kGemma3 };
 
-// Writes the family's tiny checkpoint into `dir` and loads it.
-std::unique_ptr<LanguageModel> TinyModel(Family family, const fs::path& dir, bool bf16) {
+// Writes the family's tiny checkpoint into `dir` and loads it, the linear
+// layers held as `weights` (as stored when unset).
+std::unique_ptr<LanguageModel> TinyModel(Family family, const fs::path& dir,
+                                         std::optional<WeightType> weights = std::nullopt) {
   if (family == Family::kGemma3)
     Gemma3Checkpoint().Write(dir, kGemma3Config);
   else
     LlamaCheckpoint(family == Family::kQwen2)
         .Write(dir, LlamaConfig(family == Family::kQwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"));
-  if (!bf16) return LoadModel(dir.string());
-  const ModelConfig config = LoadModelConfig(dir.string());
-  if (family == Family::kGemma3) return BuildGemma3(Bf16Weights(dir.string()), config, dir.string());
-  LlamaVariant variant;
-  variant.qkv_bias = family == Family::kQwen2;
-  return BuildLlama(Bf16Weights(dir.string()), config, dir.string(), variant);
+  LoadOptions options;
+  options.weights = weights;
+  return LoadModel(dir.string(), options);
 }
 
 // The token fed to sequence `seq` at position `pos`.
@@ -260,7 +243,7 @@ const std::vector<std::string> kGemma3Specs = {"model", "swa:3", "full", "hybrid
                                                "swa:4,sinks:1,pos:cache"};
 
 TEST_F(ForwardBatchTest, LlamaDecodeMatchesForwardPerSequence) {
-  const auto model = TinyModel(Family::kLlama, dir_, false);
+  const auto model = TinyModel(Family::kLlama, dir_);
   // 1, 3 and 5 sequences.
   for (const std::vector<int64_t>& depths : kDepths) {
     SCOPED_TRACE(std::to_string(depths.size()) + " sequences");
@@ -272,7 +255,7 @@ TEST_F(ForwardBatchTest, LlamaDecodeMatchesForwardPerSequence) {
 }
 
 TEST_F(ForwardBatchTest, LlamaLearnedRoutesMatch) {
-  const auto model = TinyModel(Family::kLlama, dir_, false);
+  const auto model = TinyModel(Family::kLlama, dir_);
   BatchCase c;
   c.specs = {"routed:3", "swa:4,layer0:routed:2,layer2:routed:5,sinks:1", "full"};
   c.depths = {7, 2, 11, 4};
@@ -283,7 +266,7 @@ TEST_F(ForwardBatchTest, LlamaLearnedRoutesMatch) {
 TEST_F(ForwardBatchTest, StepsOfSeveralTokensAndAllLogits) {
   // Steps of 1 to 3 tokens (chunked prefill, speculative decoding), every
   // logit row for some: 12 rows go through the GEMM rather than the GEMV.
-  const auto model = TinyModel(Family::kLlama, dir_, false);
+  const auto model = TinyModel(Family::kLlama, dir_);
   BatchCase c;
   c.specs = kLlamaSpecs;
   c.depths = {12, 5, 30, 2, 8, 1};
@@ -294,7 +277,7 @@ TEST_F(ForwardBatchTest, StepsOfSeveralTokensAndAllLogits) {
 }
 
 TEST_F(ForwardBatchTest, Qwen2DecodeMatchesForwardPerSequence) {
-  const auto model = TinyModel(Family::kQwen2, dir_, false);
+  const auto model = TinyModel(Family::kQwen2, dir_);
   BatchCase c;
   c.specs = kLlamaSpecs;
   c.depths = {12, 5, 30, 2, 8};
@@ -302,7 +285,7 @@ TEST_F(ForwardBatchTest, Qwen2DecodeMatchesForwardPerSequence) {
 }
 
 TEST_F(ForwardBatchTest, Gemma3DecodeMatchesForwardPerSequence) {
-  const auto model = TinyModel(Family::kGemma3, dir_, false);
+  const auto model = TinyModel(Family::kGemma3, dir_);
   for (const std::vector<int64_t>& depths : kDepths) {
     SCOPED_TRACE(std::to_string(depths.size()) + " sequences");
     BatchCase c;
@@ -312,19 +295,22 @@ TEST_F(ForwardBatchTest, Gemma3DecodeMatchesForwardPerSequence) {
   }
 }
 
-TEST_F(ForwardBatchTest, Bf16WeightsMatchForwardPerSequence) {
-  for (Family family : {Family::kLlama, Family::kGemma3}) {
-    SCOPED_TRACE(family == Family::kLlama ? "llama" : "gemma3");
-    const auto model = TinyModel(family, dir_, true);
-    BatchCase c;
-    c.specs = family == Family::kLlama ? kLlamaSpecs : kGemma3Specs;
-    c.depths = {12, 5, 30, 2, 8};
-    ExpectBatchMatchesAlone(*model, c);
-  }
+// bf16, and the block formats (whose GEMV quantizes each row of x on its
+// own, so a row's result does not depend on its batch).
+TEST_F(ForwardBatchTest, HalfAndBlockWeightsMatchForwardPerSequence) {
+  for (WeightType type : {WeightType::kBF16, WeightType::kQ8_0, WeightType::kQ4_0})
+    for (Family family : {Family::kLlama, Family::kGemma3}) {
+      SCOPED_TRACE(std::string(family == Family::kLlama ? "llama " : "gemma3 ") + WeightTypeName(type));
+      const auto model = TinyModel(family, dir_, type);
+      BatchCase c;
+      c.specs = family == Family::kLlama ? kLlamaSpecs : kGemma3Specs;
+      c.depths = {12, 5, 30, 2, 8};
+      ExpectBatchMatchesAlone(*model, c);
+    }
 }
 
 TEST_F(ForwardBatchTest, StepLongerThanTheChunkAndTheDefaultLoop) {
-  const auto model = TinyModel(Family::kLlama, dir_, false);
+  const auto model = TinyModel(Family::kLlama, dir_);
   // 9 tokens > max_chunk 4: the batch falls back to one Forward per step.
   BatchCase c;
   c.specs = {"swa:4", "full"};
@@ -356,7 +342,7 @@ TEST_F(ForwardBatchTest, StepLongerThanTheChunkAndTheDefaultLoop) {
 }
 
 TEST_F(ForwardBatchTest, RejectsEmptyStepsAndRepeatedSessions) {
-  const auto model = TinyModel(Family::kLlama, dir_, false);
+  const auto model = TinyModel(Family::kLlama, dir_);
   auto session = model->NewSession(model->ResolvePlan("full"));
   const int32_t token = 1, pos = 0;
   std::vector<float> logits(size_t(2 * kVocab));  // [2, vocab]
