@@ -104,9 +104,10 @@ void CheckSteps(const std::vector<SequenceStep>& steps);
 ModelAttentionDefaults AttentionDefaultsFor(const ModelConfig& config);
 
 struct LoadOptions {
-  // The type to hold the linear layers in (f16, q8_0, ...), converted when
-  // loaded; unset: as the checkpoint stores them. Rows that a block format
-  // cannot hold (not a multiple of 32 values) stay as stored.
+  // The type to hold the linear layers and the embedding table in (f16,
+  // q8_0, ...), converted when loaded; unset: as the checkpoint stores
+  // them. Rows that a block format cannot hold (not a multiple of 32
+  // values) stay as stored.
   std::optional<WeightType> weights;
 };
 

@@ -75,9 +75,9 @@ class RandomWeights : public WeightSource {
   WeightType linear_type_;
 };
 
-// Another source's weights with the linear layers held as `type` (an f32
-// or f16 checkpoint run as Q8_0, say), converted one layer at a time as
-// they load. Rows that a block format cannot hold (not a multiple of 32
+// Another source's weights with the linear layers (the embedding table
+// among them) held as `type` (an f32 or f16 checkpoint run as Q8_0, say),
+// converted one layer at a time as they load. Rows that a block format cannot hold (not a multiple of 32
 // values) stay in the stored type.
 class ConvertedWeights : public WeightSource {
  public:
