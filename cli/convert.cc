@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "model/gguf_export.h"
 #include "model/safetensors.h"
 #include "train/checkpoint.h"
 #include "util/bf16.h"
@@ -23,12 +24,18 @@ using json = nlohmann::json;
 
 const char kUsage[] =
     "usage: swan convert -m DIR --out DIR2 [--dtype bf16|f16|f32] [--force]\n"
+    "       swan convert -m DIR --out FILE.gguf [--dtype f32|f16|bf16|q8_0|q4_0] [--force]\n"
     "Writes DIR's weights as one model.safetensors of the given type (default bf16;\n"
     "rounded to nearest even) into DIR2, with DIR's other files (config.json with its\n"
     "torch_dtype updated, tokenizer files, the attention plan). DIR2 must not be DIR;\n"
     "a DIR2 that already holds a model is refused unless --force.\n"
-    "The block formats Q8_0 and Q4_0 have no safetensors type: the commands that load a\n"
-    "model make them as it loads (--weights q8_0|q4_0).\n";
+    "The block formats Q8_0 and Q4_0 have no safetensors type: write a .gguf file, or\n"
+    "load the model with --weights q8_0|q4_0.\n"
+    "FILE.gguf: llama.cpp's layout (tensor names, q/k row order of llama files, Gemma's\n"
+    "norms as 1 + w) for Llama, Mistral, Qwen2 and Gemma 3, matrices in the given type\n"
+    "(rows not a multiple of 32 values, and vectors, stay f32). Every swan command that\n"
+    "takes -m reads it back; its tokenizer is not written yet, so llama.cpp cannot run it\n"
+    "and swan needs --ids or the directory's tokenizer.\n";
 
 std::string ReadAll(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -48,9 +55,20 @@ int RunConvert(const std::vector<std::string>& words) {
   if (!args.Has("-m") || !args.Has("--out")) throw std::invalid_argument(std::string(kUsage));
   const fs::path src = args.Get("-m", ""), dst = args.Get("--out", "");
   const std::string dtype = args.Get("--dtype", "bf16");
+  if (dst.extension() == ".gguf") {
+    if (fs::exists(dst) && !args.Has("--force")) throw std::invalid_argument(dst.string() + " exists; --force overwrites it");
+    const std::string bytes = HfToGgufBytes(src.string(), ParseWeightType(dtype, "--dtype"));
+    std::ofstream out(dst, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+    if (!out) throw std::runtime_error("cannot write " + dst.string());
+    std::printf("wrote %s: %.1f MiB, matrices as %s\n", dst.string().c_str(), double(bytes.size()) / (1 << 20),
+                dtype.c_str());
+    return 0;
+  }
   if (dtype == "q8_0" || dtype == "q4_0")
     throw std::invalid_argument("--dtype " + dtype +
-                                ": safetensors has no block types; load the model with --weights " + dtype + " instead");
+                                ": safetensors has no block types; write --out FILE.gguf, or load the model with --weights " +
+                                dtype);
   if (dtype != "bf16" && dtype != "f16" && dtype != "f32") throw std::invalid_argument("--dtype: bf16, f16 or f32");
   if (fs::exists(dst) && fs::exists(src) && fs::equivalent(src, dst))
     throw std::invalid_argument("--out must be another directory than -m");

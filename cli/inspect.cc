@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "kv/kv_cache.h"
 #include "model/config.h"
+#include "model/gguf.h"
 #include "model/model.h"
 #include "model/safetensors.h"
 
@@ -42,7 +43,7 @@ int RunInspect(const std::vector<std::string>& words) {
   args.RejectUnknown({"-m", "--attn", "-c", "--batch", "--kv"});
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
   const std::string dir = args.Get("-m", "");
-  const ModelConfig c = LoadModelConfig(dir);
+  const ModelConfig c = ModelConfigOf(dir);
   // A model trained by swan stores its plan in config.json: its own plan
   // unless --attn says otherwise (as LanguageModel::ResolvePlan does).
   const std::string spec = args.Get("--attn", "");
@@ -61,10 +62,18 @@ int RunInspect(const std::vector<std::string>& words) {
               c.n_layers, (long long)c.hidden_size, (long long)c.intermediate_size, c.n_heads,
               c.n_kv_heads, c.head_dim, (long long)c.vocab_size);
   std::printf("positions   max %lld, %s\n", (long long)c.max_position_embeddings, c.rope.ToString().c_str());
-  const TensorStore store = TensorStore::OpenDirectory(dir);
   int64_t params = 0;
-  for (const std::string& name : store.Names()) params += store.Info(name).numel();
-  std::printf("weights     %zu tensors, %lld parameters\n", store.Names().size(), (long long)params);
+  size_t n_tensors = 0;
+  if (IsGgufFile(dir)) {
+    const GgufFile file(dir);
+    for (const GgufTensor& t : file.tensors()) params += t.numel();
+    n_tensors = file.tensors().size();
+  } else {
+    const TensorStore store = TensorStore::OpenDirectory(dir);
+    for (const std::string& name : store.Names()) params += store.Info(name).numel();
+    n_tensors = store.Names().size();
+  }
+  std::printf("weights     %zu tensors, %lld parameters\n", n_tensors, (long long)params);
   std::printf("plan        %s\n\n", plan.spec.c_str());
 
   const KvShape shape{c.n_kv_heads, c.head_dim};

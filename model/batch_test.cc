@@ -57,24 +57,7 @@ test::TinyCheckpoint LlamaCheckpoint(bool qkv_bias) {
 
 test::TinyCheckpoint Gemma3Checkpoint() {
   test::TinyCheckpoint w(9);
-  const double s_in = 1.0 / std::sqrt(double(kHidden)), s_inter = 1.0 / std::sqrt(double(kInter));
-  w.Add("model.embed_tokens.weight", {kVocab, kHidden}, 0.5);
-  w.Add("model.norm.weight", {kHidden}, 0.2);
-  for (int32_t i = 0; i < kLayers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    for (const char* norm : {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
-                             "post_feedforward_layernorm"})
-      w.Add(p + norm + ".weight", {kHidden}, 0.2);
-    w.Add(p + "self_attn.q_proj.weight", {kHeads * kHeadDim, kHidden}, s_in);
-    w.Add(p + "self_attn.k_proj.weight", {kKvHeads * kHeadDim, kHidden}, s_in);
-    w.Add(p + "self_attn.v_proj.weight", {kKvHeads * kHeadDim, kHidden}, s_in);
-    w.Add(p + "self_attn.o_proj.weight", {kHidden, kHeads * kHeadDim}, s_in);
-    w.Add(p + "self_attn.q_norm.weight", {kHeadDim}, 0.5);
-    w.Add(p + "self_attn.k_norm.weight", {kHeadDim}, 0.5);
-    w.Add(p + "mlp.gate_proj.weight", {kInter, kHidden}, 2 * s_in);
-    w.Add(p + "mlp.up_proj.weight", {kInter, kHidden}, s_in);
-    w.Add(p + "mlp.down_proj.weight", {kHidden, kInter}, s_inter);
-  }
+  test::AddTinyGemma3Weights(w, {kVocab, kHidden, kInter, kHeads, kKvHeads, kHeadDim, kLayers});
   return w;
 }
 

@@ -7,6 +7,7 @@
 #include "model/gemma3.h"
 #include "model/llama.h"
 #include "model/qwen2.h"
+#include "model/gguf_weights.h"
 #include "model/weight_source.h"
 
 namespace swan {
@@ -102,17 +103,36 @@ ModelAttentionDefaults LanguageModel::AttentionDefaults() const {
   return AttentionDefaultsFor(config());
 }
 
+namespace {
+
+// A built model from `stored`, its linear layers converted as options say.
+std::unique_ptr<LanguageModel> BuildFrom(const WeightSource& stored, const ModelConfig& config,
+                                         const std::string& origin, const LoadOptions& options) {
+  const Family& family = FamilyOf(config, origin);
+  if (!options.weights) return family.build(stored, config, origin);
+  return family.build(ConvertedWeights(stored, *options.weights), config, origin);
+}
+
+}  // namespace
+
+ModelConfig ModelConfigOf(const std::string& path) {
+  if (IsGgufFile(path)) return GgufModelConfig(GgufFile(path));
+  return LoadModelConfig(path);
+}
+
 std::unique_ptr<LanguageModel> LoadModel(const std::string& dir, const LoadOptions& options) {
-  const ModelConfig config = LoadModelConfig(dir);
-  const Family& family = FamilyOf(config, dir + "/config.json");
-  const CheckpointWeights stored(dir);
-  std::unique_ptr<LanguageModel> model;
-  if (options.weights) {
-    const ConvertedWeights converted(stored, *options.weights);
-    model = family.build(converted, config, dir);
-  } else {
-    model = family.build(stored, config, dir);
+  if (IsGgufFile(dir)) {
+    const GgufFile file(dir);
+    const ModelConfig config = GgufModelConfig(file);
+    const GgufWeights stored(file, config);
+    std::unique_ptr<LanguageModel> model = BuildFrom(stored, config, dir, options);
+    stored.RequireAllUsed();
+    return model;
   }
+  const ModelConfig config = LoadModelConfig(dir);
+  FamilyOf(config, dir + "/config.json");  // an unsupported architecture, named by its file
+  const CheckpointWeights stored(dir);
+  std::unique_ptr<LanguageModel> model = BuildFrom(stored, config, dir, options);
   stored.RequireAllUsed(config.tie_word_embeddings, dir);
   return model;
 }

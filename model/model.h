@@ -103,6 +103,9 @@ void CheckSteps(const std::vector<SequenceStep>& steps);
 // architecture, without loading weights. Throws for unsupported architectures.
 ModelAttentionDefaults AttentionDefaultsFor(const ModelConfig& config);
 
+// The hyperparameters of a model directory or a GGUF file.
+ModelConfig ModelConfigOf(const std::string& path);
+
 struct LoadOptions {
   // The type to hold the linear layers and the embedding table in (f16,
   // q8_0, ...), converted when loaded; unset: as the checkpoint stores
@@ -111,8 +114,10 @@ struct LoadOptions {
   std::optional<WeightType> weights;
 };
 
-// Loads a Hugging Face model directory (config.json, *.safetensors). Throws
-// std::runtime_error for unsupported architectures and bad files.
+// Loads a Hugging Face model directory (config.json, *.safetensors), or a
+// GGUF file (model/gguf_weights.h; weights and hyperparameters, not yet its
+// tokenizer). Throws std::runtime_error for unsupported architectures and
+// bad files.
 std::unique_ptr<LanguageModel> LoadModel(const std::string& dir, const LoadOptions& options = {});
 
 }  // namespace swan

@@ -97,6 +97,29 @@ inline void AddTinyLlamaWeights(TinyCheckpoint& w, const TinyLlamaShape& s, bool
   AddTinyLlamaWeights(w, s, qkv_bias, [](const std::string&, int32_t) {});
 }
 
+// The tensors of a Gemma3ForCausalLM (tied head; four norms a layer and
+// QK-norm) in HF names.
+inline void AddTinyGemma3Weights(TinyCheckpoint& w, const TinyLlamaShape& s) {
+  const double s_in = 1.0 / std::sqrt(double(s.hidden)), s_inter = 1.0 / std::sqrt(double(s.inter));
+  w.Add("model.embed_tokens.weight", {s.vocab, s.hidden}, 0.5);
+  w.Add("model.norm.weight", {s.hidden}, 0.2);
+  for (int32_t i = 0; i < s.layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    for (const char* norm : {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                             "post_feedforward_layernorm"})
+      w.Add(p + norm + ".weight", {s.hidden}, 0.2);
+    w.Add(p + "self_attn.q_proj.weight", {s.heads * s.head_dim, s.hidden}, s_in);
+    w.Add(p + "self_attn.k_proj.weight", {s.kv_heads * s.head_dim, s.hidden}, s_in);
+    w.Add(p + "self_attn.v_proj.weight", {s.kv_heads * s.head_dim, s.hidden}, s_in);
+    w.Add(p + "self_attn.o_proj.weight", {s.hidden, s.heads * s.head_dim}, s_in);
+    w.Add(p + "self_attn.q_norm.weight", {s.head_dim}, 0.5);
+    w.Add(p + "self_attn.k_norm.weight", {s.head_dim}, 0.5);
+    w.Add(p + "mlp.gate_proj.weight", {s.inter, s.hidden}, 2 * s_in);
+    w.Add(p + "mlp.up_proj.weight", {s.inter, s.hidden}, s_in);
+    w.Add(p + "mlp.down_proj.weight", {s.hidden, s.inter}, s_inter);
+  }
+}
+
 // y = x w^T (+ bias): x [n, in], w [out, in], bias [out] or null -> y [n, out]
 inline Vec RefLinear(const Vec& x, int64_t n, const Vec& w, int64_t out, int64_t in,
                      const Vec* bias = nullptr) {

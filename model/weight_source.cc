@@ -55,7 +55,7 @@ LinearWeight ConvertedWeights::Linear(const std::string& name, int64_t out, int6
   if (stored.type() == type_ || !RowFits(type_, in)) return stored;
   LinearWeight converted =
       IsBlockQuantized(type_) && stored.f32()  // quantized from where it lies (a mapped checkpoint)
-          ? LinearWeight::FromBlocks(QuantizeRows(type_, stored.f32(), out, in), out, in, type_)
+          ? LinearWeight::FromBytes(QuantizeRows(type_, stored.f32(), out, in), out, in, type_)
           : LinearWeight(stored.ToF32(), out, in, type_);
   stored = LinearWeight();
   // The stored bytes are not read again: a mapping's pages leave the
@@ -85,6 +85,7 @@ size_t CheckpointBytes(const std::string& dir) {
   namespace fs = std::filesystem;
   size_t bytes = 0;
   std::error_code error;
+  if (fs::is_regular_file(dir, error)) return size_t(fs::file_size(dir, error));  // a GGUF file
   for (const fs::directory_entry& e : fs::directory_iterator(dir, error))
     if (e.path().extension() == ".safetensors" && e.is_regular_file(error)) bytes += size_t(e.file_size(error));
   return bytes;

@@ -31,8 +31,8 @@ class WeightSource {
   virtual void Evict(const std::string& name) const {}
 };
 
-// The bytes of a model directory's safetensors files (its weights, before
-// loading them); 0 for a directory without any.
+// The bytes of a model directory's safetensors files, or of a GGUF file
+// (its weights, before loading them); 0 for a directory without any.
 size_t CheckpointBytes(const std::string& dir);
 
 // lm_head [vocab, hidden]: the embedding table itself when tied (one copy,

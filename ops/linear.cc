@@ -33,7 +33,7 @@ LinearWeight::LinearWeight(std::vector<float> w, int64_t out, int64_t in, Weight
     data_ = owned->data();
     owner_ = std::move(owned);
   } else if (IsBlockQuantized(type)) {
-    *this = FromBlocks(QuantizeRows(type, w.data(), out, in), out, in, type);
+    *this = FromBytes(QuantizeRows(type, w.data(), out, in), out, in, type);
   } else {
     auto owned = std::make_shared<std::vector<uint16_t>>(w.size());
     for (size_t i = 0; i < w.size(); ++i) (*owned)[i] = type == WeightType::kF16 ? F32ToF16(w[i]) : F32ToBF16(w[i]);
@@ -66,8 +66,8 @@ LinearWeight LinearWeight::Borrow(std::shared_ptr<const void> owner, const void*
   return w;
 }
 
-LinearWeight LinearWeight::FromBlocks(std::vector<uint8_t> blocks, int64_t out, int64_t in, WeightType type) {
-  if (!IsBlockQuantized(type) || !RowFits(type, in) || blocks.size() != size_t(out) * WeightRowBytes(type, in))
+LinearWeight LinearWeight::FromBytes(std::vector<uint8_t> blocks, int64_t out, int64_t in, WeightType type) {
+  if (!RowFits(type, in) || blocks.size() != size_t(out) * WeightRowBytes(type, in))
     throw std::invalid_argument("LinearWeight: " + std::to_string(blocks.size()) + " bytes are not [" +
                                 std::to_string(out) + ", " + std::to_string(in) + "] of " + WeightTypeName(type));
   auto owned = std::make_shared<const std::vector<uint8_t>>(std::move(blocks));

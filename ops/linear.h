@@ -26,8 +26,8 @@ class LinearWeight {
   LinearWeight(std::vector<float> w, int64_t out, int64_t in, WeightType type = WeightType::kF32);
   // Takes bf16 (or, with kF16, f16) bits [out, in] as they are.
   LinearWeight(std::vector<uint16_t> w, int64_t out, int64_t in, WeightType type = WeightType::kBF16);
-  // Takes Q8_0 or Q4_0 rows [out, WeightRowBytes(type, in)] as they are.
-  static LinearWeight FromBlocks(std::vector<uint8_t> blocks, int64_t out, int64_t in, WeightType type);
+  // Takes rows of any type [out, WeightRowBytes(type, in)] as they are.
+  static LinearWeight FromBytes(std::vector<uint8_t> blocks, int64_t out, int64_t in, WeightType type);
   // Uses `data` [out, WeightRowBytes(type, in)] in place (a mapped
   // checkpoint's tensor), alive as long as `owner` is; no copy.
   static LinearWeight Borrow(std::shared_ptr<const void> owner, const void* data, WeightType type, int64_t out,

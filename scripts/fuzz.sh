@@ -6,6 +6,7 @@
 #   load, encode        tokenizer.json loading; encode/decode of arbitrary bytes
 #   plan                the attention plan parser and resolver
 #   config              config.json parsing and safetensors headers
+#   gguf                GGUF files: header, metadata, tensor table, hyperparameters
 #   chat_template       the Jinja chat-template parser and renderer
 #   request             OpenAI request bodies to validated requests
 # Corpora are kept in build-fuzz/ between runs, seeded from checked-in
@@ -15,7 +16,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-20}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(load encode plan config chat_template request)
+[ ${#targets[@]} -gt 0 ] || targets=(load encode plan config gguf chat_template request)
 cxx=$(command -v clang++-14 || command -v clang++ || true)
 [ -n "$cxx" ] || { echo "fuzz: clang++ not found (run scripts/setup.sh)" >&2; exit 1; }
 export SWAN_SHARED_DIR=${SWAN_SHARED_DIR:-$(cd .. && pwd)/shared}
@@ -45,6 +46,7 @@ for target in "${targets[@]}"; do
     load | encode) dir=tokenizer; srcs=$tokenizer_srcs ;;
     plan) dir=model; srcs="model/plan.cc attention/span.cc ops/rope.cc" ;;
     config) dir=model; srcs="model/config.cc model/safetensors.cc ops/rope.cc" ;;
+    gguf) dir=model; srcs="model/gguf.cc model/gguf_config.cc model/safetensors.cc ops/rope.cc" ;;
     chat_template) dir=serve; srcs="serve/chat_template.cc serve/jinja_parse.cc serve/jinja_eval.cc $tokenizer_srcs" ;;
     request) dir=serve; srcs="serve/openai_api.cc serve/finish_reason.cc serve/chat_template.cc serve/jinja_parse.cc serve/jinja_eval.cc $tokenizer_srcs" ;;
     *) echo "fuzz: unknown target $target" >&2; exit 2 ;;

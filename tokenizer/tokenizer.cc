@@ -68,6 +68,12 @@ Tokenizer Tokenizer::Load(const std::string& path) {
     throw std::runtime_error(file.string() +
                              ": no such file (expected a tokenizer.json or a "
                              "directory holding one)");
+  char magic[4] = {};
+  std::ifstream(file, std::ios::binary).read(magic, 4);
+  if (std::string(magic, 4) == "GGUF")
+    throw std::runtime_error(file.string() +
+                             ": a GGUF file's tokenizer is not read yet: give token ids (--ids), or use the "
+                             "model's Hugging Face directory");
   json j;
   try {
     j = json::parse(ReadFile(file.string()));

@@ -1,0 +1,130 @@
+#include "model/gguf_export.h"
+
+#include <cstring>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
+
+#include "model/config.h"
+#include "model/gguf.h"
+#include "model/gguf_weights.h"
+#include "model/safetensors.h"
+#include "ops/quant_blocks.h"
+#include "util/bf16.h"
+#include "util/f16.h"
+
+namespace swan {
+namespace {
+
+uint32_t GgmlTypeFor(WeightType type) {
+  switch (type) {
+    case WeightType::kF32: return uint32_t(GgmlType::kF32);
+    case WeightType::kF16: return uint32_t(GgmlType::kF16);
+    case WeightType::kBF16: return uint32_t(GgmlType::kBF16);
+    case WeightType::kQ8_0: return uint32_t(GgmlType::kQ8_0);
+    case WeightType::kQ4_0: return uint32_t(GgmlType::kQ4_0);
+  }
+  return 0;
+}
+
+// w [out, in] as `type`'s bytes.
+std::string Encode(const std::vector<float>& w, int64_t out, int64_t in, WeightType type) {
+  std::string bytes;
+  if (IsBlockQuantized(type)) {
+    const std::vector<uint8_t> q = QuantizeRows(type, w.data(), out, in);
+    bytes.assign(q.begin(), q.end());
+  } else if (type == WeightType::kF32) {
+    bytes.assign(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(float));
+  } else {
+    std::vector<uint16_t> half(w.size());  // [out, in]
+    for (size_t i = 0; i < w.size(); ++i) half[i] = type == WeightType::kF16 ? F32ToF16(w[i]) : F32ToBF16(w[i]);
+    bytes.assign(reinterpret_cast<const char*>(half.data()), half.size() * sizeof(uint16_t));
+  }
+  return bytes;
+}
+
+}  // namespace
+
+std::string HfToGgufBytes(const std::string& dir, WeightType type) {
+  const ModelConfig c = LoadModelConfig(dir);
+  std::string arch;
+  if (c.architecture == "LlamaForCausalLM" || c.architecture == "MistralForCausalLM")
+    arch = "llama";
+  else if (c.architecture == "Qwen2ForCausalLM")
+    arch = "qwen2";
+  else if (c.architecture == "Gemma3ForCausalLM")
+    arch = "gemma3";
+  else
+    throw std::runtime_error(dir + ": " + c.architecture + " has no GGUF layout here (Llama, Mistral, Qwen2, Gemma 3)");
+  if (c.rope.scaling.kind == RopeScaling::Kind::kLlama3)
+    throw std::runtime_error(dir + ": llama3 RoPE scaling is written by llama.cpp as a rope_freqs tensor, not yet here");
+  if (!c.layer_types.empty() || (arch == "qwen2" && c.use_sliding_window))
+    throw std::runtime_error(dir + ": per-layer attention types have no GGUF metadata here");
+  const std::string p = arch + ".";
+  using V = GgufValue;
+  std::vector<std::pair<std::string, GgufValue>> meta = {
+      {"general.architecture", GgufString(arch)},
+      {p + "embedding_length", GgufNumber(V::kU32, double(c.hidden_size))},
+      {p + "feed_forward_length", GgufNumber(V::kU32, double(c.intermediate_size))},
+      {p + "block_count", GgufNumber(V::kU32, c.n_layers)},
+      {p + "attention.head_count", GgufNumber(V::kU32, c.n_heads)},
+      {p + "attention.head_count_kv", GgufNumber(V::kU32, c.n_kv_heads)},
+      {p + "attention.key_length", GgufNumber(V::kU32, c.head_dim)},
+      {p + "attention.value_length", GgufNumber(V::kU32, c.head_dim)},
+      {p + "rope.dimension_count", GgufNumber(V::kU32, c.head_dim)},
+      {p + "attention.layer_norm_rms_epsilon", GgufNumber(V::kF32, c.rms_norm_eps)},
+      {p + "rope.freq_base", GgufNumber(V::kF32, c.rope.base)},
+  };
+  if (c.max_position_embeddings > 0) meta.push_back({p + "context_length", GgufNumber(V::kU32, double(c.max_position_embeddings))});
+  if (c.rope.scaling.kind == RopeScaling::Kind::kLinear || c.rope.scaling.kind == RopeScaling::Kind::kYarn) {
+    meta.push_back({p + "rope.scaling.type", GgufString(c.rope.scaling.kind == RopeScaling::Kind::kLinear ? "linear" : "yarn")});
+    meta.push_back({p + "rope.scaling.factor", GgufNumber(V::kF32, c.rope.scaling.factor)});
+    meta.push_back({p + "rope.scaling.original_context_length",
+                    GgufNumber(V::kU32, double(c.rope.scaling.original_max_position_embeddings))});
+  }
+  if (c.sliding_window > 0) meta.push_back({p + "attention.sliding_window", GgufNumber(V::kU32, c.sliding_window)});
+  if (arch == "gemma3") {
+    meta.push_back({p + "attention.sliding_window_pattern", GgufNumber(V::kU32, c.sliding_window_pattern > 0 ? c.sliding_window_pattern : 6)});
+    if ((c.rope_local_base_freq > 0 && c.rope_local_base_freq != 10000.0) ||
+        (c.query_pre_attn_scalar > 0 && c.query_pre_attn_scalar != c.head_dim))
+      throw std::runtime_error(dir + ": a Gemma 3 with a local RoPE base other than 10000 or query_pre_attn_scalar "
+                               "other than head_dim has no GGUF metadata here");
+  }
+  if (c.bos_token_id >= 0) meta.push_back({"tokenizer.ggml.bos_token_id", GgufNumber(V::kU32, c.bos_token_id)});
+  if (!c.eos_token_ids.empty()) meta.push_back({"tokenizer.ggml.eos_token_id", GgufNumber(V::kU32, c.eos_token_ids[0])});
+
+  const TensorStore store = TensorStore::OpenDirectory(dir);
+  std::vector<GgufTensorBytes> tensors;
+  for (const std::string& hf : store.Names()) {
+    if (std::string_view(hf).ends_with("rotary_emb.inv_freq")) continue;
+    if (hf == "lm_head.weight" && c.tie_word_embeddings) continue;
+    const std::string name = GgufTensorName(hf, arch);
+    if (name.empty()) throw std::runtime_error(dir + ": tensor '" + hf + "' has no GGUF name");
+    const TensorInfo& info = store.Info(hf);
+    std::vector<float> w = store.ReadF32(hf, info.shape);
+    const int64_t in = info.shape.back(), out = int64_t(w.size()) / in;
+    const bool qk = std::string_view(hf).ends_with("q_proj.weight") || std::string_view(hf).ends_with("k_proj.weight");
+    if (arch == "llama" && qk) {
+      // Hugging Face row j * half + i of a head becomes row 2i + j
+      const std::vector<float> rows = w;
+      const int64_t hd = c.head_dim, half = hd / 2;
+      for (int64_t h = 0; h < out / hd; ++h)
+        for (int64_t j = 0; j < 2; ++j)
+          for (int64_t i = 0; i < half; ++i)
+            std::memcpy(&w[size_t((h * hd + 2 * i + j) * in)], &rows[size_t((h * hd + j * half + i) * in)],
+                        size_t(in) * sizeof(float));
+    }
+    if (arch == "gemma3" && std::string_view(hf).ends_with("norm.weight"))
+      for (float& v : w) v += 1.0f;
+    const WeightType as = info.shape.size() == 2 && RowFits(type, in) ? type : WeightType::kF32;
+    GgufTensorBytes t;
+    t.name = name;
+    t.type = GgmlTypeFor(as);
+    t.ne.assign(info.shape.rbegin(), info.shape.rend());
+    t.bytes = Encode(w, out, in, as);
+    tensors.push_back(std::move(t));
+  }
+  return GgufBytes(meta, tensors);
+}
+
+}  // namespace swan

@@ -1,0 +1,190 @@
+// GGUF: the parser on well-formed and broken files; models of each family
+// exported in llama.cpp's layout, F32 and Q8_0, and loaded back to the
+// logits of their safetensors.
+#include "model/gguf.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+
+#include "model/gguf_export.h"
+#include "model/gguf_weights.h"
+#include "model/tiny_reference.h"
+#include "model/model.h"
+#include "model/safetensors.h"
+#include "model/test_files.h"
+
+namespace swan {
+namespace {
+
+std::string FloatBytes(const std::vector<float>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+}
+
+std::string SmallFile() {
+  GgufValue tokens;
+  tokens.type = GgufValue::kArray;
+  tokens.element = GgufValue::kString;
+  tokens.strings = {"<s>", "a", "b"};
+  GgufValue scores;
+  scores.type = GgufValue::kArray;
+  scores.element = GgufValue::kF32;
+  scores.numbers = {0, -1.5, -2};
+  return GgufBytes({{"general.architecture", GgufString("llama")}, {"llama.block_count", GgufNumber(GgufValue::kU32, 2)},
+                    {"tokenizer.ggml.tokens", tokens}, {"tokenizer.ggml.scores", scores},
+                    {"llama.rope.freq_base", GgufNumber(GgufValue::kF32, 500000)}},
+                   {{"a.weight", 0, {3, 2}, FloatBytes({1, 2, 3, 4, 5, 6})},
+                    {"b.weight", 8, {32}, std::string(34, '\1')}});
+}
+
+TEST(Gguf, ReadsWhatItWrites) {
+  const std::string bytes = SmallFile();
+  const GgufFile f(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "small.gguf");
+  EXPECT_EQ(f.version(), 3u);
+  EXPECT_EQ(f.String("general.architecture"), "llama");
+  EXPECT_EQ(f.Int("llama.block_count"), 2);
+  EXPECT_EQ(f.Float("llama.rope.freq_base"), 500000.0);
+  EXPECT_EQ(f.Find("tokenizer.ggml.tokens")->strings, (std::vector<std::string>{"<s>", "a", "b"}));
+  EXPECT_EQ(f.Find("tokenizer.ggml.scores")->numbers, (std::vector<double>{0, -1.5, -2}));
+  ASSERT_EQ(f.tensors().size(), 2u);
+  const GgufTensor* a = f.Tensor("a.weight");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->ne, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(a->n_bytes, 24u);
+  float v[6];
+  std::memcpy(v, a->data, sizeof(v));
+  EXPECT_EQ(v[5], 6.0f);
+  EXPECT_EQ((a->data - reinterpret_cast<const uint8_t*>(bytes.data())) % 32, 0);
+  EXPECT_EQ(f.Tensor("b.weight")->n_bytes, 34u);
+  EXPECT_EQ(GgmlTypeName(8), "Q8_0");
+  EXPECT_THROW(f.String("llama.block_count"), std::runtime_error);
+  EXPECT_THROW(f.Int("missing"), std::runtime_error);
+}
+
+// Every cut of a file is refused with a message, never read past its end.
+TEST(Gguf, RefusesEveryTruncation) {
+  const std::string bytes = SmallFile();
+  const size_t data_end = bytes.size() - 32 + 2;  // b.weight's 34 bytes end here
+  for (size_t n = 0; n < data_end; ++n) {
+    const std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + ptrdiff_t(n));  // [n] a copy, so ASan sees its end
+    EXPECT_THROW(GgufFile(cut.data(), cut.size(), "cut.gguf"), std::runtime_error) << n << " bytes";
+  }
+}
+
+TEST(Gguf, RefusesBrokenFields) {
+  const std::string good = SmallFile();
+  auto refuses = [](std::string bytes, const std::string& why) {
+    try {
+      GgufFile(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "bad.gguf");
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  std::string b = good;
+  b[0] = 'X';
+  refuses(b, "does not start with");
+  b = good;
+  b[4] = 7;  // version 7
+  refuses(b, "version 7");
+  b = good;
+  b[8] = 99;  // 99 tensors
+  refuses(b, "99 tensors cannot fit");
+  const std::string unknown = GgufBytes({}, {{"t", 5, {4}, std::string(16, '\0')}});  // type 5 does not exist
+  refuses(unknown, "unknown type 5");
+  const std::string bad_rows = GgufBytes({}, {{"t", 8, {33}, std::string(40, '\0')}});
+  refuses(bad_rows, "not a multiple");
+}
+
+std::vector<float> Logits(const LanguageModel& model, int64_t n) {
+  std::vector<int32_t> ids(static_cast<size_t>(n)), pos(static_cast<size_t>(n));  // [n]
+  std::iota(ids.begin(), ids.end(), 3);
+  std::iota(pos.begin(), pos.end(), 0);
+  std::vector<float> logits(size_t(n * model.config().vocab_size));  // [n, vocab]
+  auto session = model.NewSession(model.ResolvePlan(""));
+  model.Forward(logits.data(), Batch{ids.data(), pos.data(), n}, *session);
+  return logits;
+}
+
+double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(double(a[i]) - b[i]));
+  return d;
+}
+
+// Written as GGUF and read back, a model gives the logits it gave from its
+// safetensors: the loader undoes what the export (llama.cpp's layout) did.
+void ExpectRoundTrip(const std::string& dir, const std::string& name, double tol) {
+  const auto hf = LoadModel(dir);
+  LoadOptions q8;
+  q8.weights = WeightType::kQ8_0;
+  const auto hf_q8 = LoadModel(dir, q8);
+  for (WeightType type : {WeightType::kF32, WeightType::kQ8_0}) {
+    SCOPED_TRACE(name + " " + WeightTypeName(type));
+    const std::string path = (test::TempDir("gguf_round_trip") / (name + ".gguf")).string();
+    test::WriteFile(path, HfToGgufBytes(dir, type));
+    const auto gguf = LoadModel(path);
+    EXPECT_EQ(gguf->config().architecture, hf->config().architecture);
+    EXPECT_EQ(gguf->WeightBytes(), (type == WeightType::kF32 ? hf : hf_q8)->WeightBytes());
+    // the same values in the same order: the same logits up to summation order
+    EXPECT_LE(MaxDiff(Logits(*gguf, 24), Logits(type == WeightType::kF32 ? *hf : *hf_q8, 24)), tol);
+  }
+}
+
+TEST(Gguf, EveryFamilyRoundTrips) {
+  ExpectRoundTrip(test::Stories260K(), "llama", 1e-5);
+  const test::TinyLlamaShape shape{61, 32, 64, 4, 2, 8, 2};
+  const auto qwen2 = test::TempDir("gguf_qwen2");
+  test::TinyCheckpoint q(3);
+  test::AddTinyLlamaWeights(q, shape, /*qkv_bias=*/true);
+  q.Write(qwen2, R"({"architectures": ["Qwen2ForCausalLM"], "hidden_size": 32, "intermediate_size": 64,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 61,
+    "max_position_embeddings": 512, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0})");
+  ExpectRoundTrip(qwen2.string(), "qwen2", 1e-4);
+  const auto gemma3 = test::TempDir("gguf_gemma3");
+  test::TinyCheckpoint g(4);
+  test::AddTinyGemma3Weights(g, shape);
+  g.Write(gemma3, R"({"architectures": ["Gemma3ForCausalLM"], "hidden_size": 32, "intermediate_size": 64,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
+    "vocab_size": 61, "max_position_embeddings": 512, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+    "rope_local_base_freq": 10000.0, "sliding_window": 4, "sliding_window_pattern": 2,
+    "query_pre_attn_scalar": 8, "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": true})");
+  ExpectRoundTrip(gemma3.string(), "gemma3", 1e-4);
+}
+
+// The export holds llama.cpp's layout: a "llama" q/k head's row 2i + j is
+// Hugging Face's row j * head_dim / 2 + i; Gemma 3's norms hold 1 + w.
+TEST(Gguf, ExportUsesLlamaCppsLayout) {
+  const std::string path = (test::TempDir("gguf_layout") / "stories.gguf").string();
+  test::WriteFile(path, HfToGgufBytes(test::Stories260K(), WeightType::kF32));
+  const GgufFile file(path);
+  const TensorStore store = TensorStore::OpenDirectory(test::Stories260K());
+  const TensorInfo& hf = store.Info("model.layers.1.self_attn.k_proj.weight");  // [4 heads * 8, 64]
+  const GgufTensor* k = file.Tensor("blk.1.attn_k.weight");
+  ASSERT_NE(k, nullptr);
+  ASSERT_EQ(k->ne, (std::vector<int64_t>{64, 32}));
+  const size_t row = 64 * sizeof(float);
+  for (int64_t h = 0; h < 4; ++h)
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t j = 0; j < 2; ++j)
+        EXPECT_EQ(std::memcmp(k->data + (h * 8 + 2 * i + j) * row, hf.data + (h * 8 + j * 4 + i) * row, row), 0)
+            << "head " << h << " pair " << i << " half " << j;
+  EXPECT_EQ(file.Tensor("output.weight"), nullptr);  // tied
+  EXPECT_EQ(file.Int("llama.attention.head_count_kv"), 4);
+}
+
+TEST(Gguf, RefusesArchitecturesItDoesNotRun) {
+  const auto dir = test::TempDir("gguf_arch");
+  const std::string path = (dir / "m.gguf").string();
+  test::WriteFile(path, GgufBytes({{"general.architecture", GgufString("mamba")}}, {}));
+  try {
+    LoadModel(path);
+    ADD_FAILURE() << "mamba loaded";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("'mamba' is not supported"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace swan

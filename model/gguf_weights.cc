@@ -1,0 +1,136 @@
+#include "model/gguf_weights.h"
+
+#include <cstring>
+#include <stdexcept>
+#include <string_view>
+
+#include "ops/quant_blocks.h"
+
+namespace swan {
+namespace {
+
+bool EndsWith(std::string_view s, std::string_view tail) { return s.ends_with(tail); }
+
+// "model.layers.12.self_attn.q_proj.weight" -> 12 and "self_attn.q_proj.weight"
+bool SplitLayer(const std::string& hf, int* layer, std::string* rest) {
+  const std::string head = "model.layers.";
+  if (hf.rfind(head, 0) != 0) return false;
+  const size_t dot = hf.find('.', head.size());
+  if (dot == std::string::npos) return false;
+  *layer = std::stoi(hf.substr(head.size(), dot - head.size()));
+  *rest = hf.substr(dot + 1);
+  return true;
+}
+
+}  // namespace
+
+std::string GgufTensorName(const std::string& hf, const std::string& architecture) {
+  if (hf == "model.embed_tokens.weight") return "token_embd.weight";
+  if (hf == "model.norm.weight") return "output_norm.weight";
+  if (hf == "lm_head.weight") return "output.weight";
+  int layer = 0;
+  std::string rest;
+  if (!SplitLayer(hf, &layer, &rest)) return "";
+  const bool gemma = architecture == "gemma3";
+  struct Pair {
+    const char* hf;
+    const char* gguf;
+  };
+  static const Pair kNames[] = {
+      {"input_layernorm.weight", "attn_norm.weight"},
+      {"self_attn.q_proj.weight", "attn_q.weight"},
+      {"self_attn.k_proj.weight", "attn_k.weight"},
+      {"self_attn.v_proj.weight", "attn_v.weight"},
+      {"self_attn.o_proj.weight", "attn_output.weight"},
+      {"self_attn.q_proj.bias", "attn_q.bias"},
+      {"self_attn.k_proj.bias", "attn_k.bias"},
+      {"self_attn.v_proj.bias", "attn_v.bias"},
+      {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+      {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+      {"mlp.gate_proj.weight", "ffn_gate.weight"},
+      {"mlp.up_proj.weight", "ffn_up.weight"},
+      {"mlp.down_proj.weight", "ffn_down.weight"},
+      {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
+      {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+  };
+  const std::string blk = "blk." + std::to_string(layer) + ".";
+  // Llama's norm after attention is the MLP's input norm; Gemma 3 has both.
+  if (rest == "post_attention_layernorm.weight") return blk + (gemma ? "post_attention_norm.weight" : "ffn_norm.weight");
+  for (const Pair& p : kNames)
+    if (rest == p.hf) return blk + p.gguf;
+  return "";
+}
+
+bool GgufWeights::Has(const std::string& name) const {
+  const std::string g = GgufTensorName(name, config_.model_type);
+  return !g.empty() && file_.Tensor(g) != nullptr;
+}
+
+const GgufTensor& GgufWeights::Find(const std::string& hf, const std::vector<int64_t>& shape) const {
+  const std::string g = GgufTensorName(hf, config_.model_type);
+  const GgufTensor* t = g.empty() ? nullptr : file_.Tensor(g);
+  if (!t) throw std::runtime_error(file_.origin() + ": missing tensor '" + (g.empty() ? hf : g) + "' (" + hf + ")");
+  std::vector<int64_t> ne(shape.rbegin(), shape.rend());  // GGUF lists the innermost first
+  if (t->ne != ne)
+    throw std::runtime_error(file_.origin() + ": tensor '" + g + "' has ne " + ShapeToString(t->ne) + ", expected " +
+                             ShapeToString(ne));
+  read_.insert(g);
+  return *t;
+}
+
+std::vector<float> GgufWeights::F32(const std::string& name, const std::vector<int64_t>& shape) const {
+  const GgufTensor& t = Find(name, shape);
+  const std::optional<WeightType> type = WeightTypeOf(t.type);
+  if (!type) throw std::runtime_error(file_.origin() + ": tensor '" + t.name + "' of " + GgmlTypeName(t.type) + " is not supported");
+  const int64_t in = t.ne[0], rows = t.numel() / in;
+  std::vector<float> out(size_t(t.numel()));  // [numel]
+  DequantizeRows(*type, out.data(), t.data, rows, in);
+  // llama.cpp's converter stores Gemma's norm weights as 1 + w
+  if (config_.model_type == "gemma3" && EndsWith(name, "norm.weight"))
+    for (float& v : out) v -= 1.0f;
+  return out;
+}
+
+WeightType GgufWeights::LinearType(const std::string& name) const {
+  const std::string g = GgufTensorName(name, config_.model_type);
+  const GgufTensor* t = g.empty() ? nullptr : file_.Tensor(g);
+  const std::optional<WeightType> type = t ? WeightTypeOf(t->type) : std::nullopt;
+  return type.value_or(WeightType::kF32);
+}
+
+LinearWeight GgufWeights::Linear(const std::string& name, int64_t out, int64_t in) const {
+  const GgufTensor& t = Find(name, {out, in});
+  const std::optional<WeightType> type = WeightTypeOf(t.type);
+  if (!type)
+    throw std::runtime_error(file_.origin() + ": tensor '" + t.name + "' of " + GgmlTypeName(t.type) +
+                             " is not supported (F32, F16, BF16, Q8_0, Q4_0)");
+  const bool permuted = config_.model_type == "llama" &&
+                        (EndsWith(name, "self_attn.q_proj.weight") || EndsWith(name, "self_attn.k_proj.weight"));
+  if (!permuted) return LinearWeight::Borrow(file_.owner(), t.data, *type, out, in);
+  // llama.cpp's "llama" files hold each q/k head's rows as interleaved
+  // RoPE pairs (2i, 2i + 1); swan rotates halves (i, i + head_dim / 2), as
+  // Hugging Face does: row j * half + i of a head is the file's row 2i + j.
+  const size_t row_bytes = WeightRowBytes(*type, in);
+  const int64_t head_dim = config_.head_dim, half = head_dim / 2;
+  std::vector<uint8_t> rows(size_t(out) * row_bytes);  // [out, row_bytes]
+  for (int64_t h = 0; h < out / head_dim; ++h)
+    for (int64_t j = 0; j < 2; ++j)
+      for (int64_t i = 0; i < half; ++i)
+        std::memcpy(rows.data() + size_t(h * head_dim + j * half + i) * row_bytes,
+                    t.data + size_t(h * head_dim + 2 * i + j) * row_bytes, row_bytes);
+  return LinearWeight::FromBytes(std::move(rows), out, in, *type);
+}
+
+void GgufWeights::RequireAllUsed() const {
+  std::vector<std::string> unused;
+  for (const GgufTensor& t : file_.tensors())
+    if (!read_.count(t.name)) unused.push_back(t.name);
+  if (unused.empty()) return;
+  std::string list;
+  for (size_t i = 0; i < unused.size() && i < 3; ++i) list += (i ? ", " : "") + unused[i];
+  if (unused.size() > 3) list += ", ...";
+  throw std::runtime_error(file_.origin() + ": the file holds " + std::to_string(unused.size()) +
+                           " tensors the model does not use (" + list + ")");
+}
+
+}  // namespace swan

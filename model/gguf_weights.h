@@ -1,0 +1,43 @@
+// A GGUF file as a model swan runs: its metadata as a ModelConfig, and its
+// tensors under the Hugging Face names the families read (token_embd ->
+// model.embed_tokens, blk.N.attn_q -> model.layers.N.self_attn.q_proj, ...),
+// in their own types (F32, F16, BF16, Q8_0 and Q4_0 used in place).
+// Undone on the way in, as llama.cpp's converter did them on the way out:
+// the q/k row permutation of "llama" files (interleaved RoPE pairs back to
+// halves) and the +1 of Gemma 3's norm weights.
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "model/config.h"
+#include "model/gguf.h"
+#include "model/gguf_config.h"
+#include "model/weight_source.h"
+
+namespace swan {
+
+class GgufWeights : public WeightSource {
+ public:
+  GgufWeights(const GgufFile& file, const ModelConfig& config) : file_(file), config_(config) {}
+  bool Has(const std::string& name) const override;
+  std::vector<float> F32(const std::string& name, const std::vector<int64_t>& shape) const override;
+  LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const override;
+  WeightType LinearType(const std::string& name) const override;
+  // Throws when the file holds tensors the model did not read.
+  void RequireAllUsed() const;
+
+ private:
+  // The GGUF tensor for an HF name, its shape checked ([out, in] is
+  // ne = {in, out}); throws naming both when it is missing.
+  const GgufTensor& Find(const std::string& hf_name, const std::vector<int64_t>& shape) const;
+
+  const GgufFile& file_;
+  ModelConfig config_;
+  mutable std::set<std::string> read_;  // GGUF names read
+};
+
+// The GGUF name of an HF tensor name ("" for names GGUF files do not have).
+std::string GgufTensorName(const std::string& hf_name, const std::string& architecture);
+
+}  // namespace swan
