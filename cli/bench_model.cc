@@ -34,7 +34,7 @@ namespace {
 
 const char kUsage[] =
     "usage: swan bench (-m DIR | --synthetic NAME) [options]\n"
-    "  -m DIR            a Hugging Face model directory\n"
+    "  -m DIR            a Hugging Face model directory, or a GGUF file\n"
     "  --synthetic NAME  random weights in a real model's shape: llama3.2-1b, qwen2.5-0.5b,\n"
     "                    gemma3-1b, mistral-7b (Llama-family compute, see model/synthetic.h)\n"
     "  --attn LIST       plans separated by ';' (default: the model's own), e.g.\n"

@@ -20,7 +20,8 @@ const char kUsage[] =
     "usage: swan inspect -m DIR [--attn SPEC] [-c CTX] [--batch B] [--kv f32|bf16]\n"
     "  Prints the model's configuration, the attention plan resolved for it (per layer:\n"
     "  kind, span, positional encoding) and the KV cache bytes per layer after CTX tokens\n"
-    "  (default: max_position_embeddings), against full attention on every layer.\n"
+    "  (default: max_position_embeddings), against full attention on every layer. DIR may\n"
+    "  also be a GGUF file.\n"
     "  --batch B is the prefill chunk the window rings leave room for (default 512).\n";
 
 std::string Bytes(double b) {

@@ -30,7 +30,7 @@ const char kUsage[] =
     "                  [--client-connections N] [--request-timeout S] [--idle-timeout S]\n"
     "                  [--shutdown-grace S]\n"
     "                  [--prompt-cache MiB | --no-prompt-cache] [--verbose]\n"
-    "  -m DIR                 Hugging Face model directory\n"
+    "  -m DIR                 Hugging Face model directory (a GGUF file needs a tokenizer: not yet)\n"
     "  --attn SPEC            attention plan (default: the model's own), e.g. swa:256, hybrid:3:1\n"
     "  --host H --port P      where to listen (default 127.0.0.1:8080; port 0 = any free port)\n"
     "  --kv-budget MiB        KV memory for running sequences and the prompt cache (default 1024);\n"
