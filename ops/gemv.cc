@@ -22,7 +22,7 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 
-// A weight element as float32: kType is KvType's value (f32, bf16, f16).
+// A weight element as float32: kType is WeightType's value (f32, bf16, f16).
 template <int kType>
 HWY_INLINE float WeightAt(const void* w_data, int64_t i) {
   if constexpr (kType == int(WeightType::kBF16)) return BF16ToF32(static_cast<const uint16_t*>(w_data)[i]);
