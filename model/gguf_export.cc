@@ -105,14 +105,9 @@ std::string HfToGgufBytes(const std::string& dir, WeightType type) {
     const int64_t in = info.shape.back(), out = int64_t(w.size()) / in;
     const bool qk = std::string_view(hf).ends_with("q_proj.weight") || std::string_view(hf).ends_with("k_proj.weight");
     if (arch == "llama" && qk) {
-      // Hugging Face row j * half + i of a head becomes row 2i + j
-      const std::vector<float> rows = w;
-      const int64_t hd = c.head_dim, half = hd / 2;
-      for (int64_t h = 0; h < out / hd; ++h)
-        for (int64_t j = 0; j < 2; ++j)
-          for (int64_t i = 0; i < half; ++i)
-            std::memcpy(&w[size_t((h * hd + 2 * i + j) * in)], &rows[size_t((h * hd + j * half + i) * in)],
-                        size_t(in) * sizeof(float));
+      const std::vector<float> rows = w;  // [out, in] in Hugging Face's order
+      for (int64_t g = 0; g < out; ++g)
+        std::memcpy(&w[size_t(g * in)], &rows[size_t(LlamaQkHfRow(g, c.head_dim) * in)], size_t(in) * sizeof(float));
     }
     if (arch == "gemma3" && std::string_view(hf).ends_with("norm.weight"))
       for (float& v : w) v += 1.0f;

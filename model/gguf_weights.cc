@@ -24,6 +24,11 @@ bool SplitLayer(const std::string& hf, int* layer, std::string* rest) {
 
 }  // namespace
 
+int64_t LlamaQkHfRow(int64_t gguf_row, int64_t head_dim) {
+  const int64_t head = gguf_row / head_dim, r = gguf_row % head_dim;  // r = 2i + j
+  return head * head_dim + (r % 2) * (head_dim / 2) + r / 2;
+}
+
 std::string GgufTensorName(const std::string& hf, const std::string& architecture) {
   if (hf == "model.embed_tokens.weight") return "token_embd.weight";
   if (hf == "model.norm.weight") return "output_norm.weight";
@@ -107,17 +112,12 @@ LinearWeight GgufWeights::Linear(const std::string& name, int64_t out, int64_t i
   const bool permuted = config_.model_type == "llama" &&
                         (EndsWith(name, "self_attn.q_proj.weight") || EndsWith(name, "self_attn.k_proj.weight"));
   if (!permuted) return LinearWeight::Borrow(file_.owner(), t.data, *type, out, in);
-  // llama.cpp's "llama" files hold each q/k head's rows as interleaved
-  // RoPE pairs (2i, 2i + 1); swan rotates halves (i, i + head_dim / 2), as
-  // Hugging Face does: row j * half + i of a head is the file's row 2i + j.
+  // rows back in Hugging Face's order (whole rows, so blocks too)
   const size_t row_bytes = WeightRowBytes(*type, in);
-  const int64_t head_dim = config_.head_dim, half = head_dim / 2;
   std::vector<uint8_t> rows(size_t(out) * row_bytes);  // [out, row_bytes]
-  for (int64_t h = 0; h < out / head_dim; ++h)
-    for (int64_t j = 0; j < 2; ++j)
-      for (int64_t i = 0; i < half; ++i)
-        std::memcpy(rows.data() + size_t(h * head_dim + j * half + i) * row_bytes,
-                    t.data + size_t(h * head_dim + 2 * i + j) * row_bytes, row_bytes);
+  for (int64_t g = 0; g < out; ++g)
+    std::memcpy(rows.data() + size_t(LlamaQkHfRow(g, config_.head_dim)) * row_bytes, t.data + size_t(g) * row_bytes,
+                row_bytes);
   return LinearWeight::FromBytes(std::move(rows), out, in, *type);
 }
 

@@ -37,6 +37,11 @@ class GgufWeights : public WeightSource {
   mutable std::set<std::string> read_;  // GGUF names read
 };
 
+// llama.cpp's "llama" files hold each q/k head's rows as interleaved RoPE
+// pairs (2i, 2i + 1) where Hugging Face rotates halves (i, i + head_dim/2):
+// the file's row `gguf_row` is Hugging Face's row LlamaQkHfRow(gguf_row).
+int64_t LlamaQkHfRow(int64_t gguf_row, int64_t head_dim);
+
 // The GGUF name of an HF tensor name ("" for names GGUF files do not have).
 std::string GgufTensorName(const std::string& hf_name, const std::string& architecture);
 
