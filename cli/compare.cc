@@ -21,6 +21,7 @@
 #include "eval/sample_text.h"
 #include "model/model.h"
 #include "ops/cpu_report.h"
+#include "model/gguf_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "util/threads.h"
 
@@ -30,7 +31,7 @@ namespace {
 const char kUsage[] =
     "usage: swan compare -m DIR [--attn 'PLAN;PLAN;...'] [--window W] [-f TEXT] [--filler FILE]\n"
     "                    [-c CTX] [--lengths L,..] [--depths D,..] [--distances D,..] [--samples N]\n"
-    "                    [--seed S] [--limit N] [--bench-depths D,..] [--batch N] [--kv f32|bf16]\n"
+    "                    [--seed S] [--limit N] [--bench-depths D,..] [--batch N] [--kv f32|bf16|q8_0]\n"
     "                    [--json] [--html FILE] [--svg DIR] [--quiet]\n"
     "Runs the task suite and a small benchmark under each attention plan and prints one table:\n"
     "perplexity inside and beyond the window, bits per byte, passkey and needle-in-a-haystack\n"
@@ -54,7 +55,7 @@ const char kUsage[] =
     "  --limit N         at most N items per task and 2 perplexity windows: a quick run\n"
     "  --bench-depths L  prompt lengths the speed and KV figures are measured at (default CTX/4,CTX)\n"
     "  --batch N         prefill chunk (default 128; window rings hold W-1+N slots)\n"
-    "  --kv TYPE         KV cache storage, f32 (default) or bf16\n"
+    "  --kv TYPE         KV cache storage, f32 (default), bf16 or q8_0\n"
     "  --json            print the report as JSON instead of the table\n"
     "  --html FILE       write a self-contained HTML report (table and pictures)\n"
     "  --svg DIR         write the pictures as SVG files into DIR\n"
@@ -239,7 +240,7 @@ int RunCompare(const std::vector<std::string>& words) {
 
   std::unique_ptr<LanguageModel> model = LoadModel(dir);
   if (HasRecallTask(dir)) return CompareRecallModel(args, dir, *model);
-  const Tokenizer tokenizer = Tokenizer::Load(dir);
+  const Tokenizer tokenizer = LoadModelTokenizer(dir);
   const ModelConfig& config = model->config();
   CompareReport report;
   report.model = dir;

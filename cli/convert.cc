@@ -34,8 +34,10 @@ const char kUsage[] =
     "FILE.gguf: llama.cpp's layout (tensor names, q/k row order of llama files, Gemma's\n"
     "norms as 1 + w) for Llama, Mistral, Qwen2 and Gemma 3, matrices in the given type\n"
     "(rows not a multiple of 32 values, and vectors, stay f32). Every swan command that\n"
-    "takes -m reads it back; its tokenizer is not written yet, so llama.cpp cannot run it\n"
-    "and swan needs --ids or the directory's tokenizer.\n";
+    "takes -m reads it back. DIR's tokenizer.json goes into the file as llama.cpp's\n"
+    "tokenizer keys (SentencePiece-style BPE as \"llama\" with scores, byte-level BPE as\n"
+    "\"gpt2\" with merges and its pre-tokenizer's name), with the chat template of\n"
+    "tokenizer_config.json; a tokenizer llama.cpp has no form for is refused.\n";
 
 std::string ReadAll(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -18,6 +18,7 @@
 #include "eval/recall_suite.h"
 #include "model/model.h"
 #include "model/sampler.h"
+#include "model/gguf_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "util/memory.h"
 #include "util/threads.h"
@@ -28,11 +29,11 @@ namespace {
 const char kUsage[] =
     "usage: swan generate -m DIR (-p TEXT | -f FILE | --ids 1,2,3) [-n N] [--attn SPEC]\n"
     "                     [--temp T] [--top-k K] [--top-p P] [--min-p M] [--seed S]\n"
-    "                     [--batch B] [--kv f32|bf16] [--weights TYPE] [-c|--ctx C]\n"
+    "                     [--batch B] [--kv f32|bf16|q8_0] [--weights TYPE] [-c|--ctx C]\n"
     "                     [--ignore-eos]\n"
     "  -m DIR        Hugging Face model directory (config.json, *.safetensors, tokenizer.json),\n"
-    "                or a GGUF file (its tokenizer is not read yet: give --ids)\n"
-    "  -p TEXT       prompt, encoded with DIR/tokenizer.json (BOS added as the tokenizer says)\n"
+    "                or a GGUF file (its tokenizer read from its metadata)\n"
+    "  -p TEXT       prompt, encoded with the model's tokenizer (BOS added as the tokenizer says)\n"
     "  -f FILE       prompt read from a UTF-8 file (as -p)\n"
     "  --ids LIST    prompt as token ids instead of text; the output is ids too (a recall\n"
     "                model's ids by name, e.g. <bos>,f0,f1,f2,k3,v5,k3)\n"
@@ -44,7 +45,7 @@ const char kUsage[] =
     "  --top-k K --top-p P --min-p M   sampling filters (default off, or generation_config.json)\n"
     "  --seed S      random seed (default 0)\n"
     "  --batch B     prefill chunk: tokens per forward step (default 512)\n"
-    "  --kv TYPE     KV cache storage, f32 (default) or bf16\n"
+    "  --kv TYPE     KV cache storage, f32 (default), bf16 or q8_0\n"
     "  --weights TYPE  hold the linear layers and the embedding table as f32, bf16, f16,\n"
     "                q8_0 or q4_0, converted as they load (default: as stored; rows not a\n"
     "                multiple of 32 values stay so)\n"
@@ -113,7 +114,7 @@ int RunGenerate(const std::vector<std::string>& words) {
   std::unique_ptr<Tokenizer> tokenizer;
   std::vector<int32_t> prompt;
   if (text_mode) {
-    tokenizer = std::make_unique<Tokenizer>(Tokenizer::Load(dir));
+    tokenizer = std::make_unique<Tokenizer>(LoadModelTokenizer(dir));
     prompt = tokenizer->Encode(args.Has("-f") ? ReadWholeFile(args.Get("-f", "")) : args.Get("-p", ""));
     if (prompt.empty()) throw std::invalid_argument("the prompt encodes to no tokens");
   } else {

@@ -13,6 +13,7 @@
 #include "cli/input_files.h"
 #include "eval/perplexity.h"
 #include "model/model.h"
+#include "model/gguf_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace swan::cli {
@@ -20,7 +21,7 @@ namespace {
 
 const char kUsage[] =
     "usage: swan perplexity -m DIR -f FILE [-c CTX] [--attn SPEC] [--batch N]\n"
-    "                       [--bucket B] [--limit W] [--kv f32|bf16] [--weights TYPE] [--no-bos]\n"
+    "                       [--bucket B] [--limit W] [--kv f32|bf16|q8_0] [--weights TYPE] [--no-bos]\n"
     "                       [--json] [--quiet]\n"
     "  -m DIR       Hugging Face model directory (config.json, *.safetensors, tokenizer.json)\n"
     "  -f FILE      UTF-8 text, encoded with DIR/tokenizer.json (no special tokens added)\n"
@@ -30,7 +31,7 @@ const char kUsage[] =
     "  --batch N    prefill chunk: tokens per forward step (default 512)\n"
     "  --bucket B   positions per bucket of the loss-by-position table (default CTX/16)\n"
     "  --limit W    score only the first W windows (a quick run)\n"
-    "  --kv TYPE    KV cache storage, f32 (default) or bf16\n"
+    "  --kv TYPE    KV cache storage, f32 (default), bf16 or q8_0\n"
     "  --weights TYPE  hold the linear layers and the embedding table as f32, bf16, f16,\n"
     "               q8_0 or q4_0, converted as they load (default: as stored; rows not a\n"
     "               multiple of 32 values stay so)\n"
@@ -67,7 +68,7 @@ int RunPerplexity(const std::vector<std::string>& words) {
   const bool quiet = args.Has("--quiet");
 
   std::unique_ptr<LanguageModel> model = LoadModel(dir, LoadOptionsFrom(args));
-  const Tokenizer tokenizer = Tokenizer::Load(dir);
+  const Tokenizer tokenizer = LoadModelTokenizer(dir);
   const std::string text = ReadWholeFile(args.Get("-f", ""));
   EncodeOptions encode;
   encode.add_special_tokens = false;

@@ -18,6 +18,7 @@
 #include "cli/input_files.h"
 #include "eval/haystack.h"
 #include "model/model.h"
+#include "model/gguf_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace swan::cli {
@@ -51,7 +52,7 @@ const char kUsage[] =
     "                   probability R (a seeded draw): runs on a model without routers, and shows\n"
     "                   the draw rather than anything learned\n"
     "  --batch N        prefill chunk (default 512)\n"
-    "  --kv TYPE        KV cache storage, f32 (default) or bf16\n"
+    "  --kv TYPE        KV cache storage, f32 (default), bf16 or q8_0\n"
     "  --no-bos         do not start windows and items with the BOS token\n"
     "  --json           print per-layer and per-token full ratios (and each layer's routes as a\n"
     "                   string of 0 and 1) as JSON\n"
@@ -136,7 +137,7 @@ int RunRouteStats(const std::vector<std::string>& words) {
   const bool json = args.Has("--json"), quiet = args.Has("--quiet");
 
   std::unique_ptr<LanguageModel> model = LoadModel(dir);
-  const Tokenizer tokenizer = Tokenizer::Load(dir);
+  const Tokenizer tokenizer = LoadModelTokenizer(dir);
   const AttentionPlan plan = model->ResolvePlan(args.Get("--attn", ""));
   const int64_t context = args.GetInt("-c", model->config().max_position_embeddings);
   if (context < 2) throw std::invalid_argument("-c must be at least 2");

@@ -17,6 +17,7 @@
 #include "serve/chat_template.h"
 #include "serve/engine.h"
 #include "serve/http_server.h"
+#include "model/gguf_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace swan::cli {
@@ -25,7 +26,7 @@ namespace {
 const char kUsage[] =
     "usage: swan serve -m DIR [--attn SPEC] [--host 127.0.0.1] [--port 8080] [--kv-budget MiB]\n"
     "                  [--chat-template FILE] [--parallel N] [--max-waiting N] [--batch B]\n"
-    "                  [--checkpoint-interval N] [--ctx N] [--kv f32|bf16] [--weights TYPE] [-t N]\n"
+    "                  [--checkpoint-interval N] [--ctx N] [--kv f32|bf16|q8_0] [--weights TYPE] [-t N]\n"
     "                  [--seq-threads N] [--threads-http N] [--name NAME] [--accept-any-model]\n"
     "                  [--client-connections N] [--request-timeout S] [--idle-timeout S]\n"
     "                  [--shutdown-grace S]\n"
@@ -44,7 +45,7 @@ const char kUsage[] =
     "                         64), raised to a multiple of N of at least 3 window spans so that\n"
     "                         checkpoints cost less than full attention; none without a prompt cache\n"
     "  --ctx N                context length (default: the model's max_position_embeddings)\n"
-    "  --kv TYPE              KV cache storage, f32 (default) or bf16\n"
+    "  --kv TYPE              KV cache storage, f32 (default), bf16 or q8_0\n"
     "  --weights TYPE         hold the linear layers and the embedding table as f32, bf16, f16,\n"
     "                         q8_0 or q4_0, converted as they load (default: as stored; rows\n"
     "                         not a multiple of 32 values stay so)\n"
@@ -113,7 +114,7 @@ int RunServe(const std::vector<std::string>& words) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   std::unique_ptr<LanguageModel> model = LoadModel(dir, LoadOptionsFrom(args));
-  const Tokenizer tokenizer = Tokenizer::Load(dir);
+  const Tokenizer tokenizer = LoadModelTokenizer(dir);
   const ChatTemplate chat_template =
       ChatTemplate::Load(ChatTemplateOptions{dir, args.Get("--chat-template", "")}, tokenizer);
 

@@ -15,6 +15,7 @@
 #include "cli/args.h"
 #include "cli/input_files.h"
 #include "tokenizer/token_file.h"
+#include "model/gguf_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "util/threads.h"
 
@@ -26,7 +27,7 @@ const char kUsage[] =
     "       swan tokenize -t TOKENIZER --decode 1,2,3 [--skip-special]\n"
     "       swan tokenize -t TOKENIZER --out DATA.bin [--holdout 0.01] [--ext .txt]\n"
     "                     [--jsonl [--field text]] [--bos] [--threads N] FILES_OR_DIRS...\n"
-    "  -t TOKENIZER     tokenizer.json, or a directory holding one\n"
+    "  -t TOKENIZER     tokenizer.json, a directory holding one, or a GGUF model file\n"
     "  --text TEXT      print the ids of TEXT, comma-separated\n"
     "  --no-special     do not add the tokenizer's BOS/EOS template around TEXT\n"
     "  --plain          encode special-token text such as <s> as ordinary characters\n"
@@ -73,7 +74,9 @@ int EncodeCorpus(const Args& args, const Tokenizer& tok) {
   std::string tokenizer_path = args.Get("-t", "");
   if (std::filesystem::is_directory(tokenizer_path))
     tokenizer_path = (std::filesystem::path(tokenizer_path) / "tokenizer.json").string();
-  const uint32_t fingerprint = TokenizerFingerprint(ReadWholeFile(tokenizer_path));
+  const uint32_t fingerprint = TokenizerFingerprint(
+      IsGgufFile(tokenizer_path) ? ReadGgufTokenizer(GgufFile(tokenizer_path)).tokenizer.dump()
+                                 : ReadWholeFile(tokenizer_path));
   TokenFileWriter train(out, vocab, fingerprint);
   TokenFileWriter val(ValPath(out), vocab, fingerprint);
   uint64_t docs = 0, bytes = 0;
@@ -191,7 +194,7 @@ int RunTokenize(const std::vector<std::string>& words) {
                       "--bos", "--threads"}, /*positional_allowed=*/true);
   if (!args.Has("-t"))
     throw std::invalid_argument("-t TOKENIZER is required\n" + std::string(kUsage));
-  const Tokenizer tok = Tokenizer::Load(args.Get("-t", ""));
+  const Tokenizer tok = LoadModelTokenizer(args.Get("-t", ""));
   if (args.Has("--out")) return EncodeCorpus(args, tok);
   if (args.Has("--decode")) {
     std::vector<int32_t> ids;

@@ -1,12 +1,14 @@
 #include "model/gguf_export.h"
 
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
 
 #include "model/config.h"
 #include "model/gguf.h"
+#include "model/gguf_tokenizer.h"
 #include "model/gguf_weights.h"
 #include "model/safetensors.h"
 #include "ops/quant_blocks.h"
@@ -90,8 +92,13 @@ std::string HfToGgufBytes(const std::string& dir, WeightType type) {
       throw std::runtime_error(dir + ": a Gemma 3 with a local RoPE base other than 10000 or query_pre_attn_scalar "
                                "other than head_dim has no GGUF metadata here");
   }
-  if (c.bos_token_id >= 0) meta.push_back({"tokenizer.ggml.bos_token_id", GgufNumber(V::kU32, c.bos_token_id)});
-  if (!c.eos_token_ids.empty()) meta.push_back({"tokenizer.ggml.eos_token_id", GgufNumber(V::kU32, c.eos_token_ids[0])});
+  if (std::filesystem::is_regular_file(std::filesystem::path(dir) / "tokenizer.json")) {
+    for (auto& entry : GgufTokenizerMetadata(dir, c.vocab_size)) meta.push_back(std::move(entry));
+  } else {  // no tokenizer: the special ids alone, from config.json
+    if (c.bos_token_id >= 0) meta.push_back({"tokenizer.ggml.bos_token_id", GgufNumber(V::kU32, c.bos_token_id)});
+    if (!c.eos_token_ids.empty())
+      meta.push_back({"tokenizer.ggml.eos_token_id", GgufNumber(V::kU32, c.eos_token_ids[0])});
+  }
 
   const TensorStore store = TensorStore::OpenDirectory(dir);
   std::vector<GgufTensorBytes> tensors;

@@ -1,8 +1,8 @@
 // A Hugging Face directory as a GGUF file laid out as llama.cpp's converter
 // lays it out: tensor names, q/k rows of "llama" files in interleaved RoPE
-// order, Gemma 3's norm weights as 1 + w, hyperparameters as metadata. The
-// tokenizer is not written yet, so llama.cpp cannot run the file; swan can
-// (LoadModel reads it back).
+// order, Gemma 3's norm weights as 1 + w, hyperparameters and the
+// tokenizer (tokenizer.json as llama.cpp's tokenizer.ggml.* keys) as
+// metadata. LoadModel and LoadModelTokenizer read it back.
 #pragma once
 
 #include <string>

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "model/gguf_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace swan {
@@ -62,6 +63,10 @@ ChatTemplate ChatTemplate::Load(const ChatTemplateOptions& options, const Tokeni
       }
       if (!source.empty()) origin = config_path.string();
     }
+  }
+  if (IsGgufFile(options.model_dir)) {
+    source = ReadGgufTokenizer(GgufFile(options.model_dir)).chat_template;
+    if (!source.empty()) origin = options.model_dir + " (tokenizer.chat_template)";
   }
   if (!options.template_file.empty()) {
     source = ReadFile(options.template_file);

@@ -1,5 +1,6 @@
 // A model's chat template: the Jinja template in tokenizer_config.json
-// ("chat_template", a string or a list of named templates), a file given
+// ("chat_template", a string or a list of named templates) or in a GGUF
+// file's tokenizer.chat_template, a file given
 // with --chat-template, or a plain built-in fallback for models that ship
 // none ("role: content" lines, then "assistant:").
 #pragma once
@@ -13,7 +14,7 @@ namespace swan {
 class Tokenizer;
 
 struct ChatTemplateOptions {
-  std::string model_dir;      // reads model_dir/tokenizer_config.json
+  std::string model_dir;      // reads model_dir/tokenizer_config.json, or a GGUF file's metadata
   std::string template_file;  // overrides the model's template when set
 };
 

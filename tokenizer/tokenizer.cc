@@ -72,8 +72,8 @@ Tokenizer Tokenizer::Load(const std::string& path) {
   std::ifstream(file, std::ios::binary).read(magic, 4);
   if (std::string(magic, 4) == "GGUF")
     throw std::runtime_error(file.string() +
-                             ": a GGUF file's tokenizer is not read yet: give token ids (--ids), or use the "
-                             "model's Hugging Face directory");
+                             ": a GGUF file: its tokenizer is read with the model (LoadModelTokenizer in "
+                             "model/gguf_tokenizer.h), not as a tokenizer.json");
   json j;
   try {
     j = json::parse(ReadFile(file.string()));
@@ -189,6 +189,12 @@ void Tokenizer::ReadSpecialIds(const std::string& dir) {
   const json generation = ReadOptionalJson(fs::path(dir) / "generation_config.json");
   const json config = ReadOptionalJson(fs::path(dir) / "config.json");
   const json tok_config = ReadOptionalJson(fs::path(dir) / "tokenizer_config.json");
+  ReadSpecialIds(generation, config, tok_config);
+}
+
+void Tokenizer::UseSpecialIds(const json& config) { ReadSpecialIds(json(), config, json()); }
+
+void Tokenizer::ReadSpecialIds(const json& generation, const json& config, const json& tok_config) {
   auto from_configs = [&](const char* id_key, const char* text_key) {
     for (const json* j : {&generation, &config}) {
       if (j->is_object() && j->contains(id_key)) {

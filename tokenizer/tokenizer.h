@@ -56,6 +56,11 @@ class Tokenizer {
   // Like Decode but keeps bytes that are not valid UTF-8 as they are.
   std::string DecodeRaw(std::span<const int32_t> ids, bool skip_special = false) const;
 
+  // Takes BOS/EOS from config.json-style fields ("bos_token_id",
+  // "eos_token_id": an id or a list), as Load does from the files beside a
+  // tokenizer.json; for tokenizers read from elsewhere (GGUF metadata).
+  void UseSpecialIds(const nlohmann::json& config);
+
   // One past the largest token id (model vocabulary and added tokens).
   int32_t vocab_size() const { return vocab_size_; }
   int32_t bos_id() const { return bos_id_; }  // -1 if none
@@ -78,6 +83,8 @@ class Tokenizer {
   void EncodeSection(std::string_view text, bool first_section, std::vector<int32_t>* ids) const;
   void ReadPostProcessor(const nlohmann::json& config, const std::string& where);
   void ReadSpecialIds(const std::string& dir);
+  void ReadSpecialIds(const nlohmann::json& generation, const nlohmann::json& config,
+                      const nlohmann::json& tokenizer_config);
 
   std::unique_ptr<Normalizer> normalizer_;
   std::unique_ptr<PreTokenizer> pre_tokenizer_;
