@@ -2,8 +2,8 @@
 //
 // Layouts (row-major, token-major as a QKV projection produces them):
 //   q     [n_q, n_heads, head_dim]          float32
-//   k, v  [n_rows, n_kv_heads, head_dim]    float32 or bfloat16, rows
-//                                           `row_stride` elements apart
+//   k, v  [n_rows, n_kv_heads, head_dim]    float32, bfloat16 or q8_0, rows
+//                                           `row_stride` values apart
 //   out   [n_q, n_heads, head_dim]          float32
 //   lse   [n_q, n_heads]                    float32, natural log
 // Query head h reads KV head h / (n_heads / n_kv_heads) (GQA).
@@ -21,16 +21,30 @@
 
 namespace swan {
 
-// Element types of KV caches (f32, bf16) and of weights (also f16, which
-// no KV cache stores).
-enum class KvType : uint8_t { kF32, kBF16, kF16 };
+// Element types of KV caches: f32, bf16 and q8_0 (llama.cpp's block of 32
+// int8 values and an f16 scale in 34 bytes, 1.9x smaller than bf16; needs
+// head_dim a multiple of 32). f16 is for weights: no KV cache stores it.
+enum class KvType : uint8_t { kF32, kBF16, kF16, kQ8_0 };
+
+// Bytes of `n` values of `type` that start at a value index that is a
+// multiple of 32 (any index for the other types): value index i of a q8_0
+// view lies KvBytes(kQ8_0, i) bytes in, in the block i / 32.
+inline int64_t KvBytes(KvType type, int64_t n) {
+  switch (type) {
+    case KvType::kF32: return n * 4;
+    case KvType::kBF16:
+    case KvType::kF16: return n * 2;
+    case KvType::kQ8_0: return n / 32 * 34;
+  }
+  return 0;
+}
 
 struct KvView {
   const void* k = nullptr;      // [n_rows, n_kv_heads, head_dim] of `type`
   const void* v = nullptr;      // [n_rows, n_kv_heads, head_dim] of `type`
   const int32_t* pos = nullptr; // [n_rows] position of each row, < 0 = empty
   int64_t n_rows = 0;
-  int64_t row_stride = 0;       // elements between rows; 0 = n_kv_heads * head_dim
+  int64_t row_stride = 0;       // values between rows; 0 = n_kv_heads * head_dim
   KvType type = KvType::kF32;
 };
 
@@ -55,7 +69,8 @@ struct AttentionArgs {
 
 // Throws std::invalid_argument with a message on inconsistent arguments:
 // null pointers, non-positive sizes, n_heads not divisible by n_kv_heads, a
-// row stride smaller than a row, an invalid span.
+// row stride smaller than a row, an invalid span, a q8_0 view whose heads
+// or rows do not start on a block of 32 values.
 void ValidateAttention(const AttentionArgs& args);
 
 // out = softmax(scale * q k^T restricted to args.span) v, per query head.

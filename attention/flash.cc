@@ -164,15 +164,14 @@ void RunFlashTask(const FlashPlan& plan, int64_t task) {
   auto outside_span = [span](int64_t q, int64_t k) { return Sees(Span{}, q, k) && !Sees(span, q, k); };
 
   const std::vector<BlockVisit> visits = plan.VisitsFor(t);
-  const int64_t row_bytes = d * (kv.type == KvType::kF32 ? 4 : 2);
+  const int64_t row_bytes = KvBytes(kv.type, d);
   // This head's K and V rows of block `b`, requested ahead: a row is a few
   // cache lines far apart from the next, and decode does too little work
   // per row for the hardware prefetcher alone to keep loads in flight.
   auto prefetch_block = [&](int64_t b) {
     const int64_t first = b * kBlockKeys, last = std::min<int64_t>(kv.n_rows, first + kBlockKeys);
-    const int elem = kv.type == KvType::kF32 ? 4 : 2;
     for (int64_t j = first; j < last; ++j) {
-      const int64_t offset = (j * stride + int64_t(t.kv_head) * d) * elem;
+      const int64_t offset = KvBytes(kv.type, j * stride + int64_t(t.kv_head) * d);
       for (int64_t byte = 0; byte < row_bytes; byte += 64) {
         hwy::Prefetch(static_cast<const char*>(kv.k) + offset + byte);
         hwy::Prefetch(static_cast<const char*>(kv.v) + offset + byte);

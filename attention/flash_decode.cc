@@ -27,18 +27,22 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "attention/attention.h"
 #include "attention/block_visibility.h"
 #include "attention/kv_rows.h"
 #include "attention/softmax_state.h"
+#include "ops/quant_blocks.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "attention/flash_decode.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
+
+#include "attention/widen_q8_0-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace swan {
@@ -413,6 +417,13 @@ HWY_INLINE void PrefetchRows(const T* k, const T* v, int64_t stride, int64_t fir
     }
 }
 
+// Units of a view's storage pointer that `n` values take: elements for
+// float and bf16, bytes for q8_0.
+template <class T>
+constexpr int64_t KvUnits(int64_t n) {
+  return std::is_same_v<T, BlockQ8_0> ? KvBytes(KvType::kQ8_0, n) : n;
+}
+
 // Per-thread scratch of one task, grown on demand.
 struct DecodeScratch {
   std::vector<float> qp;     // [heads][rows][dim.padded] scaled queries, pair order
@@ -422,10 +433,17 @@ struct DecodeScratch {
   std::vector<float> pairs;  // [kMaxRegisterRows][L/2][L] folded key pairs
   std::vector<float> alpha;  // [rows]
   std::vector<float> row;    // [dim.padded] one row in order
+  std::vector<float> kf, vf; // [kBlockKeys][head_dim] a q8_0 block's K and V rows, widened
 };
 
+// T: the type the view stores, float or uint16_t (bf16), read in place; or
+// BlockQ8_0, whose rows of a block are widened to float scratch first (a
+// block of one head is at most kBlockKeys x head_dim floats, in L1) and
+// then read by the float kernels.
 template <class T>
 void RunDecodeTyped(const FlashPlan& plan, const FlashTask& t) {
+  constexpr bool kWidened = std::is_same_v<T, BlockQ8_0>;
+  using E = std::conditional_t<kWidened, float, T>;  // what ScoreBlock and AccumulateBlock read
   const AttentionArgs& args = *plan.args;
   const AttentionShape& shape = args.shape;
   const int64_t d = shape.head_dim;
@@ -433,7 +451,7 @@ void RunDecodeTyped(const FlashPlan& plan, const FlashTask& t) {
   const int64_t rows = args.n_q * group;  // per KV head: query i, head g at i * group + g
   const int64_t heads = t.kv_head_end - t.kv_head;
   const DimLayout dim(d);
-  const bool pair_order = KvLoad<T>::kPairOrder;
+  const bool pair_order = KvLoad<E>::kPairOrder;
 
   static thread_local DecodeScratch s;
   auto grow = [](std::vector<float>& v, int64_t n) {
@@ -447,6 +465,10 @@ void RunDecodeTyped(const FlashPlan& plan, const FlashTask& t) {
   grow(s.pairs, int64_t(kMaxRegisterRows) * kLanes * kLanes / 2 + kLanes);
   grow(s.alpha, rows);
   grow(s.row, dim.padded);
+  if constexpr (kWidened) {
+    grow(s.kf, kBlockKeys * d);
+    grow(s.vf, kBlockKeys * d);
+  }
   std::fill_n(s.acc.begin(), heads * rows * dim.padded, 0.0f);
   std::fill_n(s.m.begin(), heads * rows, kNegInf);
   std::fill_n(s.l.begin(), heads * rows, 0.0f);
@@ -466,8 +488,11 @@ void RunDecodeTyped(const FlashPlan& plan, const FlashTask& t) {
 
   const KvView& kv = args.kv;
   const int64_t stride = KvRowStride(kv, shape);
-  const T* k = static_cast<const T*>(kv.k) + int64_t(t.kv_head) * d;  // this task's first head
-  const T* v = static_cast<const T*>(kv.v) + int64_t(t.kv_head) * d;
+  // This task's first head; for q8_0 its bytes, `stride` and offsets as
+  // KvBytes of values.
+  using Stored = std::conditional_t<kWidened, uint8_t, T>;
+  const Stored* k = static_cast<const Stored*>(kv.k) + KvUnits<T>(int64_t(t.kv_head) * d);
+  const Stored* v = static_cast<const Stored*>(kv.v) + KvUnits<T>(int64_t(t.kv_head) * d);
   const std::vector<BlockVisit> visits = plan.VisitsFor(t);
   // While a block is computed, the next one is requested: each K or V
   // read of this block requests the same bytes of the next (so the requests
@@ -476,7 +501,8 @@ void RunDecodeTyped(const FlashPlan& plan, const FlashTask& t) {
   // requested all at once.
   auto prefetch_block = [&](size_t vi) {
     const int64_t first = visits[vi].block * kBlockKeys;
-    PrefetchRows(k, v, stride, first, std::min(kv.n_rows, first + kBlockKeys), 0, heads * d);
+    PrefetchRows(k, v, KvUnits<T>(stride), first, std::min(kv.n_rows, first + kBlockKeys), 0,
+                 KvUnits<T>(heads * d));
   };
   if (!visits.empty()) prefetch_block(0);
   for (size_t vi = 0; vi < visits.size(); ++vi) {
@@ -487,16 +513,30 @@ void RunDecodeTyped(const FlashPlan& plan, const FlashTask& t) {
     int64_t ahead = 0;  // elements from a row of this block to the same row of the next
     if (vi + 1 < visits.size()) {
       const int64_t next = visits[vi + 1].block * kBlockKeys;
-      if (n_keys == kBlockKeys && next + kBlockKeys <= kv.n_rows)
+      if (n_keys == kBlockKeys && next + kBlockKeys <= kv.n_rows && !kWidened)
         ahead = (next - j0) * stride;
       else
         prefetch_block(vi + 1);
     }
     for (int64_t h = 0; h < heads; ++h) {
-      const T* kb = k + j0 * stride + h * d;
-      const T* vb = v + j0 * stride + h * d;
+      const E* kb;
+      const E* vb;
+      int64_t row_stride = stride;
+      if constexpr (kWidened) {
+        const int64_t row_bytes = KvUnits<T>(stride), head_bytes = KvUnits<T>(h * d);
+        for (int64_t j = 0; j < n_keys; ++j) {
+          WidenQ8_0(k + (j0 + j) * row_bytes + head_bytes, d, s.kf.data() + j * d);
+          WidenQ8_0(v + (j0 + j) * row_bytes + head_bytes, d, s.vf.data() + j * d);
+        }
+        kb = s.kf.data();
+        vb = s.vf.data();
+        row_stride = d;
+      } else {
+        kb = k + j0 * stride + h * d;
+        vb = v + j0 * stride + h * d;
+      }
       const float* qp = s.qp.data() + h * rows * dim.padded;
-      ScoreBlock(kb, stride, n_keys, dim, qp, rows, ahead, s.pairs.data(), s.s.data());
+      ScoreBlock(kb, row_stride, n_keys, dim, qp, rows, ahead, s.pairs.data(), s.s.data());
       if (visit.span == Visibility::kPartial)
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t j = 0; j < n_keys; ++j)
@@ -504,7 +544,7 @@ void RunDecodeTyped(const FlashPlan& plan, const FlashTask& t) {
               s.s[size_t(r * kBlockKeys + j)] = kNegInf;
       SoftmaxBlock(s.s.data(), n_keys, rows, s.m.data() + h * rows, s.l.data() + h * rows,
                    s.alpha.data());
-      AccumulateBlock(vb, stride, n_keys, dim, s.s.data(), s.alpha.data(), rows, ahead,
+      AccumulateBlock(vb, row_stride, n_keys, dim, s.s.data(), s.alpha.data(), rows, ahead,
                       s.acc.data() + h * rows * dim.padded);
     }
   }
@@ -521,10 +561,11 @@ void RunDecodeTyped(const FlashPlan& plan, const FlashTask& t) {
 
 void RunDecodeTaskImpl(const FlashPlan& plan, int64_t task) {
   const FlashTask t = plan.Task(task);
-  if (plan.args->kv.type == KvType::kF32)
-    RunDecodeTyped<float>(plan, t);
-  else
-    RunDecodeTyped<uint16_t>(plan, t);
+  switch (plan.args->kv.type) {
+    case KvType::kF32: RunDecodeTyped<float>(plan, t); return;
+    case KvType::kQ8_0: RunDecodeTyped<BlockQ8_0>(plan, t); return;
+    default: RunDecodeTyped<uint16_t>(plan, t); return;
+  }
 }
 
 }  // namespace HWY_NAMESPACE

@@ -14,6 +14,7 @@
 #include "attention/flash_plan.h"
 #include "attention/seeded_test.h"
 #include "attention/test_problem.h"
+#include "kv/kv_cache.h"
 
 namespace swan {
 namespace {
@@ -60,7 +61,7 @@ void ExpectMatchesOnEveryTarget(const std::vector<Case>& cases) {
 
 std::string Name(const Problem& p) {
   return std::to_string(p.shape.n_heads) + "/" + std::to_string(p.shape.n_kv_heads) + " heads d " +
-         std::to_string(p.shape.head_dim) + " " + (p.type == KvType::kBF16 ? "bf16" : "f32") + " " +
+         std::to_string(p.shape.head_dim) + " " + KvTypeName(p.type) + " " +
          std::to_string(p.n_rows()) + " keys " + std::to_string(p.n_q()) + " queries " +
          p.span.ToString() + (p.sinks.empty() ? "" : " learned sinks");
 }
@@ -186,6 +187,38 @@ TEST_F(DecodeTest, RingWithEmptySlotsAndRowStride) {
     cases.push_back(Case{a, p.Args(), Name(p) + ", row stride " + std::to_string(stride)});
   }
   ExpectMatchesOnEveryTarget(cases);
+}
+
+TEST_F(DecodeTest, Q8_0KeysAndValues) {
+  std::vector<Problem> problems;
+  for (int32_t group : {1, 4, 8})
+    for (int32_t d : {32, 64, 128})
+      for (Span span : {Span{}, Span{100, 0}, Span{100, 4}}) {
+        const bool learned_sinks = std::bernoulli_distribution(0.5)(rng);
+        problems.push_back(MakePrefill(rng, AttentionShape{2 * group, 2, d}, span, 300, 1, learned_sinks,
+                                       KvType::kQ8_0));
+      }
+  // Speculative queries, and a long view that the plan splits across threads.
+  problems.push_back(MakePrefill(rng, AttentionShape{8, 2, 64}, Span{90, 3}, 400, 3, true, KvType::kQ8_0));
+  problems.push_back(MakePrefill(rng, AttentionShape{32, 8, 64}, Span{}, 2500, 1, false, KvType::kQ8_0));
+  for (int threads : {1, 3}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    WithThreads(threads, [&] { ExpectMatchesOnEveryTarget(CasesOf(problems)); });
+  }
+}
+
+TEST_F(DecodeTest, Q8_0NeedsWholeBlocksPerHead) {
+  Problem p = MakePrefill(rng, AttentionShape{4, 2, 64}, Span{}, 40, 1);
+  AttentionArgs a = p.Args();
+  a.shape.head_dim = 48;  // a head would start inside a block
+  a.kv.type = KvType::kQ8_0;
+  std::vector<float> out(size_t(4 * 64));
+  try {
+    Attend(a, out.data());
+    ADD_FAILURE() << "head_dim 48 with q8_0 was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("multiples of 32"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(DecodeTest, NothingVisibleGivesZerosOrTheSink) {

@@ -111,6 +111,16 @@ TEST_F(AttendTest, BF16KeysAndValues) {
   });
 }
 
+TEST_F(AttendTest, Q8_0KeysAndValues) {
+  ForEachTarget([&] {
+    for (int32_t d : {32, 64, 128})
+      for (Span span : {Span{}, Span{70, 4}}) {
+        const Problem p = MakePrefill(rng, AttentionShape{8, 2, d}, span, 300, 300, d == 64, KvType::kQ8_0);
+        ExpectMatches(p, "q8_0 head_dim " + std::to_string(d) + " " + span.ToString());
+      }
+  });
+}
+
 TEST_F(AttendTest, ChunkOfQueriesAfterAPrefix) {
   ForEachTarget([&] {
       const Problem p = MakePrefill(rng, AttentionShape{4, 4, 64}, Span{100, 0}, 700, 37);

@@ -6,6 +6,7 @@
 
 #include "attention/attention.h"
 #include "util/bf16.h"
+#include "util/f16.h"
 
 namespace swan {
 
@@ -19,6 +20,12 @@ inline double KvElement(const KvView& kv, const AttentionShape& s, int64_t row, 
   const int64_t index = row * KvRowStride(kv, s) + int64_t(kv_head) * s.head_dim + c;
   const void* base = is_key ? kv.k : kv.v;
   if (kv.type == KvType::kF32) return static_cast<const float*>(base)[index];
+  if (kv.type == KvType::kQ8_0) {  // block index / 32: an f16 scale, then 32 int8
+    const uint8_t* block = static_cast<const uint8_t*>(base) + KvBytes(kv.type, index - index % 32);
+    uint16_t scale;
+    std::memcpy(&scale, block, 2);
+    return double(F16ToF32(scale)) * double(int8_t(block[2 + index % 32]));
+  }
   return BF16ToF32(static_cast<const uint16_t*>(base)[index]);
 }
 

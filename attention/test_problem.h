@@ -1,5 +1,6 @@
 // Random attention problems for tests and benchmarks: queries, a KV view
-// (optionally bf16, shuffled, with empty slots) and reference comparison.
+// (optionally bf16 or q8_0, shuffled, with empty slots) and reference
+// comparison.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "attention/attention.h"
+#include "ops/quant_blocks.h"
 #include "util/bf16.h"
 
 namespace swan::testing {
@@ -21,6 +23,7 @@ struct Problem {
   std::vector<int32_t> q_pos;   // [n_q]
   std::vector<float> k, v;      // [n_rows, n_kv_heads, head_dim] (f32 storage)
   std::vector<uint16_t> k16, v16;  // same, bf16 storage
+  std::vector<uint8_t> k8, v8;     // same, q8_0 blocks (head_dim a multiple of 32)
   std::vector<int32_t> k_pos;   // [n_rows], -1 = empty slot
   std::vector<float> sinks;     // [n_heads] learned sink logits, empty = none
   KvType type = KvType::kF32;
@@ -34,8 +37,10 @@ struct Problem {
     a.q = q.data();
     a.q_pos = q_pos.data();
     a.n_q = n_q();
-    a.kv.k = type == KvType::kF32 ? static_cast<const void*>(k.data()) : k16.data();
-    a.kv.v = type == KvType::kF32 ? static_cast<const void*>(v.data()) : v16.data();
+    a.kv.k = type == KvType::kF32 ? static_cast<const void*>(k.data())
+             : type == KvType::kQ8_0 ? static_cast<const void*>(k8.data()) : k16.data();
+    a.kv.v = type == KvType::kF32 ? static_cast<const void*>(v.data())
+             : type == KvType::kQ8_0 ? static_cast<const void*>(v8.data()) : v16.data();
     a.kv.pos = k_pos.data();
     a.kv.n_rows = n_rows();
     a.kv.type = type;
@@ -70,6 +75,13 @@ inline Problem MakePrefill(std::mt19937& rng, AttentionShape shape, Span span, i
       p.k16[i] = F32ToBF16(p.k[i]);
       p.v16[i] = F32ToBF16(p.v[i]);
     }
+  }
+  if (type == KvType::kQ8_0) {
+    // q8_0 storage: the reference reads the same blocks.
+    p.k8.resize(size_t(KvBytes(type, int64_t(p.k.size()))));
+    p.v8.resize(p.k8.size());
+    QuantizeRowQ8_0(reinterpret_cast<BlockQ8_0*>(p.k8.data()), p.k.data(), int64_t(p.k.size()));
+    QuantizeRowQ8_0(reinterpret_cast<BlockQ8_0*>(p.v8.data()), p.v.data(), int64_t(p.v.size()));
   }
   p.k_pos.resize(size_t(n_keys));
   std::iota(p.k_pos.begin(), p.k_pos.end(), 0);

@@ -15,6 +15,7 @@
 #include <hwy/highway.h>
 
 #include "attention/attention.h"
+#include "attention/widen_q8_0-inl.h"
 #include "util/bf16.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -24,11 +25,16 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 using DF = hn::ScalableTag<float>;
 
-// Converts `n` elements of K or V (f32 or bf16) to float.
+// Converts `n` elements of K or V (f32, bf16 or q8_0: then `index` and `n`
+// are multiples of 32) to float.
 HWY_INLINE void LoadRowAsFloat(const void* base, KvType type, int64_t index, int64_t n,
                                       float* HWY_RESTRICT dst) {
   if (type == KvType::kF32) {
     std::memcpy(dst, static_cast<const float*>(base) + index, size_t(n) * sizeof(float));
+    return;
+  }
+  if (type == KvType::kQ8_0) {
+    WidenQ8_0(static_cast<const uint8_t*>(base) + KvBytes(type, index), n, dst);
     return;
   }
   const uint16_t* src = static_cast<const uint16_t*>(base) + index;

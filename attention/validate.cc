@@ -22,6 +22,10 @@ void ValidateAttention(const AttentionArgs& args) {
   if (args.kv.row_stride != 0 && args.kv.row_stride < int64_t(s.n_kv_heads) * s.head_dim)
     fail("KV row stride " + std::to_string(args.kv.row_stride) + " is shorter than a row (" +
          std::to_string(int64_t(s.n_kv_heads) * s.head_dim) + " elements)");
+  if (args.kv.type == KvType::kQ8_0 && (s.head_dim % 32 != 0 || args.kv.row_stride % 32 != 0))
+    fail("a q8_0 KV cache needs head_dim (" + std::to_string(s.head_dim) +
+         ") and the row stride to be multiples of 32 (its block); use --kv bf16 or f32");
+  if (args.kv.type == KvType::kF16) fail("no KV cache stores f16");
   if (!(args.scale >= 0.0f)) fail("scale must be >= 0 (0 = 1/sqrt(head_dim))");
   try {
     ValidateSpan(args.span);

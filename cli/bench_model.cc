@@ -19,6 +19,7 @@
 #include "cli/weights_option.h"
 #include "cli/threads_option.h"
 #include "eval/cost.h"
+#include "kv/kv_cache.h"
 #include "model/model.h"
 #include "model/synthetic.h"
 #include "model/weight_source.h"
@@ -47,7 +48,7 @@ const char kUsage[] =
     "  -d LIST           depths: tokens already in the cache (default 0)\n"
     "  --fill MODE       how depth is filled: random (random K/V rows, seconds even at 128K;\n"
     "                    default) or prefill (a real prefill of random tokens)\n"
-    "  --kv TYPE         KV cache storage, bf16 (default) or f32\n"
+    "  --kv TYPE         KV cache storage, bf16 (default), f32 or q8_0 (head_dim a multiple of 32)\n"
     "  --weights TYPE    linear layers and embedding table held as f32, bf16, f16, q8_0 or\n"
     "                    q4_0: the synthetic model's (default bf16), or a checkpoint's\n"
     "                    converted as it loads (default: as stored)\n"
@@ -89,7 +90,7 @@ void FillRandom(Session& session, const KvShape& shape, int64_t depth, int64_t c
 // routed layer reads all keys with its full ratio, else its window's.
 //   full_ratio [n_layers], used on routed layers
 double KvBytesPerToken(const AttentionPlan& plan, const std::vector<double>& full_ratio, const KvShape& shape,
-                       int64_t pos, int kv_bytes) {
+                       int64_t pos, KvType kv_type) {
   double bytes = 0;
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     const LayerPlan& l = plan.layers[i];
@@ -97,7 +98,7 @@ double KvBytesPerToken(const AttentionPlan& plan, const std::vector<double>& ful
     double keys = all_keys;
     if (l.span.window > 0) keys = std::min(all_keys, double(l.span.window) + l.span.sinks);
     if (l.kind == LayerKind::kRouted) keys = full_ratio[i] * all_keys + (1.0 - full_ratio[i]) * keys;
-    bytes += keys * shape.n_kv_heads * shape.head_dim * 2.0 * kv_bytes;
+    bytes += keys * 2.0 * double(KvBytes(kv_type, int64_t(shape.n_kv_heads) * shape.head_dim));
   }
   return bytes;
 }
@@ -140,10 +141,9 @@ int RunBenchModel(const std::vector<std::string>& words) {
   const std::string kv_name = args.Get("--kv", "bf16"), w_name = args.Get("--weights", "bf16");
   if (prompt < 0 || gen < 1 || batch < 1) throw std::invalid_argument("-p >= 0, -n >= 1, --batch >= 1");
   if (fill != "random" && fill != "prefill") throw std::invalid_argument("--fill: random or prefill");
-  if (kv_name != "bf16" && kv_name != "f32") throw std::invalid_argument("--kv takes bf16 or f32");
   for (long long d : depths)
     if (d < 0) throw std::invalid_argument("-d: depths must be >= 0");
-  const KvType kv_type = kv_name == "bf16" ? KvType::kBF16 : KvType::kF32;
+  const KvType kv_type = KvTypeFromString(kv_name);
   const double route_ratio = args.Has("--route-ratio") ? args.GetDouble("--route-ratio", 0) : -1;
   if (args.Has("--route-ratio") && (route_ratio < 0 || route_ratio > 1))
     throw std::invalid_argument("--route-ratio must be between 0 and 1");
@@ -270,7 +270,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
       if (routed_pairs > 0) row.full_ratio = double(full_pairs) / double(routed_pairs);
       const double bytes = weight_bytes + KvBytesPerToken(plan, full_ratio, model->kv_shape(),
                                                           depth + prompt + gen * repeats / 2,
-                                                          kv_type == KvType::kBF16 ? 2 : 4);
+                                                          kv_type);
       row.decode_roofline_tps = bandwidth * 1e9 / bytes;
       row.kv_mib = double(session->cache.Bytes()) / (1 << 20);
       rows.push_back(row);

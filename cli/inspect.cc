@@ -17,7 +17,7 @@ namespace swan::cli {
 namespace {
 
 const char kUsage[] =
-    "usage: swan inspect -m DIR [--attn SPEC] [-c CTX] [--batch B] [--kv f32|bf16]\n"
+    "usage: swan inspect -m DIR [--attn SPEC] [-c CTX] [--batch B] [--kv f32|bf16|q8_0]\n"
     "  Prints the model's configuration, the attention plan resolved for it (per layer:\n"
     "  kind, span, positional encoding) and the KV cache bytes per layer after CTX tokens\n"
     "  (default: max_position_embeddings), against full attention on every layer. DIR may\n"
@@ -91,7 +91,7 @@ int RunInspect(const std::vector<std::string>& words) {
                 Bytes(double(bytes)).c_str());
   }
   std::printf("\nKV cache at %lld tokens (%s): %s; full attention on every layer: %s (%.1f%%)\n",
-              (long long)ctx, kv.type == KvType::kF32 ? "f32" : "bf16", Bytes(double(total)).c_str(),
+              (long long)ctx, KvTypeName(kv.type), Bytes(double(total)).c_str(),
               Bytes(double(total_full)).c_str(), 100.0 * double(total) / double(total_full));
   if (plan.HasRoutedLayers())
     std::printf("routed layers keep every token's keys (any later token may route to full attention):\n"

@@ -20,14 +20,14 @@ namespace swan::cli {
 namespace {
 
 const char kUsage[] =
-    "usage: swan score -m DIR --ids FILE.jsonl [--attn SPEC] [--batch B] [--kv f32|bf16]\n"
+    "usage: swan score -m DIR --ids FILE.jsonl [--attn SPEC] [--batch B] [--kv f32|bf16|q8_0]\n"
     "  -m DIR         model directory\n"
     "  --ids FILE     one sequence of token ids per line: a JSON array (every token after the\n"
     "                 first is scored), or {\"ids\": [...], \"score\": [positions]} (the tokens\n"
     "                 at those positions are scored, each predicted from the ones before it)\n"
     "  --attn SPEC    attention plan (default: the model's own)\n"
     "  --batch B      prefill chunk (default 512)\n"
-    "  --kv TYPE      KV cache storage, f32 (default) or bf16\n"
+    "  --kv TYPE      KV cache storage, f32 (default), bf16 or q8_0\n"
     "Prints one JSON object per scored token: {\"line\", \"position\", \"token\", \"logprob\",\n"
     "\"greedy\", \"correct\"}; the totals go to stderr.\n";
 

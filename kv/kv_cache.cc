@@ -5,12 +5,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "ops/quant_blocks.h"
 #include "util/bf16.h"
 
 namespace swan {
 namespace {
 
-size_t ElementBytes(KvType type) { return type == KvType::kF32 ? 4 : 2; }
 
 // Ring rows of a window layer, 0 for a layer that keeps every position.
 int64_t RingRows(const Span& span, const KvCacheOptions& options) {
@@ -33,6 +33,10 @@ void Store(uint8_t* dst, const float* src, int64_t n, KvType type) {
     std::memcpy(dst, src, size_t(n) * sizeof(float));
     return;
   }
+  if (type == KvType::kQ8_0) {
+    QuantizeRowQ8_0(reinterpret_cast<BlockQ8_0*>(dst), src, n);
+    return;
+  }
   uint16_t* out = reinterpret_cast<uint16_t*>(dst);
   for (int64_t i = 0; i < n; ++i) out[i] = F32ToBF16(src[i]);
 }
@@ -44,10 +48,14 @@ LayerKvCache::LayerKvCache(const Span& span, const KvShape& shape, const KvCache
       shape_(shape),
       options_(options),
       slots_(span.full() ? 0 : span.sinks, RingRows(span, options)),
-      row_bytes_(size_t(shape.n_kv_heads) * size_t(shape.head_dim) * ElementBytes(options.type)) {
+      row_bytes_(size_t(KvBytes(options.type, int64_t(shape.n_kv_heads) * shape.head_dim))) {
   ValidateSpan(span);
   if (shape.n_kv_heads <= 0 || shape.head_dim <= 0)
     throw std::invalid_argument("KV cache: n_kv_heads and head_dim must be positive");
+  if (options.type == KvType::kQ8_0 && shape.head_dim % 32 != 0)
+    throw std::invalid_argument("KV cache: q8_0 stores blocks of 32 values, and this model's head_dim is " +
+                                std::to_string(shape.head_dim) + "; use --kv bf16 or f32");
+  if (options.type == KvType::kF16) throw std::invalid_argument("KV cache: f16 is not a KV cache type");
   if (options.max_chunk <= 0 || options.page_rows <= 0 || options.max_context < 0)
     throw std::invalid_argument("KV cache: max_chunk and page_rows must be positive");
   max_slots_ = slots_.max_slots() > 0 ? slots_.max_slots()
@@ -145,13 +153,23 @@ KvCache KvCache::Copy() const {
 KvType KvTypeFromString(const std::string& name) {
   if (name == "f32") return KvType::kF32;
   if (name == "bf16") return KvType::kBF16;
-  throw std::invalid_argument("KV cache type must be f32 or bf16, got '" + name + "'");
+  if (name == "q8_0") return KvType::kQ8_0;
+  throw std::invalid_argument("KV cache type must be f32, bf16 or q8_0, got '" + name + "'");
+}
+
+const char* KvTypeName(KvType type) {
+  switch (type) {
+    case KvType::kF32: return "f32";
+    case KvType::kBF16: return "bf16";
+    case KvType::kF16: return "f16";
+    case KvType::kQ8_0: return "q8_0";
+  }
+  return "?";
 }
 
 size_t LayerKvBytesAt(const Span& span, const KvShape& shape, const KvCacheOptions& options,
                       int64_t n_ctx) {
-  const size_t row_bytes =
-      size_t(shape.n_kv_heads) * size_t(shape.head_dim) * ElementBytes(options.type);
+  const size_t row_bytes = size_t(KvBytes(options.type, int64_t(shape.n_kv_heads) * shape.head_dim));
   const int64_t slots = SlotsAt(span, options, n_ctx);
   return size_t(slots) * (2 * row_bytes + sizeof(int32_t));
 }

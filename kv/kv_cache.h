@@ -95,7 +95,7 @@ class LayerKvCache {
   KvShape shape_;
   KvCacheOptions options_;
   SlotTable slots_;
-  size_t row_bytes_;       // n_kv_heads * head_dim * element size
+  size_t row_bytes_;       // KvBytes of n_kv_heads * head_dim values
   int64_t max_slots_;        // slots the storage is reserved for
   ReservedBuffer k_;         // [max_slots, n_kv_heads, head_dim] of options_.type
   ReservedBuffer v_;         // [max_slots, n_kv_heads, head_dim] of options_.type
@@ -123,8 +123,10 @@ class KvCache {
   std::vector<LayerKvCache> layers_;
 };
 
-// "f32" or "bf16"; throws std::invalid_argument for anything else.
+// "f32", "bf16" or "q8_0"; throws std::invalid_argument for anything else.
 KvType KvTypeFromString(const std::string& name);
+// "f32", "bf16", "f16" or "q8_0".
+const char* KvTypeName(KvType type);
 
 // The bytes one layer's cache holds after `n_ctx` tokens, computed without
 // allocating (what `swan inspect` reports).

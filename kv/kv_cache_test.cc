@@ -3,7 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
 #include <vector>
+
+#include "ops/quant_blocks.h"
+#include "util/f16.h"
 
 namespace swan {
 namespace {
@@ -79,6 +86,58 @@ TEST(KvCache, FullLayerRowIsPositionAndBf16Storage) {
   EXPECT_EQ(view.n_rows, 2);
   EXPECT_EQ(static_cast<const uint16_t*>(view.k)[1], 0xc000);  // -2.0 in bf16
   EXPECT_EQ(cache.Bytes(), size_t(2) * (2 * 2 * 2 + 4));
+}
+
+TEST(KvCache, Q8_0StorageIsBlocksOfTheRows) {
+  KvCacheOptions o;
+  o.type = KvType::kQ8_0;
+  o.page_rows = 4;
+  const KvShape shape{2, 64};  // a row: 2 heads x 2 blocks of 32 values
+  LayerKvCache cache(Span{}, shape, o);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  std::vector<float> k(3 * 128), v(3 * 128);  // [3, 2, 64]
+  for (float& x : k) x = normal(rng);
+  for (float& x : v) x = normal(rng);
+  const int32_t pos[3] = {0, 1, 2};
+  cache.Write(k.data(), v.data(), pos, 3);
+  const KvView view = cache.View();
+  EXPECT_EQ(view.type, KvType::kQ8_0);
+  // 34 bytes per 32 values: 4 rows (a page) of 4 blocks, K and V, + positions.
+  EXPECT_EQ(cache.Bytes(), size_t(4) * (2 * 4 * 34 + 4));
+  EXPECT_EQ(cache.Bytes(), LayerKvBytesAt(Span{}, shape, o, 3));
+  // Each value within half a step of its block, the step d = max |x| / 127
+  // stored as f16 (which moves the value 127 steps away by up to 127 |d16 - d|).
+  std::vector<float> back(3 * 128);
+  DequantizeRows(WeightType::kQ8_0, back.data(), view.k, 3, 128);
+  const BlockQ8_0* blocks = static_cast<const BlockQ8_0*>(view.k);
+  for (int64_t b = 0; b < 3 * 128 / 32; ++b) {
+    float amax = 0;
+    for (int64_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(k[size_t(b * 32 + i)]));
+    const double d = amax / 127.0, d16 = F16ToF32(blocks[b].d);
+    for (int64_t i = 0; i < 32; ++i)
+      EXPECT_LE(std::fabs(back[size_t(b * 32 + i)] - k[size_t(b * 32 + i)]), 0.5 * d16 + 127 * std::fabs(d16 - d) + 1e-6);
+  }
+  // Writing the values read back gives the same blocks (checkpoints restore so).
+  LayerKvCache again(Span{}, shape, o);
+  std::vector<float> v_back(3 * 128);
+  DequantizeRows(WeightType::kQ8_0, v_back.data(), view.v, 3, 128);
+  again.Write(back.data(), v_back.data(), pos, 3);
+  EXPECT_EQ(std::memcmp(again.View().k, view.k, 3 * 4 * 34), 0);
+  EXPECT_EQ(std::memcmp(again.View().v, view.v, 3 * 4 * 34), 0);
+}
+
+TEST(KvCache, Q8_0NeedsHeadDimOfWholeBlocks) {
+  KvCacheOptions o;
+  o.type = KvType::kQ8_0;
+  try {
+    LayerKvCache cache(Span{}, KvShape{2, 8}, o);
+    ADD_FAILURE() << "head_dim 8 was accepted for q8_0";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("head_dim is 8; use --kv bf16 or f32"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(KvTypeFromString("q8_0"), KvType::kQ8_0);
+  EXPECT_THROW(KvTypeFromString("q4_0"), std::invalid_argument);
 }
 
 TEST(KvCache, RejectsOversizedChunksAndBadPositions) {

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "ops/quant_blocks.h"
 #include "util/bf16.h"
 
 namespace swan {
@@ -13,6 +14,11 @@ namespace {
 // Row `row` of a view as float32. out [n_kv_heads * head_dim]
 void ReadRow(const KvView& view, const void* base, int64_t row, int64_t row_elems, float* out) {
   const int64_t stride = view.row_stride > 0 ? view.row_stride : row_elems;
+  if (view.type == KvType::kQ8_0) {  // the values as stored; a restore quantizes them to the same blocks
+    DequantizeRows(WeightType::kQ8_0, out,
+                   static_cast<const uint8_t*>(base) + KvBytes(view.type, row * stride), 1, row_elems);
+    return;
+  }
   if (view.type == KvType::kF32) {
     const float* src = static_cast<const float*>(base) + row * stride;
     std::copy(src, src + row_elems, out);
