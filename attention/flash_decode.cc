@@ -42,7 +42,7 @@
 #include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
 
-#include "attention/widen_q8_0-inl.h"
+#include "ops/f16_load-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace swan {
@@ -110,12 +110,64 @@ struct KvLoad<uint16_t> {
   }
 };
 
+// A q8_0 view read in place: a position counted in values, value i in
+// block i / 32 (an f16 scale, then 32 int8), so that the kernels step
+// through rows and head dims as through float or bf16 elements. Each load
+// (L or 2L values at a multiple of L; 2L <= 32) lies inside one block.
+struct Q8Values {
+  const uint8_t* blocks;  // the view's first block
+  int64_t index;          // value index
+  Q8Values operator+(int64_t n) const { return {blocks, index + n}; }
+  const uint8_t* block() const { return blocks + index / 32 * 34; }
+  const int8_t* values() const { return reinterpret_cast<const int8_t*>(block() + 2) + index % 32; }
+};
+
+// What the kernels hold to read K or V rows of type T: a pointer for float
+// and bf16, a Q8Values for q8_0.
+template <class T>
+struct KvPointer {
+  using type = const T* HWY_RESTRICT;
+};
+template <>
+struct KvPointer<BlockQ8_0> {
+  using type = Q8Values;
+};
+template <class T>
+using KvPtr = typename KvPointer<T>::type;
+
+// q8_0 values as f32 vectors: int8 widened and times the block's scale, in
+// order (pair order is the identity, as for f32).
+template <>
+struct KvLoad<BlockQ8_0> {
+  static constexpr bool kPairOrder = false;
+  static HWY_INLINE VF Widen(const int8_t* q, VF scale) {
+    const DF df;
+    const hn::Rebind<int32_t, DF> di32;
+    const hn::Rebind<int8_t, DF> di8;
+    return hn::Mul(scale, hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, q))));
+  }
+  static HWY_INLINE void Pair(Q8Values p, VF& even, VF& odd) {
+    const VF scale = hn::Set(DF(), LoadOneF16(p.block()));
+    even = Widen(p.values(), scale);
+    odd = Widen(p.values() + kLanes, scale);
+  }
+  static HWY_INLINE VF One(Q8Values p) { return Widen(p.values(), hn::Set(DF(), LoadOneF16(p.block()))); }
+};
+
 // `n` < L elements, zero-padded (for head dims that are not a multiple of L).
 template <class T>
 HWY_INLINE VF LoadPart(const T* p, int64_t n) {
   T buf[kLanes] = {};
   std::memcpy(buf, p, size_t(n) * sizeof(T));
   return KvLoad<T>::One(buf);
+}
+// q8_0 heads are whole blocks, so no part of a vector is ever left: this
+// only completes the kernels' instantiation.
+HWY_INLINE VF LoadPart(Q8Values p, int64_t n) {
+  float buf[kLanes] = {};
+  const float scale = LoadOneF16(p.block());
+  for (int64_t i = 0; i < n; ++i) buf[i] = scale * float(p.values()[i]);
+  return hn::LoadU(DF(), buf);
 }
 
 // Keeps `v` in a register: GCC otherwise folds a load used by several
@@ -133,6 +185,17 @@ template <int64_t kBytes, class T>
 HWY_INLINE void PrefetchBytes(const T* p) {
   for (int64_t b = 0; b < kBytes; b += 64) hwy::Prefetch(reinterpret_cast<const char*>(p) + b);
 }
+// q8_0: the block holding the values (kBytes counts whole blocks' bytes).
+template <int64_t kBytes>
+HWY_INLINE void PrefetchBytes(Q8Values p) {
+  hwy::Prefetch(p.block());
+  hwy::Prefetch(p.block() + 33);
+}
+template <class T>
+HWY_INLINE void PrefetchOne(const T* p) {
+  hwy::Prefetch(p);
+}
+HWY_INLINE void PrefetchOne(Q8Values p) { hwy::Prefetch(p.values()); }
 
 #if HWY_TARGET != HWY_SCALAR
 // Pairwise sums of a's lanes in the lower half, of b's in the upper half:
@@ -149,7 +212,7 @@ HWY_INLINE VF FoldPair(VF a, VF b) {
 // floats apart). kTail: head_dim has elements past its whole 2L steps.
 // Each K element read requests the one `ahead` elements further (0: none).
 template <class T, size_t kRows, bool kTail>
-HWY_INLINE void DotKeyPair(const T* HWY_RESTRICT k0, const T* HWY_RESTRICT k1, const DimLayout& dim,
+HWY_INLINE void DotKeyPair(KvPtr<T> k0, KvPtr<T> k1, const DimLayout& dim,
                            const float* HWY_RESTRICT qp, int64_t q_stride, int64_t ahead,
                            VF (&a0)[kRows], VF (&a1)[kRows]) {
   const DF df;
@@ -177,8 +240,8 @@ HWY_INLINE void DotKeyPair(const T* HWY_RESTRICT k0, const T* HWY_RESTRICT k1, c
       const bool active = step == 0 ? dim.one : dim.part != 0;
       if (!active) continue;
       if (ahead) {
-        hwy::Prefetch(k0 + ahead + c);
-        hwy::Prefetch(k1 + ahead + c);
+        PrefetchOne(k0 + ahead + c);
+        PrefetchOne(k1 + ahead + c);
       }
       const VF x0 = step == 0 ? KvLoad<T>::One(k0 + c) : LoadPart(k0 + c, dim.part);
       const VF x1 = step == 0 ? KvLoad<T>::One(k1 + c) : LoadPart(k1 + c, dim.part);
@@ -197,13 +260,13 @@ HWY_INLINE void DotKeyPair(const T* HWY_RESTRICT k0, const T* HWY_RESTRICT k1, c
 // targets n <= L, and `pairs` is scratch of [kRows][L/2][L]: each row's
 // folded key pairs, then folded into the scores of the n keys.
 template <class T, size_t kRows, bool kTail>
-HWY_NOINLINE void ScoreKeys(const T* k, int64_t stride, int64_t n, const DimLayout& dim,
+HWY_NOINLINE void ScoreKeys(KvPtr<T> k, int64_t stride, int64_t n, const DimLayout& dim,
                             const float* qp, int64_t ahead, float* pairs, float* s) {
   VF a0[kRows], a1[kRows];
 #if HWY_TARGET == HWY_SCALAR
   (void)pairs;
   for (int64_t j = 0; j < n; j += 2) {
-    const T* k0 = k + j * stride;
+    const KvPtr<T> k0 = k + j * stride;
     DotKeyPair<T, kRows, kTail>(k0, j + 1 < n ? k0 + stride : k0, dim, qp, dim.padded, ahead, a0,
                                 a1);
     for (size_t r = 0; r < kRows; ++r) {
@@ -216,7 +279,7 @@ HWY_NOINLINE void ScoreKeys(const T* k, int64_t stride, int64_t n, const DimLayo
   constexpr int64_t kPairs = kLanes / 2;  // pair vectors per L keys
   const int64_t n_pairs = (n + 1) / 2;
   for (int64_t p = 0; p < n_pairs; ++p) {
-    const T* k0 = k + 2 * p * stride;
+    const KvPtr<T> k0 = k + 2 * p * stride;
     // An odd last key pairs with itself; the lanes of the copy are ignored.
     DotKeyPair<T, kRows, kTail>(k0, 2 * p + 1 < n ? k0 + stride : k0, dim, qp, dim.padded, ahead,
                                 a0, a1);
@@ -273,7 +336,7 @@ HWY_INLINE void ForRowChunks(int64_t rows, const F& f) {
 // Vector targets fill S in whole vectors: lanes past n_keys are garbage.
 // The K rows `ahead` elements further are requested as these are read.
 template <class T>
-void ScoreBlock(const T* k, int64_t stride, int64_t n_keys, const DimLayout& dim, const float* qp,
+void ScoreBlock(KvPtr<T> k, int64_t stride, int64_t n_keys, const DimLayout& dim, const float* qp,
                 int64_t rows, int64_t ahead, float* pairs, float* s) {
   const bool tail = dim.one || dim.part != 0;
   const int64_t group = HWY_TARGET == HWY_SCALAR ? n_keys : kLanes;
@@ -328,7 +391,7 @@ HWY_INLINE void SoftmaxBlock(float* s, int64_t n_keys, int64_t rows, float* m, f
 // in-order step (part 0) or the zero-padded `part` elements. Each V element
 // read requests the one `ahead` elements further (0: none).
 template <class T, size_t kRows, size_t kVecs>
-HWY_NOINLINE void AccumulateColumns(const T* HWY_RESTRICT v, int64_t stride, int64_t n_keys,
+HWY_NOINLINE void AccumulateColumns(KvPtr<T> v, int64_t stride, int64_t n_keys,
                                     const float* HWY_RESTRICT p, const float* HWY_RESTRICT alpha,
                                     int64_t c, int64_t part, int64_t ahead, int64_t acc_stride,
                                     float* HWY_RESTRICT acc) {
@@ -340,7 +403,7 @@ HWY_NOINLINE void AccumulateColumns(const T* HWY_RESTRICT v, int64_t stride, int
       o[r][i] = hn::Mul(a, hn::LoadU(df, acc + int64_t(r) * acc_stride + c + int64_t(i) * kLanes));
   }
   for (int64_t j = 0; j < n_keys; ++j) {
-    const T* row = v + j * stride + c;
+    const KvPtr<T> row = v + j * stride + c;
     if (ahead) PrefetchBytes<int64_t(kVecs) * kLanes * int64_t(sizeof(T))>(row + ahead);
     VF x[kVecs];
     if constexpr (kVecs % 2 == 0) {
@@ -362,7 +425,7 @@ HWY_NOINLINE void AccumulateColumns(const T* HWY_RESTRICT v, int64_t stride, int
 // acc = alpha acc + P.V over the block's n_keys rows of V, every row; the
 // V rows `ahead` elements further are requested as these are read.
 template <class T>
-void AccumulateBlock(const T* v, int64_t stride, int64_t n_keys, const DimLayout& dim,
+void AccumulateBlock(KvPtr<T> v, int64_t stride, int64_t n_keys, const DimLayout& dim,
                      const float* p, const float* alpha, int64_t rows, int64_t ahead, float* acc) {
   ForRowChunks(rows, [&]<size_t kRows>(int64_t r0) {
     const float* pr = p + r0 * kBlockKeys;
@@ -416,12 +479,23 @@ HWY_INLINE void PrefetchRows(const T* k, const T* v, int64_t stride, int64_t fir
       hwy::Prefetch(v + e);
     }
 }
+HWY_INLINE void PrefetchRows(Q8Values k, Q8Values v, int64_t stride, int64_t first, int64_t last,
+                             int64_t begin, int64_t end) {
+  const int64_t bytes = KvBytes(KvType::kQ8_0, end - begin);
+  for (int64_t j = first; j < last; ++j)
+    for (int64_t b = 0; b < bytes; b += 64) {
+      hwy::Prefetch((k + j * stride + begin).block() + b);
+      hwy::Prefetch((v + j * stride + begin).block() + b);
+    }
+}
 
-// Units of a view's storage pointer that `n` values take: elements for
-// float and bf16, bytes for q8_0.
+// Where a view's K or V values start, `index` values in.
 template <class T>
-constexpr int64_t KvUnits(int64_t n) {
-  return std::is_same_v<T, BlockQ8_0> ? KvBytes(KvType::kQ8_0, n) : n;
+HWY_INLINE KvPtr<T> ViewAt(const void* base, int64_t index) {
+  if constexpr (std::is_same_v<T, BlockQ8_0>)
+    return Q8Values{static_cast<const uint8_t*>(base), index};
+  else
+    return static_cast<const T*>(base) + index;
 }
 
 // Per-thread scratch of one task, grown on demand.
@@ -433,17 +507,12 @@ struct DecodeScratch {
   std::vector<float> pairs;  // [kMaxRegisterRows][L/2][L] folded key pairs
   std::vector<float> alpha;  // [rows]
   std::vector<float> row;    // [dim.padded] one row in order
-  std::vector<float> kf, vf; // [kBlockKeys][head_dim] a q8_0 block's K and V rows, widened
 };
 
-// T: the type the view stores, float or uint16_t (bf16), read in place; or
-// BlockQ8_0, whose rows of a block are widened to float scratch first (a
-// block of one head is at most kBlockKeys x head_dim floats, in L1) and
-// then read by the float kernels.
+// T: what the view stores, read in place: float, uint16_t (bf16) or
+// BlockQ8_0.
 template <class T>
 void RunDecodeTyped(const FlashPlan& plan, const FlashTask& t) {
-  constexpr bool kWidened = std::is_same_v<T, BlockQ8_0>;
-  using E = std::conditional_t<kWidened, float, T>;  // what ScoreBlock and AccumulateBlock read
   const AttentionArgs& args = *plan.args;
   const AttentionShape& shape = args.shape;
   const int64_t d = shape.head_dim;
@@ -451,7 +520,7 @@ void RunDecodeTyped(const FlashPlan& plan, const FlashTask& t) {
   const int64_t rows = args.n_q * group;  // per KV head: query i, head g at i * group + g
   const int64_t heads = t.kv_head_end - t.kv_head;
   const DimLayout dim(d);
-  const bool pair_order = KvLoad<E>::kPairOrder;
+  const bool pair_order = KvLoad<T>::kPairOrder;
 
   static thread_local DecodeScratch s;
   auto grow = [](std::vector<float>& v, int64_t n) {
@@ -465,10 +534,6 @@ void RunDecodeTyped(const FlashPlan& plan, const FlashTask& t) {
   grow(s.pairs, int64_t(kMaxRegisterRows) * kLanes * kLanes / 2 + kLanes);
   grow(s.alpha, rows);
   grow(s.row, dim.padded);
-  if constexpr (kWidened) {
-    grow(s.kf, kBlockKeys * d);
-    grow(s.vf, kBlockKeys * d);
-  }
   std::fill_n(s.acc.begin(), heads * rows * dim.padded, 0.0f);
   std::fill_n(s.m.begin(), heads * rows, kNegInf);
   std::fill_n(s.l.begin(), heads * rows, 0.0f);
@@ -488,11 +553,8 @@ void RunDecodeTyped(const FlashPlan& plan, const FlashTask& t) {
 
   const KvView& kv = args.kv;
   const int64_t stride = KvRowStride(kv, shape);
-  // This task's first head; for q8_0 its bytes, `stride` and offsets as
-  // KvBytes of values.
-  using Stored = std::conditional_t<kWidened, uint8_t, T>;
-  const Stored* k = static_cast<const Stored*>(kv.k) + KvUnits<T>(int64_t(t.kv_head) * d);
-  const Stored* v = static_cast<const Stored*>(kv.v) + KvUnits<T>(int64_t(t.kv_head) * d);
+  const KvPtr<T> k = ViewAt<T>(kv.k, int64_t(t.kv_head) * d);  // this task's first head
+  const KvPtr<T> v = ViewAt<T>(kv.v, int64_t(t.kv_head) * d);
   const std::vector<BlockVisit> visits = plan.VisitsFor(t);
   // While a block is computed, the next one is requested: each K or V
   // read of this block requests the same bytes of the next (so the requests
@@ -501,8 +563,7 @@ void RunDecodeTyped(const FlashPlan& plan, const FlashTask& t) {
   // requested all at once.
   auto prefetch_block = [&](size_t vi) {
     const int64_t first = visits[vi].block * kBlockKeys;
-    PrefetchRows(k, v, KvUnits<T>(stride), first, std::min(kv.n_rows, first + kBlockKeys), 0,
-                 KvUnits<T>(heads * d));
+    PrefetchRows(k, v, stride, first, std::min(kv.n_rows, first + kBlockKeys), 0, heads * d);
   };
   if (!visits.empty()) prefetch_block(0);
   for (size_t vi = 0; vi < visits.size(); ++vi) {
@@ -513,30 +574,16 @@ void RunDecodeTyped(const FlashPlan& plan, const FlashTask& t) {
     int64_t ahead = 0;  // elements from a row of this block to the same row of the next
     if (vi + 1 < visits.size()) {
       const int64_t next = visits[vi + 1].block * kBlockKeys;
-      if (n_keys == kBlockKeys && next + kBlockKeys <= kv.n_rows && !kWidened)
+      if (n_keys == kBlockKeys && next + kBlockKeys <= kv.n_rows)
         ahead = (next - j0) * stride;
       else
         prefetch_block(vi + 1);
     }
     for (int64_t h = 0; h < heads; ++h) {
-      const E* kb;
-      const E* vb;
-      int64_t row_stride = stride;
-      if constexpr (kWidened) {
-        const int64_t row_bytes = KvUnits<T>(stride), head_bytes = KvUnits<T>(h * d);
-        for (int64_t j = 0; j < n_keys; ++j) {
-          WidenQ8_0(k + (j0 + j) * row_bytes + head_bytes, d, s.kf.data() + j * d);
-          WidenQ8_0(v + (j0 + j) * row_bytes + head_bytes, d, s.vf.data() + j * d);
-        }
-        kb = s.kf.data();
-        vb = s.vf.data();
-        row_stride = d;
-      } else {
-        kb = k + j0 * stride + h * d;
-        vb = v + j0 * stride + h * d;
-      }
+      const KvPtr<T> kb = k + j0 * stride + h * d;
+      const KvPtr<T> vb = v + j0 * stride + h * d;
       const float* qp = s.qp.data() + h * rows * dim.padded;
-      ScoreBlock(kb, row_stride, n_keys, dim, qp, rows, ahead, s.pairs.data(), s.s.data());
+      ScoreBlock<T>(kb, stride, n_keys, dim, qp, rows, ahead, s.pairs.data(), s.s.data());
       if (visit.span == Visibility::kPartial)
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t j = 0; j < n_keys; ++j)
@@ -544,7 +591,7 @@ void RunDecodeTyped(const FlashPlan& plan, const FlashTask& t) {
               s.s[size_t(r * kBlockKeys + j)] = kNegInf;
       SoftmaxBlock(s.s.data(), n_keys, rows, s.m.data() + h * rows, s.l.data() + h * rows,
                    s.alpha.data());
-      AccumulateBlock(vb, row_stride, n_keys, dim, s.s.data(), s.alpha.data(), rows, ahead,
+      AccumulateBlock<T>(vb, stride, n_keys, dim, s.s.data(), s.alpha.data(), rows, ahead,
                       s.acc.data() + h * rows * dim.padded);
     }
   }

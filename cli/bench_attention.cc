@@ -17,6 +17,7 @@
 #include "attention/test_problem.h"
 #include "cli/args.h"
 #include "cli/threads_option.h"
+#include "kv/kv_cache.h"
 #include "ops/gemm_rate.h"
 
 namespace swan::cli {
@@ -72,7 +73,8 @@ int RunBenchAttention(const std::vector<std::string>& words) {
         "  --head-dims LIST  head dims (default 64,128)\n"
         "  --heads H         query heads (default 8)   --kv-heads K  KV heads (default 2)\n"
         "  --window W        SWA window (default 1024) --sinks S     sink tokens (default 4)\n"
-        "  --decode-depth D  keys of the full view for decode (default 32768)\n"
+        "  --decode-depth D  keys of the full view for decode (default 32768); decode over\n"
+        "                    it is also timed with f32, bf16 and q8_0 K/V (the same values)\n"
         "  --plans LIST      any of full,swa,sinks (default all three)\n"
         "  --repeats R       best of R runs (default 3; 1 above 8K tokens)\n"
         "  --route-ratio r   routed decode: each step full with probability r, else the\n"
@@ -202,6 +204,24 @@ int RunBenchAttention(const std::vector<std::string>& words) {
   for (uint8_t g : gates) drawn += g;
   drawn /= decode_steps;
 
+  // The full view stored as each KV type (the same values), timed in
+  // alternation so that a noisy machine moves all three alike: the cost of
+  // reading fewer bytes per key against widening them.
+  const KvType kv_types[] = {KvType::kF32, KvType::kBF16, KvType::kQ8_0};
+  std::vector<testing::Problem> typed_views;
+  for (KvType type : kv_types) {
+    std::mt19937 same(99);  // the same values for every type
+    typed_views.push_back(testing::MakePrefill(same, shape, Span{}, decode_depth, 1, false, type));
+  }
+  double typed_s[3] = {1e30, 1e30, 1e30};  // best seconds per token, per type
+  for (int round = 0; round < 3; ++round)
+    for (size_t i = 0; i < 3; ++i) {
+      const AttentionArgs a = typed_views[i].Args();
+      typed_s[i] = std::min(typed_s[i], BestSeconds(1, [&] {
+                              for (int step = 0; step < decode_steps; ++step) Attend(a, out.data());
+                            }) / decode_steps);
+    }
+
   if (json) {
     nlohmann::json j;
     j["gemm_fp32_gflops"] = gemm;
@@ -223,6 +243,10 @@ int RunBenchAttention(const std::vector<std::string>& words) {
                    {"routed_us", routed_s * 1e6},
                    {"routed_expected_us", (drawn * full_s + (1 - drawn) * window_s) * 1e6},
                    {"full_over_routed", full_s / routed_s}};
+    for (size_t i = 0; i < 3; ++i)
+      j["decode_full_view_by_kv_type"].push_back({{"kv_type", KvTypeName(kv_types[i])},
+                                                  {"us", typed_s[i] * 1e6},
+                                                  {"kv_bytes_per_key", 2 * KvBytes(kv_types[i], int64_t(kv_heads) * decode_dim)}});
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -240,6 +264,9 @@ int RunBenchAttention(const std::vector<std::string>& words) {
               "full / routed: %.1fx\n",
               route_ratio, drawn, routed_s * 1e6, (drawn * full_s + (1 - drawn) * window_s) * 1e6,
               window_s * 1e6, full_s / routed_s);
+  std::printf("  full view by KV type (the same values, alternated):");
+  for (size_t i = 0; i < 3; ++i) std::printf(" %s %.1f us", KvTypeName(kv_types[i]), typed_s[i] * 1e6);
+  std::printf("; q8_0 %.2fx bf16's speed, %.2fx f32's\n", typed_s[1] / typed_s[2], typed_s[0] / typed_s[2]);
   return 0;
 }
 
