@@ -1,6 +1,6 @@
 // Restoring a KV snapshot and continuing gives the logits of never having
 // left, for ring (window) layers, full layers truncated to a shorter
-// prefix, sinks and bf16 storage.
+// prefix, sinks, bf16 and q8_0 storage.
 #include "kv/kv_snapshot.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "model/model.h"
@@ -81,6 +82,41 @@ TEST_F(Snapshot, RestoreAndContinueEqualsNeverLeaving) {
       RestoreSnapshot(snap, model_->kv_shape(), other->cache);
       EXPECT_LE(MaxDiff(Feed(*other, cut, n, 3), expected), 1e-5);
     }
+  }
+}
+
+// q8_0 storage needs heads of whole blocks: swan-7m (head_dim 32). A
+// snapshot holds the values the blocks stand for, and restoring writes the
+// same blocks back.
+TEST(SnapshotQ8_0, RestoreAndContinueEqualsNeverLeaving) {
+  const std::unique_ptr<LanguageModel> model = LoadModel(std::string(SWAN_SOURCE_ROOT) + "/models/swan-7m");
+  const int64_t n = 60, cut = 37, vocab = model->config().vocab_size;
+  std::vector<int32_t> tokens(static_cast<size_t>(n)), pos(static_cast<size_t>(n));  // [n]
+  for (int64_t i = 0; i < n; ++i) tokens[size_t(i)] = int32_t((i * 7919) % vocab), pos[size_t(i)] = int32_t(i);
+  auto feed = [&](Session& session, int64_t begin, int64_t end, int64_t chunk) {
+    std::vector<float> logits(size_t((end - begin) * vocab));  // [end - begin, vocab]
+    for (int64_t s = begin; s < end; s += chunk)
+      model->Forward(&logits[size_t((s - begin) * vocab)],
+                     Batch{&tokens[size_t(s)], &pos[size_t(s)], std::min(chunk, end - s)}, session);
+    return logits;
+  };
+  for (const char* spec : {"swa:16,sinks:4", "full"}) {
+    SCOPED_TRACE(spec);
+    KvCacheOptions options;
+    options.max_chunk = 8;
+    options.type = KvType::kQ8_0;
+    const AttentionPlan plan = model->ResolvePlan(spec);
+    auto original = model->NewSession(plan, options);
+    feed(*original, 0, cut, 8);
+    const KvSnapshot snap = TakeSnapshot(original->cache, model->kv_shape(), cut);
+    const std::vector<float> expected = feed(*original, cut, n, 3);
+    auto other = model->NewSession(plan, options);
+    feed(*other, 0, n, 8);
+    RestoreSnapshot(snap, model->kv_shape(), other->cache);
+    const std::vector<float> got = feed(*other, cut, n, 3);
+    double diff = 0;
+    for (size_t i = 0; i < got.size(); ++i) diff = std::max(diff, double(std::fabs(got[i] - expected[i])));
+    EXPECT_LE(diff, 1e-5);
   }
 }
 
