@@ -1,4 +1,5 @@
-// Small per-token operations of a transformer block, plain loops.
+// Small per-token operations of a transformer block: plain loops, and the
+// MLP gates vectorized with Highway (ops/gated_activations.cc).
 #pragma once
 
 #include <cstdint>
