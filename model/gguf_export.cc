@@ -94,7 +94,9 @@ std::string HfToGgufBytes(const std::string& dir, WeightType type) {
   }
   if (std::filesystem::is_regular_file(std::filesystem::path(dir) / "tokenizer.json")) {
     for (auto& entry : GgufTokenizerMetadata(dir, c.vocab_size)) meta.push_back(std::move(entry));
-  } else {  // no tokenizer: the special ids alone, from config.json
+  } else {  // no tokenizer: llama.cpp's "none" (its vocabulary size from the key), and the special ids
+    meta.push_back({"tokenizer.ggml.model", GgufString("none")});
+    meta.push_back({p + "vocab_size", GgufNumber(V::kU32, double(c.vocab_size))});
     if (c.bos_token_id >= 0) meta.push_back({"tokenizer.ggml.bos_token_id", GgufNumber(V::kU32, c.bos_token_id)});
     if (!c.eos_token_ids.empty())
       meta.push_back({"tokenizer.ggml.eos_token_id", GgufNumber(V::kU32, c.eos_token_ids[0])});

@@ -121,6 +121,9 @@ GgufTokenizerParts ReadGgufTokenizer(const GgufFile& file) {
   if (!model_value)
     throw std::runtime_error(where + ": holds no tokenizer (no tokenizer.ggml.model): give token ids (--ids)");
   const std::string model = file.String("tokenizer.ggml.model");
+  if (model == "none" || model == "no_vocab")
+    throw std::runtime_error(where + ": holds no tokenizer (tokenizer.ggml.model is '" + model +
+                             "'): give token ids (--ids)");
   if (model != "llama" && model != "gpt2")
     throw std::runtime_error(where + ": tokenizer.ggml.model '" + model +
                              "' is not read by swan (llama: SentencePiece BPE; gpt2: byte-level BPE)");

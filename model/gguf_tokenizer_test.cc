@@ -171,6 +171,7 @@ std::string ErrorOf(const std::vector<std::pair<std::string, GgufValue>>& meta) 
 
 TEST(GgufTokenizer, RefusesWhatItCannotRead) {
   EXPECT_NE(ErrorOf({{"general.architecture", GgufString("llama")}}).find("holds no tokenizer"), std::string::npos);
+  EXPECT_NE(ErrorOf({{"tokenizer.ggml.model", GgufString("none")}}).find("holds no tokenizer"), std::string::npos);
   EXPECT_NE(ErrorOf({{"tokenizer.ggml.model", GgufString("bert")}, {"tokenizer.ggml.tokens", Strings({"a"})}})
                 .find("'bert' is not read by swan"),
             std::string::npos);
