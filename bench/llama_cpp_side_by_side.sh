@@ -1,0 +1,315 @@
+#!/usr/bin/env bash
+# swan against llama.cpp on the same GGUF file: prefill (pp) and decode (tg)
+# tokens/s per weight type and depth, and each process's peak RSS.
+#
+# 1. Builds llama.cpp's llama-bench (CPU backend only, Release, native ISA)
+#    from the sources node-llama-cpp@3.21.1 ships in its npm package
+#    (llama/gitRelease.bundle, a git bundle of llama.cpp), under
+#    .cache/llama.cpp/. The npm registry is the only network it needs.
+# 2. Writes random-weight models once (scripts/random_model.mjs), a Llama
+#    (8 layers, hidden 512, 8 heads / 2 KV heads of 64, MLP 1536, vocab
+#    32000, untied: 57M parameters) and a Gemma 3 hybrid (12 layers, the same
+#    widths, tied: 5 window-512 layers per global layer, 53M), and converts
+#    each to GGUF per type with `swan convert` (a model without a tokenizer
+#    gets llama.cpp's tokenizer "none"); both programs read that one file.
+# 3. Per model, type and depth, runs llama-bench and `swan bench` back to
+#    back (their order alternating), each with the same threads, prompt,
+#    decode length and repeats, under /usr/bin/time. For the peak RSS, one
+#    more run of each doing the same job: a prompt of depth + p tokens, then
+#    n decoded (`llama-bench -pg`, `swan generate --ids`).
+# 4. Prints one markdown table (and writes it to --out): pp and tg tokens/s
+#    of both with the ratio swan / llama.cpp, both peak RSS figures, and the
+#    cores other programs kept busy meanwhile (0 on an idle machine), under a
+#    line with the date, CPU, ISA and both commits.
+#
+# usage: bench/llama_cpp_side_by_side.sh [options]
+#   --models LIST    llama,gemma3 (default both)
+#   --types LIST     f16,q8_0,q4_0 (default all three)
+#   --depths LIST    tokens already in the cache (default 0,4096,16384,32768)
+#   --reps N         timed repeats per figure, after a warm-up (default 3)
+#   -p N / -n N      prompt tokens timed as prefill / tokens timed as decode
+#                    (default 512 / 128, llama-bench's defaults)
+#   --threads N      threads for both programs (default 2)
+#   --swan PATH      the swan program (default build/swan)
+#   --out FILE       where the table goes as well (default
+#                    .cache/side_by_side/table-DATE.md)
+#   --adapt-threads  let swan pick threads by idle cores per step (swan's
+#                    default); without it both use exactly --threads
+#   --rounds K       run every pair K times, rounds outermost; each program's
+#                    figures come from its quietest round (default 1)
+#   --wait-idle S    before each run, wait up to S seconds for the other
+#                    programs to leave the cores (default 0: don't)
+#   --prepare-only   fetch, build, write the models, then stop
+#   --fresh-models   write the models and GGUF files again
+#
+# Not a test: absolute figures move with the machine's load, so compare the
+# ratios of back-to-back runs. Figures are medians of the repeats for both
+# programs (llama-bench's per-run samples; swan bench's own median).
+# Differences in method that remain: llama-bench fills the depth with a real
+# prefill, swan bench with random K/V rows (the timed work is the same);
+# llama-bench decodes at depth .. depth+n, swan bench after its prompt, at
+# depth+p .. depth+p+n; KV is f16 in llama.cpp and bf16 in swan (both 2
+# bytes). Under contention (busy > 0) the ratios say as much about how each
+# program's threads wait as about its kernels.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+
+models=llama,gemma3 types=f16,q8_0,q4_0 depths=0,4096,16384,32768 reps=3
+prompt=512 gen=128 threads=2 swan=build/swan out="" adapt=0 prepare_only=0 fresh=0 wait_idle=0 rounds=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --models) models=$2; shift ;;
+    --types) types=$2; shift ;;
+    --depths) depths=$2; shift ;;
+    --reps) reps=$2; shift ;;
+    -p) prompt=$2; shift ;;
+    -n) gen=$2; shift ;;
+    --threads) threads=$2; shift ;;
+    --swan) swan=$2; shift ;;
+    --out) out=$2; shift ;;
+    --adapt-threads) adapt=1 ;;
+    --wait-idle) wait_idle=$2; shift ;;
+    --rounds) rounds=$2; shift ;;
+    --prepare-only) prepare_only=1 ;;
+    --fresh-models) fresh=1 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "unknown option $1 (--help lists them)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+npm_pkg=node-llama-cpp@3.21.1
+llama_dir=$repo/.cache/llama.cpp
+work=$repo/.cache/side_by_side
+mkdir -p "$llama_dir" "$work/models" "$work/gguf" "$work/runs"
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# --- 1. llama.cpp from the npm package's bundle -----------------------------
+tarball=$llama_dir/node-llama-cpp-3.21.1.tgz
+if [ ! -f "$tarball" ]; then
+  log "fetching $npm_pkg from the npm registry"
+  (cd "$llama_dir" && npm pack --silent "$npm_pkg" >/dev/null)
+fi
+bundle=$llama_dir/package/llama/gitRelease.bundle
+if [ ! -f "$bundle" ]; then
+  tar -xzf "$tarball" -C "$llama_dir" package/llama/gitRelease.bundle package/llama/binariesGithubRelease.json
+fi
+if [ ! -d "$llama_dir/src/.git" ]; then
+  log "cloning llama.cpp from the bundle"
+  git -c advice.detachedHead=false clone -q "$bundle" "$llama_dir/src"
+fi
+llama_commit=$(git -C "$llama_dir/src" rev-parse HEAD)
+llama_release=$(sed -n 's/.*"release": *"\([^"]*\)".*/\1/p' "$llama_dir/package/llama/binariesGithubRelease.json")
+llama_bench=$llama_dir/build/bin/llama-bench
+if [ ! -x "$llama_bench" ]; then
+  # CPU only, no network at build or run time: no OpenSSL (HTTPS model
+  # downloads), no web UI, no server, tests or examples; static, so the
+  # binary needs nothing from the build tree. (This llama.cpp has no
+  # LLAMA_CURL any more; LLAMA_OPENSSL replaced it.)
+  log "building llama-bench ($llama_commit); this takes a while on 2 cores"
+  start=$(date +%s)
+  nice -n 10 cmake -S "$llama_dir/src" -B "$llama_dir/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DGGML_NATIVE=ON -DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_METAL=OFF -DGGML_BLAS=OFF \
+    -DGGML_OPENMP=ON -DGGML_CCACHE=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
+    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
+    -DLLAMA_USE_PREBUILT_UI=OFF >"$llama_dir/cmake.log" 2>&1 ||
+    { tail -20 "$llama_dir/cmake.log" >&2; exit 1; }
+  nice -n 10 cmake --build "$llama_dir/build" --target llama-bench -j 2 >"$llama_dir/build.log" 2>&1 ||
+    { tail -20 "$llama_dir/build.log" >&2; exit 1; }
+  log "llama-bench built in $(( $(date +%s) - start )) s"
+fi
+
+# --- 2. models, written once --------------------------------------------------
+[ -x "$swan" ] || { echo "no swan program at $swan (build it first, or give --swan PATH)" >&2; exit 1; }
+swan=$(realpath "$swan")
+model_args() {
+  case "$1" in
+    llama) echo "--arch LlamaForCausalLM --layers 8 --hidden 512 --heads 8 --kv-heads 2 --inter 1536 --vocab 32000 --max-pos 32768" ;;
+    gemma3) echo "--arch Gemma3ForCausalLM --layers 12 --hidden 512 --heads 8 --kv-heads 2 --inter 1536 --vocab 32000 --tied --sliding-window 512 --pattern 6" ;;
+    *) echo "unknown model $1 (llama, gemma3)" >&2; return 1 ;;
+  esac
+}
+
+IFS=, read -ra model_list <<<"$models"
+IFS=, read -ra type_list <<<"$types"
+IFS=, read -ra depth_list <<<"$depths"
+for m in "${model_list[@]}"; do
+  args=$(model_args "$m")
+  dir=$work/models/$m
+  # A model written with other arguments (or --fresh-models) is written again.
+  if [ "$fresh" = 1 ] || [ "$(cat "$dir/.args" 2>/dev/null)" != "$args" ]; then
+    log "writing the $m model"
+    rm -rf "$dir" "$work/gguf/$m"-*.gguf
+    # shellcheck disable=SC2086  # the arguments are words
+    node scripts/random_model.mjs --out "$dir" $args >&2
+    echo "$args" >"$dir/.args"
+  fi
+  for t in "${type_list[@]}"; do
+    f=$work/gguf/$m-$t.gguf
+    [ -f "$f" ] && continue
+    log "converting $m to $t GGUF"
+    # No tokenizer.json in a random model: swan writes llama.cpp's tokenizer
+    # "none" with the vocabulary size, and both programs run on token ids.
+    "$swan" convert -m "$dir" --out "$f" --dtype "$t" --force >&2
+  done
+done
+[ "$prepare_only" = 1 ] && { log "prepared: $llama_bench and $work/gguf"; exit 0; }
+
+# --- 3. the runs, interleaved -------------------------------------------------
+have_time=1
+if [ ! -x /usr/bin/time ]; then have_time=0; log "no /usr/bin/time: no peak RSS of llama.cpp, swan's own"; fi
+tck=$(getconf CLK_TCK)
+# CPU ticks all cores spent busy so far (user, nice, system, irq, softirq, steal).
+busy_ticks() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/stat; }
+# Runs a command with its stdout to $1 and stderr to $1.err; writes $1.time
+# ("elapsed user system maxrss_KiB", from /usr/bin/time) and $1.load (busy
+# ticks before and after, ticks per second), from which the table gives the
+# cores other programs kept busy meanwhile.
+measured() {
+  local outfile=$1; shift
+  local b0 rc=0
+  b0=$(busy_ticks)
+  if [ "$have_time" = 1 ]; then
+    /usr/bin/time -f '%e %U %S %M' -o "$outfile.time" "$@" >"$outfile" 2>"$outfile.err" || rc=$?
+  else
+    "$@" >"$outfile" 2>"$outfile.err" || rc=$?
+  fi
+  echo "$b0 $(busy_ticks) $tck" >"$outfile.load"
+  return "$rc"
+}
+# With --wait-idle S: waits up to S seconds for the other programs to leave
+# the cores (under a quarter of a core busy over 2 s), as both programs'
+# speed under contention depends on how their threads wait.
+wait_idle() {
+  [ "$wait_idle" -gt 0 ] || return 0
+  local deadline=$(( $(date +%s) + wait_idle )) b0 b1
+  while [ "$(date +%s)" -lt "$deadline" ]; do
+    b0=$(busy_ticks); sleep 2; b1=$(busy_ticks)
+    [ $(( (b1 - b0) * 4 )) -lt $(( 2 * tck )) ] && return 0
+  done
+  log "  the machine stayed busy for ${wait_idle} s; running anyway"
+}
+# A prompt of n token ids for swan generate, "3,3,...": short enough that
+# 60K of them fit in one argument.
+ids() { local s; s=$(printf '3,%.0s' $(seq "$1")); echo "${s%,}"; }
+# swan's commit as the runs start (the table comes later)
+swan_commit=$(git rev-parse --short=12 HEAD)
+git diff --quiet HEAD -- 2>/dev/null || swan_commit="$swan_commit (with uncommitted changes)"
+stamp=$(date -u +%Y%m%d-%H%M%S)
+run_dir=$work/runs/$stamp
+mkdir -p "$run_dir"
+swan_env=(env SWAN_ADAPT_THREADS=0)
+[ "$adapt" = 1 ] && swan_env=()
+i=0
+for round in $(seq "$rounds"); do
+  for m in "${model_list[@]}"; do
+    for t in "${type_list[@]}"; do
+      f=$work/gguf/$m-$t.gguf
+      for d in "${depth_list[@]}"; do
+        base=$run_dir/$m-$t-d$d
+        run_llama() {
+          wait_idle
+          measured "$base.llama.r$round.json" "$llama_bench" -m "$f" -t "$threads" -fa on -p "$prompt" -n "$gen" \
+            -d "$d" -r "$reps" -o json || log "  llama-bench failed on $f (see $base.llama.r$round.json.err)"
+        }
+        run_swan() {
+          wait_idle
+          measured "$base.swan.r$round.json" "${swan_env[@]}" "$swan" bench -m "$f" -t "$threads" -p "$prompt" \
+            -n "$gen" -d "$d" -r "$reps" --json || log "  swan bench failed on $f (see $base.swan.r$round.json.err)"
+        }
+        log "round $round/$rounds: $m $t depth $d"
+        # Alternating which goes first spreads a drift in the machine's load.
+        if [ $((i % 2)) = 0 ]; then run_llama; run_swan; else run_swan; run_llama; fi
+        i=$((i + 1))
+        # Peak RSS from one more run of each doing the same job, once: a
+        # prompt of depth + p tokens, then n decoded (swan bench's peak
+        # includes its bandwidth and GEMM probes, tens of MiB, more than a
+        # small model; llama-bench's at a depth holds a saved copy of the
+        # KV cache, to restore it between repeats). swan generate's KV is f32
+        # unless told: bf16, as swan bench's, the width of llama.cpp's f16.
+        if [ "$round" = 1 ] && [ "$have_time" = 1 ]; then
+          if [ $((d + prompt)) -le 60000 ]; then
+            measured "$base.swan_rss.txt" "${swan_env[@]}" "$swan" generate -m "$f" -t "$threads" --kv bf16 \
+              --ids "$(ids $((d + prompt)))" -n "$gen" -c $((d + prompt + gen)) ||
+              log "  swan generate failed on $f (see $base.swan_rss.txt.err)"
+          fi
+          measured "$base.llama_rss.json" "$llama_bench" -m "$f" -t "$threads" -fa on -p 0 -n 0 \
+            -pg $((d + prompt)),"$gen" -r 1 --no-warmup -o json ||
+            log "  llama-bench failed on $f (see $base.llama_rss.json.err)"
+        fi
+      done
+    done
+  done
+done
+
+# --- 4. the table ---------------------------------------------------------------
+cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
+if grep -qw avx512f /proc/cpuinfo; then isa=AVX-512; elif grep -qw avx2 /proc/cpuinfo; then isa=AVX2; else isa="no AVX2"; fi
+[ -n "$out" ] || out=$work/table-$stamp.md
+header="side by side, $(date -u '+%Y-%m-%d %H:%M UTC'): $cpu, $isa, $(nproc) cores, $threads threads each;"
+header+=" swan $swan_commit; llama.cpp ${llama_commit:0:12} (node-llama-cpp 3.21.1, bundle $llama_release);"
+header+=" pp$prompt / tg$gen tokens/s, medians of $reps runs (llama-bench -fa on; swan bench, bf16 KV"
+[ "$adapt" = 1 ] && header+=", adaptive threads)" || header+=")"
+header+="; peak RSS: /usr/bin/time of one more run of each doing the same job, a prompt of depth + $prompt"
+header+=" tokens then $gen decoded (llama-bench -pg, swan generate)"
+[ "$rounds" -gt 1 ] && header+="; each program's quietest of $rounds rounds"
+header+="; busy: cores other programs kept busy during the two timed runs (the larger)"
+HEADER=$header node - "$run_dir" "$models" "$types" "$depths" "$rounds" >"$out.tmp" <<'EOF'
+const fs = require("fs");
+const [dir, models, types, depths, roundsArg] = process.argv.slice(2);
+const rounds = Number(roundsArg);
+const text = (f) => { try { return fs.readFileSync(f, "utf8"); } catch { return null; } };
+const read = (f) => { try { return JSON.parse(text(f)); } catch { return null; } };
+// /usr/bin/time's last line: elapsed, user, system seconds, peak RSS KiB
+const time = (f) => { const t = text(f); return t ? t.trim().split("\n").pop().split(" ").map(Number) : null; };
+const rss = (f) => { const t = time(f); return t ? t[3] / 1024 : NaN; };
+// cores other programs kept busy: all busy time less the run's own CPU time
+const busy = (f) => {
+  const t = time(f), l = text(f.replace(/\.time$/, ".load"));
+  if (!t || !l) return NaN;
+  const [b0, b1, tck] = l.trim().split(" ").map(Number);
+  return Math.max(0, ((b1 - b0) / tck - t[1] - t[2]) / t[0]);
+};
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b), n = s.length;
+  return n ? (n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2) : NaN; };
+const fmt = (x) => Number.isFinite(x) ? x.toFixed(x >= 100 ? 0 : 1) : "-";
+const ratio = (a, b) => Number.isFinite(a) && Number.isFinite(b) && b > 0 ? (a / b).toFixed(2) + "x" : "-";
+console.log(process.env.HEADER + "\n");
+console.log("| model | type | depth | pp llama.cpp | pp swan | pp swan/llama | tg llama.cpp | tg swan | tg swan/llama " +
+            "| RSS MiB llama.cpp | RSS MiB swan | busy |");
+console.log("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+for (const m of models.split(","))
+  for (const t of types.split(","))
+    for (const d of depths.split(",")) {
+      const base = `${dir}/${m}-${t}-d${d}`;
+      // Each program's figures come from its quietest round: the run during
+      // which other programs kept the fewest cores busy.
+      const quietest = (prog) => {
+        let best = null;
+        for (let r = 1; r <= rounds; ++r) {
+          const f = `${base}.${prog}.r${r}.json`, j = read(f), b = busy(f + ".time");
+          if (j && (!best || b < best.busy)) best = { j, busy: Number.isFinite(b) ? b : Infinity, rss: rss(f + ".time") };
+        }
+        return best || { j: null, busy: NaN, rss: NaN };
+      };
+      const L = quietest("llama"), S = quietest("swan");
+      // llama-bench: one record per test (pp with n_gen 0, tg with n_prompt 0),
+      // each with its runs' tokens/s in samples_ts
+      const l = L.j || [], s = S.j;
+      const lp = l.find((r) => r.n_prompt > 0 && r.n_gen === 0), lg = l.find((r) => r.n_gen > 0 && r.n_prompt === 0);
+      const lpp = lp ? median(lp.samples_ts) : NaN, ltg = lg ? median(lg.samples_ts) : NaN;
+      const row = s && s.rows ? s.rows[0] : null;
+      const spp = row ? row.prefill_tokens_per_s : NaN, stg = row ? row.decode_tokens_per_s : NaN;
+      let srss = rss(base + ".swan_rss.txt.time"), lrss = rss(base + ".llama_rss.json.time");
+      if (!Number.isFinite(lrss)) lrss = L.rss;  // with the saved KV copy
+      if (!Number.isFinite(srss) && s) srss = s.peak_rss_bytes / 1048576;  // with the probes
+      const others = Math.max(L.busy, S.busy);
+      console.log(`| ${m} | ${t} | ${d} | ${fmt(lpp)} | ${fmt(spp)} | ${ratio(spp, lpp)} | ${fmt(ltg)} | ${fmt(stg)} | ` +
+                  `${ratio(stg, ltg)} | ${fmt(lrss)} | ${fmt(srss)} | ` +
+                  `${Number.isFinite(others) ? others.toFixed(2) : "-"} |`);
+    }
+EOF
+mv "$out.tmp" "$out"
+cat "$out"
+log "table in $out; raw outputs in $run_dir"
