@@ -194,8 +194,13 @@ wait_idle() {
 # 60K of them fit in one argument.
 ids() { local s; s=$(printf '3,%.0s' $(seq "$1")); echo "${s%,}"; }
 # swan's commit as the runs start (the table comes later)
+# The checkout's commit describes the program only if the program is newer
+# than the commit (a copy kept from an older build is not).
 swan_commit=$(git rev-parse --short=12 HEAD)
 git diff --quiet HEAD -- 2>/dev/null || swan_commit="$swan_commit (with uncommitted changes)"
+if [ "$(stat -c %Y "$swan")" -lt "$(git log -1 --format=%ct HEAD)" ]; then
+  swan_commit="program built $(date -u -d "@$(stat -c %Y "$swan")" '+%H:%M UTC'), before $swan_commit"
+fi
 stamp=$(date -u +%Y%m%d-%H%M%S)
 run_dir=$work/runs/$stamp
 mkdir -p "$run_dir"
