@@ -12,6 +12,14 @@ namespace swan {
 namespace {
 
 
+// Throws for a storage type the shape cannot use.
+void CheckStorage(KvType type, const KvShape& shape) {
+  if (type == KvType::kQ8_0 && shape.head_dim % 32 != 0)
+    throw std::invalid_argument("KV cache: q8_0 stores blocks of 32 values, and this model's head_dim is " +
+                                std::to_string(shape.head_dim) + "; use --kv bf16 or f32");
+  if (type == KvType::kF16) throw std::invalid_argument("KV cache: f16 is not a KV cache type");
+}
+
 // Ring rows of a window layer, 0 for a layer that keeps every position.
 int64_t RingRows(const Span& span, const KvCacheOptions& options) {
   if (span.full() || !options.ring_for_window_layers) return 0;
@@ -52,10 +60,7 @@ LayerKvCache::LayerKvCache(const Span& span, const KvShape& shape, const KvCache
   ValidateSpan(span);
   if (shape.n_kv_heads <= 0 || shape.head_dim <= 0)
     throw std::invalid_argument("KV cache: n_kv_heads and head_dim must be positive");
-  if (options.type == KvType::kQ8_0 && shape.head_dim % 32 != 0)
-    throw std::invalid_argument("KV cache: q8_0 stores blocks of 32 values, and this model's head_dim is " +
-                                std::to_string(shape.head_dim) + "; use --kv bf16 or f32");
-  if (options.type == KvType::kF16) throw std::invalid_argument("KV cache: f16 is not a KV cache type");
+  CheckStorage(options.type, shape);
   if (options.max_chunk <= 0 || options.page_rows <= 0 || options.max_context < 0)
     throw std::invalid_argument("KV cache: max_chunk and page_rows must be positive");
   max_slots_ = slots_.max_slots() > 0 ? slots_.max_slots()
@@ -169,6 +174,7 @@ const char* KvTypeName(KvType type) {
 
 size_t LayerKvBytesAt(const Span& span, const KvShape& shape, const KvCacheOptions& options,
                       int64_t n_ctx) {
+  CheckStorage(options.type, shape);
   const size_t row_bytes = size_t(KvBytes(options.type, int64_t(shape.n_kv_heads) * shape.head_dim));
   const int64_t slots = SlotsAt(span, options, n_ctx);
   return size_t(slots) * (2 * row_bytes + sizeof(int32_t));

@@ -136,6 +136,7 @@ TEST(KvCache, Q8_0NeedsHeadDimOfWholeBlocks) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("head_dim is 8; use --kv bf16 or f32"), std::string::npos) << e.what();
   }
+  EXPECT_THROW(LayerKvBytesAt(Span{}, KvShape{2, 8}, o, 100), std::invalid_argument);  // swan inspect
   EXPECT_EQ(KvTypeFromString("q8_0"), KvType::kQ8_0);
   EXPECT_THROW(KvTypeFromString("q4_0"), std::invalid_argument);
 }
