@@ -6,7 +6,7 @@
 #   load, encode        tokenizer.json loading; encode/decode of arbitrary bytes
 #   plan                the attention plan parser and resolver
 #   config              config.json parsing and safetensors headers
-#   gguf                GGUF files: header, metadata, tensor table, hyperparameters
+#   gguf                GGUF files: header, metadata, tensor table, hyperparameters, tokenizer
 #   chat_template       the Jinja chat-template parser and renderer
 #   request             OpenAI request bodies to validated requests
 # Corpora are kept in build-fuzz/ between runs, seeded from checked-in
@@ -46,7 +46,7 @@ for target in "${targets[@]}"; do
     load | encode) dir=tokenizer; srcs=$tokenizer_srcs ;;
     plan) dir=model; srcs="model/plan.cc attention/span.cc ops/rope.cc" ;;
     config) dir=model; srcs="model/config.cc model/safetensors.cc ops/rope.cc" ;;
-    gguf) dir=model; srcs="model/gguf.cc model/gguf_config.cc model/safetensors.cc ops/rope.cc" ;;
+    gguf) dir=model; srcs="model/gguf.cc model/gguf_config.cc model/gguf_tokenizer.cc model/safetensors.cc ops/rope.cc $tokenizer_srcs" ;;
     chat_template) dir=serve; srcs="serve/chat_template.cc serve/jinja_parse.cc serve/jinja_eval.cc $tokenizer_srcs" ;;
     request) dir=serve; srcs="serve/openai_api.cc serve/finish_reason.cc serve/chat_template.cc serve/jinja_parse.cc serve/jinja_eval.cc $tokenizer_srcs" ;;
     *) echo "fuzz: unknown target $target" >&2; exit 2 ;;

@@ -1,5 +1,6 @@
 // libFuzzer target: GGUF files made of the input's bytes, parsed and read
-// as a model's hyperparameters. Bad input must throw std::exception
+// as a model's hyperparameters and tokenizer (which then encodes and
+// decodes a short text). Bad input must throw std::exception
 // subclasses with a message, never crash or read out of bounds.
 #include <cstddef>
 #include <cstdint>
@@ -8,6 +9,7 @@
 
 #include "model/gguf.h"
 #include "model/gguf_config.h"
+#include "model/gguf_tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<uint8_t> bytes(data, data + size);  // [size] its own buffer, so a read past it is caught
@@ -17,7 +19,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (t.n_bytes > 0) (void)(t.data[0] + t.data[t.n_bytes - 1]);  // inside the input
       (void)t.numel();
     }
-    (void)swan::GgufModelConfig(file);
+    try {
+      (void)swan::GgufModelConfig(file);
+    } catch (const std::exception&) {
+    }
+    const swan::Tokenizer tok = swan::GgufTokenizer(file);
+    (void)tok.Decode(tok.Encode("Hello, world! 12 \xC3\xA9"));
   } catch (const std::exception&) {
   }
   return 0;
