@@ -15,8 +15,8 @@
 #include <hwy/highway.h>
 
 #include "attention/attention.h"
-#include "attention/widen_q8_0-inl.h"
 #include "util/bf16.h"
+#include "util/f16.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace swan {
@@ -24,6 +24,26 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 using DF = hn::ScalableTag<float>;
+
+// dst [n] = the values of `n` / 32 q8_0 blocks at `blocks` (scale x int8).
+HWY_INLINE void WidenQ8_0(const uint8_t* HWY_RESTRICT blocks, int64_t n, float* HWY_RESTRICT dst) {
+  const DF df;
+  const hn::Rebind<int32_t, DF> di32;
+  const hn::Rebind<int8_t, DF> di8;
+  constexpr int64_t L = int64_t(hn::MaxLanes(DF()));
+  for (int64_t b = 0; b < n / 32; ++b, blocks += 34, dst += 32) {
+    uint16_t half;
+    std::memcpy(&half, blocks, 2);
+    const int8_t* q = reinterpret_cast<const int8_t*>(blocks + 2);
+    if constexpr (32 % L == 0) {
+      const auto scale = hn::Set(df, F16ToF32(half));
+      for (int64_t c = 0; c < 32; c += L)
+        hn::StoreU(hn::Mul(scale, hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, q + c)))), df, dst + c);
+    } else {
+      for (int64_t c = 0; c < 32; ++c) dst[c] = F16ToF32(half) * float(q[c]);
+    }
+  }
+}
 
 // Converts `n` elements of K or V (f32, bf16 or q8_0: then `index` and `n`
 // are multiples of 32) to float.
