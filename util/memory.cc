@@ -1,5 +1,9 @@
 #include "util/memory.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <fstream>
 #include <string>
 
@@ -22,5 +26,22 @@ size_t StatusBytes(const std::string& name) {
 
 size_t ResidentBytes() { return StatusBytes("VmRSS"); }
 size_t PeakResidentBytes() { return StatusBytes("VmHWM"); }
+size_t AnonymousResidentBytes() { return StatusBytes("RssAnon"); }
+
+AllocatorCounts AllocatorBytes() {
+  AllocatorCounts c;
+#ifdef __GLIBC__
+  const struct mallinfo2 m = mallinfo2();
+  c.in_use = m.uordblks + m.hblkhd;
+  c.free = m.fordblks;
+#endif
+  return c;
+}
+
+void ReturnFreedMemory() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
 
 }  // namespace swan
