@@ -1,18 +1,22 @@
 // `swan bench attention`: the attention kernel table. Prefill time and
 // useful GFLOP/s of full causal, SWA and SWA + sinks at several lengths,
-// decode over a full view and over a ring, and oneDNN's fp32 GEMM rate
+// decode over a full view, over a ring and over per-head caches, and
+// oneDNN's fp32 GEMM rate
 // measured in the same run as the yardstick.
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "attention/attention.h"
+#include "attention/head_groups.h"
 #include "attention/routed.h"
 #include "attention/test_problem.h"
 #include "cli/args.h"
@@ -54,6 +58,66 @@ double BestSeconds(int repeats, F&& f) {
   return best;
 }
 
+// Decode over per-head caches (attention/head_groups.h): for each share, the
+// first ceil(share * kv_heads) KV heads keep all `depth` keys and the others
+// a ring, against a cache whose every head keeps them, filled with the same
+// rows and timed in alternation.
+struct PerHeadRow {
+  int32_t full_heads = 0;        // of kv_heads
+  double us = 0, full_us = 0;    // per token: per-head cache, all-full cache
+  double mib = 0, full_mib = 0;  // cache bytes
+};
+
+std::vector<PerHeadRow> PerHeadDecode(std::mt19937& rng, const AttentionShape& shape, int64_t depth, Span window,
+                                      const std::vector<double>& shares, int decode_steps) {
+  KvCacheOptions options;
+  options.type = KvType::kBF16;
+  options.max_context = depth;
+  std::vector<LayerKvCache> caches;  // [1 + shares] the all-full cache first
+  std::vector<PerHeadRow> rows(shares.size());
+  caches.emplace_back(Span{}, KvShape{shape.n_kv_heads, shape.head_dim}, options);
+  for (size_t i = 0; i < shares.size(); ++i) {
+    rows[i].full_heads = std::min(shape.n_kv_heads, int32_t(std::ceil(shares[i] * shape.n_kv_heads - 1e-9)));
+    std::vector<int32_t> full(size_t(rows[i].full_heads));
+    for (int32_t h = 0; h < rows[i].full_heads; ++h) full[size_t(h)] = h;
+    caches.emplace_back(window, full, KvShape{shape.n_kv_heads, shape.head_dim}, options);
+  }
+  const int64_t chunk = options.max_chunk, row = int64_t(shape.n_kv_heads) * shape.head_dim;
+  std::normal_distribution<float> normal;
+  std::vector<float> k(size_t(chunk * row)), v(k.size());  // [chunk, kv_heads, head_dim]
+  std::vector<int32_t> pos(static_cast<size_t>(chunk));  // [chunk]
+  for (int64_t start = 0; start < depth; start += chunk) {
+    const int64_t n = std::min(chunk, depth - start);
+    for (auto& x : k) x = normal(rng);
+    for (auto& x : v) x = normal(rng);
+    for (int64_t t = 0; t < n; ++t) pos[size_t(t)] = int32_t(start + t);
+    for (LayerKvCache& c : caches) c.Write(k.data(), v.data(), pos.data(), n);
+  }
+  std::vector<float> q(size_t(shape.n_heads) * shape.head_dim), out(q.size());  // [1, heads, head_dim]
+  for (auto& x : q) x = normal(rng);
+  const int32_t q_pos = int32_t(depth - 1);
+  AttentionArgs args;
+  args.shape = shape;
+  args.q = q.data();
+  args.q_pos = &q_pos;
+  args.n_q = 1;
+  std::vector<double> best(caches.size(), 1e30);  // seconds per token
+  for (int round = 0; round < 3; ++round)
+    for (size_t c = 0; c < caches.size(); ++c) {
+      const std::vector<HeadGroup> groups = caches[c].Groups();
+      best[c] = std::min(best[c], BestSeconds(1, [&] {
+                           for (int step = 0; step < decode_steps; ++step) AttendHeadGroups(args, groups, out.data());
+                         }) / decode_steps);
+    }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i].us = best[i + 1] * 1e6;
+    rows[i].full_us = best[0] * 1e6;
+    rows[i].mib = double(caches[i + 1].Bytes()) / (1 << 20);
+    rows[i].full_mib = double(caches[0].Bytes()) / (1 << 20);
+  }
+  return rows;
+}
+
 struct PrefillRow {
   int64_t n;
   int32_t head_dim;
@@ -79,13 +143,16 @@ int RunBenchAttention(const std::vector<std::string>& words) {
         "  --repeats R       best of R runs (default 3; 1 above 8K tokens)\n"
         "  --route-ratio r   routed decode: each step full with probability r, else the\n"
         "                    window (default 0.13, the SwiAttn paper's average)\n"
+        "  --head-shares LIST  per-head decode: shares of KV heads that keep every key, the\n"
+        "                    others window + sinks (default 0.25,0.5; rounded up to whole\n"
+        "                    heads), timed against a cache whose every head keeps them\n"
         "  --json            print the figures as JSON\n");
     std::printf("%s", ThreadsHelp().c_str());
     return 0;
   }
   args.RejectUnknown({"--json", "--help", "--n", "--head-dims", "--heads", "--kv-heads",
                       "--window", "--sinks", "--decode-depth", "--repeats", "--plans",
-                      "--route-ratio",
+                      "--route-ratio", "--head-shares",
                       "-t", "--threads"});
   ApplyThreadsOption(args);
   const auto lengths = args.GetIntList("--n", {1024, 2048, 4096, 8192, 16384, 32768});
@@ -101,6 +168,13 @@ int RunBenchAttention(const std::vector<std::string>& words) {
   if (!(route_ratio >= 0.0 && route_ratio <= 1.0))
     throw std::invalid_argument("--route-ratio must be in [0, 1]");
   if (window <= 0) throw std::invalid_argument("--window must be positive");
+  std::vector<double> head_shares;
+  for (const std::string& x : SplitList(args.Get("--head-shares", "0.25,0.5"), ',')) {
+    char* end = nullptr;
+    head_shares.push_back(std::strtod(x.c_str(), &end));
+    if (x.empty() || *end != '\0' || !(head_shares.back() >= 0 && head_shares.back() <= 1))
+      throw std::invalid_argument("--head-shares: each share is a number in [0, 1], got '" + x + "'");
+  }
   ValidateSpan(Span{window, sinks});
 
   std::mt19937 rng(1234);
@@ -222,6 +296,10 @@ int RunBenchAttention(const std::vector<std::string>& words) {
                             }) / decode_steps);
     }
 
+  log("  per-head decode ...                 \r");
+  const std::vector<PerHeadRow> per_head =
+      PerHeadDecode(rng, shape, decode_depth, Span{window, sinks}, head_shares, decode_steps);
+
   if (json) {
     nlohmann::json j;
     j["gemm_fp32_gflops"] = gemm;
@@ -247,6 +325,11 @@ int RunBenchAttention(const std::vector<std::string>& words) {
       j["decode_full_view_by_kv_type"].push_back({{"kv_type", KvTypeName(kv_types[i])},
                                                   {"us", typed_s[i] * 1e6},
                                                   {"kv_bytes_per_key", 2 * KvBytes(kv_types[i], int64_t(kv_heads) * decode_dim)}});
+    for (const PerHeadRow& r : per_head)
+      j["decode_per_head"].push_back({{"full_kv_heads", r.full_heads}, {"kv_heads", kv_heads},
+                                      {"us", r.us}, {"all_full_us", r.full_us},
+                                      {"all_full_over_per_head", r.full_us / r.us},
+                                      {"cache_mib", r.mib}, {"all_full_cache_mib", r.full_mib}});
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -267,6 +350,17 @@ int RunBenchAttention(const std::vector<std::string>& words) {
   std::printf("  full view by KV type (the same values, alternated):");
   for (size_t i = 0; i < 3; ++i) std::printf(" %s %.1f us", KvTypeName(kv_types[i]), typed_s[i] * 1e6);
   std::printf("; q8_0 %.2fx bf16's speed, %.2fx f32's\n", typed_s[1] / typed_s[2], typed_s[0] / typed_s[2]);
+  std::printf("  per-head caches (full KV heads keep %lld keys, the others %d + %d sinks), alternated "
+              "with a cache whose every head keeps them:\n",
+              (long long)decode_depth, window, sinks);
+  for (const PerHeadRow& r : per_head) {
+    const double f = double(r.full_heads) / kv_heads;
+    const double keys = f * double(decode_depth) + (1 - f) * double(std::min<int64_t>(decode_depth, window + sinks));
+    std::printf("    %d of %d KV heads full: %9.1f us/token, all full %.1f us: %.2fx faster (key ratio %.2fx); "
+                "cache %.1f MiB vs %.1f MiB (%.1f%%)\n",
+                r.full_heads, kv_heads, r.us, r.full_us, r.full_us / r.us, double(decode_depth) / keys, r.mib,
+                r.full_mib, 100.0 * r.mib / r.full_mib);
+  }
   return 0;
 }
 

@@ -60,7 +60,8 @@ const char kUsage[] =
     "Decode roofline: a token reads every weight once plus the K/V rows each layer\n"
     "attends to; roofline tok/s = read bandwidth / those bytes. A routed layer reads\n"
     "r * (all keys) + (1 - r) * (window keys) for its full ratio r: the forced one, or\n"
-    "the share its router chose during the timed decode (column full%). The read bandwidth\n"
+    "the share its router chose during the timed decode (column full%); a per-head layer\n"
+    "reads all keys for its full KV heads and its window's for the others. The read bandwidth\n"
     "is measured before the model loads, over a buffer the size of its weights (16 MiB to\n"
     "512 MiB), so a model that fits in a cache gets that cache's rate. The last line gives\n"
     "the peak RSS (JSON: peak_rss_bytes).\n";
@@ -98,6 +99,10 @@ double KvBytesPerToken(const AttentionPlan& plan, const std::vector<double>& ful
     double keys = all_keys;
     if (l.span.window > 0) keys = std::min(all_keys, double(l.span.window) + l.span.sinks);
     if (l.kind == LayerKind::kRouted) keys = full_ratio[i] * all_keys + (1.0 - full_ratio[i]) * keys;
+    if (l.kind == LayerKind::kPerHead) {  // its full KV heads read every key
+      const double f = double(l.full_heads.size()) / shape.n_kv_heads;
+      keys = f * all_keys + (1.0 - f) * keys;
+    }
     bytes += keys * 2.0 * double(KvBytes(kv_type, int64_t(shape.n_kv_heads) * shape.head_dim));
   }
   return bytes;
@@ -166,6 +171,9 @@ int RunBenchModel(const std::vector<std::string>& words) {
   const double gemm = MeasureOneDnnGemmGflops(2048, 2048, 2048);
   const BF16GemmRate bf16_rate = MeasureBF16GemmGflops(2048, 2048, 2048);
   const double gemm_bf16 = bf16_rate.gflops;
+  // The probes' freed buffers can stay in the heap (glibc raises its mmap
+  // threshold after a large free): hand them back before the weights load.
+  ReturnFreedMemory();
   log("loading " + source + " ...");
   const std::unique_ptr<LanguageModel> model =
       args.Has("-m") ? LoadModel(args.Get("-m", ""), load) : LoadSyntheticModel(args.Get("--synthetic", ""), weight_type);

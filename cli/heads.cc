@@ -19,6 +19,7 @@ namespace {
 const char kUsage[] =
     "usage: swan heads -m DIR [--attn SPEC] [--samples N] [--seed S] [--far D] [--json] [--svg "
     "OUT.svg]\n"
+    "                  [--select SHARE --out HEADS.json]\n"
     "  -m DIR        a model trained on recall in token ids (DIR/recall.json holds its task)\n"
     "  --attn SPEC   attention plan (default: the model's own)\n"
     "  --samples N   held-out sequences of the task (default 16)\n"
@@ -27,6 +28,11 @@ const char kUsage[] =
     "                (default: a quarter of the task's context)\n"
     "  --json        print every head's mass as JSON\n"
     "  --svg FILE    a layers x heads heatmap of the mass on the answer's value position\n"
+    "  --select SHARE  choose a per-head plan's full KV heads: each KV head scores the largest\n"
+    "                mass on the value among its query heads (far answers, when any), and the\n"
+    "                best SHARE of the model's KV heads (0 < SHARE <= 1, rounded up) stay full\n"
+    "  --out FILE    where --select writes them; run the model with\n"
+    "                --attn 'full,window:W,sinks:S,heads:FILE' (the others keep a window)\n"
     "For each answer, every head's attention weight (float64, from the query that predicts\n"
     "it) on the value position after the answer's key, where an induction head looks, and on\n"
     "the key itself, averaged over the answers.\n";
@@ -40,7 +46,12 @@ int RunHeads(const std::vector<std::string>& words) {
     return words.empty() ? 2 : 0;
   }
   args.RejectUnknown(
-      {"-m", "--attn", "--samples", "--seed", "--far", "--json", "--svg", "-t", "--threads"});
+      {"-m", "--attn", "--samples", "--seed", "--far", "--json", "--svg", "--select", "--out", "-t", "--threads"});
+  if (args.Has("--select") != args.Has("--out"))
+    throw std::invalid_argument("--select SHARE and --out FILE go together");
+  const double share = args.Has("--select") ? args.GetDouble("--select", 0) : 0;
+  if (args.Has("--select") && !(share > 0 && share <= 1))
+    throw std::invalid_argument("--select takes a share of the KV heads in (0, 1], got " + args.Get("--select", ""));
   ApplyThreadsOption(args);
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
   const std::string dir = args.Get("-m", "");
@@ -55,6 +66,18 @@ int RunHeads(const std::vector<std::string>& words) {
     std::ofstream out(args.Get("--svg", ""));
     out << RetrievalHeadsSvg(heads, "retrieval heads: " + dir);
     if (!out) throw std::runtime_error("cannot write " + args.Get("--svg", ""));
+  }
+  if (args.Has("--select")) {
+    const HeadSelection selection = SelectFullHeads(heads, share);
+    const std::string path = args.Get("--out", "");
+    std::ofstream out(path);
+    out << HeadSelectionJson(selection, dir).dump(2) << "\n";
+    if (!out) throw std::runtime_error("cannot write " + path);
+    std::printf("kept %lld of %d KV heads full (share %.3g):", (long long)selection.n_full(),
+                heads.layers * heads.kv_heads, share);
+    for (size_t l = 0; l < selection.full_heads.size(); ++l)
+      for (const int32_t h : selection.full_heads[l]) std::printf(" layer %zu KV head %d (%.3f)", l, h, selection.scores[l][size_t(h)]);
+    std::printf("\nwrote %s; use it with --attn 'full,window:W,heads:%s'\n", path.c_str(), path.c_str());
   }
   if (args.Has("--json")) {
     std::printf("%s\n", RetrievalHeadsJson(heads).dump(2).c_str());

@@ -1,5 +1,6 @@
 // `swan inspect`: a model's configuration, its resolved attention plan per
 // layer, and what the KV cache holds at a given context length.
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -78,15 +79,17 @@ int RunInspect(const std::vector<std::string>& words) {
   std::printf("plan        %s\n\n", plan.spec.c_str());
 
   const KvShape shape{c.n_kv_heads, c.head_dim};
-  std::printf("layer  kind    span                    positions                 KV @ %lld tokens\n", (long long)ctx);
+  int span_width = 22;  // the widest span text, for the column
+  for (const LayerPlan& l : plan.layers) span_width = std::max(span_width, int(l.SpanText().size()));
+  std::printf("layer  kind      %-*s  positions                 KV @ %lld tokens\n", span_width, "span",
+              (long long)ctx);
   size_t total = 0, total_full = 0;
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     const LayerPlan& l = plan.layers[i];
-    const size_t bytes = LayerKvBytesAt(l.cache_span(), shape, kv, ctx);
+    const size_t bytes = PlanLayerKvBytesAt(l, shape, kv, ctx);
     total += bytes;
     total_full += LayerKvBytesAt(Span{}, shape, kv, ctx);
-    std::printf("%5zu  %-6s  %-22s  %-24s  %s\n", i, LayerKindName(l.kind),
-                (l.kind == LayerKind::kRouted ? "full | " + l.span.ToString() : l.span.ToString()).c_str(),
+    std::printf("%5zu  %-8s  %-*s  %-24s  %s\n", i, LayerKindName(l.kind), span_width, l.SpanText().c_str(),
                 (l.rope.ToString() + (l.position_mode == PositionMode::kCache ? ", cache pos" : "")).c_str(),
                 Bytes(double(bytes)).c_str());
   }
@@ -96,6 +99,8 @@ int RunInspect(const std::vector<std::string>& words) {
   if (plan.HasRoutedLayers())
     std::printf("routed layers keep every token's keys (any later token may route to full attention):\n"
                 "their KV memory is that of full attention; routing saves compute, not memory\n");
+  if (plan.HasPerHeadLayers())
+    std::printf("per-head layers keep every key of their full KV heads only, and a ring for the others\n");
   return 0;
 }
 

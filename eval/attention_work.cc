@@ -21,6 +21,13 @@ void AttentionWork::AddSequence(const AttentionPlan& plan, int64_t T,
       throw std::invalid_argument("AttentionWork: routed layer " + std::to_string(l) + " needs the route of every token");
     for (int64_t q = 0; q < T; ++q) {
       const bool full = layer.kind == LayerKind::kFull || (routed && routes[l][size_t(q)] != 0);
+      if (layer.kind == LayerKind::kPerHead) {
+        // The mean over KV heads: the full ones see every key.
+        if (plan.n_kv_heads <= 0) throw std::invalid_argument("AttentionWork: a per-head plan must know its KV heads");
+        const double f = double(layer.full_heads.size()) / plan.n_kv_heads;
+        keys += f * double(q + 1) + (1.0 - f) * double(KeysVisible(layer.span, q));
+        continue;
+      }
       keys += double(full ? q + 1 : KeysVisible(layer.span, q));
       if (routed) {
         ++routed_pairs;

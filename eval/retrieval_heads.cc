@@ -1,9 +1,11 @@
 #include "eval/retrieval_heads.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 
 #include "model/config.h"
 #include "model/model.h"
@@ -26,6 +28,7 @@ RetrievalHeads TraceRetrievalHeads(TrainModel& model, const RecallOptions& task,
   RetrievalHeads r;
   r.layers = model.shape().n_layers;
   r.heads = model.shape().n_heads;
+  r.kv_heads = model.shape().n_kv_heads;
   r.far_distance = far_distance;
   r.all.assign(size_t(r.layers * r.heads), HeadMass{});
   r.far.assign(r.all.size(), HeadMass{});
@@ -105,6 +108,46 @@ std::string RetrievalHeadsTable(const RetrievalHeads& r) {
   }
   out << "\n";
   return out.str();
+}
+
+int64_t HeadSelection::n_full() const {
+  int64_t n = 0;
+  for (const std::vector<int32_t>& l : full_heads) n += int64_t(l.size());
+  return n;
+}
+
+HeadSelection SelectFullHeads(const RetrievalHeads& r, double share) {
+  if (!(share > 0 && share <= 1)) throw std::invalid_argument("the share of full heads must be in (0, 1]");
+  if (r.kv_heads <= 0 || r.heads % r.kv_heads != 0)
+    throw std::invalid_argument("SelectFullHeads: the heads do not group into KV heads");
+  const int32_t group = r.heads / r.kv_heads;
+  const bool far = r.far_answers > 0;
+  HeadSelection s;
+  s.share = share;
+  s.scores.assign(size_t(r.layers), std::vector<double>(size_t(r.kv_heads), 0.0));
+  std::vector<std::pair<double, int32_t>> ranked;  // (score, layer * kv_heads + kv head)
+  for (int32_t l = 0; l < r.layers; ++l)
+    for (int32_t kv = 0; kv < r.kv_heads; ++kv) {
+      double& score = s.scores[size_t(l)][size_t(kv)];
+      for (int32_t h = kv * group; h < (kv + 1) * group; ++h) score = std::max(score, r.At(l, h, far).value);
+      ranked.push_back({-score, l * r.kv_heads + kv});  // best first, ties by index
+    }
+  std::sort(ranked.begin(), ranked.end());
+  const size_t keep = size_t(std::ceil(share * double(ranked.size()) - 1e-9));
+  s.full_heads.assign(size_t(r.layers), {});
+  for (size_t i = 0; i < keep && i < ranked.size(); ++i)
+    s.full_heads[size_t(ranked[i].second / r.kv_heads)].push_back(ranked[i].second % r.kv_heads);
+  for (std::vector<int32_t>& l : s.full_heads) std::sort(l.begin(), l.end());
+  return s;
+}
+
+nlohmann::json HeadSelectionJson(const HeadSelection& s, const std::string& model_dir) {
+  return {{"full_heads", s.full_heads},
+          {"share", s.share},
+          {"full", s.n_full()},
+          {"model", model_dir},
+          {"score", "largest attention mass on the answer's value among each KV head's query heads"},
+          {"scores", s.scores}};
 }
 
 nlohmann::json RetrievalHeadsJson(const RetrievalHeads& r) {

@@ -24,6 +24,7 @@ struct HeadMass {
 
 struct RetrievalHeads {
   int32_t layers = 0, heads = 0;
+  int32_t kv_heads = 0;  // query head h reads KV head h / (heads / kv_heads)
   int64_t far_distance = 0;  // "far" answers: key->query distance >= this
   int64_t answers = 0, far_answers = 0;
   std::vector<HeadMass> all;  // [layers * heads] over every answer
@@ -41,6 +42,22 @@ std::unique_ptr<TrainModel> LoadAnalysisModel(const std::string& dir, const std:
 // averages each head's attention on the answers' facts.
 RetrievalHeads TraceRetrievalHeads(TrainModel& model, const RecallOptions& task, int64_t sequences,
                                    uint64_t seed, int64_t far_distance);
+
+// Training-free choice of a per-head plan's full heads (RazorAttention,
+// DuoAttention's ranking): every KV head scores the largest mass on the
+// answer's value among its query heads (over the far answers, when there
+// are any), and the ceil(share * layers * kv_heads) best KV heads of the
+// whole model are kept full. share in (0, 1].
+struct HeadSelection {
+  double share = 0;
+  std::vector<std::vector<double>> scores;     // [layers][kv_heads]
+  std::vector<std::vector<int32_t>> full_heads;  // [layers] ascending
+  int64_t n_full() const;
+};
+HeadSelection SelectFullHeads(const RetrievalHeads& heads, double share);
+// {"full_heads": [[...], ...], "share": ..., "scores": [[...], ...], ...}: the
+// file a plan reads with heads:FILE.json (model/plan.h).
+nlohmann::json HeadSelectionJson(const HeadSelection& selection, const std::string& model_dir);
 
 std::string RetrievalHeadsTable(const RetrievalHeads& heads);
 nlohmann::json RetrievalHeadsJson(const RetrievalHeads& heads);

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <nlohmann/json.hpp>
 
 #include "attention/span.h"
 #include "model/plan.h"
@@ -74,4 +76,28 @@ TEST(RetrievalHeads, UniformAttentionGivesTheExpectedMass) {
 }
 
 }  // namespace
+TEST(RetrievalHeads, SelectionKeepsTheBestKvHeadsOfTheModel) {
+  RetrievalHeads r;
+  r.layers = 2;
+  r.heads = 4;
+  r.kv_heads = 2;  // query heads 0, 1 -> KV head 0; 2, 3 -> KV head 1
+  r.far_answers = 5;
+  r.all.assign(8, HeadMass{});
+  r.far.assign(8, HeadMass{});
+  r.far[3].value = 0.9;  // layer 0, KV head 1
+  r.far[4].value = 0.5;  // layer 1, KV head 0
+  r.far[7].value = 0.2;  // layer 1, KV head 1
+  r.all[0].value = 1.0;  // near answers only: not what a window loses
+  const HeadSelection quarter = SelectFullHeads(r, 0.25);
+  EXPECT_EQ(quarter.full_heads, (std::vector<std::vector<int32_t>>{{1}, {}}));
+  EXPECT_EQ(quarter.n_full(), 1);
+  EXPECT_DOUBLE_EQ(quarter.scores[1][0], 0.5);
+  const HeadSelection half = SelectFullHeads(r, 0.5);
+  EXPECT_EQ(half.full_heads, (std::vector<std::vector<int32_t>>{{1}, {0}}));
+  EXPECT_EQ(SelectFullHeads(r, 0.6).n_full(), 3);  // ceil(0.6 * 4)
+  EXPECT_EQ(HeadSelectionJson(half, "m")["full_heads"], nlohmann::json::parse("[[1], [0]]"));
+  EXPECT_THROW(SelectFullHeads(r, 0), std::invalid_argument);
+  EXPECT_THROW(SelectFullHeads(r, 1.5), std::invalid_argument);
+}
+
 }  // namespace swan

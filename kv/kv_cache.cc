@@ -51,16 +51,18 @@ void Store(uint8_t* dst, const float* src, int64_t n, KvType type) {
 
 }  // namespace
 
-LayerKvCache::LayerKvCache(const Span& span, const KvShape& shape, const KvCacheOptions& options)
+KvStore::KvStore(const Span& span, std::vector<int32_t> heads, const KvShape& shape,
+                 const KvCacheOptions& options)
     : span_(span),
-      shape_(shape),
+      heads_(std::move(heads)),
+      shape_{int32_t(heads_.size()), shape.head_dim},
       options_(options),
       slots_(span.full() ? 0 : span.sinks, RingRows(span, options)),
-      row_bytes_(size_t(KvBytes(options.type, int64_t(shape.n_kv_heads) * shape.head_dim))) {
+      row_bytes_(size_t(KvBytes(options.type, int64_t(heads_.size()) * shape.head_dim))) {
   ValidateSpan(span);
-  if (shape.n_kv_heads <= 0 || shape.head_dim <= 0)
+  if (shape_.n_kv_heads <= 0 || shape_.head_dim <= 0)
     throw std::invalid_argument("KV cache: n_kv_heads and head_dim must be positive");
-  CheckStorage(options.type, shape);
+  CheckStorage(options.type, shape_);
   if (options.max_chunk <= 0 || options.page_rows <= 0 || options.max_context < 0)
     throw std::invalid_argument("KV cache: max_chunk and page_rows must be positive");
   max_slots_ = slots_.max_slots() > 0 ? slots_.max_slots()
@@ -69,13 +71,13 @@ LayerKvCache::LayerKvCache(const Span& span, const KvShape& shape, const KvCache
   v_ = ReservedBuffer(size_t(max_slots_) * row_bytes_);
 }
 
-void LayerKvCache::GrowTo(int64_t n_slots) {
+void KvStore::GrowTo(int64_t n_slots) {
   const int64_t page = options_.page_rows;
   const int64_t rows = std::min((n_slots + page - 1) / page * page, max_slots_);
   if (rows > int64_t(slots_.pos().size())) slots_.pos().resize(size_t(rows), -1);
 }
 
-void LayerKvCache::Write(const float* k, const float* v, const int32_t* pos, int64_t n) {
+void KvStore::Write(const float* k, const float* v, const int32_t* pos, int64_t n) {
   if (is_ring() && n > options_.max_chunk)
     throw std::invalid_argument("KV cache: " + std::to_string(n) +
                                 " tokens in one step, more than max_chunk = " +
@@ -99,7 +101,7 @@ void LayerKvCache::Write(const float* k, const float* v, const int32_t* pos, int
   }
 }
 
-KvView LayerKvCache::View() const {
+KvView KvStore::View() const {
   KvView view;
   view.k = k_.data();
   view.v = v_.data();
@@ -110,18 +112,18 @@ KvView LayerKvCache::View() const {
   return view;
 }
 
-size_t LayerKvCache::Bytes() const {
+size_t KvStore::Bytes() const {
   return slots_.pos().size() * (2 * row_bytes_ + sizeof(int32_t));
 }
 
-void LayerKvCache::Clear() {
+void KvStore::Clear() {
   slots_.pos().clear();
   k_.Release(0);
   v_.Release(0);
 }
 
-LayerKvCache LayerKvCache::Copy() const {
-  LayerKvCache copy(span_, shape_, options_);
+KvStore KvStore::Copy() const {
+  KvStore copy(span_, heads_, KvShape{shape_.n_kv_heads, shape_.head_dim}, options_);
   copy.slots_.pos() = slots_.pos();
   const size_t bytes = slots_.pos().size() * row_bytes_;
   if (bytes > 0) {
@@ -131,10 +133,107 @@ LayerKvCache LayerKvCache::Copy() const {
   return copy;
 }
 
+namespace {
+
+std::vector<int32_t> AllHeads(int32_t n) {
+  std::vector<int32_t> heads(size_t(std::max(n, 0)));  // [n]
+  for (int32_t h = 0; h < n; ++h) heads[size_t(h)] = h;
+  return heads;
+}
+
+}  // namespace
+
+LayerKvCache::LayerKvCache(const Span& span, const KvShape& shape, const KvCacheOptions& options)
+    : span_(span), shape_(shape) {
+  stores_.emplace_back(span, AllHeads(shape.n_kv_heads), shape, options);
+}
+
+LayerKvCache::LayerKvCache(const Span& span, const std::vector<int32_t>& full_heads, const KvShape& shape,
+                           const KvCacheOptions& options)
+    : span_(span), shape_(shape), per_head_(true) {
+  ValidateSpan(span);
+  for (HeadGroup& g : SplitHeads(full_heads, shape.n_kv_heads, span)) {
+    if (g.span.full()) full_heads_ = g.kv_heads;
+    stores_.emplace_back(g.span, std::move(g.kv_heads), shape, options);
+  }
+}
+
+void LayerKvCache::Write(const float* k, const float* v, const int32_t* pos, int64_t n) {
+  if (stores_.size() == 1) {
+    stores_[0].Write(k, v, pos, n);
+    return;
+  }
+  for (KvStore& s : stores_) {
+    const int64_t width = int64_t(s.heads().size()) * shape_.head_dim;
+    std::vector<float> ks(size_t(n * width)), vs(ks.size());  // [n, store heads, head_dim]
+    GatherHeads(ks.data(), k, n, shape_.n_kv_heads, shape_.head_dim, s.heads());
+    GatherHeads(vs.data(), v, n, shape_.n_kv_heads, shape_.head_dim, s.heads());
+    s.Write(ks.data(), vs.data(), pos, n);
+  }
+}
+
+KvView LayerKvCache::View() const {
+  if (stores_.size() != 1)
+    throw std::logic_error("LayerKvCache::View: a per-head layer has a view per head group");
+  return stores_[0].View();
+}
+
+std::vector<HeadGroup> LayerKvCache::Groups() const {
+  std::vector<HeadGroup> groups;
+  for (const KvStore& s : stores_) groups.push_back(HeadGroup{s.heads(), s.span(), s.View()});
+  return groups;
+}
+
+bool LayerKvCache::is_ring() const {
+  for (const KvStore& s : stores_)
+    if (s.is_ring()) return true;
+  return false;
+}
+
+int64_t LayerKvCache::n_slots() const {
+  int64_t total = 0;
+  for (const KvStore& s : stores_) total += s.n_slots();
+  return total;
+}
+
+size_t LayerKvCache::Bytes() const {
+  size_t total = 0;
+  for (const KvStore& s : stores_) total += s.Bytes();
+  return total;
+}
+
+void LayerKvCache::Clear() {
+  for (KvStore& s : stores_) s.Clear();
+}
+
+LayerKvCache LayerKvCache::Copy() const {
+  LayerKvCache copy;
+  copy.span_ = span_;
+  copy.shape_ = shape_;
+  copy.per_head_ = per_head_;
+  copy.full_heads_ = full_heads_;
+  for (const KvStore& s : stores_) copy.stores_.push_back(s.Copy());
+  return copy;
+}
+
 KvCache::KvCache(const std::vector<Span>& spans, const KvShape& shape, const KvCacheOptions& options)
     : options_(options) {
   layers_.reserve(spans.size());
   for (const Span& s : spans) layers_.emplace_back(s, shape, options);
+}
+
+KvCache::KvCache(const std::vector<Span>& spans, const std::vector<std::vector<int32_t>>& full_heads,
+                 const KvShape& shape, const KvCacheOptions& options)
+    : options_(options) {
+  if (full_heads.size() != spans.size())
+    throw std::invalid_argument("KV cache: one list of full heads per layer");
+  layers_.reserve(spans.size());
+  for (size_t i = 0; i < spans.size(); ++i) {
+    if (full_heads[i].empty())
+      layers_.emplace_back(spans[i], shape, options);
+    else
+      layers_.emplace_back(spans[i], full_heads[i], shape, options);
+  }
 }
 
 size_t KvCache::Bytes() const {
@@ -178,6 +277,14 @@ size_t LayerKvBytesAt(const Span& span, const KvShape& shape, const KvCacheOptio
   const size_t row_bytes = size_t(KvBytes(options.type, int64_t(shape.n_kv_heads) * shape.head_dim));
   const int64_t slots = SlotsAt(span, options, n_ctx);
   return size_t(slots) * (2 * row_bytes + sizeof(int32_t));
+}
+
+size_t LayerKvBytesAt(const Span& span, const std::vector<int32_t>& full_heads, const KvShape& shape,
+                      const KvCacheOptions& options, int64_t n_ctx) {
+  size_t total = 0;
+  for (const HeadGroup& g : SplitHeads(full_heads, shape.n_kv_heads, span))
+    total += LayerKvBytesAt(g.span, KvShape{int32_t(g.kv_heads.size()), shape.head_dim}, options, n_ctx);
+  return total;
 }
 
 }  // namespace swan

@@ -4,6 +4,8 @@
 //   W - 1 + max_chunk slots: enough for the oldest query of a chunk to see
 //   its W - 1 predecessors while the chunk's own keys are written. Their
 //   memory stops growing once the ring is full.
+// * Per-head layers keep their full KV heads like a full layer and their
+//   other heads like a window layer, each group in a store of its own.
 // * Full layers keep every position: row = position, in one buffer that
 //   grows in pages of `page_rows` rows. Its address space is reserved for
 //   max_context rows up front, so it grows in place (never copied) and
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "attention/attention.h"
+#include "attention/head_groups.h"
 #include "attention/span.h"
 #include "kv/reserved_buffer.h"
 
@@ -63,9 +66,53 @@ class SlotTable {
   std::vector<int32_t> pos_;  // [n_slots] position in each slot, -1 = empty
 };
 
+// The storage of a group of KV heads that share one span: a ring or pages.
+class KvStore {
+ public:
+  // `heads`: the layer's KV heads this store holds, ascending.
+  KvStore(const Span& span, std::vector<int32_t> heads, const KvShape& shape,
+          const KvCacheOptions& options);
+  KvStore(KvStore&&) = default;
+  KvStore& operator=(KvStore&&) = default;
+
+  // Stores `n` tokens at positions pos[n] (>= 0).
+  //   k, v [n, heads.size(), head_dim] float32
+  void Write(const float* k, const float* v, const int32_t* pos, int64_t n);
+  KvView View() const;  // [n_slots, heads.size(), head_dim]; unused slots at position -1
+  bool is_ring() const { return slots_.max_slots() > 0; }
+  const Span& span() const { return span_; }
+  const std::vector<int32_t>& heads() const { return heads_; }
+  int64_t n_slots() const { return int64_t(slots_.pos().size()); }
+  size_t Bytes() const;
+  void Clear();
+  KvStore Copy() const;
+
+ private:
+  void GrowTo(int64_t n_slots);
+
+  Span span_;
+  std::vector<int32_t> heads_;
+  KvShape shape_;            // head_dim, and n_kv_heads = heads_.size()
+  KvCacheOptions options_;
+  SlotTable slots_;
+  size_t row_bytes_;         // KvBytes of heads_.size() * head_dim values
+  int64_t max_slots_;        // slots the storage is reserved for
+  ReservedBuffer k_;         // [max_slots, heads.size(), head_dim] of options_.type
+  ReservedBuffer v_;         // [max_slots, heads.size(), head_dim] of options_.type
+};
+
+// One layer's cache: one store for every KV head, or for a per-head layer
+// (DESIGN.md §2) two: its full heads in pages and its window heads in a
+// ring, so that its memory is (full heads / KV heads) of a full layer's plus
+// the ring.
 class LayerKvCache {
  public:
   LayerKvCache(const Span& span, const KvShape& shape, const KvCacheOptions& options);
+  // A per-head layer: the KV heads in `full_heads` keep every position, the
+  // others `span` (a window). Throws std::invalid_argument for a full span
+  // or a head out of range or repeated.
+  LayerKvCache(const Span& span, const std::vector<int32_t>& full_heads, const KvShape& shape,
+               const KvCacheOptions& options);
 
   LayerKvCache(LayerKvCache&&) = default;
   LayerKvCache& operator=(LayerKvCache&&) = default;
@@ -76,12 +123,22 @@ class LayerKvCache {
   // std::out_of_range for a position past max_context on a full layer.
   void Write(const float* k, const float* v, const int32_t* pos, int64_t n);
 
-  // Every allocated slot; unused slots have position -1.
+  // Every allocated slot of a layer with one store; unused slots have
+  // position -1. Throws std::logic_error on a per-head layer (use Groups).
   KvView View() const;
+  // The layer's head groups with their views (attention/head_groups.h).
+  std::vector<HeadGroup> Groups() const;
 
-  bool is_ring() const { return slots_.max_slots() > 0; }
+  bool per_head() const { return per_head_; }
+  const std::vector<int32_t>& full_heads() const { return full_heads_; }  // per-head layers
+  int32_t n_stores() const { return int32_t(stores_.size()); }
+  KvStore& store(int32_t i) { return stores_[size_t(i)]; }
+  const KvStore& store(int32_t i) const { return stores_[size_t(i)]; }
+
+  bool is_ring() const;  // some store is a ring
+  // The layer's span: the window of a per-head layer's window heads.
   const Span& span() const { return span_; }
-  int64_t n_slots() const { return int64_t(slots_.pos().size()); }
+  int64_t n_slots() const;  // slots of every store
   size_t Bytes() const;  // storage and metadata held now
   // Forgets every position and returns the memory.
   void Clear();
@@ -89,16 +146,12 @@ class LayerKvCache {
   LayerKvCache Copy() const;
 
  private:
-  void GrowTo(int64_t n_slots);
-
+  LayerKvCache() = default;
   Span span_;
   KvShape shape_;
-  KvCacheOptions options_;
-  SlotTable slots_;
-  size_t row_bytes_;       // KvBytes of n_kv_heads * head_dim values
-  int64_t max_slots_;        // slots the storage is reserved for
-  ReservedBuffer k_;         // [max_slots, n_kv_heads, head_dim] of options_.type
-  ReservedBuffer v_;         // [max_slots, n_kv_heads, head_dim] of options_.type
+  bool per_head_ = false;
+  std::vector<int32_t> full_heads_;  // [n_full] per-head layers only
+  std::vector<KvStore> stores_;      // [1 or 2]
 };
 
 // The caches of all layers of one sequence.
@@ -106,6 +159,10 @@ class KvCache {
  public:
   // One layer per span; `shape` is the same for every layer.
   KvCache(const std::vector<Span>& spans, const KvShape& shape, const KvCacheOptions& options);
+  // The same with per-head layers: full_heads [n_layers], a non-empty list
+  // makes that layer per-head (its span the window of the other heads).
+  KvCache(const std::vector<Span>& spans, const std::vector<std::vector<int32_t>>& full_heads,
+          const KvShape& shape, const KvCacheOptions& options);
 
   LayerKvCache& layer(int32_t i) { return layers_[size_t(i)]; }
   const LayerKvCache& layer(int32_t i) const { return layers_[size_t(i)]; }
@@ -132,5 +189,8 @@ const char* KvTypeName(KvType type);
 // allocating (what `swan inspect` reports).
 size_t LayerKvBytesAt(const Span& span, const KvShape& shape, const KvCacheOptions& options,
                       int64_t n_ctx);
+// A per-head layer's: its full heads' pages plus its window heads' ring.
+size_t LayerKvBytesAt(const Span& span, const std::vector<int32_t>& full_heads, const KvShape& shape,
+                      const KvCacheOptions& options, int64_t n_ctx);
 
 }  // namespace swan

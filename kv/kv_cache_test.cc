@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,64 @@ TEST(KvCache, RingKeepsWindowSinksAndChunk) {
       EXPECT_TRUE(std::count(held.begin(), held.end(), k)) << "pos " << k << " after chunk at " << p;
   }
   EXPECT_EQ(cache.n_slots(), 2 + 8 - 1 + 3);
+}
+
+// A per-head layer with f of H KV heads full holds f/H of a full layer's
+// keys and values plus a ring for the other heads, and each store holds
+// its own heads' rows.
+TEST(KvCache, PerHeadLayerKeepsFullHeadsAndARing) {
+  KvCacheOptions o;
+  o.max_chunk = 4;
+  o.page_rows = 16;
+  const KvShape shape{4, 8};
+  const Span span{32, 4};
+  LayerKvCache per_head(span, {2}, shape, o), full(Span{}, shape, o);
+  EXPECT_TRUE(per_head.per_head());
+  EXPECT_EQ(per_head.full_heads(), (std::vector<int32_t>{2}));
+  ASSERT_EQ(per_head.n_stores(), 2);
+  EXPECT_THROW(per_head.View(), std::logic_error);
+  const int64_t row = int64_t(shape.n_kv_heads) * shape.head_dim;
+  for (int32_t start = 0; start < 1000; start += 4) {
+    std::vector<float> k(size_t(4 * row)), v(k.size());  // [4, 4 heads, 8]: value = 100 pos + head
+    std::vector<int32_t> pos(4);
+    for (int32_t t = 0; t < 4; ++t) {
+      pos[size_t(t)] = start + t;
+      for (int64_t c = 0; c < row; ++c) {
+        k[size_t(t * row + c)] = float(100 * (start + t) + c / shape.head_dim);
+        v[size_t(t * row + c)] = -k[size_t(t * row + c)];
+      }
+    }
+    per_head.Write(k.data(), v.data(), pos.data(), 4);
+    full.Write(k.data(), v.data(), pos.data(), 4);
+  }
+  const size_t slot_meta = sizeof(int32_t);
+  const KvStore& heads_full = per_head.store(0);
+  const KvStore& ring = per_head.store(1);
+  EXPECT_EQ(heads_full.heads(), (std::vector<int32_t>{2}));
+  EXPECT_EQ(ring.heads(), (std::vector<int32_t>{0, 1, 3}));
+  EXPECT_EQ(heads_full.n_slots(), full.n_slots());
+  EXPECT_EQ(ring.n_slots(), 4 + 32 - 1 + 4);
+  // K and V bytes: exactly 1/4 of the full layer's, plus the ring's.
+  EXPECT_EQ(4 * (heads_full.Bytes() - size_t(heads_full.n_slots()) * slot_meta),
+            full.Bytes() - size_t(full.n_slots()) * slot_meta);
+  EXPECT_EQ(per_head.Bytes(), heads_full.Bytes() + ring.Bytes());
+  EXPECT_EQ(per_head.Bytes(), LayerKvBytesAt(span, {2}, shape, o, 1000));
+  EXPECT_LT(double(per_head.Bytes()), 0.3 * double(full.Bytes()));
+  // Each store's rows hold its heads' values at their positions.
+  for (const HeadGroup& g : per_head.Groups()) {
+    const int64_t m = int64_t(g.kv_heads.size());
+    for (int64_t r = 0; r < g.kv.n_rows; ++r) {
+      if (g.kv.pos[r] < 0) continue;
+      for (int64_t i = 0; i < m; ++i)
+        ASSERT_EQ(static_cast<const float*>(g.kv.k)[(r * m + i) * shape.head_dim],
+                  float(100 * g.kv.pos[r] + g.kv_heads[size_t(i)]));
+    }
+  }
+  const LayerKvCache copy = per_head.Copy();
+  EXPECT_EQ(copy.Bytes(), per_head.Bytes());
+  EXPECT_EQ(copy.full_heads(), per_head.full_heads());
+  EXPECT_THROW(LayerKvCache(Span{}, {1}, shape, o), std::invalid_argument);
+  EXPECT_THROW(LayerKvCache(span, {4}, shape, o), std::invalid_argument);
 }
 
 TEST(KvCache, WindowBytesDoNotGrowWithContext) {

@@ -28,17 +28,18 @@ void ReadRow(const KvView& view, const void* base, int64_t row, int64_t row_elem
   }
 }
 
-bool Wanted(const LayerKvCache& layer, SnapshotLayers which) {
-  const bool window = !layer.span().full();
+bool Wanted(const KvStore& store, SnapshotLayers which) {
+  const bool window = !store.span().full();
   return which == SnapshotLayers::kAll || (which == SnapshotLayers::kWindow) == window;
 }
 
-LayerKvSnapshot TakeLayer(const LayerKvCache& layer, int64_t n_pos, int64_t row_elems, int32_t index) {
-  const Span& span = layer.span();
+KvStoreSnapshot TakeStore(const KvStore& store, int64_t n_pos, int64_t head_dim, int32_t index) {
+  const Span& span = store.span();
+  const int64_t row_elems = int64_t(store.heads().size()) * head_dim;
   // Positions a later query can see: [first, n_pos) plus the sinks.
   const int64_t first = span.full() ? 0 : std::max<int64_t>(0, n_pos - (span.window - 1));
   const int64_t sinks = span.full() ? 0 : std::min<int64_t>(span.sinks, first);
-  const KvView view = layer.View();
+  const KvView view = store.View();
   std::vector<int64_t> rows;  // view rows to copy, in position order
   for (int64_t r = 0; r < view.n_rows; ++r) {
     const int32_t p = view.pos[r];
@@ -51,7 +52,7 @@ LayerKvSnapshot TakeLayer(const LayerKvCache& layer, int64_t n_pos, int64_t row_
                              std::to_string(index) + " holds " + std::to_string(rows.size()) + " of the " +
                              std::to_string(expected) +
                              " rows it needs (take ring snapshots right after the step that reaches n_pos)");
-  LayerKvSnapshot out;
+  KvStoreSnapshot out;
   out.taken = true;
   out.pos.resize(rows.size());
   out.k.resize(rows.size() * size_t(row_elems));
@@ -66,6 +67,12 @@ LayerKvSnapshot TakeLayer(const LayerKvCache& layer, int64_t n_pos, int64_t row_
 
 }  // namespace
 
+size_t LayerKvSnapshot::Bytes() const {
+  size_t total = 0;
+  for (const KvStoreSnapshot& s : stores) total += s.Bytes();
+  return total;
+}
+
 size_t KvSnapshot::Bytes() const {
   size_t total = 0;
   for (const LayerKvSnapshot& l : layers) total += l.Bytes();
@@ -73,39 +80,48 @@ size_t KvSnapshot::Bytes() const {
 }
 
 KvSnapshot TakeSnapshot(const KvCache& cache, const KvShape& shape, int64_t n_pos, SnapshotLayers which) {
-  const int64_t row_elems = int64_t(shape.n_kv_heads) * shape.head_dim;
   if (n_pos < 0) throw std::invalid_argument("KV snapshot: negative position");
   KvSnapshot snap;
   snap.n_pos = n_pos;
   snap.layers.resize(size_t(cache.n_layers()));
   for (int32_t i = 0; i < cache.n_layers(); ++i) {
     const LayerKvCache& layer = cache.layer(i);
-    if (!Wanted(layer, which)) continue;
-    snap.layers[size_t(i)] = TakeLayer(layer, n_pos, row_elems, i);
+    LayerKvSnapshot& out = snap.layers[size_t(i)];
+    out.stores.resize(size_t(layer.n_stores()));
+    for (int32_t s = 0; s < layer.n_stores(); ++s)
+      if (Wanted(layer.store(s), which)) out.stores[size_t(s)] = TakeStore(layer.store(s), n_pos, shape.head_dim, i);
   }
   return snap;
 }
 
 void RestoreSnapshot(const KvSnapshot& snapshot, const KvShape& shape, KvCache& cache, int64_t limit) {
-  const int64_t row_elems = int64_t(shape.n_kv_heads) * shape.head_dim;
   if (int32_t(snapshot.layers.size()) != cache.n_layers())
     throw std::invalid_argument("KV snapshot has " + std::to_string(snapshot.layers.size()) +
                                 " layers, the cache " + std::to_string(cache.n_layers()));
   if (limit < 0) limit = snapshot.n_pos;
   const int64_t chunk = cache.options().max_chunk;
   for (int32_t i = 0; i < cache.n_layers(); ++i) {
-    const LayerKvSnapshot& snap = snapshot.layers[size_t(i)];
-    if (!snap.taken) continue;
     LayerKvCache& layer = cache.layer(i);
-    if (!layer.span().full() && limit != snapshot.n_pos)
-      throw std::invalid_argument("KV snapshot: a window layer restores only at its own position " +
-                                  std::to_string(snapshot.n_pos));
-    layer.Clear();
-    const int64_t n = std::lower_bound(snap.pos.begin(), snap.pos.end(), int32_t(limit)) - snap.pos.begin();
-    for (int64_t start = 0; start < n; start += chunk) {
-      const int64_t len = std::min(chunk, n - start);
-      layer.Write(&snap.k[size_t(start * row_elems)], &snap.v[size_t(start * row_elems)],
-                  &snap.pos[size_t(start)], len);
+    const LayerKvSnapshot& layer_snap = snapshot.layers[size_t(i)];
+    if (int32_t(layer_snap.stores.size()) != layer.n_stores())
+      throw std::invalid_argument("KV snapshot: layer " + std::to_string(i) + " has " +
+                                  std::to_string(layer_snap.stores.size()) + " stores, the cache " +
+                                  std::to_string(layer.n_stores()));
+    for (int32_t s = 0; s < layer.n_stores(); ++s) {
+      const KvStoreSnapshot& snap = layer_snap.stores[size_t(s)];
+      if (!snap.taken) continue;
+      KvStore& store = layer.store(s);
+      const int64_t row_elems = int64_t(store.heads().size()) * shape.head_dim;
+      if (!store.span().full() && limit != snapshot.n_pos)
+        throw std::invalid_argument("KV snapshot: a window layer restores only at its own position " +
+                                    std::to_string(snapshot.n_pos));
+      store.Clear();
+      const int64_t n = std::lower_bound(snap.pos.begin(), snap.pos.end(), int32_t(limit)) - snap.pos.begin();
+      for (int64_t start = 0; start < n; start += chunk) {
+        const int64_t len = std::min(chunk, n - start);
+        store.Write(&snap.k[size_t(start * row_elems)], &snap.v[size_t(start * row_elems)],
+                    &snap.pos[size_t(start)], len);
+      }
     }
   }
 }

@@ -20,12 +20,19 @@
 
 namespace swan {
 
-struct LayerKvSnapshot {
-  bool taken = false;        // false: this layer was left out
+// The rows of one store (kv/kv_cache.h: a layer's heads, or one head group
+// of a per-head layer).
+struct KvStoreSnapshot {
+  bool taken = false;        // false: this store was left out
   std::vector<int32_t> pos;  // [n] position of each row
-  std::vector<float> k;      // [n, n_kv_heads, head_dim]
-  std::vector<float> v;      // [n, n_kv_heads, head_dim]
+  std::vector<float> k;      // [n, store heads, head_dim]
+  std::vector<float> v;      // [n, store heads, head_dim]
   size_t Bytes() const { return (k.size() + v.size()) * sizeof(float) + pos.size() * sizeof(int32_t); }
+};
+
+struct LayerKvSnapshot {
+  std::vector<KvStoreSnapshot> stores;  // [the layer's n_stores]
+  size_t Bytes() const;
 };
 
 struct KvSnapshot {
@@ -34,7 +41,8 @@ struct KvSnapshot {
   size_t Bytes() const;
 };
 
-// Which layers a snapshot covers.
+// Which stores a snapshot covers: window stores (rings) or full ones (a
+// per-head layer has one of each).
 enum class SnapshotLayers { kAll, kWindow, kFull };
 
 // Copies the rows described above. Throws std::runtime_error when a window
@@ -44,10 +52,10 @@ enum class SnapshotLayers { kAll, kWindow, kFull };
 KvSnapshot TakeSnapshot(const KvCache& cache, const KvShape& shape, int64_t n_pos,
                         SnapshotLayers which = SnapshotLayers::kAll);
 
-// Clears every layer the snapshot covers and writes its rows with position
+// Clears every store the snapshot covers and writes its rows with position
 // < `limit` back (limit < 0: all rows). A full-layer snapshot taken at n
 // restores the state at any limit <= n; a window layer's only at its own
-// n_pos. Layers the snapshot left out are untouched.
+// n_pos. Stores the snapshot left out are untouched.
 void RestoreSnapshot(const KvSnapshot& snapshot, const KvShape& shape, KvCache& cache, int64_t limit = -1);
 
 }  // namespace swan

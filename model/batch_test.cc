@@ -127,23 +127,27 @@ double MaxRelDiff(const std::vector<float>& a, const std::vector<float>& b) {
   return worst;
 }
 
-// Same positions in the same slots, and the same keys and values.
+// Same positions in the same slots, and the same keys and values, store by
+// store (a per-head layer has two).
 void ExpectSameCache(const KvCache& a, const KvCache& b, double tol) {
   ASSERT_EQ(a.n_layers(), b.n_layers());
   for (int32_t l = 0; l < a.n_layers(); ++l) {
-    const KvView va = a.layer(l).View(), vb = b.layer(l).View();
-    ASSERT_EQ(va.n_rows, vb.n_rows) << "layer " << l;
-    ASSERT_EQ(va.type, KvType::kF32);
-    const int64_t row = kKvHeads * kHeadDim;
+    ASSERT_EQ(a.layer(l).n_stores(), b.layer(l).n_stores());
     double diff = 0;
-    for (int64_t r = 0; r < va.n_rows; ++r) {
-      ASSERT_EQ(va.pos[r], vb.pos[r]) << "layer " << l << " slot " << r;
-      if (va.pos[r] < 0) continue;
-      for (int64_t c = 0; c < row; ++c) {
-        diff = std::max(diff, double(std::fabs(static_cast<const float*>(va.k)[r * row + c] -
-                                               static_cast<const float*>(vb.k)[r * row + c])));
-        diff = std::max(diff, double(std::fabs(static_cast<const float*>(va.v)[r * row + c] -
-                                               static_cast<const float*>(vb.v)[r * row + c])));
+    for (int32_t s = 0; s < a.layer(l).n_stores(); ++s) {
+      const KvView va = a.layer(l).store(s).View(), vb = b.layer(l).store(s).View();
+      ASSERT_EQ(va.n_rows, vb.n_rows) << "layer " << l;
+      ASSERT_EQ(va.type, KvType::kF32);
+      const int64_t row = int64_t(a.layer(l).store(s).heads().size()) * kHeadDim;
+      for (int64_t r = 0; r < va.n_rows; ++r) {
+        ASSERT_EQ(va.pos[r], vb.pos[r]) << "layer " << l << " slot " << r;
+        if (va.pos[r] < 0) continue;
+        for (int64_t c = 0; c < row; ++c) {
+          diff = std::max(diff, double(std::fabs(static_cast<const float*>(va.k)[r * row + c] -
+                                                 static_cast<const float*>(vb.k)[r * row + c])));
+          diff = std::max(diff, double(std::fabs(static_cast<const float*>(va.v)[r * row + c] -
+                                                 static_cast<const float*>(vb.v)[r * row + c])));
+        }
       }
     }
     EXPECT_LE(diff, tol) << "layer " << l;
@@ -216,14 +220,14 @@ class ForwardBatchTest : public ::testing::Test {
 };
 
 // Plans of every kind, across sequences of one batch: full, a window whose
-// ring wraps, sinks, cache positions, hybrids, routed layers.
+// ring wraps, sinks, cache positions, hybrids, routed and per-head layers.
 const std::vector<std::string> kLlamaSpecs = {
     "full",          "swa:4",  "hybrid:1:1,window:3,sinks:1", "swa:5,sinks:2,pos:cache",
-    "routed:3,sinks:1", "full,layer1:swa:2,layer3:routed:4"};
+    "routed:3,sinks:1", "full,layer1:swa:2,layer3:routed:4", "swa:3,sinks:1,layer0:heads:1,layer2:heads:0"};
 // Each sequence's depth before the batched steps, for batches of 1, 3 and 5.
 const std::vector<std::vector<int64_t>> kDepths = {{9}, {3, 17, 1}, {12, 5, 30, 2, 8}};
 const std::vector<std::string> kGemma3Specs = {"model", "swa:3", "full", "hybrid:1:1,window:3,sinks:2",
-                                               "swa:4,sinks:1,pos:cache"};
+                                               "swa:4,sinks:1,pos:cache", "model,layer1:heads:0:2"};
 
 TEST_F(ForwardBatchTest, LlamaDecodeMatchesForwardPerSequence) {
   const auto model = TinyModel(Family::kLlama, dir_);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "attention/head_groups.h"
 #include "attention/routed.h"
 #include "model/cache_positions.h"
 #include "ops/elementwise.h"
@@ -110,9 +111,14 @@ void AttendRows(float* out, float* q, float* k, const float* v, const float* xn,
   args.q = q;
   args.q_pos = part.pos;
   args.n_q = n;
-  args.kv = layer.cache->View();
   args.span = layer.span;
   args.scale = layer.scale;
+  if (layer.cache->per_head()) {
+    // Each head group against its own store (attention/head_groups.h).
+    AttendHeadGroups(args, layer.cache->Groups(), out);
+    return;
+  }
+  args.kv = layer.cache->View();
   if (layer.routes) {
     std::vector<uint8_t> route_full(static_cast<size_t>(n));  // [n] 1 = full attention
     RouteTokens(route_full.data(), xn, part.pos, n, sizes.hidden, *layer.routes);

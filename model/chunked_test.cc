@@ -69,7 +69,9 @@ TEST_F(Chunked, ChunksAndDecodeEqualWholePrefillForEveryPlan) {
                          "hybrid:1:1,window:8,nope:full",
                          "full,layer2:swa:4",
                          "swa:8,sinks:2,pos:cache",
-                         "hybrid:1:1,window:6,sinks:1,pos:cache"};
+                         "hybrid:1:1,window:6,sinks:1,pos:cache",
+                         "full,window:4,sinks:1,layer1:heads:0+3,layer3:heads:2",
+                         "swa:5,layer0:heads:1+2+3:3"};
   const int64_t n = int64_t(tokens_.size());
   ASSERT_GE(n, 2 * 8 + 8 + 1);  // past 2W + chunk for W = 8
   double worst = 0;

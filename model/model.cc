@@ -51,7 +51,7 @@ Session::Session(const AttentionPlan& plan_in, const KvShape& shape, const KvCac
     : plan(plan_in), cache([&] {
         std::vector<Span> spans;
         for (const LayerPlan& l : plan_in.layers) spans.push_back(l.cache_span());
-        return KvCache(spans, shape, options);
+        return KvCache(spans, plan_in.FullHeads(), shape, options);
       }()) {
   for (const LayerPlan& l : plan.layers) ropes.emplace_back(l.rope, shape.head_dim);
 }
@@ -96,7 +96,16 @@ std::unique_ptr<Session> LanguageModel::NewSession(const AttentionPlan& plan,
 }
 
 ModelAttentionDefaults AttentionDefaultsFor(const ModelConfig& config) {
-  return FamilyOf(config, "config.json").attention(config);
+  ModelAttentionDefaults d = FamilyOf(config, "config.json").attention(config);
+  d.n_kv_heads = config.n_kv_heads;
+  return d;
+}
+
+size_t PlanLayerKvBytesAt(const LayerPlan& layer, const KvShape& shape, const KvCacheOptions& options,
+                          int64_t n_ctx) {
+  if (layer.kind == LayerKind::kPerHead)
+    return LayerKvBytesAt(layer.span, layer.full_heads, shape, options, n_ctx);
+  return LayerKvBytesAt(layer.cache_span(), shape, options, n_ctx);
 }
 
 ModelAttentionDefaults LanguageModel::AttentionDefaults() const {

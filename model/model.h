@@ -103,6 +103,11 @@ void CheckSteps(const std::vector<SequenceStep>& steps);
 // architecture, without loading weights. Throws for unsupported architectures.
 ModelAttentionDefaults AttentionDefaultsFor(const ModelConfig& config);
 
+// The bytes the KV cache of a layer under `layer` holds after n_ctx tokens
+// (LayerKvBytesAt; a per-head layer's full heads and ring together).
+size_t PlanLayerKvBytesAt(const LayerPlan& layer, const KvShape& shape, const KvCacheOptions& options,
+                          int64_t n_ctx);
+
 // The hyperparameters of a model directory or a GGUF file.
 ModelConfig ModelConfigOf(const std::string& path);
 

@@ -1,6 +1,10 @@
 #include "model/plan.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 
@@ -37,13 +41,81 @@ int32_t ParseCount(const std::string& spec, const std::string& text, const std::
   return int32_t(v);
 }
 
+// "A+B+C": KV head indices, ascending, no repeats.
+std::vector<int32_t> ParseHeadList(const std::string& spec, const std::string& text, const std::string& item) {
+  std::vector<int32_t> heads;
+  for (const std::string& h : Split(text, '+'))
+    heads.push_back(ParseCount(spec, h, "a KV head in '" + item + "'", /*allow_zero=*/true));
+  std::sort(heads.begin(), heads.end());
+  if (std::adjacent_find(heads.begin(), heads.end()) != heads.end())
+    Reject(spec, "'" + item + "' lists a KV head twice");
+  return heads;
+}
+
+// {"full_heads": [[heads of layer 0], [heads of layer 1], ...]}
+std::vector<std::vector<int32_t>> ReadHeadsFile(const std::string& path, int32_t n_layers) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("heads file " + path + ": cannot be read");
+  const nlohmann::json j =
+      nlohmann::json::parse(std::string(std::istreambuf_iterator<char>(in), {}), nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("full_heads") || !j["full_heads"].is_array())
+    throw std::runtime_error("heads file " + path +
+                             ": expected JSON {\"full_heads\": [[KV heads of layer 0], ...]} (swan heads --select "
+                             "writes one)");
+  std::vector<std::vector<int32_t>> layers;
+  for (const nlohmann::json& l : j["full_heads"]) {
+    if (!l.is_array()) throw std::runtime_error("heads file " + path + ": each layer's entry is a list of KV heads");
+    std::vector<int32_t> heads;
+    for (const nlohmann::json& h : l) {
+      if (!h.is_number_integer() || h.get<int64_t>() < 0 || h.get<int64_t>() > (1 << 20))
+        throw std::runtime_error("heads file " + path + ": KV heads are non-negative integers, got " + h.dump());
+      heads.push_back(h.get<int32_t>());
+    }
+    std::sort(heads.begin(), heads.end());
+    if (std::adjacent_find(heads.begin(), heads.end()) != heads.end())
+      throw std::runtime_error("heads file " + path + ": layer " + std::to_string(layers.size()) +
+                               " lists a KV head twice");
+    layers.push_back(heads);
+  }
+  if (int32_t(layers.size()) != n_layers)
+    throw std::runtime_error("heads file " + path + " gives " + std::to_string(layers.size()) +
+                             " layers, the model has " + std::to_string(n_layers));
+  return layers;
+}
+
 }  // namespace
+
+std::string LayerPlan::SpanText() const {
+  if (kind == LayerKind::kRouted) return "full | " + span.ToString();
+  if (kind != LayerKind::kPerHead) return span.ToString();
+  std::string heads;  // "0,2"
+  for (const int32_t h : full_heads) heads += (heads.empty() ? "" : ",") + std::to_string(h);
+  return "KV heads " + heads + " full | " + span.ToString();
+}
+
+Span LayerPlan::HeadSpan(int32_t kv_head) const {
+  if (kind != LayerKind::kPerHead) return span;
+  return std::binary_search(full_heads.begin(), full_heads.end(), kv_head) ? Span{} : span;
+}
+
+bool AttentionPlan::HasPerHeadLayers() const {
+  for (const LayerPlan& l : layers)
+    if (l.kind == LayerKind::kPerHead) return true;
+  return false;
+}
+
+std::vector<std::vector<int32_t>> AttentionPlan::FullHeads() const {
+  std::vector<std::vector<int32_t>> heads;  // [n_layers]
+  for (const LayerPlan& l : layers) heads.push_back(l.kind == LayerKind::kPerHead ? l.full_heads : std::vector<int32_t>{});
+  return heads;
+}
 
 const char* LayerKindName(LayerKind kind) {
   switch (kind) {
     case LayerKind::kFull: return "full";
     case LayerKind::kWindow: return "window";
     case LayerKind::kRouted: return "routed";
+    case LayerKind::kPerHead: return "per-head";
   }
   return "?";
 }
@@ -56,7 +128,7 @@ bool AttentionPlan::HasRoutedLayers() const {
 
 bool AttentionPlan::HasWindowLayers() const {
   for (const LayerPlan& l : layers)
-    if (l.kind == LayerKind::kWindow) return true;
+    if (l.kind == LayerKind::kWindow || l.kind == LayerKind::kPerHead) return true;
   return false;
 }
 
@@ -64,8 +136,7 @@ std::string AttentionPlan::Describe() const {
   std::ostringstream s;
   for (size_t i = 0; i < layers.size(); ++i) {
     const LayerPlan& l = layers[i];
-    s << "layer " << i << "\t" << LayerKindName(l.kind) << "\t"
-      << (l.kind == LayerKind::kRouted ? "full or " : "") << l.span.ToString() << "\t" << l.rope.ToString()
+    s << "layer " << i << "\t" << LayerKindName(l.kind) << "\t" << l.SpanText()<< "\t" << l.rope.ToString()
       << (l.position_mode == PositionMode::kCache ? " (cache positions)" : "") << "\n";
   }
   return s.str();
@@ -129,6 +200,10 @@ PlanSpec ParsePlanSpec(const std::string& spec) {
       double& slot = w[1] == "full" ? p.rope_base_full : p.rope_base_window;
       if (slot != 0) Reject(spec, "'" + item + "': the " + w[1] + " layers' RoPE base is given twice");
       slot = base;
+    } else if (head == "heads") {
+      if (item.size() <= 6) Reject(spec, "'" + item + "': expected heads:FILE.json");
+      if (!p.heads_file.empty()) Reject(spec, "'" + item + "': the heads file is given twice");
+      p.heads_file = item.substr(6);  // a path may hold ':'
     } else if (head == "pos") {
       if (w.size() != 2 || (w[1] != "cache" && w[1] != "absolute"))
         Reject(spec, "'" + item + "': expected pos:cache or pos:absolute");
@@ -148,20 +223,24 @@ PlanSpec ParsePlanSpec(const std::string& spec) {
       } else if ((w.size() == 2 || w.size() == 3) && (w[1] == "swa" || w[1] == "routed")) {
         o.kind = w[1] == "swa" ? LayerKind::kWindow : LayerKind::kRouted;
         if (w.size() == 3) o.window = ParseCount(spec, w[2], "the window in '" + item + "'");
+      } else if ((w.size() == 3 || w.size() == 4) && w[1] == "heads") {
+        o.kind = LayerKind::kPerHead;
+        o.full_heads = ParseHeadList(spec, w[2], item);
+        if (w.size() == 4) o.window = ParseCount(spec, w[3], "the window in '" + item + "'");
       } else {
-        Reject(spec, "'" + item + "': expected layerN:full, layerN:swa[:W] or layerN:routed[:W]");
+        Reject(spec, "'" + item + "': expected layerN:full, layerN:swa[:W], layerN:routed[:W] or layerN:heads:A+B[:W]");
       }
       p.overrides[layer] = o;
     } else {
       Reject(spec, "unknown word '" + item +
                        "' (expected full, swa:W, hybrid:A:B, routed:W, window:W, sinks:S, "
-                       "layerN:full, layerN:swa[:W], layerN:routed[:W], nope:full|window|all, rope-base:full|window:B, "
+                       "layerN:full, layerN:swa[:W], layerN:routed[:W], layerN:heads:A+B[:W], heads:FILE.json, nope:full|window|all, rope-base:full|window:B, "
                        "rope-scaling:full|none, pos:cache)");
     }
   }
-  if (p.preset == PlanSpec::Preset::kFull && have_window && p.overrides.empty())
+  if (p.preset == PlanSpec::Preset::kFull && have_window && p.overrides.empty() && p.heads_file.empty())
     Reject(spec, "window:" + std::to_string(p.window) + " given, but a full plan has no window layers");
-  if (p.preset == PlanSpec::Preset::kFull && have_sinks && p.sinks > 0) {
+  if (p.preset == PlanSpec::Preset::kFull && have_sinks && p.sinks > 0 && p.heads_file.empty()) {
     bool any_window = false;
     for (const auto& [layer, o] : p.overrides) any_window |= o.kind != LayerKind::kFull;
     if (!any_window) Reject(spec, "sinks need a window: full attention already sees every key");
@@ -194,7 +273,7 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
       if (s.window > 0) window = s.window;
     if (window == 0) window = model.default_window;
   }
-  bool needs_window = p.preset == PlanSpec::Preset::kHybrid;
+  bool needs_window = p.preset == PlanSpec::Preset::kHybrid || !p.heads_file.empty();
   for (const auto& [layer, o] : p.overrides)
     needs_window = needs_window || (layer < n && o.kind != LayerKind::kFull && o.window == 0);
   if (needs_window && window == 0)
@@ -205,6 +284,7 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
   AttentionPlan plan;
   plan.spec = spec.empty() ? "model" : spec;
   plan.layers.resize(size_t(n));
+  plan.n_kv_heads = model.n_kv_heads;
   for (int32_t i = 0; i < n; ++i) {
     LayerPlan& l = plan.layers[size_t(i)];
     switch (p.preset) {
@@ -235,13 +315,43 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
       }
     }
   }
+  // A layer with some of its KV heads full, from the heads file.
+  auto set_heads = [&](LayerPlan& l, const std::vector<int32_t>& heads, int32_t layer_window,
+                       const std::string& where) {
+    for (const int32_t h : heads)
+      if (model.n_kv_heads > 0 && h >= model.n_kv_heads)
+        throw std::invalid_argument(where + ": KV head " + std::to_string(h) + " is out of range (the model has " +
+                                    std::to_string(model.n_kv_heads) + " KV heads)");
+    l.full_heads.clear();
+    if (heads.empty()) {
+      l.kind = LayerKind::kWindow;
+    } else if (model.n_kv_heads > 0 && int32_t(heads.size()) == model.n_kv_heads) {
+      l.kind = LayerKind::kFull;
+    } else {
+      l.kind = LayerKind::kPerHead;
+      l.full_heads = heads;
+    }
+    l.span = l.kind == LayerKind::kFull ? Span{} : Span{layer_window, 0};
+  };
+  if (!p.heads_file.empty()) {
+    const std::vector<std::vector<int32_t>> heads = ReadHeadsFile(p.heads_file, n);
+    for (int32_t i = 0; i < n; ++i)
+      set_heads(plan.layers[size_t(i)], heads[size_t(i)], window,
+                "attention plan '" + spec + "': heads file, layer " + std::to_string(i));
+  }
   for (const auto& [layer, o] : p.overrides) {
     if (layer >= n)
       throw std::invalid_argument("attention plan '" + spec + "': layer" + std::to_string(layer) +
                                   " does not exist (the model has layers 0.." +
                                   std::to_string(n - 1) + ")");
     LayerPlan& l = plan.layers[size_t(layer)];
+    if (o.kind == LayerKind::kPerHead) {
+      set_heads(l, o.full_heads, o.window > 0 ? o.window : window,
+                "attention plan '" + spec + "': layer" + std::to_string(layer));
+      continue;
+    }
     l.kind = o.kind;
+    l.full_heads.clear();
     l.span = o.kind == LayerKind::kFull ? Span{} : Span{o.window > 0 ? o.window : window, 0};
   }
   bool any_window = false;
@@ -251,7 +361,8 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
       any_window = true;
       if (p.sinks > 0) l.span.sinks = p.sinks;
     }
-    // A routed layer's positions are those of its full branch.
+    // A routed layer's positions are those of its full branch, a per-head
+    // layer's those of its full heads.
     const bool full = l.kind != LayerKind::kWindow;
     // A layer keeps the RoPE it was trained with, whatever attention it runs.
     l.rope = model.layer_ropes.empty() ? model.rope : model.layer_ropes[i];

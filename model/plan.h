@@ -19,12 +19,19 @@
 //   layerN:full       layer N full attention
 //   layerN:swa[:W]    layer N a window layer (of W, or the plan's window)
 //   layerN:routed[:W] layer N routed, its window branch W (or the plan's)
+//   layerN:heads:A+B[:W]  layer N per-head: KV heads A, B, ... keep every key,
+//                     the others a window of W (or the plan's) and the sinks
+//   heads:FILE.json   per-head layers from a file ({"full_heads": [[...] per
+//                     layer]}, as `swan heads --select` writes it): a layer
+//                     with some of its KV heads listed becomes per-head, with
+//                     all of them full, with none a window layer
 //   nope:full | nope:window | nope:all   no RoPE on those layers
 //   rope-base:full:B | rope-base:window:B  RoPE base of those layers (Gemma 3:
 //                     10000 on window layers, 1000000 on full ones)
 //   rope-scaling:full | rope-scaling:none  the config's RoPE scaling (YaRN, ...)
 //                     on full layers only (Mellum 2), or on no layer
 //   pos:cache         StreamingLLM positions on window layers with sinks
+//                     (per-head layers keep absolute positions)
 // e.g. "hybrid:3:1,window:64,sinks:4,layer0:full,nope:full".
 #pragma once
 
@@ -40,8 +47,10 @@ namespace swan {
 
 // kRouted: per token, full attention or the window `span` (Switch
 // Attention); both branches share Q, K, V and a cache that keeps every key.
-enum class LayerKind { kFull, kWindow, kRouted };
-const char* LayerKindName(LayerKind kind);  // full, window or routed
+// kPerHead: per KV head, full attention (`full_heads`) or the window `span`
+// (DuoAttention); the cache keeps every key of the full heads only.
+enum class LayerKind { kFull, kWindow, kRouted, kPerHead };
+const char* LayerKindName(LayerKind kind);  // full, window, routed or per-head
 // Position mode (DESIGN.md §2): `absolute` token positions, or `cache`
 // (StreamingLLM): positions counted in the cache, so a window layer's sinks
 // sit right before its window at any length (model/cache_positions.h).
@@ -52,18 +61,29 @@ struct LayerPlan {
   Span span;                // window 0 for full layers; the window branch of routed ones
   RopeSettings rope;
   PositionMode position_mode = PositionMode::kAbsolute;
+  std::vector<int32_t> full_heads;  // kPerHead: the KV heads that see every key, ascending
 
   // The span the KV cache must serve: a routed layer keeps every key, since
-  // any later token may route to full attention.
+  // any later token may route to full attention. (A per-head layer's cache
+  // also keeps every key of its full_heads.)
   Span cache_span() const { return kind == LayerKind::kRouted ? Span{} : span; }
+  // "window 64", "full | window 64" (routed), "KV heads 0,2 full | window 64".
+  std::string SpanText() const;
+  // The span KV head `kv_head` attends under.
+  Span HeadSpan(int32_t kv_head) const;
 };
 
 struct AttentionPlan {
   std::string spec;                // what it was resolved from
   std::vector<LayerPlan> layers;   // [n_layers]
+  int32_t n_kv_heads = 0;          // the model's, when known (per-head layers' share of full heads)
 
-  bool HasWindowLayers() const;  // kWindow layers (ring caches)
+  bool HasWindowLayers() const;  // kWindow or kPerHead layers (ring caches)
   bool HasRoutedLayers() const;
+  bool HasPerHeadLayers() const;
+  // The full heads of every layer (empty for all but per-head layers), for
+  // the KV cache.   [n_layers]
+  std::vector<std::vector<int32_t>> FullHeads() const;
   // One line per layer: "layer  3  window 64 + 4 sinks  rope 10000".
   std::string Describe() const;
 };
@@ -73,7 +93,8 @@ struct PlanSpec {
   enum class Preset { kModel, kFull, kSwa, kHybrid, kRouted };
   struct LayerOverride {
     LayerKind kind = LayerKind::kFull;
-    int32_t window = 0;  // kWindow, kRouted: 0 = the plan's window
+    int32_t window = 0;  // kWindow, kRouted, kPerHead: 0 = the plan's window
+    std::vector<int32_t> full_heads;  // kPerHead
   };
   Preset preset = Preset::kModel;
   int32_t window = 0;             // swa:W, routed:W or window:W; 0 = not given
@@ -88,6 +109,7 @@ struct PlanSpec {
   enum class RopeScalingScope { kAll, kFullOnly, kNone };
   RopeScalingScope rope_scaling = RopeScalingScope::kAll;
   PositionMode position_mode = PositionMode::kAbsolute;
+  std::string heads_file;  // heads:FILE.json; empty = none
 };
 
 // Throws std::invalid_argument naming the offending word: unknown words, a
@@ -106,10 +128,13 @@ struct ModelAttentionDefaults {
   // The model's own sliding window, for hybrid presets and layerN:swa
   // without a W; 0: it has none, and such a plan must give window:W.
   int32_t default_window = 0;
+  int32_t n_kv_heads = 0;  // for per-head layers; 0 = not known (no range check)
 };
 
 // Resolves `spec` for a model. Throws std::invalid_argument for layer
-// indices out of range and for sinks on a plan without window layers.
+// indices out of range, KV heads out of range, and for sinks on a plan
+// without window layers; std::runtime_error for a heads file that cannot be
+// read or does not fit the model.
 AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults& model);
 
 }  // namespace swan

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 namespace swan {
@@ -27,6 +30,11 @@ std::string Kinds(const AttentionPlan& p) {
       s += 'F';
     } else {
       if (l.kind == LayerKind::kRouted) s += 'R';
+      if (l.kind == LayerKind::kPerHead) {
+        s += 'H';
+        for (const int32_t h : l.full_heads) s += std::to_string(h);
+        s += '/';
+      }
       s += std::to_string(l.span.window);
       if (l.span.sinks) s += "+" + std::to_string(l.span.sinks);
     }
@@ -197,6 +205,66 @@ TEST(Plan, RejectsNonsense) {
     EXPECT_NE(msg.find(c.message), std::string::npos) << "spec '" << c.spec << "' gave: " << msg;
     EXPECT_NE(msg.find(c.spec[0] == '\0' ? "" : "attention plan"), std::string::npos) << msg;
   }
+}
+
+// A model of n layers with 4 KV heads.
+ModelAttentionDefaults FourHeads(int32_t n_layers, int32_t sliding_window = 0) {
+  ModelAttentionDefaults m = Model(n_layers, sliding_window);
+  m.n_kv_heads = 4;
+  return m;
+}
+
+TEST(Plan, PerHeadLayersOnTheCommandLine) {
+  const AttentionPlan p = ResolvePlan("full,window:16,sinks:4,layer1:heads:3+0,layer2:heads:1:8", FourHeads(3));
+  EXPECT_EQ(Kinds(p), "F H03/16+4 H1/8+4");
+  EXPECT_EQ(p.n_kv_heads, 4);
+  EXPECT_EQ(p.layers[1].kind, LayerKind::kPerHead);
+  EXPECT_TRUE(p.layers[1].HeadSpan(0).full());
+  EXPECT_EQ(p.layers[1].HeadSpan(1), (Span{16, 4}));
+  EXPECT_TRUE(p.HasPerHeadLayers());
+  EXPECT_TRUE(p.HasWindowLayers());  // their rings
+  EXPECT_EQ(p.FullHeads(), (std::vector<std::vector<int32_t>>{{}, {0, 3}, {1}}));
+  EXPECT_EQ(p.layers[1].SpanText(), "KV heads 0,3 full | window 16 + 4 sinks");
+  EXPECT_NE(p.Describe().find("per-head\tKV heads 0,3 full | window 16 + 4 sinks"), std::string::npos);
+  // Every head full is a full layer, and a per-head layer keeps the full
+  // layers' RoPE settings (nope:full).
+  EXPECT_EQ(Kinds(ResolvePlan("swa:8,layer0:heads:0+1+2+3", FourHeads(2))), "F 8");
+  EXPECT_FALSE(ResolvePlan("swa:8,layer0:heads:2,nope:full", FourHeads(1)).layers[0].rope.enabled);
+}
+
+TEST(Plan, PerHeadLayersFromAFile) {
+  const std::string path = (std::filesystem::temp_directory_path() / "swan_plan_test_heads.json").string();
+  std::ofstream(path) << R"({"share": 0.25, "full_heads": [[], [2], [0, 1, 2, 3]]})";
+  const AttentionPlan p = ResolvePlan("full,window:32,heads:" + path, FourHeads(3));
+  EXPECT_EQ(Kinds(p), "32 H2/32 F");
+  // A layer override wins over the file.
+  EXPECT_EQ(Kinds(ResolvePlan("full,window:32,heads:" + path + ",layer1:full", FourHeads(3))), "32 F F");
+  // The model's own window serves when the plan gives none.
+  EXPECT_EQ(Kinds(ResolvePlan("model,heads:" + path, FourHeads(3, 64))), "64 H2/64 F");
+  EXPECT_THROW(ResolvePlan("full,window:32,heads:" + path, FourHeads(4)), std::runtime_error);  // 3 layers of 4
+  std::ofstream(path) << R"({"full_heads": [[0], [7], []]})";
+  EXPECT_THROW(ResolvePlan("full,window:32,heads:" + path, FourHeads(3)), std::invalid_argument);
+  std::ofstream(path) << R"({"heads": 3})";
+  EXPECT_THROW(ResolvePlan("full,window:32,heads:" + path, FourHeads(3)), std::runtime_error);
+  std::remove(path.c_str());
+  EXPECT_THROW(ResolvePlan("full,window:32,heads:" + path, FourHeads(3)), std::runtime_error);  // no file
+}
+
+TEST(Plan, PerHeadNonsenseIsRefused) {
+  auto rejection = [](const std::string& spec) {
+    try {
+      ResolvePlan(spec, FourHeads(2));
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(rejection("full,layer0:heads:4,window:8").find("KV head 4 is out of range"), std::string::npos);
+  EXPECT_NE(rejection("full,layer0:heads:1+1,window:8").find("twice"), std::string::npos);
+  EXPECT_NE(rejection("full,layer0:heads:1").find("must give one"), std::string::npos);  // no window
+  EXPECT_NE(rejection("full,layer0:heads:,window:8").find("KV head"), std::string::npos);
+  EXPECT_NE(rejection("full,layer0:heads:x,window:8").find("KV head"), std::string::npos);
+  EXPECT_NE(rejection("full,heads:").find("heads:FILE.json"), std::string::npos);
 }
 
 TEST(Plan, ParserAloneRejectsSinksOnFull) {

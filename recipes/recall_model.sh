@@ -24,6 +24,8 @@
 #   MINUTES   hard limit on the training (default 40): it stops, checkpoints
 #             and exports when reached (EXTRA=--resume finishes)
 #   THREADS   threads (default 1, so that the run can go in the background)
+#   HEADS     attention heads, each its own KV head (default 1; dim 128 split
+#             among them: HEADS=4 gives 4 heads of 32, for per-head plans)
 #   EXTRA     more `swan train` flags for both stages
 set -eu
 
@@ -34,6 +36,7 @@ FULL_STEPS=${FULL_STEPS:-600}
 MINUTES=${MINUTES:-40}
 THREADS=${THREADS:-1}
 EXTRA=${EXTRA:-}
+HEADS=${HEADS:-1}
 [ -x "$SWAN" ] || { echo "no swan program at $SWAN (build it, or set SWAN=...)" >&2; exit 1; }
 
 if [ ! -f "$OUT/task/recall.json" ]; then
@@ -42,7 +45,7 @@ if [ ! -f "$OUT/task/recall.json" ]; then
 fi
 # Stage 1: the window-2 layer 0 and a full layer 1.
 "$SWAN" train --recall "$OUT/task/recall.json" --out "$OUT/run" \
-  --preset mini --layers 2 --dim 128 --heads 1 --kv-heads 1 --head-dim 128 --mlp 352 \
+  --preset mini --layers 2 --dim 128 --heads $HEADS --kv-heads $HEADS --head-dim $((128 / HEADS)) --mlp 352 \
   --attn "full,layer0:swa:2" --context 512 --context-schedule 64:600,128:1000,256:1400 \
   --batch 32 --steps "$STEPS" --lr 1e-3 --eval-every 100 --eval-seqs 64 --eval-bins 1,64,256,513 \
   --log-every 20 --time-limit "$MINUTES" -t "$THREADS" $EXTRA

@@ -1,6 +1,5 @@
 #include "serve/engine.h"
 
-#include <malloc.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <numeric>
 
 #include "serve/text_stream.h"
+#include "util/memory.h"
 #include "util/threads.h"
 
 namespace swan {
@@ -128,7 +128,7 @@ size_t Engine::PromptCacheLimit() const {
 size_t Engine::ReservationBytes(int64_t tokens) const {
   size_t total = 0;
   for (const LayerPlan& l : plan_.layers)
-    total += LayerKvBytesAt(l.cache_span(), model_.kv_shape(), kv_options_, tokens);
+    total += PlanLayerKvBytesAt(l, model_.kv_shape(), kv_options_, tokens);
   // One checkpoint every checkpoint_spacing_ tokens, one where the prompt
   // ends and one at the end; each holds the rows its window layers keep.
   for (const int64_t rows : checkpoint_rows_) {
@@ -287,7 +287,7 @@ void Engine::Loop() {
       stats_.prompt_cache_bytes = prompt_cache_.bytes();
       stats_.prompt_cache_entries = int64_t(prompt_cache_.size());
     }
-    if (running_.empty()) malloc_trim(0);  // give freed caches back to the system
+    if (running_.empty()) ReturnFreedMemory();  // give freed caches back to the system
   }
   // Shutting down: every request ends as cancelled.
   std::deque<std::unique_ptr<Sequence>> waiting;

@@ -1,6 +1,6 @@
 // Restoring a KV snapshot and continuing gives the logits of never having
 // left, for ring (window) layers, full layers truncated to a shorter
-// prefix, sinks, bf16 and q8_0 storage.
+// prefix, per-head layers, sinks, bf16 and q8_0 storage.
 #include "kv/kv_snapshot.h"
 
 #include <gtest/gtest.h>
@@ -63,7 +63,8 @@ TEST_F(Snapshot, RestoreAndContinueEqualsNeverLeaving) {
   const int64_t n = int64_t(tokens_.size()), cut = 37;
   ASSERT_GT(n, cut + 10);
   for (const char* spec :
-       {"swa:16", "hybrid:3:1,window:16", "swa:8,sinks:4", "swa:8,sinks:4,pos:cache", "full"}) {
+       {"swa:16", "hybrid:3:1,window:16", "swa:8,sinks:4", "swa:8,sinks:4,pos:cache", "full",
+        "swa:8,sinks:2,layer1:heads:0+3,layer4:heads:2"}) {
     for (KvType type : {KvType::kF32, KvType::kBF16}) {
       SCOPED_TRACE(std::string(spec) + (type == KvType::kF32 ? " f32" : " bf16"));
       KvCacheOptions options;
@@ -124,7 +125,10 @@ TEST_F(Snapshot, FullLayersRestoreAnyShorterPrefix) {
   const int64_t n = int64_t(tokens_.size()), cut = 21;
   KvCacheOptions options;
   options.max_chunk = 16;
-  const AttentionPlan plan = model_->ResolvePlan("hybrid:3:1,window:16");
+  // A per-head layer's full heads restore like full layers, its ring like window layers.
+  for (const char* spec : {"hybrid:3:1,window:16", "swa:16,layer0:heads:1,layer3:heads:0+2"}) {
+  SCOPED_TRACE(spec);
+  const AttentionPlan plan = model_->ResolvePlan(spec);
   // The window layers' state at `cut`, the full layers' at n.
   auto first = model_->NewSession(plan, options);
   Feed(*first, 0, cut, 7);
@@ -136,6 +140,7 @@ TEST_F(Snapshot, FullLayersRestoreAnyShorterPrefix) {
   RestoreSnapshot(fulls, model_->kv_shape(), second->cache, cut);
   RestoreSnapshot(rings, model_->kv_shape(), second->cache);
   EXPECT_LE(MaxDiff(Feed(*second, cut, n, 16), expected), 1e-5);
+  }
 }
 
 TEST_F(Snapshot, RingCheckpointIsSmallAndStaleRingsAreRefused) {
@@ -145,7 +150,7 @@ TEST_F(Snapshot, RingCheckpointIsSmallAndStaleRingsAreRefused) {
   auto session = model_->NewSession(plan, options);
   Feed(*session, 0, 40, 4);
   const KvSnapshot snap = TakeSnapshot(session->cache, model_->kv_shape(), 40);
-  for (const LayerKvSnapshot& l : snap.layers) EXPECT_EQ(l.pos.size(), 15u);  // W - 1 rows
+  for (const LayerKvSnapshot& l : snap.layers) EXPECT_EQ(l.stores[0].pos.size(), 15u);  // W - 1 rows
   Feed(*session, 40, 60, 4);
   EXPECT_THROW(TakeSnapshot(session->cache, model_->kv_shape(), 40), std::runtime_error);
 }

@@ -130,7 +130,12 @@ std::string CanonicalPlanSpec(const AttentionPlan& plan) {
     const LayerPlan& l = plan.layers[i];
     if (l.kind != LayerKind::kFull) {
       // sinks:S applies to window layers and routed layers' window branches alike.
-      spec += ",layer" + std::to_string(i) + (l.kind == LayerKind::kWindow ? ":swa:" : ":routed:") +
+      std::string heads;  // "A+B" for a per-head layer
+      for (const int32_t h : l.full_heads) heads += (heads.empty() ? "" : "+") + std::to_string(h);
+      spec += ",layer" + std::to_string(i) +
+              (l.kind == LayerKind::kWindow   ? ":swa:"
+               : l.kind == LayerKind::kRouted ? ":routed:"
+                                              : ":heads:" + heads + ":") +
               std::to_string(l.span.window);
       if (sinks >= 0 && sinks != l.span.sinks)
         throw std::invalid_argument("plan has different sink counts per layer; no spec says that");
@@ -217,7 +222,8 @@ void ExportHfDirectory(const std::string& dir, const TrainModel& model, const Ex
     layers.push_back({{"kind", LayerKindName(l.kind)},
                       {"window", l.span.window},
                       {"sinks", l.span.sinks},
-                      {"rope", l.rope.ToString()}});
+                      {"rope", l.rope.ToString()},
+                      {"full_heads", l.full_heads}});
   p["layers"] = layers;
   WriteFileAtomic((fs::path(dir) / "attention_plan.json").string(), p.dump(2) + "\n");
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attention/backward.h"
+#include "attention/head_groups.h"
 #include "ops/gemm.h"
 
 namespace swan {
@@ -236,8 +237,15 @@ void AttentionForward(float* out, float* lse, const float* q, const float* k, co
                       const SequenceAttention& a) {
   const AttentionTimer timer;
   const int64_t q_row = int64_t(a.shape.n_heads) * a.shape.head_dim;
-  for (int64_t b = 0; b < a.batch; ++b)
-    Attend(SequenceArgs(q, k, v, a, b), out + b * a.seq * q_row, lse + b * a.seq * a.shape.n_heads);
+  for (int64_t b = 0; b < a.batch; ++b) {
+    const AttentionArgs args = SequenceArgs(q, k, v, a, b);
+    float* out_b = out + b * a.seq * q_row;
+    float* lse_b = lse + b * a.seq * a.shape.n_heads;
+    if (a.head_spans.empty())
+      Attend(args, out_b, lse_b);
+    else
+      AttendPerHead(args, a.head_spans, out_b, lse_b);
+  }
 }
 
 void AttentionBackward(float* dq, float* dk, float* dv, const float* d_out, const float* out,
@@ -255,7 +263,10 @@ void AttentionBackward(float* dq, float* dk, float* dv, const float* d_out, cons
     grads.dq = dq + b * a.seq * q_row;
     grads.dk = dk + b * a.seq * kv_row;
     grads.dv = dv + b * a.seq * kv_row;
-    AttendBackward(SequenceArgs(q, k, v, a, b), saved, grads);
+    if (a.head_spans.empty())
+      AttendBackward(SequenceArgs(q, k, v, a, b), saved, grads);
+    else
+      AttendBackwardPerHead(SequenceArgs(q, k, v, a, b), a.head_spans, saved, grads);
   }
 }
 

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 #include <string>
 
 #include "attention/attention.h"
@@ -100,6 +101,9 @@ struct SequenceAttention {
   int64_t batch = 0;  // B
   int64_t seq = 0;    // T
   const int32_t* pos = nullptr;  // [T] = 0..T-1
+  // A per-head layer's span of each KV head (attention/head_groups.h);
+  // empty = `span` for every head.
+  std::vector<Span> head_spans;  // [kv_heads] or empty
 };
 //   out [B*T, heads, head_dim], lse [B*T, heads] (saved)
 void AttentionForward(float* out, float* lse, const float* q, const float* k, const float* v,

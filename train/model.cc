@@ -183,6 +183,14 @@ RoutedBranches TrainModel::Branches(int32_t r) {
                         At(acts_.att_window, r * N * QD), At(acts_.lse_window, r * N * H)};
 }
 
+SequenceAttention TrainModel::LayerAttention(int32_t l, int64_t batch, int64_t seq, const int32_t* pos) const {
+  const LayerPlan& lp = plan_.layers[size_t(l)];
+  SequenceAttention sa{{shape_.n_heads, shape_.n_kv_heads, shape_.head_dim}, lp.span, batch, seq, pos, {}};
+  if (lp.kind == LayerKind::kPerHead)
+    for (int32_t h = 0; h < shape_.n_kv_heads; ++h) sa.head_spans.push_back(lp.HeadSpan(h));
+  return sa;
+}
+
 void TrainModel::ZeroGrads() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
 
 void TrainModel::RefreshBF16Params() {
@@ -297,8 +305,7 @@ double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_
       RopeForward(q + b * seq * QD, ropes_[size_t(l)], a.pos.data(), seq, shape_.n_heads);
       RopeForward(k + b * seq * KD, ropes_[size_t(l)], a.pos.data(), seq, shape_.n_kv_heads);
     }
-    SequenceAttention sa{{shape_.n_heads, shape_.n_kv_heads, shape_.head_dim},
-                         plan_.layers[size_t(l)].span, batch, seq, a.pos.data()};
+    const SequenceAttention sa = LayerAttention(l, batch, seq, a.pos.data());
     if (r >= 0) {
       RoutedAttentionForward(att, Branches(r), logit, q, k, v, sa);
       int64_t full = 0;
@@ -349,7 +356,7 @@ std::vector<double> TrainModel::AttentionWeights(int32_t layer, int32_t head, in
   const int64_t N = a.batch * a.seq, D = shape_.head_dim, QD = shape_.q_dim(), KD = shape_.kv_dim();
   const int32_t kv_head = head / (shape_.n_heads / shape_.n_kv_heads);
   const LayerPlan& lp = plan_.layers[size_t(layer)];
-  const Span span = lp.kind == LayerKind::kRouted ? Span{} : lp.span;
+  const Span span = lp.kind == LayerKind::kRouted ? Span{} : lp.HeadSpan(kv_head);
   const float* q = a.q.data() + layer * N * QD + query * QD + head * D;  // sequence 0
   std::vector<double> w(size_t(query + 1), 0.0);                        // [query + 1]
   double max_logit = -1e300;
@@ -410,8 +417,7 @@ void TrainModel::Backward(float loss_scale) {
     const float* q = At(a.q, l * N * QD);
     const float* k = At(a.k, l * N * KD);
     const float* v = At(a.v, l * N * KD);
-    SequenceAttention sa{{shape_.n_heads, shape_.n_kv_heads, shape_.head_dim},
-                         plan_.layers[size_t(l)].span, batch, seq, a.pos.data()};
+    const SequenceAttention sa = LayerAttention(l, batch, seq, a.pos.data());
     const int32_t r = routed_index_[size_t(l)];
     const float* logit = r >= 0 ? At(a.router_logit, r * N) : nullptr;
     if (r >= 0) {

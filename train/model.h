@@ -147,6 +147,9 @@ class TrainModel {
   double counted_weight() const { return counted_weight_; }
 
  private:
+  // Layer l's attention over the batch's sequences: its span, or a span per
+  // KV head on a per-head layer.
+  SequenceAttention LayerAttention(int32_t l, int64_t batch, int64_t seq, const int32_t* pos) const;
   struct LayerParams {
     float* attn_norm;  // (C)
     float* wq;         // (H*D, C)

@@ -83,13 +83,14 @@ struct RoutedTrace {
   Vec nll;                       // [B*T] cross-entropy, 0 without a target
 };
 
-// out [seq, H*D]: attention of one sequence under `span`.
-Vec Attention(const Vec& q, const Vec& k, const Vec& v, Span span, int64_t seq, int64_t H,
+// out [seq, H*D]: attention of one sequence, KV head kh under spans[kh].
+Vec Attention(const Vec& q, const Vec& k, const Vec& v, const std::vector<Span>& spans, int64_t seq, int64_t H,
               int64_t KV, int64_t D) {
   Vec att(size_t(seq * H * D), 0.0);
   for (int64_t i = 0; i < seq; ++i)
     for (int64_t h = 0; h < H; ++h) {
       const int64_t kh = h / (H / KV);
+      const Span span = spans[size_t(kh)];
       std::vector<double> w(size_t(seq), 0.0);
       double max = -1e300, sum = 0;
       for (int64_t j = 0; j <= i; ++j) {
@@ -139,9 +140,11 @@ double ReferenceLoss(const TrainModel& m, const Vec& params, const std::vector<i
       const Vec v = Linear(xn, P(p + "self_attn.v_proj.weight"), seq, C, KV * D);
       Rotate(q, rope, lp.rope.enabled, seq, int32_t(H), int32_t(D));
       Rotate(k, rope, lp.rope.enabled, seq, int32_t(KV), int32_t(D));
-      Vec att = Attention(q, k, v, lp.kind == LayerKind::kRouted ? Span{} : lp.span, seq, H, KV, D);
+      std::vector<Span> spans;  // [KV] each KV head's span (a routed layer's full branch here)
+      for (int32_t h = 0; h < KV; ++h) spans.push_back(lp.kind == LayerKind::kRouted ? Span{} : lp.HeadSpan(h));
+      Vec att = Attention(q, k, v, spans, seq, H, KV, D);
       if (lp.kind == LayerKind::kRouted) {  // att holds the full branch
-        const Vec window = Attention(q, k, v, lp.span, seq, H, KV, D);
+        const Vec window = Attention(q, k, v, std::vector<Span>(size_t(KV), lp.span), seq, H, KV, D);
         const double* w = P(p + "self_attn.router.weight");
         const double bias = *P(p + "self_attn.router.bias");
         for (int64_t t = 0; t < seq; ++t) {
@@ -209,16 +212,22 @@ RoutedFrozen Freeze(const RoutedTrace& trace, const std::vector<int32_t>& target
   return f;
 }
 
-AttentionPlan TinyPlan(const std::string& spec, int32_t n_layers) {
+AttentionPlan TinyPlan(const std::string& spec, int32_t n_layers, int32_t n_kv_heads = 0) {
   ModelAttentionDefaults d;
   d.n_layers = n_layers;
+  d.n_kv_heads = n_kv_heads;
   return ResolvePlan(spec, d);
 }
 
-void CheckModelGradient(const std::string& spec, bool tied) {
+// kv_heads > 0: that many KV heads, two query heads each (per-head plans).
+void CheckModelGradient(const std::string& spec, bool tied, int32_t kv_heads = 0) {
   ModelShape shape = PresetShape("tiny", 32, 16);
   shape.tied_embeddings = tied;
-  TrainModel model(shape, TinyPlan(spec, shape.n_layers));
+  if (kv_heads > 0) {
+    shape.n_kv_heads = kv_heads;
+    shape.n_heads = 2 * kv_heads;
+  }
+  TrainModel model(shape, TinyPlan(spec, shape.n_layers, shape.n_kv_heads));
   model.InitRandom(7);
   // Larger weights than the init, so every path carries a visible gradient.
   std::mt19937_64 rng(11);
@@ -292,6 +301,7 @@ TEST(ModelGrad, FullUntied) { CheckModelGradient("full", false); }
 // Switch Attention: the straight-through gate and the regularizer through the whole model.
 TEST(ModelGrad, RoutedSinksTied) { CheckModelGradient("routed:4,sinks:1", true); }
 TEST(ModelGrad, RoutedAndFullNopeUntied) { CheckModelGradient("full,layer1:routed:3,nope:full", false); }
+TEST(ModelGrad, PerHeadSinksTied) { CheckModelGradient("swa:3,sinks:1,layer0:heads:1,layer1:heads:0+2", true, 3); }
 
 // Loss weights: 0 on a token is the same as not counting it, and a weight
 // scales its token's share of the loss and of every gradient.
@@ -488,4 +498,26 @@ TEST(RoutedCpt, ExportKeepsRoutersAndThePlan) {
 }
 
 }  // namespace
+TEST(PerHeadExport, ThePlanRoundTripsThroughConfig) {
+  ModelShape shape = PresetShape("tiny", 32, 16);
+  shape.n_heads = 4;
+  shape.n_kv_heads = 4;
+  const AttentionPlan plan = TinyPlan("full,window:5,sinks:2,layer1:heads:3+1", shape.n_layers, 4);
+  TrainModel model(shape, plan);
+  model.InitRandom(5);
+  const std::string dir = TempDir("export_per_head");
+  ExportHfDirectory(dir, model, ExportOptions{});
+  const ModelConfig config = LoadModelConfig(dir);
+  EXPECT_NE(config.attention_plan.find("layer1:heads:1+3:5"), std::string::npos) << config.attention_plan;
+  const AttentionPlan again = ResolvePlan(config.attention_plan, AttentionDefaultsFor(config));
+  ASSERT_EQ(again.layers.size(), 2u);
+  EXPECT_EQ(again.layers[0].kind, LayerKind::kFull);
+  EXPECT_EQ(again.layers[1].kind, LayerKind::kPerHead);
+  EXPECT_EQ(again.layers[1].full_heads, (std::vector<int32_t>{1, 3}));
+  EXPECT_EQ(again.layers[1].span, (Span{5, 2}));
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(dir + "/attention_plan.json"));
+  EXPECT_EQ(j["layers"][1]["kind"], "per-head");
+  EXPECT_EQ(j["layers"][1]["full_heads"], nlohmann::json::array({1, 3}));
+}
+
 }  // namespace swan

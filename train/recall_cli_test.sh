@@ -2,7 +2,8 @@
 # Recall in token ids end to end with the swan program: `swan train recall`
 # writes labelled data, `swan train` learns on it with a context curriculum
 # and logs recall by distance, and the export carries its task to `swan
-# compare`, `swan heads`, `swan route-stats --recall` and `swan score`.
+# compare`, `swan heads` (and per-head plans), `swan route-stats --recall`
+# and `swan score`.
 #   usage: recall_cli_test.sh SWAN
 set -eu
 SWAN=$1
@@ -41,6 +42,24 @@ grep -q "KV MiB @ 48 " "$TMP/compare.txt"
 grep -q "strongest: layer" "$TMP/heads.txt"
 grep -q "<svg" "$TMP/heads.svg"
 
+# Per-head plans: training under one (2 KV heads, layer 1 with KV head 1
+# full), the stored plan shown by `swan inspect`, the heads chosen by
+# `swan heads --select` and run from their file.
+"$SWAN" train --recall "$TMP/data/recall.json" --out "$TMP/per-head" --preset tiny --heads 4 --kv-heads 2 \
+  --attn full,window:8,sinks:1,layer1:heads:1 --context 48 --batch 2 --steps 2 --eval-every 2 --eval-seqs 4 \
+  --quiet > "$TMP/per-head.txt"
+"$SWAN" inspect -m "$TMP/per-head/model" -c 48 > "$TMP/inspect.txt"
+grep -q "1  per-head  KV heads 1 full | window 8 + 1 sinks" "$TMP/inspect.txt"
+"$SWAN" heads -m "$TMP/per-head/model" --attn full --samples 2 --select 0.5 --out "$TMP/heads.json" \
+  > "$TMP/select.txt"
+grep -q "kept 2 of 4 KV heads full (share 0.5)" "$TMP/select.txt"
+grep -q '"full_heads"' "$TMP/heads.json"
+"$SWAN" compare -m "$TMP/per-head/model" --attn "full;full,window:8,heads:$TMP/heads.json" --samples 2 \
+  --quiet > "$TMP/compare-heads.txt"
+grep -q "recall, distance" "$TMP/compare-heads.txt"
+if "$SWAN" heads -m "$TMP/per-head/model" --select 0 --out "$TMP/none.json" 2> "$TMP/err.txt"; then exit 1; fi
+grep -q "select takes a share" "$TMP/err.txt"
+
 "$SWAN" route-stats -m "$TMP/run/model" --recall --attn routed:8 --route-ratio 0.5 --samples 2 \
   > "$TMP/routes.txt"
 grep -q "far query" "$TMP/routes.txt"
@@ -56,4 +75,4 @@ test -s "$TMP/fly/model/recall.json"
 
 printf '[0, 4, 20, 4]\n' > "$TMP/ids.jsonl"
 "$SWAN" score -m "$TMP/run/model" --ids "$TMP/ids.jsonl" 2>/dev/null | grep -q '"position":3,"token":4'
-echo "recall data, training, compare, heads, route-stats and score: ok"
+echo "recall data, training, compare, heads (and per-head plans), route-stats and score: ok"

@@ -207,6 +207,7 @@ TrainResult Train(const TrainOptions& o) {
     ModelAttentionDefaults defaults;
     defaults.n_layers = shape.n_layers;
     defaults.rope = shape.rope;
+    defaults.n_kv_heads = shape.n_kv_heads;
     plan = ResolvePlan(o.attn, defaults);
     if (!export_options.tokenizer_json.empty())
       export_options.eos_token_id = AddedTokenId(export_options.tokenizer_json, "<|endoftext|>");

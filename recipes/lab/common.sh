@@ -72,15 +72,17 @@ lab_base() {
 }
 
 # lab_export ARM RUN RECIPE: the finished model in bf16 under MODELS/ARM,
-# with the recipe, its segments and the commit.
+# with the recipe, its segments and the commit, and those of the model it
+# started from (LAB_BASE, default the lab's base).
 lab_export() {
   arm=$1; run=$2; recipe=$3
   [ -f "$run/finished" ] || { echo "$run is not finished: run $recipe again to go on" >&2; exit 1; }
   "$SWAN" convert -m "$run/model" --out "$MODELS/$arm" --dtype bf16 --force
   { echo "made by: $recipe"
     echo "training segments:"; cat "$run/segments.txt"
-    [ -f "$LAB/base/segments.txt" ] && [ "$run" != "$LAB/base" ] && {
-      echo "base model ($LAB/base) segments:"; cat "$LAB/base/segments.txt"; }
+    base=${LAB_BASE:-$LAB/base}  # the model the run started from
+    [ -f "$base/segments.txt" ] && [ "$run" != "$base" ] && {
+      echo "base model ($base) segments:"; cat "$base/segments.txt"; }
     true
   } > "$MODELS/$arm/MADE_BY.txt"
   cp "$run/recall_log.csv" "$MODELS/$arm/recall_log.csv"
