@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -54,31 +55,36 @@ std::vector<int32_t> ParseHeadList(const std::string& spec, const std::string& t
 
 // {"full_heads": [[heads of layer 0], [heads of layer 1], ...]}
 std::vector<std::vector<int32_t>> ReadHeadsFile(const std::string& path, int32_t n_layers) {
+  std::error_code error;
+  // A list of heads per layer is small: refuse devices, directories and
+  // anything too big to be one before reading it.
+  if (!std::filesystem::is_regular_file(path, error) || std::filesystem::file_size(path, error) > (16u << 20))
+    throw std::invalid_argument("heads file " + path + ": not a readable file of at most 16 MiB");
   std::ifstream in(path);
-  if (!in) throw std::runtime_error("heads file " + path + ": cannot be read");
+  if (!in) throw std::invalid_argument("heads file " + path + ": cannot be read");
   const nlohmann::json j =
       nlohmann::json::parse(std::string(std::istreambuf_iterator<char>(in), {}), nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("full_heads") || !j["full_heads"].is_array())
-    throw std::runtime_error("heads file " + path +
+    throw std::invalid_argument("heads file " + path +
                              ": expected JSON {\"full_heads\": [[KV heads of layer 0], ...]} (swan heads --select "
                              "writes one)");
   std::vector<std::vector<int32_t>> layers;
   for (const nlohmann::json& l : j["full_heads"]) {
-    if (!l.is_array()) throw std::runtime_error("heads file " + path + ": each layer's entry is a list of KV heads");
+    if (!l.is_array()) throw std::invalid_argument("heads file " + path + ": each layer's entry is a list of KV heads");
     std::vector<int32_t> heads;
     for (const nlohmann::json& h : l) {
       if (!h.is_number_integer() || h.get<int64_t>() < 0 || h.get<int64_t>() > (1 << 20))
-        throw std::runtime_error("heads file " + path + ": KV heads are non-negative integers, got " + h.dump());
+        throw std::invalid_argument("heads file " + path + ": KV heads are non-negative integers, got " + h.dump());
       heads.push_back(h.get<int32_t>());
     }
     std::sort(heads.begin(), heads.end());
     if (std::adjacent_find(heads.begin(), heads.end()) != heads.end())
-      throw std::runtime_error("heads file " + path + ": layer " + std::to_string(layers.size()) +
+      throw std::invalid_argument("heads file " + path + ": layer " + std::to_string(layers.size()) +
                                " lists a KV head twice");
     layers.push_back(heads);
   }
   if (int32_t(layers.size()) != n_layers)
-    throw std::runtime_error("heads file " + path + " gives " + std::to_string(layers.size()) +
+    throw std::invalid_argument("heads file " + path + " gives " + std::to_string(layers.size()) +
                              " layers, the model has " + std::to_string(n_layers));
   return layers;
 }

@@ -132,9 +132,9 @@ struct ModelAttentionDefaults {
 };
 
 // Resolves `spec` for a model. Throws std::invalid_argument for layer
-// indices out of range, KV heads out of range, and for sinks on a plan
-// without window layers; std::runtime_error for a heads file that cannot be
-// read or does not fit the model.
+// indices out of range, KV heads out of range, sinks on a plan without
+// window layers, and a heads file that cannot be read or does not fit the
+// model.
 AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults& model);
 
 }  // namespace swan

@@ -241,13 +241,15 @@ TEST(Plan, PerHeadLayersFromAFile) {
   EXPECT_EQ(Kinds(ResolvePlan("full,window:32,heads:" + path + ",layer1:full", FourHeads(3))), "32 F F");
   // The model's own window serves when the plan gives none.
   EXPECT_EQ(Kinds(ResolvePlan("model,heads:" + path, FourHeads(3, 64))), "64 H2/64 F");
-  EXPECT_THROW(ResolvePlan("full,window:32,heads:" + path, FourHeads(4)), std::runtime_error);  // 3 layers of 4
+  EXPECT_THROW(ResolvePlan("full,window:32,heads:" + path, FourHeads(4)), std::invalid_argument);  // 3 layers of 4
   std::ofstream(path) << R"({"full_heads": [[0], [7], []]})";
   EXPECT_THROW(ResolvePlan("full,window:32,heads:" + path, FourHeads(3)), std::invalid_argument);
   std::ofstream(path) << R"({"heads": 3})";
-  EXPECT_THROW(ResolvePlan("full,window:32,heads:" + path, FourHeads(3)), std::runtime_error);
+  EXPECT_THROW(ResolvePlan("full,window:32,heads:" + path, FourHeads(3)), std::invalid_argument);
   std::remove(path.c_str());
-  EXPECT_THROW(ResolvePlan("full,window:32,heads:" + path, FourHeads(3)), std::runtime_error);  // no file
+  EXPECT_THROW(ResolvePlan("full,window:32,heads:" + path, FourHeads(3)), std::invalid_argument);  // no file
+  EXPECT_THROW(ResolvePlan("full,window:32,heads:/dev/zero", FourHeads(3)), std::invalid_argument);
+  EXPECT_THROW(ResolvePlan("full,window:32,heads:/tmp", FourHeads(3)), std::invalid_argument);
 }
 
 TEST(Plan, PerHeadNonsenseIsRefused) {

@@ -14,6 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     swan::ModelAttentionDefaults model;
     model.n_layers = 8;
     model.default_window = window;
+    model.n_kv_heads = 4;  // per-head layers check their heads against it
     try {
       const swan::AttentionPlan plan = swan::ResolvePlan(spec, model);
       if (plan.layers.size() != 8) __builtin_trap();

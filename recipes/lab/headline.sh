@@ -10,7 +10,7 @@ THREADS=${THREADS:-2}
 SAMPLES=${SAMPLES:-16}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-for arm in full swa64 swa64-sinks4 hybrid hybrid-nope routed; do
+for arm in full swa64 swa64-sinks4 hybrid hybrid-nope routed full-heads4 per-head25 per-head12; do
   [ -f "$MODELS/$arm/config.json" ] || { echo "no $MODELS/$arm (recipes/lab/$arm.sh makes it)" >&2; exit 1; }
   "$SWAN" compare -m "$MODELS/$arm" --attn model --distances 1,64,128,513 --samples "$SAMPLES" \
     --json --quiet -t "$THREADS" > "$TMP/$arm.json"
@@ -18,7 +18,8 @@ done
 node - "$TMP" "$MODELS" <<'JS'
 const fs = require('fs'), path = require('path');
 const [dir, models] = process.argv.slice(2);
-const arms = ['full', 'swa64', 'swa64-sinks4', 'hybrid', 'hybrid-nope', 'routed'];
+const arms = ['full', 'swa64', 'swa64-sinks4', 'hybrid', 'hybrid-nope', 'routed', 'full-heads4', 'per-head25',
+  'per-head12'];
 const rows = [['model', 'plan', 'key inside the window', '64-127 back', '128+ back', 'keys/query', 'KV MiB @ 512', 'decode tok/s']];
 let chance = 0;
 for (const arm of arms) {
@@ -28,7 +29,8 @@ for (const arm of arms) {
   const acc = (lo) => { const b = p.bins.find((b) => b.lo === lo); return b && b.items ? (100 * b.correct / b.items).toFixed(1) + '%' : '-'; };
   // bins [1,64), [64,128), [128,513)
   const stored = JSON.parse(fs.readFileSync(path.join(models, arm, 'attention_plan.json'), 'utf8'));
-  const spec = stored.trained_with || stored.spec;
+  // A per-head arm was trained with a heads file of the run: show the plan as stored.
+  const spec = stored.trained_with && !stored.trained_with.includes('heads:') ? stored.trained_with : stored.spec;
   rows.push([path.join(models, arm), spec, acc(1), acc(64), acc(128),
     p.keys_per_query.toFixed(1), (p.kv_bytes / 1048576).toFixed(3), p.decode_tokens_per_s.toFixed(0)]);
 }
