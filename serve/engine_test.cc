@@ -80,7 +80,8 @@ Tokenizer* EngineTest::tokenizer_ = nullptr;
 TEST_F(EngineTest, MultiTurnProcessesOnlyNewTokensAndMatchesFreshLogits) {
   const int32_t interval = 16;
   for (const char* spec :
-       {"hybrid:3:1,window:16", "swa:16", "swa:16,sinks:2", "swa:16,sinks:2,pos:cache", "full"}) {
+       {"hybrid:3:1,window:16", "swa:16", "swa:16,sinks:2", "swa:16,sinks:2,pos:cache", "full",
+        "swa:16,sinks:2,layer1:heads:0+3,layer4:heads:2"}) {
     SCOPED_TRACE(spec);
     EngineOptions options;
     options.attn = spec;
@@ -149,7 +150,7 @@ TEST_F(EngineTest, RequestsDecodedTogetherGiveWhatEachGivesAlone) {
   const char* texts[] = {"Once upon a time", "The cat sat on the mat and looked at the bird in the tree.",
                          "A big red ball", "Lily and Tom went to the park. They saw a dog.", "The sun was hot",
                          "One day"};
-  for (const char* spec : {"hybrid:3:1,window:16", "swa:8,sinks:2", "routed:8"}) {
+  for (const char* spec : {"hybrid:3:1,window:16", "swa:8,sinks:2", "routed:8", "full,window:8,layer2:heads:1"}) {
     SCOPED_TRACE(spec);
     EngineOptions options;
     options.attn = spec;
@@ -263,7 +264,7 @@ TEST_F(EngineTest, WindowPlansAreBilledLessThanFullAttention) {
   for (const bool cache : {true, false}) {
     SCOPED_TRACE(cache ? "with a prompt cache" : "without");
     size_t full_reserved = 0, full_cached = 0;
-    for (const char* spec : {"full", "hybrid:3:1,window:16", "swa:16,sinks:2"}) {
+    for (const char* spec : {"full", "hybrid:3:1,window:16", "swa:16,sinks:2", "full,window:16,layer0:heads:0,layer2:heads:1+2"}) {
       SCOPED_TRACE(spec);
       EngineOptions options;
       options.attn = spec;
