@@ -95,16 +95,18 @@ Engine::Engine(const LanguageModel& model, const Tokenizer& tokenizer, const Eng
     throw std::invalid_argument("the model's config gives no context length; set one");
   kv_options_.max_context = context_length_;
   const KvShape shape = model.kv_shape();
-  checkpoint_row_bytes_ = 2 * size_t(shape.n_kv_heads) * size_t(shape.head_dim) * sizeof(float) + sizeof(int32_t);
   int64_t widest = 0;
   for (const LayerPlan& l : plan_.layers)
     if (!l.cache_span().full()) {
-      checkpoint_rows_.push_back(l.span.window - 1 + l.span.sinks);
-      widest = std::max(widest, checkpoint_rows_.back());
+      // A per-head layer checkpoints the ring of its window heads only.
+      const int64_t heads = shape.n_kv_heads - int64_t(l.kind == LayerKind::kPerHead ? l.full_heads.size() : 0);
+      const size_t row_bytes = 2 * size_t(heads) * size_t(shape.head_dim) * sizeof(float) + sizeof(int32_t);
+      checkpoint_rings_.push_back({l.span.window - 1 + l.span.sinks, row_bytes});
+      widest = std::max(widest, checkpoint_rings_.back().rows);
     }
   const int64_t interval = options.checkpoint_interval;
   checkpoint_spacing_ = std::max<int64_t>(1, (3 * widest + interval - 1) / interval) * interval;
-  if (!options.prompt_cache) checkpoint_rows_.clear();  // no prompt cache: no checkpoints
+  if (!options.prompt_cache) checkpoint_rings_.clear();  // no prompt cache: no checkpoints
   stats_.kv_budget_bytes = options.kv_budget_bytes;
   thread_ = std::thread([this] { Loop(); });
 }
@@ -131,10 +133,10 @@ size_t Engine::ReservationBytes(int64_t tokens) const {
     total += PlanLayerKvBytesAt(l, model_.kv_shape(), kv_options_, tokens);
   // One checkpoint every checkpoint_spacing_ tokens, one where the prompt
   // ends and one at the end; each holds the rows its window layers keep.
-  for (const int64_t rows : checkpoint_rows_) {
+  for (const CheckpointRing& ring : checkpoint_rings_) {
     for (int64_t at = checkpoint_spacing_; at <= tokens; at += checkpoint_spacing_)
-      total += size_t(std::min(at, rows)) * checkpoint_row_bytes_;
-    total += 2 * size_t(std::min(tokens, rows)) * checkpoint_row_bytes_;
+      total += size_t(std::min(at, ring.rows)) * ring.row_bytes;
+    total += 2 * size_t(std::min(tokens, ring.rows)) * ring.row_bytes;
   }
   return total;
 }

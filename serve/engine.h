@@ -195,8 +195,14 @@ class Engine {
   KvCacheOptions kv_options_;
   int64_t context_length_ = 0;
   int64_t checkpoint_spacing_ = 0;
-  std::vector<int64_t> checkpoint_rows_;  // [window layers] rows a checkpoint keeps at most (W - 1 + S)
-  size_t checkpoint_row_bytes_ = 0;       // one row of K and V as float32, and its position
+  // Per ring (window layers, and per-head layers' window heads): the rows a
+  // checkpoint keeps at most (W - 1 + S), and one row of its heads' K and V
+  // as float32 with its position.
+  struct CheckpointRing {
+    int64_t rows = 0;
+    size_t row_bytes = 0;
+  };
+  std::vector<CheckpointRing> checkpoint_rings_;  // [rings]
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
