@@ -1,6 +1,7 @@
 // The retrieval lab's pages: reads what recipes/lab/report.sh left in
 // DOCS/data (the JSON of `swan compare`, `swan heads`, `swan route-stats`
-// and the laziness runs' recall logs) and writes DOCS/README.md,
+// the laziness runs' recall logs and the per-head arms' selected heads) and
+// writes DOCS/README.md,
 // DOCS/index.html and DOCS/laziness.svg, DOCS/recall_by_distance.svg.
 // Every number on the pages is read from those files; the verdicts are
 // computed from them with the thresholds written beside each claim.
@@ -55,6 +56,11 @@ const plan = (name, at = 'at512') => arms[name][at].plans[0];
 const conversion = readJson('conversion.json');
 const heads = { full: readJson('heads_full.json'), hybrid: readJson('heads_hybrid.json') };
 const routes = readJson('routes.json');
+// Arm 9: per-head plans on the 4-head twin.
+const perHeadFree = readJson('per_head_free.json');
+const PER_HEAD_ARMS = [['per-head25', 'heads_selected_per-head25.json'], ['per-head12', 'heads_selected_per-head12.json']];
+const perHeadArms = PER_HEAD_ARMS.map(([name, sel]) => ({ name, result: readJson(`arm_${name}.json`).plans[0], selected: readJson(sel) }));
+const heads4 = readJson('heads_full-heads4.json');
 const cpu = readText('cpu.txt');
 const task = arms.full.at512;
 const chance = `chance: ${pct(task.chance_guess)} guessing among the values, ${pct(task.chance_pick)} picking one of the sequence's`;
@@ -136,6 +142,19 @@ const headTable = table(
   ['full', 'hybrid'].flatMap((m) => heads[m].heads_mass.map((h) => [m === 'full' ? 'arm 1 (full)' : 'arm 4 (hybrid)',
     `${h.layer} head ${h.head}`, h.value.toFixed(3), h.key.toFixed(3), h.far_value.toFixed(3)])));
 
+const nFull = (selected) => selected.full_heads.reduce((n, l) => n + l.length, 0);
+const perHeadLabel = (spec) => {
+  const arm = perHeadArms.find((a) => spec.includes(`/${a.name}/heads.json`));
+  return arm ? `per-head, ${nFull(arm.selected)} of 8 KV heads full, no training` : spec;
+};
+const perHeadRow = (label, p) => [label, acc(p, 1, WINDOW), acc(p, WINDOW, RELAY), acc(p, RELAY), p.answer_perplexity.toFixed(3),
+  p.keys_per_query.toFixed(1), mib(p.kv_bytes)];
+const perHeadTable = table(
+  ['model and plan', `inside the window [1,${WINDOW})`, `[${WINDOW},${RELAY})`, `beyond ${RELAY}`, 'answer perplexity', 'keys / query', 'KV MiB @ 512'],
+  [...perHeadFree.plans.map((p) => perHeadRow(`full-heads4 under ${perHeadLabel(p.plan)}`, p)),
+    ...perHeadArms.map((a) => perHeadRow(`${a.name}: trained 300 steps under its plan (${nFull(a.selected)} of 8 KV heads full)`, a.result))]);
+const layerMass = (layer) => heads4.heads_mass.filter((h) => h.layer === layer).map((h) => h.far_value);
+
 // --- Claims ---------------------------------------------------------------------
 
 const claims = [];
@@ -194,6 +213,18 @@ const b = (name, at = 'at512', lo = RELAY, hi = Infinity) => accuracy(plan(name,
     inside >= 0.99 ? 'reproduced' : 'not reproduced',
     `arm 1 under swa:64,sinks:4 without retraining: ${acc(s, 1, WINDOW)} inside the window (${(100 * inside).toFixed(1)}% of full's ${acc(f, 1, WINDOW)}), ${acc(s, RELAY)} beyond ${RELAY}; ` +
     `the same model under the hybrid plan without retraining: ${acc(conversion.plans.find((p) => p.plan === 'hybrid:1:1,window:64'), RELAY)} beyond ${RELAY}.`);
+}
+
+{
+  const full = accuracy(perHeadFree.plans[0], RELAY).value;
+  const quarter = perHeadFree.plans.find((p) => p.plan.includes('/per-head25/'));
+  const q = accuracy(quarter, RELAY).value;
+  const trained = perHeadArms.map((a) => `${a.name} (${nFull(a.selected)} of 8 full) ${acc(a.result, RELAY)}`).join(', ');
+  claim('DuoAttention: with 25% of the KV heads full (retrieval heads) and the rest streaming (window + sinks), retrieval is kept without retraining the model.',
+    full - q <= 0.05 ? 'reproduced' : 'not reproduced',
+    `the 4-head twin of arm 1 keeps ${acc(quarter, RELAY)} beyond ${RELAY} with 2 of 8 KV heads full (chosen by \`swan heads --select 0.25\`) against ${pct(full)} under full attention: ` +
+    `all four heads of its layer 1 retrieve (far mass on the value ${layerMass(1).map((x) => x.toFixed(2)).join(', ')}), so half of the work is cut off. ` +
+    `Continued 300 steps under the per-head plan: ${trained} beyond ${RELAY}.`);
 }
 
 // --- Pictures -------------------------------------------------------------------
@@ -255,9 +286,10 @@ fs.writeFileSync(path.join(docs, 'recall_by_distance.svg'), distSvg);
 
 // --- Pages ----------------------------------------------------------------------
 
-const madeBy = ARMS.map(([name]) => `- \`models/lab/${name}\`: ` + readText(`made_by_${name}.txt`).split('\n')[0].replace('made by: ', '`') + '`').join('\n');
+const madeBy = [...ARMS.map(([name]) => name), 'full-heads4', 'per-head25', 'per-head12']
+  .map((name) => `- \`models/lab/${name}\`: ` + readText(`made_by_${name}.txt`).split('\n')[0].replace('made by: ', '`') + '`').join('\n');
 const sections = [
-  ['What was run', `Six models trained by swan on one task, each shipped under \`models/lab/\` (bf16) with its recipe and the commit that made it, and evaluated by \`recipes/lab/report.sh\` on ${task.sequences} held-out sequences per plan (seed ${task.seed}, which no training run used). ` +
+  ['What was run', `Nine models trained by swan on one task (six of the lab's shape, three of its 4-head twin for the per-head plans of arm 9), each shipped under \`models/lab/\` (bf16) with its recipe and the commit that made it, and evaluated by \`recipes/lab/report.sh\` on ${task.sequences} held-out sequences per plan (seed ${task.seed}, which no training run used). ` +
     `The task: multi-query associative recall (MQAR) at context ${task.context}, 32 key-value pairs then 32 queries, 64 key and 64 value ids; ${chance}. ` +
     `The shape: 2 layers, dim 128, 1 head of 128, MLP 352 (0.43M parameters). Every arm except 7 continues one base model (a 1:1 hybrid with a window of 2 on layer 0, trained from scratch: the window gives every value the key before it, which the later layer matches) for 600 steps under its own plan, with the same data, seed, curriculum and rate. ` +
     `Window W = ${WINDOW}: with 2 window layers a fact can be relayed at most about ${RELAY} tokens, so "beyond ${RELAY}" is out of every window plan's reach. CPU: ${cpu}.`, null],
@@ -266,6 +298,7 @@ const sections = [
   ['Training-free conversion (arm 8)', 'Arm 1, trained under full attention, run under window plans with no retraining, beside the arms trained under them.', conversionTable],
   ['Switch Attention: where the router sends tokens (arm 6)', 'For each class of token, the share that each layer\'s router sends to full attention (tokens in parentheses); a query is far when the key it needs lies outside the layer\'s window.', routeTable],
   ['Large-window laziness (arm 7)', 'The 1:1 hybrid (layer 0 a window of W, layer 1 full) trained from scratch, identically, at each W (W = 2 is the base model). Accuracy beyond the window: the held-out answers whose key lies W or more tokens back (16 or more for W = 2).', lazyTable],
+  ['Per-head plans (arm 9)', 'The lab\'s shape with 4 heads of 32 (each its own KV head) instead of 1 of 128, trained the same way (`full-heads4`). Per-head plans keep the KV heads `swan heads --select` ranks highest full and give the others a window of 64 + 4 sinks: first without training, beside the window and hybrid plans, then after 300 steps at context 512 under the plan (`per-head25`, `per-head12`).', perHeadTable],
   ['Retrieval heads (arms 1 and 4)', 'Each head\'s attention (from the query that predicts an answer) on the value right after the answer\'s key, where a retrieval head looks, and on the key itself (`swan heads`).', headTable],
 ];
 const claimRows = claims.map((c) => `- **${c.verdict}**: ${c.text} ${c.numbers}`).join('\n');

@@ -14,6 +14,9 @@ command -v node >/dev/null 2>&1 || { echo "report.sh needs node (scripts/setup.s
 for arm in full swa64 swa64-sinks4 hybrid hybrid-nope routed; do
   [ -f "$MODELS/$arm/config.json" ] || { echo "no $MODELS/$arm: run recipes/lab/$arm.sh first" >&2; exit 1; }
 done
+for arm in full-heads4 per-head25 per-head12; do
+  [ -f "$MODELS/$arm/config.json" ] || { echo "no $MODELS/$arm: run recipes/lab/per-head.sh first" >&2; exit 1; }
+done
 mkdir -p "$DOCS/data"
 compare() {  # compare OUT.json MODEL [flags...]
   out=$1; shift
@@ -34,9 +37,19 @@ for arm in full hybrid; do
   "$SWAN" heads -m "$MODELS/$arm" --samples 32 --json -t "$THREADS" > "$DOCS/data/heads_$arm.json"
   "$SWAN" heads -m "$MODELS/$arm" --samples 32 --svg "$DOCS/heads_$arm.svg" -t "$THREADS" > /dev/null
 done
+# Arm 9: per-head plans on the 4-head twin, with the heads `swan heads
+# --select` chose: without training (the full arm under them, beside its
+# window and hybrid plans), and the arms trained under them.
+compare per_head_free.json "$MODELS/full-heads4" --attn "full;swa:64,sinks:4;full,window:64,sinks:4,heads:$MODELS/per-head12/heads.json;full,window:64,sinks:4,heads:$MODELS/per-head25/heads.json;hybrid:1:1,window:64,sinks:4" \
+  --distances $BINS
+for arm in per-head25 per-head12; do
+  compare "arm_$arm.json" "$MODELS/$arm" --attn model --distances $BINS
+  cp "$MODELS/$arm/heads.json" "$DOCS/data/heads_selected_$arm.json"
+done
+"$SWAN" heads -m "$MODELS/full-heads4" --attn full --samples 32 --json -t "$THREADS" > "$DOCS/data/heads_full-heads4.json"
 "$SWAN" route-stats -m "$MODELS/routed" --recall --samples 32 --json --quiet -t "$THREADS" > "$DOCS/data/routes.json"
 cp "$MODELS"/laziness/recall_w*.csv "$DOCS/data/"
-for arm in full swa64 swa64-sinks4 hybrid hybrid-nope routed; do
+for arm in full swa64 swa64-sinks4 hybrid hybrid-nope routed full-heads4 per-head25 per-head12; do
   cp "$MODELS/$arm/MADE_BY.txt" "$DOCS/data/made_by_$arm.txt"
 done
 lscpu | sed -n 's/^Model name: *//p' | head -n 1 > "$DOCS/data/cpu.txt"
