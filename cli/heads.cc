@@ -1,6 +1,8 @@
-// `swan heads`: retrieval heads of a model trained on recall in token ids
-// (eval/retrieval_heads.h): per layer and head, how much of a query's
-// attention falls on the fact its answer needs.
+// `swan heads`: retrieval heads of a model trained on recall in token ids,
+// or of a text model on passkey items (eval/retrieval_heads.h): per layer
+// and head, how much of a query's attention falls on the fact its answer
+// needs; and the KV heads a per-head plan keeps full.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -10,8 +12,12 @@
 
 #include "cli/args.h"
 #include "cli/threads_option.h"
+#include "eval/haystack.h"
+#include "eval/tasks.h"
 #include "eval/recall_suite.h"
 #include "eval/retrieval_heads.h"
+#include "model/config.h"
+#include "model/gguf_tokenizer.h"
 
 namespace swan::cli {
 namespace {
@@ -19,8 +25,11 @@ namespace {
 const char kUsage[] =
     "usage: swan heads -m DIR [--attn SPEC] [--samples N] [--seed S] [--far D] [--json] [--svg "
     "OUT.svg]\n"
-    "                  [--select SHARE --out HEADS.json]\n"
-    "  -m DIR        a model trained on recall in token ids (DIR/recall.json holds its task)\n"
+    "                  [--select SHARE --out HEADS.json] [-c LENGTH]\n"
+    "  -m DIR        a model trained on recall in token ids (DIR/recall.json holds its task), or\n"
+    "                a text model (Llama family, Hugging Face directory): then the items are\n"
+    "                passkeys in noise at spread depths, LENGTH tokens long (-c, default 1024\n"
+    "                or the model's context)\n"
     "  --attn SPEC   attention plan (default: the model's own)\n"
     "  --samples N   held-out sequences of the task (default 16)\n"
     "  --seed S      their seed (default 1; training used others)\n"
@@ -37,6 +46,27 @@ const char kUsage[] =
     "it) on the value position after the answer's key, where an induction head looks, and on\n"
     "the key itself, averaged over the answers.\n";
 
+// Retrieval heads of a text model: passkey items at depths spread over
+// [0.1, 0.9], in noise, of -c tokens.
+RetrievalHeads PasskeyHeads(TrainModel& model, const std::string& dir, const Args& args, int64_t samples,
+                            uint64_t seed) {
+  const ModelConfig config = LoadModelConfig(dir);
+  const Tokenizer tokenizer = LoadModelTokenizer(dir);
+  const int64_t context = config.max_position_embeddings > 0 ? config.max_position_embeddings : 1024;
+  const int64_t length = args.GetInt("-c", std::min<int64_t>(1024, context));
+  if (length < 64) throw std::invalid_argument("-c must be at least 64 tokens for a passkey item");
+  const PieceEncoder encoder(tokenizer);
+  const Filler filler = NoiseFiller(encoder);
+  const int32_t bos = tokenizer.bos_id() >= 0 ? tokenizer.bos_id() : config.bos_token_id;
+  const TaskContext task{&encoder, &filler, bos};
+  std::vector<TaskItem> items;  // [samples]
+  for (int64_t i = 0; i < samples; ++i) {
+    const double depth = samples > 1 ? 0.1 + 0.8 * double(i) / double(samples - 1) : 0.5;
+    items.push_back(MakeRetrievalItem(task, TaskKind::kPasskey, length, depth, seed + uint64_t(i)));
+  }
+  return TraceNeedleHeads(model, items, args.GetInt("--far", length / 4));
+}
+
 }  // namespace
 
 int RunHeads(const std::vector<std::string>& words) {
@@ -46,7 +76,8 @@ int RunHeads(const std::vector<std::string>& words) {
     return words.empty() ? 2 : 0;
   }
   args.RejectUnknown(
-      {"-m", "--attn", "--samples", "--seed", "--far", "--json", "--svg", "--select", "--out", "-t", "--threads"});
+      {"-m", "--attn", "--samples", "--seed", "--far", "--json", "--svg", "--select", "--out", "-c", "-t",
+       "--threads"});
   if (args.Has("--select") != args.Has("--out"))
     throw std::invalid_argument("--select SHARE and --out FILE go together");
   const double share = args.Has("--select") ? args.GetDouble("--select", 0) : 0;
@@ -55,13 +86,17 @@ int RunHeads(const std::vector<std::string>& words) {
   ApplyThreadsOption(args);
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
   const std::string dir = args.Get("-m", "");
-  const RecallOptions task = LoadRecallTask(dir);
   const int64_t samples = args.GetInt("--samples", 16);
   if (samples <= 0) throw std::invalid_argument("--samples must be positive");
-  const int64_t far = args.GetInt("--far", task.context / 4);
+  const uint64_t seed = 0x5eed + uint64_t(args.GetInt("--seed", 1));
   auto model = LoadAnalysisModel(dir, args.Get("--attn", ""));
-  const RetrievalHeads heads =
-      TraceRetrievalHeads(*model, task, samples, 0x5eed + uint64_t(args.GetInt("--seed", 1)), far);
+  RetrievalHeads heads;
+  if (HasRecallTask(dir)) {
+    const RecallOptions task = LoadRecallTask(dir);
+    heads = TraceRetrievalHeads(*model, task, samples, seed, args.GetInt("--far", task.context / 4));
+  } else {
+    heads = PasskeyHeads(*model, dir, args, samples, seed);
+  }
   if (args.Has("--svg")) {
     std::ofstream out(args.Get("--svg", ""));
     out << RetrievalHeadsSvg(heads, "retrieval heads: " + dir);

@@ -23,8 +23,9 @@ std::unique_ptr<TrainModel> LoadAnalysisModel(const std::string& dir, const std:
   return model;
 }
 
-RetrievalHeads TraceRetrievalHeads(TrainModel& model, const RecallOptions& task, int64_t sequences,
-                                   uint64_t seed, int64_t far_distance) {
+namespace {
+
+RetrievalHeads EmptyHeads(const TrainModel& model, int64_t far_distance) {
   RetrievalHeads r;
   r.layers = model.shape().n_layers;
   r.heads = model.shape().n_heads;
@@ -32,39 +33,74 @@ RetrievalHeads TraceRetrievalHeads(TrainModel& model, const RecallOptions& task,
   r.far_distance = far_distance;
   r.all.assign(size_t(r.layers * r.heads), HeadMass{});
   r.far.assign(r.all.size(), HeadMass{});
-  RecallOptions t = task;
-  t.seed = seed;
-  for (int64_t n = 0; n < sequences; ++n) {
-    const RecallSequence s = MakeRecallSequence(t, uint64_t(n));
-    const int64_t T = int64_t(s.tokens.size()) - 1;
-    const std::vector<int32_t> inputs(s.tokens.begin(), s.tokens.end() - 1);   // [T]
-    const std::vector<int32_t> targets(s.tokens.begin() + 1, s.tokens.end());  // [T]
-    model.Forward(inputs.data(), targets.data(), 1, T);
-    for (int64_t a = 1; a <= T; ++a) {
-      // Every answer token: its query is the token before it, its fact the
-      // same offset back (a needle's or a copy's later tokens included).
-      if (s.distance[size_t(a)] == 0) continue;
-      const int64_t query = a - 1, key = query - s.distance[size_t(a)];
-      const bool is_far = s.distance[size_t(a)] >= far_distance;
-      ++r.answers;
-      r.far_answers += is_far;
-      for (int32_t l = 0; l < r.layers; ++l)
-        for (int32_t h = 0; h < r.heads; ++h) {
-          const std::vector<double> w = model.AttentionWeights(l, h, query);
-          HeadMass& m = r.all[size_t(l * r.heads + h)];
-          m.value += w[size_t(key + 1)];
-          m.key += w[size_t(key)];
-          if (is_far) {
-            r.far[size_t(l * r.heads + h)].value += w[size_t(key + 1)];
-            r.far[size_t(l * r.heads + h)].key += w[size_t(key)];
-          }
-        }
+  return r;
+}
+
+// One answer token predicted at `query` from the fact at `key` (its value
+// at key + 1), in the model's last Forward: every head's weights on both.
+void AddAnswer(RetrievalHeads& r, const TrainModel& model, int64_t query, int64_t key) {
+  const bool is_far = query - key >= r.far_distance;
+  ++r.answers;
+  r.far_answers += is_far;
+  for (int32_t l = 0; l < r.layers; ++l)
+    for (int32_t h = 0; h < r.heads; ++h) {
+      const std::vector<double> w = model.AttentionWeights(l, h, query);
+      for (HeadMass* m : {&r.all[size_t(l * r.heads + h)], is_far ? &r.far[size_t(l * r.heads + h)] : nullptr}) {
+        if (!m) continue;
+        m->value += w[size_t(key + 1)];
+        m->key += w[size_t(key)];
+      }
     }
-  }
+}
+
+void Average(RetrievalHeads& r) {
   for (HeadMass& m : r.all)
     m.value /= std::max<int64_t>(1, r.answers), m.key /= std::max<int64_t>(1, r.answers);
   for (HeadMass& m : r.far)
     m.value /= std::max<int64_t>(1, r.far_answers), m.key /= std::max<int64_t>(1, r.far_answers);
+}
+
+// Runs tokens [0, T) of `tokens` (T + 1 of them) through the model.
+void ForwardSequence(TrainModel& model, const std::vector<int32_t>& tokens) {
+  const int64_t T = int64_t(tokens.size()) - 1;
+  const std::vector<int32_t> inputs(tokens.begin(), tokens.end() - 1);   // [T]
+  const std::vector<int32_t> targets(tokens.begin() + 1, tokens.end());  // [T]
+  model.Forward(inputs.data(), targets.data(), 1, T);
+}
+
+}  // namespace
+
+RetrievalHeads TraceRetrievalHeads(TrainModel& model, const RecallOptions& task, int64_t sequences,
+                                   uint64_t seed, int64_t far_distance) {
+  RetrievalHeads r = EmptyHeads(model, far_distance);
+  RecallOptions t = task;
+  t.seed = seed;
+  for (int64_t n = 0; n < sequences; ++n) {
+    const RecallSequence s = MakeRecallSequence(t, uint64_t(n));
+    ForwardSequence(model, s.tokens);
+    // Every answer token: its query is the token before it, its fact the
+    // same offset back (a needle's or a copy's later tokens included).
+    for (int64_t a = 1; a < int64_t(s.tokens.size()); ++a)
+      if (s.distance[size_t(a)] != 0) AddAnswer(r, model, a - 1, a - 1 - s.distance[size_t(a)]);
+  }
+  Average(r);
+  return r;
+}
+
+RetrievalHeads TraceNeedleHeads(TrainModel& model, const std::vector<TaskItem>& items, int64_t far_distance) {
+  RetrievalHeads r = EmptyHeads(model, far_distance);
+  for (const TaskItem& item : items) {
+    ForwardSequence(model, item.tokens);
+    // Answer token a copies the needle's token at needle + (a - begin): a
+    // retrieval head attends there from the query a - 1 (Wu et al.'s
+    // copy-paste retrieval heads).
+    for (const Answer& answer : item.answers)
+      for (int64_t a = answer.begin; a < answer.end; ++a) {
+        const int64_t value = answer.needle + (a - answer.begin);
+        if (value >= 1 && value < a - 1) AddAnswer(r, model, a - 1, value - 1);
+      }
+  }
+  Average(r);
   return r;
 }
 

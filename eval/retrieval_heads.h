@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "eval/tasks.h"
 #include "train/model.h"
 #include "train/recall_data.h"
 
@@ -58,6 +59,10 @@ HeadSelection SelectFullHeads(const RetrievalHeads& heads, double share);
 // {"full_heads": [[...], ...], "share": ..., "scores": [[...], ...], ...}: the
 // file a plan reads with heads:FILE.json (model/plan.h).
 nlohmann::json HeadSelectionJson(const HeadSelection& selection, const std::string& model_dir);
+
+// The same on retrieval items of a text model (eval/tasks.h: passkey,
+// needles): each answer token's query and the needle token it copies.
+RetrievalHeads TraceNeedleHeads(TrainModel& model, const std::vector<TaskItem>& items, int64_t far_distance);
 
 std::string RetrievalHeadsTable(const RetrievalHeads& heads);
 nlohmann::json RetrievalHeadsJson(const RetrievalHeads& heads);

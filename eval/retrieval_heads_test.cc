@@ -76,6 +76,36 @@ TEST(RetrievalHeads, UniformAttentionGivesTheExpectedMass) {
 }
 
 }  // namespace
+// Needle items of a text model, with planted uniform attention: the mass
+// on the needle token an answer token copies is 1 / (keys its query sees).
+TEST(RetrievalHeads, NeedleItemsUnderUniformAttention) {
+  ModelShape shape = PresetShape("tiny", 40, 64);
+  ModelAttentionDefaults defaults;
+  defaults.n_layers = shape.n_layers;
+  TrainModel model(shape, ResolvePlan("full", defaults));
+  model.InitRandom(5);
+  for (const ParamTensor& t : model.tensors())
+    if (t.name.find("q_proj") != std::string::npos || t.name.find("k_proj") != std::string::npos)
+      std::fill(model.params().begin() + t.offset, model.params().begin() + t.offset + t.numel, 0.0f);
+  TaskItem item;
+  for (int32_t i = 0; i < 40; ++i) item.tokens.push_back((i * 7 + 3) % 40);
+  Answer answer;
+  answer.needle = 5;  // the needle's value tokens 5, 6, 7 are copied as tokens 36, 37, 38
+  answer.begin = 36;
+  answer.end = 39;
+  item.answers = {answer};
+  const RetrievalHeads heads = TraceNeedleHeads(model, {item}, /*far_distance=*/30);
+  EXPECT_EQ(heads.answers, 3);
+  EXPECT_EQ(heads.far_answers, 3);  // query 35 - needle 5 = 30
+  double expect = 0;
+  for (int64_t q = 35; q < 38; ++q) expect += 1.0 / double(q + 1);
+  for (int32_t l = 0; l < heads.layers; ++l)
+    for (int32_t h = 0; h < heads.heads; ++h) {
+      EXPECT_NEAR(heads.At(l, h).value, expect / 3, 1e-6);
+      EXPECT_NEAR(heads.At(l, h, true).value, expect / 3, 1e-6);
+    }
+}
+
 TEST(RetrievalHeads, SelectionKeepsTheBestKvHeadsOfTheModel) {
   RetrievalHeads r;
   r.layers = 2;
