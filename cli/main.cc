@@ -41,7 +41,7 @@ const Command kCommands[] = {
      swan::cli::RunCompare},
     {"convert", "a model directory with its weights stored as bf16 or f32", swan::cli::RunConvert},
     {"generate", "continue a prompt with a model under an attention plan", swan::cli::RunGenerate},
-    {"heads", "retrieval heads of a recall model, and the KV heads a per-head plan keeps full (--select)",
+    {"heads", "retrieval heads (recall models, or text models on passkeys) and a per-head plan's full heads",
      swan::cli::RunHeads},
     {"inspect", "a model's attention plan per layer and its KV cache size", swan::cli::RunInspect},
     {"perplexity", "perplexity of a long text, with the loss by position in the window",
