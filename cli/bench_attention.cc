@@ -73,14 +73,18 @@ std::vector<PerHeadRow> PerHeadDecode(std::mt19937& rng, const AttentionShape& s
   KvCacheOptions options;
   options.type = KvType::kBF16;
   options.max_context = depth;
-  std::vector<LayerKvCache> caches;  // [1 + shares] the all-full cache first
-  std::vector<PerHeadRow> rows(shares.size());
+  std::vector<LayerKvCache> caches;  // [1 + rows] the all-full cache first
+  std::vector<PerHeadRow> rows;      // one per distinct count of full heads
   caches.emplace_back(Span{}, KvShape{shape.n_kv_heads, shape.head_dim}, options);
-  for (size_t i = 0; i < shares.size(); ++i) {
-    rows[i].full_heads = std::min(shape.n_kv_heads, int32_t(std::ceil(shares[i] * shape.n_kv_heads - 1e-9)));
-    std::vector<int32_t> full(size_t(rows[i].full_heads));
-    for (int32_t h = 0; h < rows[i].full_heads; ++h) full[size_t(h)] = h;
+  for (const double share : shares) {
+    PerHeadRow row;
+    row.full_heads = std::min(shape.n_kv_heads, int32_t(std::ceil(share * shape.n_kv_heads - 1e-9)));
+    if (std::any_of(rows.begin(), rows.end(), [&](const PerHeadRow& r) { return r.full_heads == row.full_heads; }))
+      continue;  // a share that rounds to heads already timed
+    std::vector<int32_t> full(size_t(row.full_heads));
+    for (int32_t h = 0; h < row.full_heads; ++h) full[size_t(h)] = h;
     caches.emplace_back(window, full, KvShape{shape.n_kv_heads, shape.head_dim}, options);
+    rows.push_back(row);
   }
   const int64_t chunk = options.max_chunk, row = int64_t(shape.n_kv_heads) * shape.head_dim;
   std::normal_distribution<float> normal;
