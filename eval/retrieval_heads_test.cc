@@ -13,6 +13,13 @@
 namespace swan {
 namespace {
 
+// Zero query and key projections: every head attends uniformly.
+void PlantUniformAttention(TrainModel& model) {
+  for (const ParamTensor& t : model.tensors())
+    if (t.name.find("q_proj") != std::string::npos || t.name.find("k_proj") != std::string::npos)
+      std::fill(model.params().begin() + t.offset, model.params().begin() + t.offset + t.numel, 0.0f);
+}
+
 // Planted attention: with zero query and key projections every head
 // attends uniformly to the keys its span shows, so the mass on an answer's
 // value position is known exactly: 1 / (keys seen), or 0 when the span
@@ -31,10 +38,7 @@ TEST(RetrievalHeads, UniformAttentionGivesTheExpectedMass) {
   defaults.n_layers = shape.n_layers;
   TrainModel model(shape, ResolvePlan("hybrid:1:1,window:6", defaults));
   model.InitRandom(3);
-  for (const ParamTensor& t : model.tensors())
-    if (t.name.find("q_proj") != std::string::npos || t.name.find("k_proj") != std::string::npos)
-      std::fill(model.params().begin() + t.offset, model.params().begin() + t.offset + t.numel,
-                0.0f);
+  PlantUniformAttention(model);
   const int64_t far = 10;
   const RetrievalHeads heads = TraceRetrievalHeads(model, task, 6, 77, far);
   // The same average, by hand.
@@ -75,7 +79,6 @@ TEST(RetrievalHeads, UniformAttentionGivesTheExpectedMass) {
   EXPECT_NE(RetrievalHeadsSvg(heads, "t").find("<svg"), std::string::npos);
 }
 
-}  // namespace
 // Needle items of a text model, with planted uniform attention: the mass
 // on the needle token an answer token copies is 1 / (keys its query sees).
 TEST(RetrievalHeads, NeedleItemsUnderUniformAttention) {
@@ -84,9 +87,7 @@ TEST(RetrievalHeads, NeedleItemsUnderUniformAttention) {
   defaults.n_layers = shape.n_layers;
   TrainModel model(shape, ResolvePlan("full", defaults));
   model.InitRandom(5);
-  for (const ParamTensor& t : model.tensors())
-    if (t.name.find("q_proj") != std::string::npos || t.name.find("k_proj") != std::string::npos)
-      std::fill(model.params().begin() + t.offset, model.params().begin() + t.offset + t.numel, 0.0f);
+  PlantUniformAttention(model);
   TaskItem item;
   for (int32_t i = 0; i < 40; ++i) item.tokens.push_back((i * 7 + 3) % 40);
   Answer answer;
@@ -130,4 +131,5 @@ TEST(RetrievalHeads, SelectionKeepsTheBestKvHeadsOfTheModel) {
   EXPECT_THROW(SelectFullHeads(r, 1.5), std::invalid_argument);
 }
 
+}  // namespace
 }  // namespace swan

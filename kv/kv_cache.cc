@@ -77,12 +77,15 @@ void KvStore::GrowTo(int64_t n_slots) {
   if (rows > int64_t(slots_.pos().size())) slots_.pos().resize(size_t(rows), -1);
 }
 
-void KvStore::Write(const float* k, const float* v, const int32_t* pos, int64_t n) {
+void KvStore::Write(const float* k, const float* v, const int32_t* pos, int64_t n, int32_t src_heads) {
   if (is_ring() && n > options_.max_chunk)
     throw std::invalid_argument("KV cache: " + std::to_string(n) +
                                 " tokens in one step, more than max_chunk = " +
                                 std::to_string(options_.max_chunk));
-  const int64_t row_elems = int64_t(shape_.n_kv_heads) * shape_.head_dim;
+  const int64_t d = shape_.head_dim, row_elems = int64_t(shape_.n_kv_heads) * d;
+  // Rows of the store's own layout, or of src_heads heads to take ours from.
+  const bool pick = src_heads > 0 && src_heads != shape_.n_kv_heads;
+  const int64_t src_row = pick ? int64_t(src_heads) * d : row_elems;
   int64_t need = 0;
   for (int64_t t = 0; t < n; ++t) {
     if (pos[t] < 0) throw std::invalid_argument("KV cache: negative position " + std::to_string(pos[t]));
@@ -95,8 +98,19 @@ void KvStore::Write(const float* k, const float* v, const int32_t* pos, int64_t 
   GrowTo(need);
   for (int64_t t = 0; t < n; ++t) {
     const int64_t slot = slots_.SlotOf(pos[t]);
-    Store(k_.data() + size_t(slot) * row_bytes_, k + t * row_elems, row_elems, options_.type);
-    Store(v_.data() + size_t(slot) * row_bytes_, v + t * row_elems, row_elems, options_.type);
+    uint8_t* k_row = k_.data() + size_t(slot) * row_bytes_;
+    uint8_t* v_row = v_.data() + size_t(slot) * row_bytes_;
+    if (!pick) {
+      Store(k_row, k + t * src_row, row_elems, options_.type);
+      Store(v_row, v + t * src_row, row_elems, options_.type);
+    } else {
+      // Head by head; a head is whole q8_0 blocks (CheckStorage).
+      for (size_t i = 0; i < heads_.size(); ++i) {
+        const int64_t at = KvBytes(options_.type, int64_t(i) * d), from = t * src_row + heads_[i] * d;
+        Store(k_row + at, k + from, d, options_.type);
+        Store(v_row + at, v + from, d, options_.type);
+      }
+    }
     slots_.pos()[size_t(slot)] = pos[t];
   }
 }
@@ -163,13 +177,7 @@ void LayerKvCache::Write(const float* k, const float* v, const int32_t* pos, int
     stores_[0].Write(k, v, pos, n);
     return;
   }
-  for (KvStore& s : stores_) {
-    const int64_t width = int64_t(s.heads().size()) * shape_.head_dim;
-    std::vector<float> ks(size_t(n * width)), vs(ks.size());  // [n, store heads, head_dim]
-    GatherHeads(ks.data(), k, n, shape_.n_kv_heads, shape_.head_dim, s.heads());
-    GatherHeads(vs.data(), v, n, shape_.n_kv_heads, shape_.head_dim, s.heads());
-    s.Write(ks.data(), vs.data(), pos, n);
-  }
+  for (KvStore& s : stores_) s.Write(k, v, pos, n, shape_.n_kv_heads);
 }
 
 KvView LayerKvCache::View() const {
@@ -217,10 +225,7 @@ LayerKvCache LayerKvCache::Copy() const {
 }
 
 KvCache::KvCache(const std::vector<Span>& spans, const KvShape& shape, const KvCacheOptions& options)
-    : options_(options) {
-  layers_.reserve(spans.size());
-  for (const Span& s : spans) layers_.emplace_back(s, shape, options);
-}
+    : KvCache(spans, std::vector<std::vector<int32_t>>(spans.size()), shape, options) {}
 
 KvCache::KvCache(const std::vector<Span>& spans, const std::vector<std::vector<int32_t>>& full_heads,
                  const KvShape& shape, const KvCacheOptions& options)

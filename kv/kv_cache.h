@@ -76,8 +76,9 @@ class KvStore {
   KvStore& operator=(KvStore&&) = default;
 
   // Stores `n` tokens at positions pos[n] (>= 0).
-  //   k, v [n, heads.size(), head_dim] float32
-  void Write(const float* k, const float* v, const int32_t* pos, int64_t n);
+  //   k, v [n, heads.size(), head_dim] float32, or with src_heads > 0
+  //   [n, src_heads, head_dim]: a layer's rows, of which the store takes its heads
+  void Write(const float* k, const float* v, const int32_t* pos, int64_t n, int32_t src_heads = 0);
   KvView View() const;  // [n_slots, heads.size(), head_dim]; unused slots at position -1
   bool is_ring() const { return slots_.max_slots() > 0; }
   const Span& span() const { return span_; }

@@ -91,12 +91,16 @@ std::vector<std::vector<int32_t>> ReadHeadsFile(const std::string& path, int32_t
 
 }  // namespace
 
+std::string JoinHeads(const std::vector<int32_t>& heads, char sep) {
+  std::string s;
+  for (const int32_t h : heads) s += (s.empty() ? "" : std::string(1, sep)) + std::to_string(h);
+  return s;
+}
+
 std::string LayerPlan::SpanText() const {
   if (kind == LayerKind::kRouted) return "full | " + span.ToString();
   if (kind != LayerKind::kPerHead) return span.ToString();
-  std::string heads;  // "0,2"
-  for (const int32_t h : full_heads) heads += (heads.empty() ? "" : ",") + std::to_string(h);
-  return "KV heads " + heads + " full | " + span.ToString();
+  return "KV heads " + JoinHeads(full_heads, ',') + " full | " + span.ToString();
 }
 
 Span LayerPlan::HeadSpan(int32_t kv_head) const {

@@ -88,6 +88,9 @@ struct AttentionPlan {
   std::string Describe() const;
 };
 
+// "0,2" (sep ',') or "0+2" (sep '+', the spec's own spelling) of KV heads.
+std::string JoinHeads(const std::vector<int32_t>& heads, char sep);
+
 // The syntax of a spec, before a model gives it layers. Exposed for tests.
 struct PlanSpec {
   enum class Preset { kModel, kFull, kSwa, kHybrid, kRouted };

@@ -130,12 +130,10 @@ std::string CanonicalPlanSpec(const AttentionPlan& plan) {
     const LayerPlan& l = plan.layers[i];
     if (l.kind != LayerKind::kFull) {
       // sinks:S applies to window layers and routed layers' window branches alike.
-      std::string heads;  // "A+B" for a per-head layer
-      for (const int32_t h : l.full_heads) heads += (heads.empty() ? "" : "+") + std::to_string(h);
       spec += ",layer" + std::to_string(i) +
               (l.kind == LayerKind::kWindow   ? ":swa:"
                : l.kind == LayerKind::kRouted ? ":routed:"
-                                              : ":heads:" + heads + ":") +
+                                              : ":heads:" + JoinHeads(l.full_heads, '+') + ":") +
               std::to_string(l.span.window);
       if (sinks >= 0 && sinks != l.span.sinks)
         throw std::invalid_argument("plan has different sink counts per layer; no spec says that");
