@@ -12,12 +12,9 @@
 
 #include "cli/args.h"
 #include "cli/threads_option.h"
-#include "eval/haystack.h"
-#include "eval/tasks.h"
+#include "eval/passkey_source.h"
 #include "eval/recall_suite.h"
 #include "eval/retrieval_heads.h"
-#include "model/config.h"
-#include "model/gguf_tokenizer.h"
 
 namespace swan::cli {
 namespace {
@@ -50,19 +47,12 @@ const char kUsage[] =
 // [0.1, 0.9], in noise, of -c tokens.
 RetrievalHeads PasskeyHeads(TrainModel& model, const std::string& dir, const Args& args, int64_t samples,
                             uint64_t seed) {
-  const ModelConfig config = LoadModelConfig(dir);
-  const Tokenizer tokenizer = LoadModelTokenizer(dir);
-  const int64_t context = config.max_position_embeddings > 0 ? config.max_position_embeddings : 1024;
-  const int64_t length = args.GetInt("-c", std::min<int64_t>(1024, context));
-  if (length < 64) throw std::invalid_argument("-c must be at least 64 tokens for a passkey item");
-  const PieceEncoder encoder(tokenizer);
-  const Filler filler = NoiseFiller(encoder);
-  const int32_t bos = tokenizer.bos_id() >= 0 ? tokenizer.bos_id() : config.bos_token_id;
-  const TaskContext task{&encoder, &filler, bos};
+  const PasskeySource source(dir);
+  const int64_t length = args.GetInt("-c", source.default_length());
   std::vector<TaskItem> items;  // [samples]
   for (int64_t i = 0; i < samples; ++i) {
     const double depth = samples > 1 ? 0.1 + 0.8 * double(i) / double(samples - 1) : 0.5;
-    items.push_back(MakeRetrievalItem(task, TaskKind::kPasskey, length, depth, seed + uint64_t(i)));
+    items.push_back(source.Make(length, depth, seed + uint64_t(i)));
   }
   return TraceNeedleHeads(model, items, args.GetInt("--far", length / 4));
 }

@@ -29,6 +29,9 @@ const char kUsage[] =
     "       swan train synth --out DIR [--docs N] [--chars C] [--kinds passkey,kv,code] [--seed S]\n"
     "       swan train recall --out DIR [...]   recall tasks in token-id space, with labels\n"
     "                                           (`swan train recall --help`)\n"
+    "       swan train --head-gates -m DIR --select SHARE --out HEADS.json [...]\n"
+    "                                           a per-head plan's full heads, learned by\n"
+    "                                           DuoAttention's gates (`swan train --head-gates --help`)\n"
     "data (token files from `swan tokenize --out`):\n"
     "  --data FILE          training tokens\n"
     "  --val FILE           held-out tokens (default: FILE's .val.bin twin when it exists)\n"
@@ -167,6 +170,7 @@ void CheckTrainNumbers(const TrainOptions& o) {
 }  // namespace
 
 int RunTrainRecall(const std::vector<std::string>& words);  // cli/train_recall.cc
+int RunTrainHeadGates(const std::vector<std::string>& words);  // cli/train_head_gates.cc
 
 // A run keeps the flags it was started with in RUN/train_args.json, so
 // that `swan train --out RUN --resume` needs no others; flags given with
@@ -214,6 +218,7 @@ int RunTrain(const std::vector<std::string>& words) {
     return Synth(std::vector<std::string>(words.begin() + 1, words.end()));
   if (!words.empty() && words[0] == "recall")
     return RunTrainRecall(std::vector<std::string>(words.begin() + 1, words.end()));
+  if (std::find(words.begin(), words.end(), "--head-gates") != words.end()) return RunTrainHeadGates(words);
   const std::vector<std::string> settings = WithStoredSettings(words);
   const Args args(settings, {"--help", "-h", "--resume", "--quiet", "--gemm-report",
                              "--router-gamma-constant"});

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #include "model/config.h"
 #include "model/model.h"
@@ -152,29 +153,39 @@ int64_t HeadSelection::n_full() const {
   return n;
 }
 
-HeadSelection SelectFullHeads(const RetrievalHeads& r, double share) {
+HeadSelection SelectTopHeads(std::vector<std::vector<double>> scores, double share, std::string score,
+                             const std::vector<std::vector<double>>& tie_break) {
   if (!(share > 0 && share <= 1)) throw std::invalid_argument("the share of full heads must be in (0, 1]");
+  HeadSelection s;
+  s.share = share;
+  s.score = std::move(score);
+  s.scores = std::move(scores);
+  // (-score, -tie break, layer, kv head): best first
+  std::vector<std::tuple<double, double, int32_t, int32_t>> ranked;
+  for (size_t l = 0; l < s.scores.size(); ++l)
+    for (size_t kv = 0; kv < s.scores[l].size(); ++kv)
+      ranked.push_back({-s.scores[l][kv], tie_break.empty() ? 0.0 : -tie_break.at(l).at(kv), int32_t(l), int32_t(kv)});
+  std::sort(ranked.begin(), ranked.end());
+  const size_t keep = size_t(std::ceil(share * double(ranked.size()) - 1e-9));
+  s.full_heads.assign(s.scores.size(), {});
+  for (size_t i = 0; i < keep && i < ranked.size(); ++i)
+    s.full_heads[size_t(std::get<2>(ranked[i]))].push_back(std::get<3>(ranked[i]));
+  for (std::vector<int32_t>& l : s.full_heads) std::sort(l.begin(), l.end());
+  return s;
+}
+
+HeadSelection SelectFullHeads(const RetrievalHeads& r, double share) {
   if (r.kv_heads <= 0 || r.heads % r.kv_heads != 0)
     throw std::invalid_argument("SelectFullHeads: the heads do not group into KV heads");
   const int32_t group = r.heads / r.kv_heads;
   const bool far = r.far_answers > 0;
-  HeadSelection s;
-  s.share = share;
-  s.scores.assign(size_t(r.layers), std::vector<double>(size_t(r.kv_heads), 0.0));
-  std::vector<std::pair<double, int32_t>> ranked;  // (score, layer * kv_heads + kv head)
+  std::vector<std::vector<double>> scores(size_t(r.layers), std::vector<double>(size_t(r.kv_heads), 0.0));
   for (int32_t l = 0; l < r.layers; ++l)
-    for (int32_t kv = 0; kv < r.kv_heads; ++kv) {
-      double& score = s.scores[size_t(l)][size_t(kv)];
-      for (int32_t h = kv * group; h < (kv + 1) * group; ++h) score = std::max(score, r.At(l, h, far).value);
-      ranked.push_back({-score, l * r.kv_heads + kv});  // best first, ties by index
-    }
-  std::sort(ranked.begin(), ranked.end());
-  const size_t keep = size_t(std::ceil(share * double(ranked.size()) - 1e-9));
-  s.full_heads.assign(size_t(r.layers), {});
-  for (size_t i = 0; i < keep && i < ranked.size(); ++i)
-    s.full_heads[size_t(ranked[i].second / r.kv_heads)].push_back(ranked[i].second % r.kv_heads);
-  for (std::vector<int32_t>& l : s.full_heads) std::sort(l.begin(), l.end());
-  return s;
+    for (int32_t kv = 0; kv < r.kv_heads; ++kv)
+      for (int32_t h = kv * group; h < (kv + 1) * group; ++h)
+        scores[size_t(l)][size_t(kv)] = std::max(scores[size_t(l)][size_t(kv)], r.At(l, h, far).value);
+  return SelectTopHeads(std::move(scores), share,
+                        "largest attention mass on the answer's value among each KV head's query heads");
 }
 
 nlohmann::json HeadSelectionJson(const HeadSelection& s, const std::string& model_dir) {
@@ -182,7 +193,7 @@ nlohmann::json HeadSelectionJson(const HeadSelection& s, const std::string& mode
           {"share", s.share},
           {"full", s.n_full()},
           {"model", model_dir},
-          {"score", "largest attention mass on the answer's value among each KV head's query heads"},
+          {"score", s.score},
           {"scores", s.scores}};
 }
 

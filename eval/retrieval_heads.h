@@ -51,11 +51,18 @@ RetrievalHeads TraceRetrievalHeads(TrainModel& model, const RecallOptions& task,
 // whole model are kept full. share in (0, 1].
 struct HeadSelection {
   double share = 0;
+  std::string score;                           // what the scores are
   std::vector<std::vector<double>> scores;     // [layers][kv_heads]
   std::vector<std::vector<int32_t>> full_heads;  // [layers] ascending
   int64_t n_full() const;
 };
 HeadSelection SelectFullHeads(const RetrievalHeads& heads, double share);
+// The ceil(share * all) KV heads with the highest scores [layers][kv_heads]
+// (equal scores: the higher tie_break [layers][kv_heads] when given, then
+// the lower layer and head), whatever the scores are (`score` says, e.g.
+// DuoAttention's trained gates, train/head_gates.h).
+HeadSelection SelectTopHeads(std::vector<std::vector<double>> scores, double share, std::string score,
+                             const std::vector<std::vector<double>>& tie_break = {});
 // {"full_heads": [[...], ...], "share": ..., "scores": [[...], ...], ...}: the
 // file a plan reads with heads:FILE.json (model/plan.h).
 nlohmann::json HeadSelectionJson(const HeadSelection& selection, const std::string& model_dir);

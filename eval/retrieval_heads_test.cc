@@ -131,5 +131,17 @@ TEST(RetrievalHeads, SelectionKeepsTheBestKvHeadsOfTheModel) {
   EXPECT_THROW(SelectFullHeads(r, 1.5), std::invalid_argument);
 }
 
+// Trained gates clamp at 1 and tie: the tie break orders them, then the index.
+TEST(RetrievalHeads, TopHeadsBreakTiesByTheSecondScore) {
+  const std::vector<std::vector<double>> gates = {{1.0, 0.2}, {1.0, 1.0}};  // [layers][kv_heads]
+  const std::vector<std::vector<double>> pull = {{0.1, 9.0}, {0.3, 0.2}};
+  EXPECT_EQ(SelectTopHeads(gates, 0.25, "gate").full_heads, (std::vector<std::vector<int32_t>>{{0}, {}}));
+  const HeadSelection one = SelectTopHeads(gates, 0.25, "gate", pull);
+  EXPECT_EQ(one.full_heads, (std::vector<std::vector<int32_t>>{{}, {0}}));
+  EXPECT_EQ(one.score, "gate");
+  EXPECT_EQ(SelectTopHeads(gates, 0.5, "gate", pull).full_heads, (std::vector<std::vector<int32_t>>{{}, {0, 1}}));
+  EXPECT_EQ(SelectTopHeads(gates, 0.75, "gate", pull).full_heads, (std::vector<std::vector<int32_t>>{{0}, {0, 1}}));
+}
+
 }  // namespace
 }  // namespace swan

@@ -70,6 +70,7 @@ void RmsNormBackward(float* dx, float* d_weight, const float* d_out, const float
       dxt[i] = accumulate_dx ? dxt[i] + v : v;
     }
   }
+  if (!d_weight) return;
 #pragma omp parallel for if (n * dim > 65536)
   for (int64_t i = 0; i < dim; ++i) {
     double acc = 0;
@@ -90,7 +91,7 @@ void LinearBackward(float* dx, float* d_w, const float* dy, const float* x, cons
   // dx [n, in] = dy [n, out] · w [out, in]
   if (dx) Gemm(dx, dy, w, GemmShape{n, in, out, false, false}, accumulate_dx);
   // d_w [out, in] += dyᵀ [out, n] · x [n, in]
-  Gemm(d_w, dy, x, GemmShape{out, in, n, true, false}, /*accumulate=*/true);
+  if (d_w) Gemm(d_w, dy, x, GemmShape{out, in, n, true, false}, /*accumulate=*/true);
 }
 
 namespace {
@@ -119,6 +120,7 @@ void LinearBackwardBF16(float* dx, float* d_w, const float* dy, const float* x,
                         bool accumulate_dx) {
   const uint16_t* dy16 = ToBF16Scratch(0, dy, n * out);  // [n, out], read by both products
   if (dx) GemmBF16(dx, dy16, w16, GemmShape{n, in, out, false, false}, accumulate_dx);
+  if (!d_w) return;
   const uint16_t* x16 = ToBF16Scratch(1, x, n * in);  // [n, in]
   GemmBF16(d_w, dy16, x16, GemmShape{out, in, n, true, false}, /*accumulate=*/true);
 }

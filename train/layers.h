@@ -42,7 +42,7 @@ void EmbeddingBackward(float* d_table, const float* d_out, const int32_t* ids, i
 //   out, x [n, dim], rstd [n] (saved), weight [dim]. out may not alias x.
 void RmsNormForward(float* out, float* rstd, const float* x, const float* weight, float eps,
                     int64_t n, int64_t dim);
-//   dx [n, dim] (= or +=), d_weight [dim] (+=)
+//   dx [n, dim] (= or +=), d_weight [dim] (+=; null: a frozen weight)
 void RmsNormBackward(float* dx, float* d_weight, const float* d_out, const float* x,
                      const float* rstd, const float* weight, int64_t n, int64_t dim,
                      bool accumulate_dx);
@@ -51,7 +51,8 @@ void RmsNormBackward(float* dx, float* d_weight, const float* d_out, const float
 // y (+)= x · wᵀ     y [n, out], x [n, in], w [out, in]
 void LinearForward(float* y, const float* x, const float* w, int64_t n, int64_t in, int64_t out,
                    bool accumulate_y = false);
-// dx (=/+=) dy · w,   d_w += dyᵀ · x.  dx may be null (input needs no gradient).
+// dx (=/+=) dy · w,   d_w += dyᵀ · x.  dx may be null (input needs no gradient),
+// d_w too (a frozen weight).
 void LinearBackward(float* dx, float* d_w, const float* dy, const float* x, const float* w,
                     int64_t n, int64_t in, int64_t out, bool accumulate_dx);
 

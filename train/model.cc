@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "ops/gemm.h"
+#include "train/head_gates.h"
 #include "train/layers.h"
 
 namespace swan {
@@ -191,7 +192,29 @@ SequenceAttention TrainModel::LayerAttention(int32_t l, int64_t batch, int64_t s
   return sa;
 }
 
-void TrainModel::ZeroGrads() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
+void TrainModel::ZeroGrads() {
+  std::fill(grads_.begin(), grads_.end(), 0.0f);
+  std::fill(head_gate_grads_.begin(), head_gate_grads_.end(), 0.0f);
+}
+
+void TrainModel::set_head_gates(const std::vector<float>& gates) {
+  if (!gates.empty()) {
+    const int64_t n = int64_t(shape_.n_layers) * shape_.n_kv_heads;
+    if (int64_t(gates.size()) != n)
+      throw std::invalid_argument("head gates: " + std::to_string(gates.size()) + " gates for " +
+                                  std::to_string(n) + " KV heads (layers x KV heads)");
+    for (size_t l = 0; l < plan_.layers.size(); ++l) {
+      const LayerPlan& lp = plan_.layers[l];
+      if (lp.kind != LayerKind::kWindow)
+        throw std::invalid_argument("head gates mix full attention with each layer's window, and layer " +
+                                    std::to_string(l) + " is " + LayerKindName(lp.kind) +
+                                    ": give every layer a window (e.g. swa:64,sinks:4)");
+    }
+  }
+  const bool was_on = !head_gates_.empty();
+  head_gates_ = gates;
+  if (was_on != !gates.empty()) head_gate_grads_.assign(gates.size(), 0.0f);
+}
 
 void TrainModel::RefreshBF16Params() {
   params16_.resize(params_.size());
@@ -216,7 +239,10 @@ void TrainModel::ProjectBackward(float* dx, float* d_w, const float* dy, const f
 }
 
 void TrainModel::Allocate(int64_t batch, int64_t seq) {
-  if (acts_.batch == batch && acts_.seq == seq) return;
+  // Both branches of the routed layers, or of every layer under head gates.
+  const int64_t R = n_routed_, branches = head_gates_.empty() ? R : shape_.n_layers;
+  const size_t branch_floats = size_t(branches * batch * seq * shape_.q_dim());
+  if (acts_.batch == batch && acts_.seq == seq && acts_.att_full.size() == branch_floats) return;
   const int64_t N = batch * seq, L = shape_.n_layers, C = shape_.hidden, F = shape_.intermediate;
   const int64_t QD = shape_.q_dim(), KD = shape_.kv_dim(), H = shape_.n_heads, V = shape_.vocab;
   Activations& a = acts_;
@@ -244,13 +270,12 @@ void TrainModel::Allocate(int64_t batch, int64_t seq) {
   a.final_rstd.assign(size_t(N), 0.0f);
   a.logits.assign(size_t(N * V), 0.0f);
   a.losses.assign(size_t(N), 0.0f);
-  const int64_t R = n_routed_;
   a.router_logit.assign(size_t(R * N), 0.0f);
-  a.att_full.assign(size_t(R * N * QD), 0.0f);
-  a.lse_full.assign(size_t(R * N * H), 0.0f);
-  a.att_window.assign(size_t(R * N * QD), 0.0f);
-  a.lse_window.assign(size_t(R * N * H), 0.0f);
   a.gamma.assign(size_t(R * N), 0.0f);
+  a.att_full.assign(branch_floats, 0.0f);
+  a.lse_full.assign(size_t(branches * N * H), 0.0f);
+  a.att_window.assign(branch_floats, 0.0f);
+  a.lse_window.assign(size_t(branches * N * H), 0.0f);
   Scratch& s = scratch_;
   s.d_res.assign(size_t(N * C), 0.0f);
   s.d_xn.assign(size_t(N * C), 0.0f);
@@ -269,8 +294,7 @@ double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_
   if (batch <= 0 || seq <= 0) throw std::invalid_argument("Forward: empty batch");
   Allocate(batch, seq);
   Activations& a = acts_;
-  const int64_t N = batch * seq, C = shape_.hidden, F = shape_.intermediate, V = shape_.vocab;
-  const int64_t QD = shape_.q_dim(), KD = shape_.kv_dim(), H = shape_.n_heads;
+  const int64_t N = batch * seq, C = shape_.hidden, V = shape_.vocab, QD = shape_.q_dim();
   std::copy(tokens, tokens + N, a.tokens.begin());
   std::copy(targets, targets + N, a.targets.begin());
   if (weights) a.weights.assign(weights, weights + N);
@@ -281,9 +305,44 @@ double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_
     counted_ += targets[t] >= 0;
     if (targets[t] >= 0) counted_weight_ += weights ? weights[t] : 1.0;
   }
+  ForwardLayers();
+  const float* head = shape_.tied_embeddings ? params_.data() : At(params_, tensors_.back().offset);
+  Project(a.logits.data(), a.final_xn.data(), head, N, C, V);
+  const float* w = a.weights.empty() ? nullptr : a.weights.data();
+  const double loss = CrossEntropyForward(a.losses.data(), a.logits.data(), a.targets.data(), w, N, V);
+  // The regularizer weighs each token by its NLL, so it follows the loss.
+  routing_.tokens = N;
+  routing_.regularizer = 0;
+  for (int32_t r = 0; r < n_routed_; ++r) {
+    const RoutedBranches br = Branches(r);
+    routing_.regularizer += RouterRegularizerForward(
+        At(a.gamma, r * N), At(a.router_logit, r * N), a.losses.data(), a.targets.data(),
+        br.out_full, br.out_window, router_reg_, N, QD);
+  }
+  return loss;
+}
+
+const float* TrainModel::ForwardHidden(const int32_t* tokens, int64_t batch, int64_t seq) {
+  if (batch <= 0 || seq <= 0) throw std::invalid_argument("ForwardHidden: empty batch");
+  Allocate(batch, seq);
+  const int64_t N = batch * seq;
+  std::copy(tokens, tokens + N, acts_.tokens.begin());
+  std::fill(acts_.targets.begin(), acts_.targets.end(), -1);
+  acts_.weights.clear();
+  counted_ = 0;
+  counted_weight_ = 0;
+  ForwardLayers();
+  return acts_.final_xn.data();
+}
+
+void TrainModel::ForwardLayers() {
+  Activations& a = acts_;
+  const int64_t batch = a.batch, seq = a.seq, N = batch * seq, C = shape_.hidden;
+  const int64_t F = shape_.intermediate, V = shape_.vocab;
+  const int64_t QD = shape_.q_dim(), KD = shape_.kv_dim(), H = shape_.n_heads;
   if (matmul_ == MatmulPrecision::kBF16 && params16_stale_) RefreshBF16Params();
 
-  EmbeddingForward(a.residual.data(), tokens, params_.data(), N, V, C);
+  EmbeddingForward(a.residual.data(), a.tokens.data(), params_.data(), N, V, C);
   for (int32_t l = 0; l < shape_.n_layers; ++l) {
     const LayerParams p = Layer(params_, l);
     float* res = At(a.residual, l * N * C);
@@ -311,6 +370,8 @@ double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_
       int64_t full = 0;
       for (int64_t t = 0; t < N; ++t) full += RoutesFull(logit[t]);
       routing_.full_tokens[size_t(l)] = full;
+    } else if (!head_gates_.empty()) {
+      HeadGatedAttentionForward(att, Branches(l), &head_gates_[size_t(l) * shape_.n_kv_heads], q, k, v, sa);
     } else {
       AttentionForward(att, At(a.lse, l * N * H), q, k, v, sa);
     }
@@ -330,22 +391,8 @@ double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_
     Project(out, act, p.w_down, N, F, C, /*accumulate_y=*/true);
   }
   const float* final_norm = At(params_, tensor("model.norm.weight").offset);
-  const float* head = shape_.tied_embeddings ? params_.data() : At(params_, tensors_.back().offset);
   RmsNormForward(a.final_xn.data(), a.final_rstd.data(), At(a.residual, shape_.n_layers * N * C),
                  final_norm, shape_.rms_eps, N, C);
-  Project(a.logits.data(), a.final_xn.data(), head, N, C, V);
-  const float* w = a.weights.empty() ? nullptr : a.weights.data();
-  const double loss = CrossEntropyForward(a.losses.data(), a.logits.data(), a.targets.data(), w, N, V);
-  // The regularizer weighs each token by its NLL, so it follows the loss.
-  routing_.tokens = N;
-  routing_.regularizer = 0;
-  for (int32_t r = 0; r < n_routed_; ++r) {
-    const RoutedBranches br = Branches(r);
-    routing_.regularizer += RouterRegularizerForward(
-        At(a.gamma, r * N), At(a.router_logit, r * N), a.losses.data(), a.targets.data(),
-        br.out_full, br.out_window, router_reg_, N, QD);
-  }
-  return loss;
 }
 
 std::vector<double> TrainModel::AttentionWeights(int32_t layer, int32_t head, int64_t query) const {
@@ -382,25 +429,44 @@ void TrainModel::Backward(float loss_scale) {
   Activations& a = acts_;
   Scratch& s = scratch_;
   if (a.batch == 0) throw std::logic_error("Backward before Forward");
-  const int64_t batch = a.batch, seq = a.seq, N = batch * seq, C = shape_.hidden;
-  const int64_t F = shape_.intermediate, V = shape_.vocab, QD = shape_.q_dim(), KD = shape_.kv_dim();
-  const int64_t H = shape_.n_heads;
-  const int64_t L = shape_.n_layers;
-
+  const int64_t N = a.batch * a.seq, C = shape_.hidden, V = shape_.vocab;
+  const bool frozen = !head_gates_.empty();
   // Loss -> logits -> final norm, in reverse order of the forward.
   CrossEntropyBackward(a.logits.data(), a.logits.data(), a.targets.data(),
                        a.weights.empty() ? nullptr : a.weights.data(), loss_scale, N, V);
   const ParamTensor& norm_t = tensor("model.norm.weight");
   const int64_t head_offset = shape_.tied_embeddings ? 0 : tensors_.back().offset;
-  ProjectBackward(s.d_xn.data(), At(grads_, head_offset), a.logits.data(), a.final_xn.data(),
-                  At(params_, head_offset), N, C, V, false);
-  RmsNormBackward(s.d_res.data(), At(grads_, norm_t.offset), s.d_xn.data(),
-                  At(a.residual, L * N * C), a.final_rstd.data(), At(params_, norm_t.offset), N, C,
-                  /*accumulate_dx=*/false);
+  ProjectBackward(s.d_xn.data(), frozen ? nullptr : At(grads_, head_offset), a.logits.data(),
+                  a.final_xn.data(), At(params_, head_offset), N, C, V, false);
+  RmsNormBackward(s.d_res.data(), frozen ? nullptr : At(grads_, norm_t.offset), s.d_xn.data(),
+                  At(a.residual, shape_.n_layers * N * C), a.final_rstd.data(),
+                  At(params_, norm_t.offset), N, C, /*accumulate_dx=*/false);
+  BackwardLayers(loss_scale);
+}
 
+void TrainModel::BackwardHidden(const float* d_hidden) {
+  Activations& a = acts_;
+  if (a.batch == 0) throw std::logic_error("BackwardHidden before a forward pass");
+  const int64_t N = a.batch * a.seq, C = shape_.hidden;
+  const bool frozen = !head_gates_.empty();
+  const ParamTensor& norm_t = tensor("model.norm.weight");
+  RmsNormBackward(scratch_.d_res.data(), frozen ? nullptr : At(grads_, norm_t.offset), d_hidden,
+                  At(a.residual, shape_.n_layers * N * C), a.final_rstd.data(),
+                  At(params_, norm_t.offset), N, C, /*accumulate_dx=*/false);
+  BackwardLayers(0.0f);
+}
+
+void TrainModel::BackwardLayers(float loss_scale) {
+  Activations& a = acts_;
+  Scratch& s = scratch_;
+  const int64_t batch = a.batch, seq = a.seq, N = batch * seq, C = shape_.hidden;
+  const int64_t F = shape_.intermediate, QD = shape_.q_dim(), KD = shape_.kv_dim();
+  const int64_t H = shape_.n_heads, L = shape_.n_layers;
+  const bool frozen = !head_gates_.empty();  // gates only: no weight gradients
+  const ParamTensor& norm_t = tensor("model.norm.weight");
   for (int32_t l = int32_t(L) - 1; l >= 0; --l) {
     const LayerParams p = Layer(params_, l);
-    const LayerParams g = Layer(grads_, l);
+    const LayerParams g = frozen ? LayerParams{} : Layer(grads_, l);
     // MLP branch: out = mid + act · w_downᵀ.
     ProjectBackward(s.d_act.data(), g.w_down, s.d_res.data(), At(a.act, l * N * F), p.w_down, N,
                     F, C, false);
@@ -424,6 +490,10 @@ void TrainModel::Backward(float loss_scale) {
       RoutedAttentionBackward(s.dq.data(), s.dk.data(), s.dv.data(), s.d_logit.data(),
                               s.d_att.data(), Branches(r), logit, q, k, v, sa);
       RouterRegularizerBackward(s.d_logit.data(), At(a.gamma, r * N), logit, loss_scale, N);
+    } else if (frozen) {
+      const int64_t KV = shape_.n_kv_heads;
+      HeadGatedAttentionBackward(s.dq.data(), s.dk.data(), s.dv.data(), &head_gate_grads_[size_t(l * KV)],
+                                 s.d_att.data(), Branches(l), &head_gates_[size_t(l * KV)], q, k, v, sa);
     } else {
       AttentionBackward(s.dq.data(), s.dk.data(), s.dv.data(), s.d_att.data(), att,
                         At(a.lse, l * N * H), q, k, v, sa);
@@ -440,12 +510,13 @@ void TrainModel::Backward(float loss_scale) {
     if (r >= 0) RouterBackward(s.d_xn.data(), g.router_w, g.router_b, s.d_logit.data(), xn, p.router_w, N, C);
     RmsNormBackward(s.d_res.data(), g.attn_norm, s.d_xn.data(), At(a.residual, l * N * C),
                     At(a.attn_rstd, l * N), p.attn_norm, N, C, /*accumulate_dx=*/true);
-    if (grads_ready_) {
+    if (grads_ready_ && !frozen) {
       const int64_t first = tensors_[layer_first_[size_t(l)]].offset;
       const int64_t end = l + 1 < L ? tensors_[layer_first_[size_t(l) + 1]].offset : norm_t.offset;
       grads_ready_(first, end - first);
     }
   }
+  if (frozen) return;
   EmbeddingBackward(grads_.data(), s.d_res.data(), a.tokens.data(), N, C);
   if (grads_ready_) {
     // With tied embeddings lm_head's gradient is the embedding's, final only now.

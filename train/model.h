@@ -123,6 +123,23 @@ class TrainModel {
   using GradsReady = std::function<void(int64_t offset, int64_t count)>;
   void set_grads_ready(GradsReady hook) { grads_ready_ = std::move(hook); }
 
+  // DuoAttention's head gates (train/head_gates.h): one gate α per layer
+  // and KV head, [L * KV]; a layer's attention of query head h is then
+  // α·(full attention) + (1 − α)·(attention under the layer's window span)
+  // for h's KV head. While gates are set the weights are frozen: Backward
+  // and BackwardHidden add only into head_gate_grads(). Empty turns them
+  // off. Throws std::invalid_argument with routed or per-head layers, a
+  // layer without a window, or a size other than L * KV.
+  void set_head_gates(const std::vector<float>& gates);
+  const std::vector<float>& head_gates() const { return head_gates_; }
+  const std::vector<float>& head_gate_grads() const { return head_gate_grads_; }  // [L * KV]
+
+  // The forward pass without lm_head: the final normed hidden states of B
+  // sequences of T tokens, [B*T, C], valid until the next forward pass.
+  const float* ForwardHidden(const int32_t* tokens, int64_t batch, int64_t seq);
+  // The backward pass from d(loss)/d(ForwardHidden's output) [B*T, C].
+  void BackwardHidden(const float* d_hidden);
+
   // Routing of the last Forward.
   const RoutingStats& routing() const { return routing_; }
   // The regularizer per counted token, as Forward's loss is (0 without routed layers).
@@ -189,11 +206,12 @@ class TrainModel {
     std::vector<float> losses;       // (N)
     // Routed layers only, at r = routed_index_[l] of R:
     std::vector<float> router_logit; // (R, N)
+    std::vector<float> gamma;        // (R, N) regularizer weights γ_t
+    // Both branches of the R routed layers, or of every layer (R = L) under head gates:
     std::vector<float> att_full;     // (R, N, H*D) full branch
     std::vector<float> lse_full;     // (R, N, H)
     std::vector<float> att_window;   // (R, N, H*D) window branch
     std::vector<float> lse_window;   // (R, N, H)
-    std::vector<float> gamma;        // (R, N) regularizer weights γ_t
   };
   // Gradient scratch of one layer, reused across layers.
   struct Scratch {
@@ -219,6 +237,10 @@ class TrainModel {
                        int64_t n, int64_t in, int64_t out, bool accumulate_dx) const;
   void RefreshBF16Params();
   void Allocate(int64_t batch, int64_t seq);
+  // Forward and Backward without the loss: tokens in acts_ -> final_xn,
+  // and d_res (the final norm's input gradient) -> grads.
+  void ForwardLayers();
+  void BackwardLayers(float loss_scale);
   RoutedBranches Branches(int32_t r);
 
   ModelShape shape_;
@@ -226,6 +248,8 @@ class TrainModel {
   std::vector<Rope> ropes_;  // [L]
   std::vector<int32_t> routed_index_;  // [L] among the routed layers; -1 on others
   int32_t n_routed_ = 0;               // R
+  std::vector<float> head_gates_;      // [L * KV] or empty: train/head_gates.h
+  std::vector<float> head_gate_grads_; // [L * KV]
   std::vector<size_t> layer_first_;    // [L] index into tensors_ of the layer's first tensor
   RouterRegularizer router_reg_;
   RoutingStats routing_;

@@ -2,8 +2,8 @@
 # Recall in token ids end to end with the swan program: `swan train recall`
 # writes labelled data, `swan train` learns on it with a context curriculum
 # and logs recall by distance, and the export carries its task to `swan
-# compare`, `swan heads` (and per-head plans), `swan route-stats --recall`
-# and `swan score`.
+# compare`, `swan heads` and `swan train --head-gates` (and per-head plans),
+# `swan route-stats --recall` and `swan score`.
 #   usage: recall_cli_test.sh SWAN
 set -eu
 SWAN=$1
@@ -59,6 +59,14 @@ grep -q '"full_heads"' "$TMP/heads.json"
 grep -q "recall, distance" "$TMP/compare-heads.txt"
 if "$SWAN" heads -m "$TMP/per-head/model" --select 0 --out "$TMP/none.json" 2> "$TMP/err.txt"; then exit 1; fi
 grep -q "select takes a share" "$TMP/err.txt"
+# The same choice by DuoAttention's gates, at two shares from one training.
+"$SWAN" train --head-gates -m "$TMP/per-head/model" --select 0.25,0.5 --out "$TMP/gates_{share}.json" \
+  --window 8 --sinks 1 --steps 3 --batch 2 > "$TMP/gates.txt"
+grep -q "kept 1 of 4 KV heads full (share 0.25)" "$TMP/gates.txt"
+grep -q "kept 2 of 4 KV heads full (share 0.5)" "$TMP/gates.txt"
+grep -q '"method": "gates"' "$TMP/gates_0.5.json"
+"$SWAN" compare -m "$TMP/per-head/model" --attn "full,window:8,sinks:1,heads:$TMP/gates_0.25.json" --samples 2 \
+  --quiet | grep -q "recall, distance"
 
 "$SWAN" route-stats -m "$TMP/run/model" --recall --attn routed:8 --route-ratio 0.5 --samples 2 \
   > "$TMP/routes.txt"
@@ -75,4 +83,4 @@ test -s "$TMP/fly/model/recall.json"
 
 printf '[0, 4, 20, 4]\n' > "$TMP/ids.jsonl"
 "$SWAN" score -m "$TMP/run/model" --ids "$TMP/ids.jsonl" 2>/dev/null | grep -q '"position":3,"token":4'
-echo "recall data, training, compare, heads (and per-head plans), route-stats and score: ok"
+echo "recall data, training, compare, heads (and per-head plans, gates), route-stats and score: ok"

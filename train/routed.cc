@@ -52,10 +52,8 @@ void InitRouter(float* w, float* b, int64_t dim) {
 
 // --- routed attention ------------------------------------------------------------------
 
-void RoutedAttentionForward(float* out, const RoutedBranches& saved, const float* logit,
-                            const float* q, const float* k, const float* v,
-                            const SequenceAttention& a) {
-  const AttentionTimer timer;
+void AttendBranches(const RoutedBranches& saved, const float* q, const float* k, const float* v,
+                    const SequenceAttention& a) {
   const int64_t row = int64_t(a.shape.n_heads) * a.shape.head_dim, H = a.shape.n_heads;
   for (int64_t b = 0; b < a.batch; ++b) {
     const int64_t first = b * a.seq;  // the sequence's first token
@@ -66,6 +64,14 @@ void RoutedAttentionForward(float* out, const RoutedBranches& saved, const float
     d.lse_full = saved.lse_full + first * H;
     AttendDual(SequenceArgs(q, k, v, a, b), d);
   }
+}
+
+void RoutedAttentionForward(float* out, const RoutedBranches& saved, const float* logit,
+                            const float* q, const float* k, const float* v,
+                            const SequenceAttention& a) {
+  const AttentionTimer timer;
+  const int64_t row = int64_t(a.shape.n_heads) * a.shape.head_dim;
+  AttendBranches(saved, q, k, v, a);
   // A selection, not g·o_full + (1 − g)·o_window: exact, and safe when the
   // unused branch holds an empty window's zeros.
   const int64_t N = a.batch * a.seq;

@@ -40,6 +40,10 @@ struct RoutedBranches {
   float* out_window = nullptr;  // [N, H*D] attention under the layer's window span
   float* lse_window = nullptr;  // [N, H]
 };
+// Both branches of every sequence into `saved`, one AttendDual pass each
+// (the full branch and `a.span`).
+void AttendBranches(const RoutedBranches& saved, const float* q, const float* k, const float* v,
+                    const SequenceAttention& a);
 // out [N, H*D] = out_full where RoutesFull(logit), else out_window. `a.span`
 // is the window branch; one AttendDual pass per sequence gives both.
 //   logit [N]; q, k, v as in AttentionForward.

@@ -78,30 +78,15 @@ TEST(RoutedGrad, Router) {
 }
 
 // The routed layer: q, k, v and logits in, out = surrogate mix of both branches.
-struct RoutedProblem {
-  SequenceAttention a;
-  std::vector<int32_t> pos;  // [T]
-  Vec q, k, v, r;            // [N, H*D], [N, KV*D] x2, [N, H*D] (the output's weights)
-  Vec logit;                 // [N]
+struct RoutedProblem : testing::AttentionInputs {
+  Vec logit;  // [N]
 
-  RoutedProblem(std::mt19937_64& rng, Span span, int64_t batch, int64_t seq) {
-    a.shape = AttentionShape{4, 2, 8};
-    a.span = span;
-    a.batch = batch;
-    a.seq = seq;
-    pos.resize(size_t(seq));
-    std::iota(pos.begin(), pos.end(), 0);
-    a.pos = pos.data();
-    const int64_t N = batch * seq;
-    q = RandomVector(rng, size_t(N * a.shape.n_heads * a.shape.head_dim));
-    k = RandomVector(rng, size_t(N * a.shape.n_kv_heads * a.shape.head_dim));
-    v = RandomVector(rng, k.size());
-    r = RandomVector(rng, q.size());
+  RoutedProblem(std::mt19937_64& rng, Span span, int64_t batch, int64_t seq)
+      : AttentionInputs(rng, span, batch, seq) {
     // Away from 0, so the float32 forward and this reference gate alike.
-    logit = RandomVector(rng, size_t(N));
+    logit = RandomVector(rng, size_t(batch * seq));
     for (double& l : logit) l += l >= 0 ? 0.1 : -0.1;
   }
-  int64_t width() const { return int64_t(a.shape.n_heads) * a.shape.head_dim; }
 
   // Σ r · out, out_t = g_t o_full_t + (1 − g_t) o_window_t with the surrogate g.
   double Loss(const Vec& qq, const Vec& kk, const Vec& vv, const Vec& ll) const {

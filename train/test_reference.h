@@ -1,11 +1,15 @@
 // A float64 reference the train tests share: causal attention over packed
-// sequences under a span, with an explicit mask, as plain loops.
+// sequences under a span, with an explicit mask, as plain loops; and random
+// inputs for it.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <random>
 #include <vector>
 
+#include "train/grad_check.h"
 #include "train/layers.h"
 
 namespace swan::testing {
@@ -43,5 +47,30 @@ inline std::vector<double> AttentionRef(const std::vector<double>& q, const std:
       }
   return out;
 }
+
+// Random inputs of one attention layer over packed sequences, 4 query
+// heads on 2 KV heads of 8, and the weights r of a loss Σ r · out.
+struct AttentionInputs {
+  SequenceAttention a;
+  std::vector<int32_t> pos;       // [T]
+  std::vector<double> q, k, v, r;  // [N, H*D], [N, KV*D] x2, [N, H*D]
+
+  AttentionInputs(std::mt19937_64& rng, Span span, int64_t batch, int64_t seq) {
+    a.shape = AttentionShape{4, 2, 8};
+    a.span = span;
+    a.batch = batch;
+    a.seq = seq;
+    pos.resize(size_t(seq));
+    std::iota(pos.begin(), pos.end(), 0);
+    a.pos = pos.data();
+    const int64_t N = batch * seq;
+    q = RandomVector(rng, size_t(N * a.shape.n_heads * a.shape.head_dim));
+    k = RandomVector(rng, size_t(N * a.shape.n_kv_heads * a.shape.head_dim));
+    v = RandomVector(rng, k.size());
+    r = RandomVector(rng, q.size());
+  }
+  AttentionInputs(const AttentionInputs&) = delete;  // a.pos points into pos
+  int64_t width() const { return int64_t(a.shape.n_heads) * a.shape.head_dim; }
+};
 
 }  // namespace swan::testing

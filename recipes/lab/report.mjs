@@ -61,6 +61,15 @@ const perHeadFree = readJson('per_head_free.json');
 const PER_HEAD_ARMS = [['per-head25', 'heads_selected_per-head25.json'], ['per-head12', 'heads_selected_per-head12.json']];
 const perHeadArms = PER_HEAD_ARMS.map(([name, sel]) => ({ name, result: readJson(`arm_${name}.json`).plans[0], selected: readJson(sel) }));
 const heads4 = readJson('heads_full-heads4.json');
+// Arm 9's heads chosen two ways (attention scores, trained gates) at three shares.
+const perHeadSelect = readJson('per_head_select.json');
+const SELECT_SHARES = ['0.25', '0.375', '0.5'];
+const SELECT_BY = [['scores', 'attention scores (`swan heads --select`)'],
+  ['gates0.05', 'DuoAttention gates, λ 0.05 (`swan train --head-gates`)'], ['gates0.2', 'DuoAttention gates, λ 0.2']];
+const selected = (by, share) => {
+  const file = `select_${by}_${share}.json`;
+  return { file, heads: readJson(file), result: perHeadSelect.plans.find((p) => p.plan.endsWith('/' + file)) };
+};
 const cpu = readText('cpu.txt');
 const task = arms.full.at512;
 const chance = `chance: ${pct(task.chance_guess)} guessing among the values, ${pct(task.chance_pick)} picking one of the sequence's`;
@@ -153,6 +162,16 @@ const perHeadTable = table(
   ['model and plan', `inside the window [1,${WINDOW})`, `[${WINDOW},${RELAY})`, `beyond ${RELAY}`, 'answer perplexity', 'keys / query', 'KV MiB @ 512'],
   [...perHeadFree.plans.map((p) => perHeadRow(`full-heads4 under ${perHeadLabel(p.plan)}`, p)),
     ...perHeadArms.map((a) => perHeadRow(`${a.name}: trained 300 steps under its plan (${nFull(a.selected)} of 8 KV heads full)`, a.result))]);
+const headList = (sel) => sel.full_heads.map((l, i) => (l.length ? `layer ${i}: ${l.join(', ')}` : '')).filter(Boolean).join('; ');
+const selectTable = table(
+  ['share of KV heads full', 'heads chosen by', 'full KV heads', `[${WINDOW},${RELAY})`, `beyond ${RELAY}`, 'answer perplexity', 'KV MiB @ 512'],
+  [['100%', 'full attention', 'all', acc(perHeadSelect.plans[0], WINDOW, RELAY), acc(perHeadSelect.plans[0], RELAY),
+    perHeadSelect.plans[0].answer_perplexity.toFixed(3), mib(perHeadSelect.plans[0].kv_bytes)],
+  ...SELECT_SHARES.flatMap((share) => SELECT_BY.map(([by, label]) => {
+    const s = selected(by, share);
+    return [`${(100 * Number(share)).toFixed(1)}%`, label, headList(s.heads), acc(s.result, WINDOW, RELAY), acc(s.result, RELAY),
+      s.result.answer_perplexity.toFixed(3), mib(s.result.kv_bytes)];
+  }))]);
 const layerMass = (layer) => heads4.heads_mass.filter((h) => h.layer === layer).map((h) => h.far_value);
 
 // --- Claims ---------------------------------------------------------------------
@@ -227,6 +246,21 @@ const b = (name, at = 'at512', lo = RELAY, hi = Infinity) => accuracy(plan(name,
     `Continued 300 steps under the per-head plan: ${trained} beyond ${RELAY}.`);
 }
 
+{
+  const full = accuracy(perHeadSelect.plans[0], RELAY).value;
+  const at = (by, share) => accuracy(selected(by, share).result, RELAY).value;
+  // DuoAttention's own weight (0.05) decides; 0.2 is shown beside it.
+  const diffs = SELECT_SHARES.map((share) => at('gates0.05', share) - at('scores', share));
+  const smallest = (by) => SELECT_SHARES.find((share) => full - at(by, share) <= 0.05);
+  const better = diffs.some((d) => d > 0.05), worse = diffs.some((d) => d < -0.05);
+  const shareText = (share) => (share ? `${(100 * Number(share)).toFixed(1)}%` : `none of ${SELECT_SHARES.join(', ')}`);
+  const row = (by, share) => `${pct(at(by, share))} (${headList(selected(by, share).heads)})`;
+  claim('DuoAttention: retrieval heads found by optimization (a gate per KV head trained on synthetic retrieval items, the model frozen) keep more retrieval than heads picked from attention scores (RazorAttention\'s profiling) at the same share.',
+    better && !worse ? 'reproduced' : better && worse ? 'mixed' : 'not reproduced',
+    SELECT_SHARES.map((share) => `${shareText(share)} full: gates ${row('gates0.05', share)}, scores ${row('scores', share)}, gates at λ 0.2 ${row('gates0.2', share)}`).join('; ') +
+    ` beyond ${RELAY}, against ${pct(full)} under full attention. The smallest share within 5 points of full: ${shareText(smallest('gates0.05'))} by gates (${shareText(smallest('gates0.2'))} at λ 0.2), ${shareText(smallest('scores'))} by scores.`);
+}
+
 // --- Pictures -------------------------------------------------------------------
 
 const COLORS = ['#1f77b4', '#d62728', '#ff7f0e', '#2ca02c', '#9467bd', '#8c564b', '#17becf'];
@@ -299,6 +333,7 @@ const sections = [
   ['Switch Attention: where the router sends tokens (arm 6)', 'For each class of token, the share that each layer\'s router sends to full attention (tokens in parentheses); a query is far when the key it needs lies outside the layer\'s window.', routeTable],
   ['Large-window laziness (arm 7)', 'The 1:1 hybrid (layer 0 a window of W, layer 1 full) trained from scratch, identically, at each W (W = 2 is the base model). Accuracy beyond the window: the held-out answers whose key lies W or more tokens back (16 or more for W = 2).', lazyTable],
   ['Per-head plans (arm 9)', 'The lab\'s shape with 4 heads of 32 (each its own KV head) instead of 1 of 128, trained the same way (`full-heads4`). Per-head plans keep the KV heads `swan heads --select` ranks highest full and give the others a window of 64 + 4 sinks: first without training, beside the window and hybrid plans, then after 300 steps at context 512 under the plan (`per-head25`, `per-head12`).', perHeadTable],
+  ['Choosing the heads (arm 9)', 'The same per-head plans on `full-heads4` without training, with their full KV heads chosen two ways at each share: from attention scores (each KV head\'s largest mass on the answer\'s value, RazorAttention\'s profiling) and by DuoAttention\'s gates (one per KV head mixing full attention with the window, trained 200 steps with the model frozen to keep the final hidden states of full attention on the answer queries, + λ x the sum of the gates, at DuoAttention\'s λ = 0.05 and at 0.2; one training per λ, binarized at each share; equal gates ordered by how hard the distillation still pulls them open).', selectTable],
   ['Retrieval heads (arms 1 and 4)', 'Each head\'s attention (from the query that predicts an answer) on the value right after the answer\'s key, where a retrieval head looks, and on the key itself (`swan heads`).', headTable],
 ];
 const claimRows = claims.map((c) => `- **${c.verdict}**: ${c.text} ${c.numbers}`).join('\n');

@@ -47,6 +47,25 @@ for arm in per-head25 per-head12; do
   cp "$MODELS/$arm/heads.json" "$DOCS/data/heads_selected_$arm.json"
 done
 "$SWAN" heads -m "$MODELS/full-heads4" --attn full --samples 32 --json -t "$THREADS" > "$DOCS/data/heads_full-heads4.json"
+# Choosing the heads at 25%, 37.5% and 50% of the KV heads: from attention
+# scores (`swan heads --select`, as the arms above) and by DuoAttention's
+# gates trained with the model frozen (`swan train --head-gates`), at its
+# L1 weight of 0.05 and at 0.2; the full arm under each plan, untrained.
+SHARES="0.25 0.375 0.5"
+for lambda in 0.05 0.2; do
+  echo "swan train --head-gates -m $MODELS/full-heads4 --lambda $lambda" >&2
+  "$SWAN" train --head-gates -m "$MODELS/full-heads4" --lambda $lambda --select "$(echo $SHARES | tr ' ' ,)" \
+    --out "$DOCS/data/select_gates${lambda}_{share}.json" -t "$THREADS" > /dev/null
+done
+select_plans=full
+for share in $SHARES; do
+  "$SWAN" heads -m "$MODELS/full-heads4" --attn full --samples 16 --select $share \
+    --out "$DOCS/data/select_scores_$share.json" -t "$THREADS" > /dev/null
+  for by in scores gates0.05 gates0.2; do
+    select_plans="$select_plans;full,window:64,sinks:4,heads:$DOCS/data/select_${by}_$share.json"
+  done
+done
+compare per_head_select.json "$MODELS/full-heads4" --attn "$select_plans" --distances $BINS
 "$SWAN" route-stats -m "$MODELS/routed" --recall --samples 32 --json --quiet -t "$THREADS" > "$DOCS/data/routes.json"
 cp "$MODELS"/laziness/recall_w*.csv "$DOCS/data/"
 for arm in full swa64 swa64-sinks4 hybrid hybrid-nope routed full-heads4 per-head25 per-head12; do
