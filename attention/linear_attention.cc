@@ -1,0 +1,138 @@
+#include "attention/linear_attention.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace swan {
+namespace {
+
+double Dot(const float* a, const float* b, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += double(a[i]) * b[i];
+  return s;
+}
+
+void Check(const LinearAttentionShape& s) {
+  if (s.n_heads <= 0 || s.n_kv_heads <= 0 || s.head_dim <= 0 || s.phi_dim <= 0 || s.n_heads % s.n_kv_heads != 0)
+    throw std::invalid_argument("linear attention: bad shape (heads, KV heads, head dim, feature dim)");
+}
+
+}  // namespace
+
+void LinearState::Reset(const LinearAttentionShape& shape) {
+  Check(shape);
+  s.assign(size_t(shape.n_kv_heads) * size_t(shape.phi_dim) * size_t(shape.head_dim), 0.0f);
+  z.assign(size_t(shape.n_kv_heads) * size_t(shape.phi_dim), 0.0f);
+  tokens = 0;
+}
+
+void LinearAttend(float* out, float* norm, LinearState& state, const float* phi_q,
+                  const float* phi_k, const float* v, int64_t n, const LinearAttentionShape& shape) {
+  Check(shape);
+  const int64_t H = shape.n_heads, KV = shape.n_kv_heads, D = shape.head_dim, P = shape.phi_dim;
+  const int64_t group = H / KV;
+  if (int64_t(state.z.size()) != KV * P) throw std::invalid_argument("linear attention: the state has another shape");
+  for (int64_t b0 = 0; b0 < n; b0 += kLinearBlock) {
+    const int64_t b1 = std::min(n, b0 + kLinearBlock);
+#pragma omp parallel for if (KV > 1 && (b1 - b0) * P * D > 4096)
+    for (int64_t g = 0; g < KV; ++g) {
+      const float* S = state.s.data() + g * P * D;  // [P, D]
+      const float* z = state.z.data() + g * P;      // [P]
+      std::vector<double> num(static_cast<size_t>(D));  // [D]
+      for (int64_t h = g * group; h < (g + 1) * group; ++h)
+        for (int64_t i = b0; i < b1; ++i) {
+          const float* q = phi_q + (i * H + h) * P;
+          // What the state holds, then this block's keys up to i.
+          std::fill(num.begin(), num.end(), 0.0);
+          double den = Dot(q, z, P) + kLinearEps;
+          for (int64_t p = 0; p < P; ++p) {
+            if (q[p] == 0.0f) continue;
+            for (int64_t d = 0; d < D; ++d) num[size_t(d)] += double(q[p]) * S[p * D + d];
+          }
+          for (int64_t j = b0; j <= i; ++j) {
+            const double a = Dot(q, phi_k + (j * KV + g) * P, P);
+            const float* vj = v + (j * KV + g) * D;
+            for (int64_t d = 0; d < D; ++d) num[size_t(d)] += a * vj[d];
+            den += a;
+          }
+          float* o = out + (i * H + h) * D;
+          for (int64_t d = 0; d < D; ++d) o[d] = float(num[size_t(d)] / den);
+          if (norm) norm[i * H + h] = float(den);
+        }
+      // The block joins the state.
+      float* Sw = state.s.data() + g * P * D;
+      float* zw = state.z.data() + g * P;
+      for (int64_t j = b0; j < b1; ++j) {
+        const float* k = phi_k + (j * KV + g) * P;
+        const float* vj = v + (j * KV + g) * D;
+        for (int64_t p = 0; p < P; ++p) {
+          zw[p] += k[p];
+          for (int64_t d = 0; d < D; ++d) Sw[p * D + d] += k[p] * vj[d];
+        }
+      }
+    }
+  }
+  state.tokens += n;
+}
+
+void LinearAttendBackward(float* d_phi_q, float* d_phi_k, float* dv, const float* d_out,
+                          const float* out, const float* norm, const float* phi_q,
+                          const float* phi_k, const float* v, int64_t n,
+                          const LinearAttentionShape& shape) {
+  Check(shape);
+  const int64_t H = shape.n_heads, KV = shape.n_kv_heads, D = shape.head_dim, P = shape.phi_dim;
+  const int64_t group = H / KV;
+  std::fill(d_phi_q, d_phi_q + n * H * P, 0.0f);
+  std::fill(d_phi_k, d_phi_k + n * KV * P, 0.0f);
+  std::fill(dv, dv + n * KV * D, 0.0f);
+  // With A_ij = φq_i · φk_j, n_i = Σ_j A_ij + ε and o_i = Σ_j A_ij v_j / n_i:
+  //   dA_ij = (g_i · v_j − g_i · o_i) / n_i,   dv_j += (A_ij / n_i) g_i,
+  //   dφq_i += dA_ij φk_j,   dφk_j += dA_ij φq_i.
+#pragma omp parallel for if (KV > 1)
+  for (int64_t g = 0; g < KV; ++g)
+    for (int64_t h = g * group; h < (g + 1) * group; ++h)
+      for (int64_t i = 0; i < n; ++i) {
+        const float* q = phi_q + (i * H + h) * P;
+        const float* gi = d_out + (i * H + h) * D;
+        const double go = Dot(gi, out + (i * H + h) * D, D);
+        const double inv_n = 1.0 / norm[i * H + h];
+        float* dq = d_phi_q + (i * H + h) * P;
+        for (int64_t j = 0; j <= i; ++j) {
+          const float* k = phi_k + (j * KV + g) * P;
+          const float* vj = v + (j * KV + g) * D;
+          const double a = Dot(q, k, P);
+          const double da = (Dot(gi, vj, D) - go) * inv_n;
+          float* dk = d_phi_k + (j * KV + g) * P;
+          for (int64_t p = 0; p < P; ++p) {
+            dq[p] += float(da * k[p]);
+            dk[p] += float(da * q[p]);
+          }
+          float* dvj = dv + (j * KV + g) * D;
+          const double w = a * inv_n;
+          for (int64_t d = 0; d < D; ++d) dvj[d] += float(w * gi[d]);
+        }
+      }
+}
+
+void LinearAttendReference(double* out, const double* phi_q, const double* phi_k, const double* v,
+                           int64_t n, const LinearAttentionShape& shape) {
+  Check(shape);
+  const int64_t H = shape.n_heads, KV = shape.n_kv_heads, D = shape.head_dim, P = shape.phi_dim;
+  for (int64_t h = 0; h < H; ++h) {
+    const int64_t g = h / (H / KV);
+    for (int64_t i = 0; i < n; ++i) {
+      double den = kLinearEps;
+      std::vector<double> num(static_cast<size_t>(D), 0.0);  // [D]
+      for (int64_t j = 0; j < n; ++j) {
+        if (j > i) continue;  // the causal mask
+        double a = 0;
+        for (int64_t p = 0; p < P; ++p) a += phi_q[(i * H + h) * P + p] * phi_k[(j * KV + g) * P + p];
+        den += a;
+        for (int64_t d = 0; d < D; ++d) num[size_t(d)] += a * v[(j * KV + g) * D + d];
+      }
+      for (int64_t d = 0; d < D; ++d) out[(i * H + h) * D + d] = num[size_t(d)] / den;
+    }
+  }
+}
+
+}  // namespace swan

@@ -1,0 +1,59 @@
+// Causal linear attention (Katharopoulos et al. 2020) with a learned feature
+// map φ (attention/hedgehog.h). For query head h on KV head g:
+//   o_i = Σ_{j≤i} (φq_i · φk_j) v_j  /  (Σ_{j≤i} φq_i · φk_j + ε)
+// The keys enter only through two running sums per KV head, the state
+//   S = Σ_j φk_j ⊗ v_j   [P, D]      z = Σ_j φk_j   [P]
+// so o_i = (φq_i S_i) / (φq_i · z_i): a cache of fixed size at any depth
+// (KV · P · (D + 1) floats per layer), and decoding costs O(P · D) per head.
+// Within a call, tokens attend to each other by the quadratic (parallel)
+// form in blocks of kLinearBlock, the state carrying each block to the next.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace swan {
+
+struct LinearAttentionShape {
+  int32_t n_heads = 0;     // H (query heads; GQA: H / KV per KV head)
+  int32_t n_kv_heads = 0;  // KV
+  int32_t head_dim = 0;    // D
+  int32_t phi_dim = 0;     // P = 2F
+};
+
+inline constexpr int64_t kLinearBlock = 64;
+// Added to every denominator: features can underflow to 0 for extreme
+// inputs, and 0 / 0 must not reach the output.
+inline constexpr double kLinearEps = 1e-12;
+
+// One layer's state for one sequence.
+struct LinearState {
+  std::vector<float> s;  // [KV, P, D]
+  std::vector<float> z;  // [KV, P]
+  int64_t tokens = 0;    // how many tokens it holds
+
+  // Empty, sized for `shape`.
+  void Reset(const LinearAttentionShape& shape);
+  int64_t bytes() const { return int64_t(s.size() + z.size()) * int64_t(sizeof(float)); }
+};
+
+// n new tokens after those the state holds: out [n, H, D], norm [n, H] (the
+// denominators φq_i · z_i + ε; null when not needed); the state then holds the
+// n tokens too.   phi_q [n, H, P], phi_k [n, KV, P], v [n, KV, D]
+void LinearAttend(float* out, float* norm, LinearState& state, const float* phi_q,
+                  const float* phi_k, const float* v, int64_t n, const LinearAttentionShape& shape);
+
+// The backward of LinearAttend over one whole sequence from an empty state
+// (training), from its out and norm: d_phi_q [n, H, P], d_phi_k [n, KV, P],
+// dv [n, KV, D], all written.
+void LinearAttendBackward(float* d_phi_q, float* d_phi_k, float* dv, const float* d_out,
+                          const float* out, const float* norm, const float* phi_q,
+                          const float* phi_k, const float* v, int64_t n,
+                          const LinearAttentionShape& shape);
+
+// The plain float64 reference: the quadratic masked form over one sequence.
+//   out [n, H, D]
+void LinearAttendReference(double* out, const double* phi_q, const double* phi_k, const double* v,
+                           int64_t n, const LinearAttentionShape& shape);
+
+}  // namespace swan

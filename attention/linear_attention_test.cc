@@ -1,0 +1,193 @@
+// Linear attention (attention/linear_attention.h) and its feature map
+// (attention/hedgehog.h) against the float64 quadratic form and central
+// differences, on random inputs: whole = chunked = decoded one token at a
+// time, and a state whose size does not grow.
+#include "attention/linear_attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "attention/hedgehog.h"
+#include "train/grad_check.h"
+
+namespace swan {
+namespace {
+
+using testing::NumericGradient;
+using testing::RelativeError;
+using testing::ToFloat;
+using Vec = std::vector<double>;
+
+// Positive features, as a feature map makes them.
+Vec RandomFeatures(std::mt19937_64& rng, size_t n) {
+  std::uniform_real_distribution<double> u(0.05, 1.0);
+  Vec v(n);
+  for (double& x : v) x = u(rng);
+  return v;
+}
+
+struct LinearProblem {
+  LinearAttentionShape shape{4, 2, 8, 6};
+  int64_t n;
+  Vec phi_q, phi_k, v;  // [n, H, P], [n, KV, P], [n, KV, D]
+
+  LinearProblem(std::mt19937_64& rng, int64_t tokens) : n(tokens) {
+    phi_q = RandomFeatures(rng, size_t(n * shape.n_heads * shape.phi_dim));
+    phi_k = RandomFeatures(rng, size_t(n * shape.n_kv_heads * shape.phi_dim));
+    v = testing::RandomVector(rng, size_t(n * shape.n_kv_heads * shape.head_dim));
+  }
+  int64_t out_size() const { return n * shape.n_heads * shape.head_dim; }
+  Vec Reference() const {
+    Vec out(static_cast<size_t>(out_size()));
+    LinearAttendReference(out.data(), phi_q.data(), phi_k.data(), v.data(), n, shape);
+    return out;
+  }
+  // Runs LinearAttend over pieces of the given sizes (their sum: n).
+  std::vector<float> Pieces(const std::vector<int64_t>& sizes) const {
+    const auto q = ToFloat(phi_q), k = ToFloat(phi_k), vf = ToFloat(v);
+    const int64_t H = shape.n_heads, KV = shape.n_kv_heads, D = shape.head_dim, P = shape.phi_dim;
+    std::vector<float> out(static_cast<size_t>(out_size()));  // [n, H, D]
+    LinearState state;
+    state.Reset(shape);
+    int64_t at = 0;
+    for (const int64_t m : sizes) {
+      LinearAttend(out.data() + at * H * D, nullptr, state, q.data() + at * H * P, k.data() + at * KV * P,
+                   vf.data() + at * KV * D, m, shape);
+      at += m;
+    }
+    EXPECT_EQ(at, n);
+    EXPECT_EQ(state.tokens, n);
+    return out;
+  }
+};
+
+TEST(LinearAttention, WholeChunkedAndDecodedMatchTheQuadraticForm) {
+  std::mt19937_64 rng(1);
+  const LinearProblem p(rng, 150);  // three blocks of 64, the last partial
+  const Vec ref = p.Reference();
+  const double whole = RelativeError(p.Pieces({150}), ref);
+  const double chunked = RelativeError(p.Pieces({1, 7, 64, 78}), ref);
+  const double decoded = RelativeError(p.Pieces(std::vector<int64_t>(150, 1)), ref);
+  std::printf("  linear attention vs float64: whole %.2e, chunked %.2e, decoded %.2e\n", whole, chunked, decoded);
+  EXPECT_LT(whole, 1e-5);
+  EXPECT_LT(chunked, 1e-5);
+  EXPECT_LT(decoded, 1e-5);
+}
+
+TEST(LinearAttention, TheStateDoesNotGrow) {
+  std::mt19937_64 rng(2);
+  const LinearProblem p(rng, 200);
+  LinearState state;
+  state.Reset(p.shape);
+  const int64_t empty = state.bytes();
+  EXPECT_EQ(empty, int64_t(sizeof(float)) * 2 * 6 * (8 + 1));  // KV · P · (D + 1)
+  const auto q = ToFloat(p.phi_q), k = ToFloat(p.phi_k), v = ToFloat(p.v);
+  std::vector<float> out(static_cast<size_t>(p.out_size()));
+  LinearAttend(out.data(), nullptr, state, q.data(), k.data(), v.data(), 200, p.shape);
+  EXPECT_EQ(state.bytes(), empty);
+  EXPECT_EQ(state.tokens, 200);
+}
+
+TEST(LinearAttention, BackwardMatchesDifferences) {
+  std::mt19937_64 rng(3);
+  const LinearProblem p(rng, 11);
+  const Vec r = testing::RandomVector(rng, static_cast<size_t>(p.out_size()));  // loss = Σ r · out
+  const auto loss = [&](const Vec& q, const Vec& k, const Vec& v) {
+    LinearProblem x = p;
+    x.phi_q = q;
+    x.phi_k = k;
+    x.v = v;
+    const Vec out = x.Reference();
+    double s = 0;
+    for (size_t i = 0; i < out.size(); ++i) s += r[i] * out[i];
+    return s;
+  };
+  const auto q = ToFloat(p.phi_q), k = ToFloat(p.phi_k), v = ToFloat(p.v), rf = ToFloat(r);
+  std::vector<float> out(static_cast<size_t>(p.out_size())), norm(size_t(p.n * p.shape.n_heads));
+  LinearState state;
+  state.Reset(p.shape);
+  LinearAttend(out.data(), norm.data(), state, q.data(), k.data(), v.data(), p.n, p.shape);
+  std::vector<float> dq(q.size()), dk(k.size()), dv(v.size());
+  LinearAttendBackward(dq.data(), dk.data(), dv.data(), rf.data(), out.data(), norm.data(), q.data(), k.data(),
+                       v.data(), p.n, p.shape);
+  const double eq = RelativeError(dq, NumericGradient([&](const Vec& x) { return loss(x, p.phi_k, p.v); }, p.phi_q));
+  const double ek = RelativeError(dk, NumericGradient([&](const Vec& x) { return loss(p.phi_q, x, p.v); }, p.phi_k));
+  const double ev = RelativeError(dv, NumericGradient([&](const Vec& x) { return loss(p.phi_q, p.phi_k, x); }, p.v));
+  std::printf("  linear attention backward: d_phi_q %.2e, d_phi_k %.2e, dv %.2e\n", eq, ek, ev);
+  EXPECT_LT(eq, 2e-4);
+  EXPECT_LT(ek, 2e-4);
+  EXPECT_LT(ev, 2e-4);
+}
+
+// φ(x) = [softmax(xW + b), softmax(−(xW + b))] in float64.
+Vec HedgehogRef(const Vec& x, const Vec& w, const Vec& b, int64_t n, const FeatureMapShape& s) {
+  const int64_t D = s.head_dim, F = s.feature_dim;
+  Vec phi(size_t(n * s.heads * 2 * F));
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t h = 0; h < s.heads; ++h) {
+      Vec u(static_cast<size_t>(F));
+      for (int64_t f = 0; f < F; ++f) {
+        u[size_t(f)] = b[size_t(h * F + f)];
+        for (int64_t d = 0; d < D; ++d) u[size_t(f)] += x[size_t((t * s.heads + h) * D + d)] * w[size_t((h * D + d) * F + f)];
+      }
+      for (const double sign : {1.0, -1.0}) {
+        double sum = 0;
+        for (double a : u) sum += std::exp(sign * a);
+        for (int64_t f = 0; f < F; ++f)
+          phi[size_t((t * s.heads + h) * 2 * F + (sign > 0 ? 0 : F) + f)] = std::exp(sign * u[size_t(f)]) / sum;
+      }
+    }
+  return phi;
+}
+
+TEST(Hedgehog, ForwardAndBackward) {
+  std::mt19937_64 rng(4);
+  const FeatureMapShape s{3, 5, 4};
+  const int64_t n = 6;
+  const Vec x = testing::RandomVector(rng, size_t(n * s.heads * s.head_dim));
+  const Vec w = testing::RandomVector(rng, size_t(s.heads * s.head_dim * s.feature_dim), 0.5);
+  const Vec b = testing::RandomVector(rng, size_t(s.heads * s.feature_dim), 0.5);
+  const Vec r = testing::RandomVector(rng, size_t(n * s.heads * s.phi_dim()));
+  const auto xf = ToFloat(x), wf = ToFloat(w), bf = ToFloat(b), rf = ToFloat(r);
+  std::vector<float> phi(r.size());
+  HedgehogForward(phi.data(), xf.data(), wf.data(), bf.data(), n, s);
+  EXPECT_LT(RelativeError(phi, HedgehogRef(x, w, b, n, s)), 1e-6);
+  const auto loss = [&](const Vec& xx, const Vec& ww, const Vec& bb) {
+    const Vec p = HedgehogRef(xx, ww, bb, n, s);
+    double sum = 0;
+    for (size_t i = 0; i < p.size(); ++i) sum += r[i] * p[i];
+    return sum;
+  };
+  std::vector<float> dx(x.size(), 0.0f), dw(w.size(), 0.0f), db(b.size(), 0.0f);
+  HedgehogBackward(dx.data(), dw.data(), db.data(), rf.data(), phi.data(), xf.data(), wf.data(), n, s);
+  const double ex = RelativeError(dx, NumericGradient([&](const Vec& v) { return loss(v, w, b); }, x));
+  const double ew = RelativeError(dw, NumericGradient([&](const Vec& v) { return loss(x, v, b); }, w));
+  const double eb = RelativeError(db, NumericGradient([&](const Vec& v) { return loss(x, w, v); }, b));
+  std::printf("  hedgehog backward: dx %.2e, dW %.2e, db %.2e\n", ex, ew, eb);
+  EXPECT_LT(ex, 2e-4);
+  EXPECT_LT(ew, 2e-4);
+  EXPECT_LT(eb, 2e-4);
+}
+
+TEST(Hedgehog, IdentityStartAndPositiveFeatures) {
+  const FeatureMapShape s{2, 8, 4};
+  std::vector<float> w(size_t(2 * 8 * 4)), b(size_t(2 * 4));
+  InitHedgehog(w.data(), b.data(), s);
+  EXPECT_FLOAT_EQ(w[0], std::pow(8.0f, -0.25f));  // head 0: W[0][0]
+  EXPECT_FLOAT_EQ(w[1], 0.0f);
+  EXPECT_FLOAT_EQ(w[(1 * 8 + 3) * 4 + 3], std::pow(8.0f, -0.25f));  // head 1: W[3][3]
+  std::mt19937_64 rng(5);
+  const auto x = ToFloat(testing::RandomVector(rng, size_t(3 * 2 * 8), 30.0));  // large inputs
+  std::vector<float> phi(size_t(3 * 2 * 8));
+  HedgehogForward(phi.data(), x.data(), w.data(), b.data(), 3, s);
+  for (const float f : phi) {
+    EXPECT_TRUE(std::isfinite(f));
+    EXPECT_GE(f, 0.0f);
+  }
+}
+
+}  // namespace
+}  // namespace swan
