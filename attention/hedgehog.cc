@@ -80,6 +80,25 @@ void HedgehogBackward(float* dx, float* d_w, float* d_b, const float* d_phi, con
   }
 }
 
+void HedgehogReference(double* phi, const double* x, const double* w, const double* b, int64_t n,
+                       const FeatureMapShape& s) {
+  const int64_t D = s.head_dim, F = s.feature_dim;
+  std::vector<double> u(static_cast<size_t>(F));  // [F]
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t h = 0; h < s.heads; ++h) {
+      for (int64_t f = 0; f < F; ++f) {
+        u[size_t(f)] = b[h * F + f];
+        for (int64_t d = 0; d < D; ++d) u[size_t(f)] += x[(t * s.heads + h) * D + d] * w[(h * D + d) * F + f];
+      }
+      double* out = phi + (t * s.heads + h) * 2 * F;
+      for (const double sign : {1.0, -1.0}) {
+        double sum = 0;
+        for (const double a : u) sum += std::exp(sign * a);
+        for (int64_t f = 0; f < F; ++f) out[(sign > 0 ? 0 : F) + f] = std::exp(sign * u[size_t(f)]) / sum;
+      }
+    }
+}
+
 void InitHedgehog(float* w, float* b, const FeatureMapShape& s) {
   const int64_t D = s.head_dim, F = s.feature_dim;
   const float scale = float(std::pow(double(D), -0.25));

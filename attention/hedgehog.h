@@ -26,6 +26,10 @@ void HedgehogForward(float* phi, const float* x, const float* w, const float* b,
 void HedgehogBackward(float* dx, float* d_w, float* d_b, const float* d_phi, const float* phi,
                       const float* x, const float* w, int64_t n, const FeatureMapShape& s);
 
+// The plain float64 reference, for tests.   phi [n, heads, 2F], x [n, heads, D]
+void HedgehogReference(double* phi, const double* x, const double* w, const double* b, int64_t n,
+                       const FeatureMapShape& s);
+
 // The start LoLCATs uses: W = the first F columns of the identity, scaled by
 // D^(-1/4) (so u_q · u_k is q · k / sqrt(D) on those dimensions), b = 0.
 //   w [heads, D, F], b [heads, F]

@@ -122,24 +122,9 @@ TEST(LinearAttention, BackwardMatchesDifferences) {
   EXPECT_LT(ev, 2e-4);
 }
 
-// φ(x) = [softmax(xW + b), softmax(−(xW + b))] in float64.
 Vec HedgehogRef(const Vec& x, const Vec& w, const Vec& b, int64_t n, const FeatureMapShape& s) {
-  const int64_t D = s.head_dim, F = s.feature_dim;
-  Vec phi(size_t(n * s.heads * 2 * F));
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t h = 0; h < s.heads; ++h) {
-      Vec u(static_cast<size_t>(F));
-      for (int64_t f = 0; f < F; ++f) {
-        u[size_t(f)] = b[size_t(h * F + f)];
-        for (int64_t d = 0; d < D; ++d) u[size_t(f)] += x[size_t((t * s.heads + h) * D + d)] * w[size_t((h * D + d) * F + f)];
-      }
-      for (const double sign : {1.0, -1.0}) {
-        double sum = 0;
-        for (double a : u) sum += std::exp(sign * a);
-        for (int64_t f = 0; f < F; ++f)
-          phi[size_t((t * s.heads + h) * 2 * F + (sign > 0 ? 0 : F) + f)] = std::exp(sign * u[size_t(f)]) / sum;
-      }
-    }
+  Vec phi(static_cast<size_t>(n * s.heads * s.phi_dim()));
+  HedgehogReference(phi.data(), x.data(), w.data(), b.data(), n, s);
   return phi;
 }
 

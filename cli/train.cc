@@ -49,9 +49,12 @@ const char kUsage[] =
     "                       from scratch: replace the preset's shape (--heads alone: K = H)\n"
     "  --init DIR           start from a Hugging Face model directory (continual pretraining)\n"
     "  --attn SPEC          attention plan, e.g. full, swa:256, hybrid:3:1,window:256,sinks:4,\n"
-    "                       nope:full, routed:256, full,window:64,heads:FILE.json (per-head)\n"
+    "                       nope:full, routed:256, full,window:64,heads:FILE.json (per-head),\n"
+    "                       linear (linear attention, full,layer1:linear: one layer)\n"
     "                       (default full; with --init: the model's own)\n"
     "  --rope-base B        RoPE base from scratch (default 10000)\n"
+    "  --feature-dim F      linear layers: the Hedgehog feature map's F (phi has 2F; default\n"
+    "                       head dim / 2, or the --init model's)\n"
     "  --tokenizer PATH     tokenizer.json (or its directory) copied into the exported model\n"
     "Switch Attention (routed layers: a router per layer sends each token to full attention\n"
     "or the window; new routers start with every token on full attention):\n"
@@ -61,6 +64,12 @@ const char kUsage[] =
     "  --router-gamma-constant  gamma_t = G for every token (ablation)\n"
     "  --router-lr LR       routers' peak learning rate, on --lr's warmup + cosine shape\n"
     "                       (default: --lr; a new router's bias of +2 takes ~2/LR steps to reach 0)\n"
+    "linear attention (LoLCATs: --init a softmax model --attn linear; new feature maps start\n"
+    "from the identity):\n"
+    "  --attention-transfer train only the feature maps, every other weight frozen, to make\n"
+    "                       each linear layer's output that of softmax attention on the softmax\n"
+    "                       model's inputs; the loss is that mean squared distance, summed over\n"
+    "                       the layers. Then fine-tune the whole model: --init RUN/model\n"
     "optimization:\n"
     "  --context T          training context (default 256)\n"
     "  --context-schedule S a curriculum: CTX:STEP,... trains at CTX until STEP, then the next,\n"
@@ -221,7 +230,7 @@ int RunTrain(const std::vector<std::string>& words) {
   if (std::find(words.begin(), words.end(), "--head-gates") != words.end()) return RunTrainHeadGates(words);
   const std::vector<std::string> settings = WithStoredSettings(words);
   const Args args(settings, {"--help", "-h", "--resume", "--quiet", "--gemm-report",
-                             "--router-gamma-constant"});
+                             "--router-gamma-constant", "--attention-transfer"});
   if (words.empty() || args.Has("--help") || args.Has("-h")) {
     std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return words.empty() ? 2 : 0;
@@ -234,7 +243,7 @@ int RunTrain(const std::vector<std::string>& words) {
                       "--gemm-report", "--debug-kill-after", "--router-gamma", "--router-eps",
                       "--router-alpha", "--router-gamma-constant", "--router-lr", "--matmul",
                       "--context-schedule", "--eval-bins", "--layers", "--dim", "--heads", "--kv-heads",
-                      "--head-dim", "--mlp", "-t", "--threads"});
+                      "--head-dim", "--mlp", "-t", "--threads", "--attention-transfer", "--feature-dim"});
   ApplyThreadsOption(args);
   if (args.Has("--data") == args.Has("--recall"))
     throw std::invalid_argument("give --data TRAIN.bin or --recall TASK.json\n" + std::string(kUsage));
@@ -272,6 +281,10 @@ int RunTrain(const std::vector<std::string>& words) {
     throw std::invalid_argument("--layers, --dim, --heads, --kv-heads, --head-dim and --mlp shape a "
                                 "model from scratch; --init takes the model's own shape");
   o.attn = args.Get("--attn", o.init_from.empty() ? "full" : "model");
+  o.attention_transfer = args.Has("--attention-transfer");
+  if (o.attention_transfer && o.init_from.empty())
+    throw std::invalid_argument("--attention-transfer linearizes a trained model: give --init DIR and --attn linear");
+  o.feature_dim = int32_t(args.GetPositiveInt("--feature-dim", 0));
   o.rope_base = args.GetDouble("--rope-base", 10000.0);
   o.router.gamma_base = args.GetDouble("--router-gamma", o.router.gamma_base);
   o.router.eps = args.GetDouble("--router-eps", o.router.eps);

@@ -137,6 +137,8 @@ ModelConfig ParseModelConfig(const std::string& config_json, const std::string& 
   c.attn_logit_softcapping = f.Optional<double>("attn_logit_softcapping", 0.0);
   c.final_logit_softcapping = f.Optional<double>("final_logit_softcapping", 0.0);
   c.attention_plan = f.Optional<std::string>("swan_attention_plan", "");
+  c.linear_feature_dim = f.Optional<int32_t>("swan_linear_feature_dim", 0);
+  if (c.linear_feature_dim < 0) throw std::runtime_error(origin + ": swan_linear_feature_dim must be >= 0");
   c.bos_token_id = f.Optional<int32_t>("bos_token_id", -1);
   c.eos_token_ids = f.Ids("eos_token_id");
 

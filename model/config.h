@@ -56,6 +56,8 @@ struct ModelConfig {
   // The attention plan spec a model trained by swan was trained with
   // ("swan_attention_plan"; "" = none). It is the model's own plan.
   std::string attention_plan;
+  // The Hedgehog feature dimension F of linear layers ("swan_linear_feature_dim"; 0 = head_dim / 2).
+  int32_t linear_feature_dim = 0;
   int32_t bos_token_id = -1;            // -1 = none
   std::vector<int32_t> eos_token_ids;   // config and generation_config together
   GenerationDefaults generation;

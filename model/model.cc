@@ -49,6 +49,11 @@ const Family& FamilyOf(const ModelConfig& config, const std::string& origin) {
 
 Session::Session(const AttentionPlan& plan_in, const KvShape& shape, const KvCacheOptions& options)
     : plan(plan_in), cache([&] {
+        for (size_t i = 0; i < plan_in.layers.size(); ++i)
+          if (plan_in.layers[i].kind == LayerKind::kLinear)
+            throw std::invalid_argument("attention plan '" + plan_in.spec + "': layer " + std::to_string(i) +
+                                        " is linear attention, which swan trains (swan train --attn linear) "
+                                        "but does not run here yet");
         std::vector<Span> spans;
         for (const LayerPlan& l : plan_in.layers) spans.push_back(l.cache_span());
         return KvCache(spans, plan_in.FullHeads(), shape, options);

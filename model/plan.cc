@@ -98,6 +98,7 @@ std::string JoinHeads(const std::vector<int32_t>& heads, char sep) {
 }
 
 std::string LayerPlan::SpanText() const {
+  if (kind == LayerKind::kLinear) return "linear";
   if (kind == LayerKind::kRouted) return "full | " + span.ToString();
   if (kind != LayerKind::kPerHead) return span.ToString();
   return "KV heads " + JoinHeads(full_heads, ',') + " full | " + span.ToString();
@@ -106,6 +107,12 @@ std::string LayerPlan::SpanText() const {
 Span LayerPlan::HeadSpan(int32_t kv_head) const {
   if (kind != LayerKind::kPerHead) return span;
   return std::binary_search(full_heads.begin(), full_heads.end(), kv_head) ? Span{} : span;
+}
+
+bool AttentionPlan::HasLinearLayers() const {
+  for (const LayerPlan& l : layers)
+    if (l.kind == LayerKind::kLinear) return true;
+  return false;
 }
 
 bool AttentionPlan::HasPerHeadLayers() const {
@@ -126,6 +133,7 @@ const char* LayerKindName(LayerKind kind) {
     case LayerKind::kWindow: return "window";
     case LayerKind::kRouted: return "routed";
     case LayerKind::kPerHead: return "per-head";
+    case LayerKind::kLinear: return "linear";
   }
   return "?";
 }
@@ -164,13 +172,16 @@ PlanSpec ParsePlanSpec(const std::string& spec) {
     if (item.empty()) Reject(spec, "empty item (two commas in a row, or a trailing comma)");
 
     // Presets: only as the first item.
-    if (head == "full" || head == "swa" || head == "hybrid" || head == "model" || head == "routed") {
+    if (head == "full" || head == "swa" || head == "hybrid" || head == "model" || head == "routed" ||
+        head == "linear") {
       if (have_preset || i != 0)
-        Reject(spec, "'" + item + "': the preset (full, swa:W, hybrid:A:B, routed:W, model) comes once, first");
+        Reject(spec, "'" + item + "': the preset (full, swa:W, hybrid:A:B, routed:W, linear, model) comes once, first");
       have_preset = true;
-      if (head == "full" || head == "model") {
+      if (head == "full" || head == "model" || head == "linear") {
         if (w.size() != 1) Reject(spec, "'" + item + "' takes no arguments");
-        p.preset = head == "full" ? PlanSpec::Preset::kFull : PlanSpec::Preset::kModel;
+        p.preset = head == "full" ? PlanSpec::Preset::kFull
+                   : head == "linear" ? PlanSpec::Preset::kLinear
+                                      : PlanSpec::Preset::kModel;
       } else if (head == "swa" || head == "routed") {
         if (w.size() != 2) Reject(spec, "'" + item + "': expected " + head + ":W");
         p.preset = head == "swa" ? PlanSpec::Preset::kSwa : PlanSpec::Preset::kRouted;
@@ -228,8 +239,8 @@ PlanSpec ParsePlanSpec(const std::string& spec) {
           ParseCount(spec, head.substr(5), "the layer index in '" + item + "'", /*allow_zero=*/true);
       if (p.overrides.count(layer)) Reject(spec, "'" + item + "': layer " + head.substr(5) + " is given twice");
       PlanSpec::LayerOverride o;
-      if (w.size() == 2 && w[1] == "full") {
-        o.kind = LayerKind::kFull;
+      if (w.size() == 2 && (w[1] == "full" || w[1] == "linear")) {
+        o.kind = w[1] == "full" ? LayerKind::kFull : LayerKind::kLinear;
       } else if ((w.size() == 2 || w.size() == 3) && (w[1] == "swa" || w[1] == "routed")) {
         o.kind = w[1] == "swa" ? LayerKind::kWindow : LayerKind::kRouted;
         if (w.size() == 3) o.window = ParseCount(spec, w[2], "the window in '" + item + "'");
@@ -238,13 +249,15 @@ PlanSpec ParsePlanSpec(const std::string& spec) {
         o.full_heads = ParseHeadList(spec, w[2], item);
         if (w.size() == 4) o.window = ParseCount(spec, w[3], "the window in '" + item + "'");
       } else {
-        Reject(spec, "'" + item + "': expected layerN:full, layerN:swa[:W], layerN:routed[:W] or layerN:heads:A+B[:W]");
+        Reject(spec, "'" + item + "': expected layerN:full, layerN:swa[:W], layerN:routed[:W], layerN:linear or "
+                     "layerN:heads:A+B[:W]");
       }
       p.overrides[layer] = o;
     } else {
       Reject(spec, "unknown word '" + item +
-                       "' (expected full, swa:W, hybrid:A:B, routed:W, window:W, sinks:S, "
-                       "layerN:full, layerN:swa[:W], layerN:routed[:W], layerN:heads:A+B[:W], heads:FILE.json, nope:full|window|all, rope-base:full|window:B, "
+                       "' (expected full, swa:W, hybrid:A:B, routed:W, linear, window:W, sinks:S, "
+                       "layerN:full, layerN:swa[:W], layerN:routed[:W], layerN:linear, layerN:heads:A+B[:W], "
+                       "heads:FILE.json, nope:full|window|all, rope-base:full|window:B, "
                        "rope-scaling:full|none, pos:cache)");
     }
   }
@@ -285,7 +298,8 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
   }
   bool needs_window = p.preset == PlanSpec::Preset::kHybrid || !p.heads_file.empty();
   for (const auto& [layer, o] : p.overrides)
-    needs_window = needs_window || (layer < n && o.kind != LayerKind::kFull && o.window == 0);
+    needs_window = needs_window ||
+                   (layer < n && o.kind != LayerKind::kFull && o.kind != LayerKind::kLinear && o.window == 0);
   if (needs_window && window == 0)
     throw std::invalid_argument("attention plan '" + spec +
                                 "': the model has no sliding window of its own, so the plan must give "
@@ -315,6 +329,9 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
       case PlanSpec::Preset::kRouted:
         l.kind = LayerKind::kRouted;
         l.span.window = window;
+        break;
+      case PlanSpec::Preset::kLinear:
+        l.kind = LayerKind::kLinear;
         break;
       case PlanSpec::Preset::kHybrid: {
         const int32_t period = p.hybrid_window_layers + p.hybrid_full_layers;
@@ -362,17 +379,18 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
     }
     l.kind = o.kind;
     l.full_heads.clear();
-    l.span = o.kind == LayerKind::kFull ? Span{} : Span{o.window > 0 ? o.window : window, 0};
+    const bool windowless = o.kind == LayerKind::kFull || o.kind == LayerKind::kLinear;
+    l.span = windowless ? Span{} : Span{o.window > 0 ? o.window : window, 0};
   }
   bool any_window = false;
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     LayerPlan& l = plan.layers[i];
-    if (l.kind != LayerKind::kFull) {
+    if (l.kind != LayerKind::kFull && l.kind != LayerKind::kLinear) {
       any_window = true;
       if (p.sinks > 0) l.span.sinks = p.sinks;
     }
     // A routed layer's positions are those of its full branch, a per-head
-    // layer's those of its full heads.
+    // layer's those of its full heads, a linear layer's those of every token.
     const bool full = l.kind != LayerKind::kWindow;
     // A layer keeps the RoPE it was trained with, whatever attention it runs.
     l.rope = model.layer_ropes.empty() ? model.rope : model.layer_ropes[i];

@@ -11,6 +11,9 @@
 //   routed:W          every layer routed (Switch Attention, DESIGN.md §4): a
 //                     learned router sends each token to full attention or
 //                     to a window of W keys; the cache keeps every key
+//   linear            every layer causal linear attention with a learned
+//                     Hedgehog feature map (attention/linear_attention.h):
+//                     a state of fixed size instead of keys
 // followed by comma-separated modifiers:
 //   window:W          the window of the window layers (hybrid; default: the
 //                     model's sliding_window, else 4096)
@@ -19,6 +22,7 @@
 //   layerN:full       layer N full attention
 //   layerN:swa[:W]    layer N a window layer (of W, or the plan's window)
 //   layerN:routed[:W] layer N routed, its window branch W (or the plan's)
+//   layerN:linear     layer N linear attention
 //   layerN:heads:A+B[:W]  layer N per-head: KV heads A, B, ... keep every key,
 //                     the others a window of W (or the plan's) and the sinks
 //   heads:FILE.json   per-head layers from a file ({"full_heads": [[...] per
@@ -49,8 +53,10 @@ namespace swan {
 // Attention); both branches share Q, K, V and a cache that keeps every key.
 // kPerHead: per KV head, full attention (`full_heads`) or the window `span`
 // (DuoAttention); the cache keeps every key of the full heads only.
-enum class LayerKind { kFull, kWindow, kRouted, kPerHead };
-const char* LayerKindName(LayerKind kind);  // full, window, routed or per-head
+// kLinear: linear attention over every earlier token through a feature map
+// (LoLCATs' linearized attention); a fixed-size state instead of a cache.
+enum class LayerKind { kFull, kWindow, kRouted, kPerHead, kLinear };
+const char* LayerKindName(LayerKind kind);  // full, window, routed, per-head or linear
 // Position mode (DESIGN.md §2): `absolute` token positions, or `cache`
 // (StreamingLLM): positions counted in the cache, so a window layer's sinks
 // sit right before its window at any length (model/cache_positions.h).
@@ -67,7 +73,8 @@ struct LayerPlan {
   // any later token may route to full attention. (A per-head layer's cache
   // also keeps every key of its full_heads.)
   Span cache_span() const { return kind == LayerKind::kRouted ? Span{} : span; }
-  // "window 64", "full | window 64" (routed), "KV heads 0,2 full | window 64".
+  // "window 64", "full | window 64" (routed), "KV heads 0,2 full | window 64",
+  // "linear".
   std::string SpanText() const;
   // The span KV head `kv_head` attends under.
   Span HeadSpan(int32_t kv_head) const;
@@ -81,6 +88,7 @@ struct AttentionPlan {
   bool HasWindowLayers() const;  // kWindow or kPerHead layers (ring caches)
   bool HasRoutedLayers() const;
   bool HasPerHeadLayers() const;
+  bool HasLinearLayers() const;
   // The full heads of every layer (empty for all but per-head layers), for
   // the KV cache.   [n_layers]
   std::vector<std::vector<int32_t>> FullHeads() const;
@@ -93,10 +101,10 @@ std::string JoinHeads(const std::vector<int32_t>& heads, char sep);
 
 // The syntax of a spec, before a model gives it layers. Exposed for tests.
 struct PlanSpec {
-  enum class Preset { kModel, kFull, kSwa, kHybrid, kRouted };
+  enum class Preset { kModel, kFull, kSwa, kHybrid, kRouted, kLinear };
   struct LayerOverride {
     LayerKind kind = LayerKind::kFull;
-    int32_t window = 0;  // kWindow, kRouted, kPerHead: 0 = the plan's window
+    int32_t window = 0;  // kWindow, kRouted, kPerHead: 0 = the plan's window (kLinear: none)
     std::vector<int32_t> full_heads;  // kPerHead
   };
   Preset preset = Preset::kModel;

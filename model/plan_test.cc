@@ -20,7 +20,7 @@ ModelAttentionDefaults Model(int32_t n_layers, int32_t sliding_window = 0) {
 }
 
 // "W" for window layers (with the window), "F" for full ones, "RW" for
-// routed ones, e.g. "8 8 8 F".
+// routed ones, "L" for linear ones, e.g. "8 8 8 F".
 std::string Kinds(const AttentionPlan& p) {
   std::string s;
   for (const LayerPlan& l : p.layers) {
@@ -29,6 +29,10 @@ std::string Kinds(const AttentionPlan& p) {
       EXPECT_TRUE(l.span.full());
       s += 'F';
     } else {
+      if (l.kind == LayerKind::kLinear) {
+        s += 'L';
+        continue;
+      }
       if (l.kind == LayerKind::kRouted) s += 'R';
       if (l.kind == LayerKind::kPerHead) {
         s += 'H';
@@ -77,6 +81,24 @@ TEST(Plan, RoutedLayersKeepEveryKey) {
   const AttentionPlan nope = ResolvePlan("full,layer0:routed:8,nope:full", Model(2));
   EXPECT_FALSE(nope.layers[0].rope.enabled);
   EXPECT_NE(p.Describe().find("routed"), std::string::npos);
+}
+
+TEST(Plan, LinearLayers) {
+  const AttentionPlan all = ResolvePlan("linear", Model(3));
+  EXPECT_EQ(Kinds(all), "L L L");
+  EXPECT_TRUE(all.HasLinearLayers());
+  EXPECT_FALSE(all.HasWindowLayers());
+  EXPECT_EQ(all.layers[0].SpanText(), "linear");
+  EXPECT_NE(all.Describe().find("linear"), std::string::npos);
+  EXPECT_EQ(Kinds(ResolvePlan("full,layer1:linear", Model(3))), "F L F");
+  EXPECT_EQ(Kinds(ResolvePlan("swa:8,sinks:2,layer0:linear", Model(2))), "L 8+2");
+  EXPECT_FALSE(ResolvePlan("full", Model(2)).HasLinearLayers());
+  // A linear layer sees every token: no window, no sinks, nope:full reaches it.
+  EXPECT_FALSE(ResolvePlan("linear,nope:full", Model(2)).layers[1].rope.enabled);
+  EXPECT_NE(Rejection("linear,sinks:4").find("sinks need a window"), std::string::npos);
+  EXPECT_NE(Rejection("linear,window:64").find("no window layers"), std::string::npos);
+  EXPECT_NE(Rejection("linear:64").find("takes no arguments"), std::string::npos);
+  EXPECT_NE(Rejection("full,layer0:linear:64").find("layerN:linear"), std::string::npos);
 }
 
 // A hybrid without window:W takes the model's window; a model without one

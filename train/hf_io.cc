@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "attention/hedgehog.h"
 #include "model/safetensors.h"
 #include "train/checkpoint.h"
 #include "train/routed.h"
@@ -79,16 +80,32 @@ ModelShape ShapeFromConfig(const ModelConfig& c) {
   s.tied_embeddings = c.tie_word_embeddings;
   s.rope = c.rope;
   s.max_position = c.max_position_embeddings;
+  s.feature_dim = c.linear_feature_dim;
   s.Validate();
   return s;
 }
 
-int32_t LoadHfWeights(TrainModel& model, const std::string& dir) {
+int32_t LoadHfWeights(TrainModel& model, const std::string& dir, int32_t* new_feature_maps) {
   const TensorStore store = TensorStore::OpenDirectory(dir);
   const std::vector<ParamTensor>& tensors = model.tensors();
-  int32_t new_routers = 0;
+  int32_t new_routers = 0, new_maps = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const ParamTensor& t = tensors[i];
+    if (EndsWith(t.name, ".feature_map_q.weight") && !store.Has(t.name)) {
+      // A softmax layer becoming linear: its four feature-map tensors
+      // (q weight, q bias, k weight, k bias) follow one another.
+      for (size_t j = i; j < i + 4; ++j)
+        if (store.Has(tensors.at(j).name))
+          throw std::runtime_error(dir + " has " + tensors[j].name + " but not " + t.name);
+      float* p = model.params().data();
+      const ModelShape& s = model.shape();
+      InitHedgehog(p + t.offset, p + tensors[i + 1].offset, {s.n_heads, s.head_dim, s.linear_features()});
+      InitHedgehog(p + tensors[i + 2].offset, p + tensors[i + 3].offset,
+                   {s.n_kv_heads, s.head_dim, s.linear_features()});
+      ++new_maps;
+      i += 3;
+      continue;
+    }
     if (EndsWith(t.name, ".router.weight") && !store.Has(t.name)) {
       // A full-attention model becoming routed: TrainModel lays the bias out
       // right after the weight.
@@ -119,6 +136,7 @@ int32_t LoadHfWeights(TrainModel& model, const std::string& dir) {
     throw std::runtime_error(dir + " holds " + std::to_string(dropped.size()) + " tensors the trainer has no place for (" +
                              dropped.front() + (dropped.size() > 1 ? ", ..." : "") +
                              "); training would drop them from the export");
+  if (new_feature_maps) *new_feature_maps = new_maps;
   return new_routers;
 }
 
@@ -128,7 +146,9 @@ std::string CanonicalPlanSpec(const AttentionPlan& plan) {
   bool nope_full = true, nope_window = true, any_full = false, any_window = false;
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     const LayerPlan& l = plan.layers[i];
-    if (l.kind != LayerKind::kFull) {
+    if (l.kind == LayerKind::kLinear) {
+      spec += ",layer" + std::to_string(i) + ":linear";
+    } else if (l.kind != LayerKind::kFull) {
       // sinks:S applies to window layers and routed layers' window branches alike.
       spec += ",layer" + std::to_string(i) +
               (l.kind == LayerKind::kWindow   ? ":swa:"
@@ -139,7 +159,7 @@ std::string CanonicalPlanSpec(const AttentionPlan& plan) {
         throw std::invalid_argument("plan has different sink counts per layer; no spec says that");
       sinks = l.span.sinks;
     }
-    // nope:full covers routed layers too: their positions are the full branch's.
+    // nope:full covers routed and linear layers too: their positions are every token's.
     if (l.kind == LayerKind::kWindow) {
       any_window = true;
       nope_window &= !l.rope.enabled;
@@ -210,6 +230,7 @@ void ExportHfDirectory(const std::string& dir, const TrainModel& model, const Ex
   }
   const std::string spec = CanonicalPlanSpec(plan);
   c["swan_attention_plan"] = spec;
+  if (plan.HasLinearLayers()) c["swan_linear_feature_dim"] = s.linear_features();
   WriteFileAtomic((fs::path(dir) / "config.json").string(), c.dump(2) + "\n");
 
   json p;

@@ -17,9 +17,11 @@ ModelShape ShapeFromConfig(const ModelConfig& config);
 // Copies every parameter from DIR's safetensors into the model. A routed
 // layer whose router DIR lacks (continual pretraining of a full-attention
 // model) gets InitRouter's: weight 0, bias +2, every token on full
-// attention. Returns how many routers were so initialised. Throws naming
-// the missing or misshapen tensor.
-int32_t LoadHfWeights(TrainModel& model, const std::string& dir);
+// attention; a linear layer whose feature maps DIR lacks (linearizing a
+// softmax model) gets InitHedgehog's identity start. Returns how many
+// routers were so initialised (new_feature_maps: how many linear layers).
+// Throws naming the missing or misshapen tensor.
+int32_t LoadHfWeights(TrainModel& model, const std::string& dir, int32_t* new_feature_maps = nullptr);
 
 // A spec that model/plan.h resolves to exactly `plan` for any model with
 // its layer count ("full,layer0:swa:64,layer1:routed:64,...,sinks:4,nope:full").

@@ -8,6 +8,8 @@
 #include <stdexcept>
 
 #include "ops/gemm.h"
+#include "attention/hedgehog.h"
+#include "attention/linear_attention.h"
 #include "train/head_gates.h"
 #include "train/layers.h"
 
@@ -81,6 +83,7 @@ TrainModel::TrainModel(const ModelShape& shape, const AttentionPlan& plan)
   for (const LayerPlan& l : plan_.layers) {
     ropes_.emplace_back(l.rope, shape.head_dim);
     routed_index_.push_back(l.kind == LayerKind::kRouted ? n_routed_++ : -1);
+    linear_index_.push_back(l.kind == LayerKind::kLinear ? n_linear_++ : -1);
   }
   routing_.full_tokens.assign(size_t(shape.n_layers), 0);
   Layout();
@@ -118,6 +121,14 @@ void TrainModel::Layout() {
       tensors_.back().decay = false;  // decay would pull every token's route towards the bias alone
       add(p + "self_attn.router.bias", {1});
     }
+    if (linear_index_[size_t(l)] >= 0) {
+      const int64_t D = shape_.head_dim, Fm = shape_.linear_features();
+      add(p + "self_attn.feature_map_q.weight", {shape_.n_heads, D, Fm});
+      add(p + "self_attn.feature_map_q.bias", {shape_.n_heads, Fm});
+      add(p + "self_attn.feature_map_k.weight", {shape_.n_kv_heads, D, Fm});
+      add(p + "self_attn.feature_map_k.bias", {shape_.n_kv_heads, Fm});
+      for (size_t i = tensors_.size() - 4; i < tensors_.size(); ++i) tensors_[i].decay = false;
+    }
   }
   add("model.norm.weight", {C});
   if (!shape_.tied_embeddings) add("lm_head.weight", {V, C});
@@ -132,12 +143,15 @@ const ParamTensor& TrainModel::tensor(const std::string& name) const {
 }
 
 TrainModel::LayerParams TrainModel::Layer(std::vector<float>& b, int32_t l) {
-  // The layer's tensors in Layout() order: 9, then a routed layer's router.
+  // The layer's tensors in Layout() order: 9, then a routed layer's router
+  // or a linear layer's feature maps.
   const size_t first = layer_first_[size_t(l)];
   auto p = [&](size_t i) { return At(b, tensors_[first + i].offset); };
-  const bool routed = routed_index_[size_t(l)] >= 0;
+  const bool routed = routed_index_[size_t(l)] >= 0, linear = linear_index_[size_t(l)] >= 0;
   return LayerParams{p(0), p(1), p(2), p(3), p(4), p(5), p(6), p(7), p(8),
-                     routed ? p(9) : nullptr, routed ? p(10) : nullptr};
+                     routed ? p(9) : nullptr, routed ? p(10) : nullptr,
+                     linear ? p(9) : nullptr, linear ? p(10) : nullptr,
+                     linear ? p(11) : nullptr, linear ? p(12) : nullptr};
 }
 
 void TrainModel::InitRandom(uint64_t seed) {
@@ -147,6 +161,7 @@ void TrainModel::InitRandom(uint64_t seed) {
   for (const ParamTensor& t : tensors_) {
     float* p = At(params_, t.offset);
     if (t.name.find(".router.") != std::string::npos) continue;  // InitRouters, no draws
+    if (t.name.find(".feature_map_") != std::string::npos) continue;  // InitFeatureMaps, no draws
     if (t.shape.size() == 1) {
       std::fill(p, p + t.numel, 1.0f);
       continue;
@@ -157,6 +172,28 @@ void TrainModel::InitRandom(uint64_t seed) {
     for (int64_t i = 0; i < t.numel; ++i) p[i] = dist(rng);
   }
   InitRouters();
+  InitFeatureMaps();
+}
+
+void TrainModel::InitFeatureMaps() {
+  params16_stale_ = true;
+  const FeatureMapShape q{shape_.n_heads, shape_.head_dim, shape_.linear_features()};
+  const FeatureMapShape k{shape_.n_kv_heads, shape_.head_dim, shape_.linear_features()};
+  for (int32_t l = 0; l < shape_.n_layers; ++l) {
+    const LayerParams p = Layer(params_, l);
+    if (!p.fq_w) continue;
+    InitHedgehog(p.fq_w, p.fq_b, q);
+    InitHedgehog(p.fk_w, p.fk_b, k);
+  }
+}
+
+void TrainModel::set_attention_transfer(bool on) {
+  if (on && n_linear_ == 0)
+    throw std::invalid_argument("attention transfer trains linear layers' feature maps, and the plan '" + plan_.spec +
+                                "' has no linear layer");
+  transfer_ = on;
+  for (ParamTensor& t : tensors_) t.frozen = on && t.name.find(".feature_map_") == std::string::npos;
+  acts_.batch = 0;  // lin_out is allocated only under transfer
 }
 
 void TrainModel::InitRouters() {
@@ -272,6 +309,11 @@ void TrainModel::Allocate(int64_t batch, int64_t seq) {
   a.losses.assign(size_t(N), 0.0f);
   a.router_logit.assign(size_t(R * N), 0.0f);
   a.gamma.assign(size_t(R * N), 0.0f);
+  const int64_t Lin = n_linear_, P = 2 * int64_t(shape_.linear_features()), KV = shape_.n_kv_heads;
+  a.phi_q.assign(size_t(Lin * N * H * P), 0.0f);
+  a.phi_k.assign(size_t(Lin * N * KV * P), 0.0f);
+  a.lin_norm.assign(size_t(Lin * N * H), 0.0f);
+  a.lin_out.assign(transfer_ ? size_t(Lin * N * QD) : 0, 0.0f);
   a.att_full.assign(branch_floats, 0.0f);
   a.lse_full.assign(size_t(branches * N * H), 0.0f);
   a.att_window.assign(branch_floats, 0.0f);
@@ -287,6 +329,8 @@ void TrainModel::Allocate(int64_t batch, int64_t seq) {
   s.d_gate.assign(size_t(N * F), 0.0f);
   s.d_up.assign(size_t(N * F), 0.0f);
   s.d_logit.assign(size_t(N), 0.0f);
+  s.d_phi_q.assign(Lin > 0 ? size_t(N * H * P) : 0, 0.0f);
+  s.d_phi_k.assign(Lin > 0 ? size_t(N * KV * P) : 0, 0.0f);
 }
 
 double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_t batch,
@@ -319,7 +363,57 @@ double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_
         At(a.gamma, r * N), At(a.router_logit, r * N), a.losses.data(), a.targets.data(),
         br.out_full, br.out_window, router_reg_, N, QD);
   }
-  return loss;
+  return transfer_ ? transfer_loss_ : loss;
+}
+
+void TrainModel::LinearAttentionForward(int32_t l, float* out, const float* q, const float* k, const float* v) {
+  Activations& a = acts_;
+  const int64_t N = a.batch * a.seq, T = a.seq, H = shape_.n_heads, KV = shape_.n_kv_heads;
+  const int64_t D = shape_.head_dim, F = shape_.linear_features(), P = 2 * F;
+  const int64_t i = linear_index_[size_t(l)];
+  const LayerParams p = Layer(params_, l);
+  float* phi_q = At(a.phi_q, i * N * H * P);
+  float* phi_k = At(a.phi_k, i * N * KV * P);
+  float* norm = At(a.lin_norm, i * N * H);
+  HedgehogForward(phi_q, q, p.fq_w, p.fq_b, N, {int32_t(H), int32_t(D), int32_t(F)});
+  HedgehogForward(phi_k, k, p.fk_w, p.fk_b, N, {int32_t(KV), int32_t(D), int32_t(F)});
+  const LinearAttentionShape shape{int32_t(H), int32_t(KV), int32_t(D), int32_t(P)};
+  const AttentionTimer timer;
+  for (int64_t b = 0; b < a.batch; ++b) {  // each sequence from an empty state
+    LinearState state;
+    state.Reset(shape);
+    LinearAttend(out + b * T * H * D, norm + b * T * H, state, phi_q + b * T * H * P, phi_k + b * T * KV * P,
+                 v + b * T * KV * D, T, shape);
+  }
+}
+
+void TrainModel::LinearAttentionBackward(int32_t l, const float* d_out, const float* out, const float* q, const float* k,
+                                         const float* v, float* dq, float* dk, float* dv, const LayerParams& g) {
+  Activations& a = acts_;
+  Scratch& s = scratch_;
+  const int64_t N = a.batch * a.seq, T = a.seq, H = shape_.n_heads, KV = shape_.n_kv_heads;
+  const int64_t D = shape_.head_dim, F = shape_.linear_features(), P = 2 * F;
+  const int64_t i = linear_index_[size_t(l)];
+  const LayerParams p = Layer(params_, l);
+  const float* phi_q = At(a.phi_q, i * N * H * P);
+  const float* phi_k = At(a.phi_k, i * N * KV * P);
+  const float* norm = At(a.lin_norm, i * N * H);
+  const LinearAttentionShape shape{int32_t(H), int32_t(KV), int32_t(D), int32_t(P)};
+  std::vector<float> unused_dv;  // [N, KV, D] attention transfer: v needs no gradient
+  if (!dv) unused_dv.resize(size_t(N * KV * D));
+  {
+    const AttentionTimer timer;
+    for (int64_t b = 0; b < a.batch; ++b)
+      LinearAttendBackward(&s.d_phi_q[size_t(b * T * H * P)], &s.d_phi_k[size_t(b * T * KV * P)],
+                           (dv ? dv : unused_dv.data()) + b * T * KV * D, d_out + b * T * H * D, out + b * T * H * D,
+                           norm + b * T * H, phi_q + b * T * H * P, phi_k + b * T * KV * P, v + b * T * KV * D, T,
+                           shape);
+  }
+  // dq, dk (=): only the feature maps lead back to them.
+  if (dq) std::fill(dq, dq + N * H * D, 0.0f);
+  if (dk) std::fill(dk, dk + N * KV * D, 0.0f);
+  HedgehogBackward(dq, g.fq_w, g.fq_b, s.d_phi_q.data(), phi_q, q, p.fq_w, N, {int32_t(H), int32_t(D), int32_t(F)});
+  HedgehogBackward(dk, g.fk_w, g.fk_b, s.d_phi_k.data(), phi_k, k, p.fk_w, N, {int32_t(KV), int32_t(D), int32_t(F)});
 }
 
 const float* TrainModel::ForwardHidden(const int32_t* tokens, int64_t batch, int64_t seq) {
@@ -343,6 +437,7 @@ void TrainModel::ForwardLayers() {
   if (matmul_ == MatmulPrecision::kBF16 && params16_stale_) RefreshBF16Params();
 
   EmbeddingForward(a.residual.data(), a.tokens.data(), params_.data(), N, V, C);
+  transfer_loss_ = 0;
   for (int32_t l = 0; l < shape_.n_layers; ++l) {
     const LayerParams p = Layer(params_, l);
     float* res = At(a.residual, l * N * C);
@@ -372,6 +467,16 @@ void TrainModel::ForwardLayers() {
       routing_.full_tokens[size_t(l)] = full;
     } else if (!head_gates_.empty()) {
       HeadGatedAttentionForward(att, Branches(l), &head_gates_[size_t(l) * shape_.n_kv_heads], q, k, v, sa);
+    } else if (linear_index_[size_t(l)] >= 0 && transfer_) {
+      // The teacher's softmax output goes on; the linear output is scored against it.
+      float* lin = At(a.lin_out, linear_index_[size_t(l)] * N * QD);
+      LinearAttentionForward(l, lin, q, k, v);
+      AttentionForward(att, At(a.lse, l * N * H), q, k, v, sa);
+      double sq = 0;
+      for (int64_t i = 0; i < N * QD; ++i) sq += double(lin[i] - att[i]) * (lin[i] - att[i]);
+      transfer_loss_ += sq / double(N * QD);
+    } else if (linear_index_[size_t(l)] >= 0) {
+      LinearAttentionForward(l, att, q, k, v);
     } else {
       AttentionForward(att, At(a.lse, l * N * H), q, k, v, sa);
     }
@@ -431,6 +536,7 @@ void TrainModel::Backward(float loss_scale) {
   if (a.batch == 0) throw std::logic_error("Backward before Forward");
   const int64_t N = a.batch * a.seq, C = shape_.hidden, V = shape_.vocab;
   const bool frozen = !head_gates_.empty();
+  if (transfer_) return BackwardTransfer(loss_scale);
   // Loss -> logits -> final norm, in reverse order of the forward.
   CrossEntropyBackward(a.logits.data(), a.logits.data(), a.targets.data(),
                        a.weights.empty() ? nullptr : a.weights.data(), loss_scale, N, V);
@@ -442,6 +548,24 @@ void TrainModel::Backward(float loss_scale) {
                   At(a.residual, shape_.n_layers * N * C), a.final_rstd.data(),
                   At(params_, norm_t.offset), N, C, /*accumulate_dx=*/false);
   BackwardLayers(loss_scale);
+}
+
+void TrainModel::BackwardTransfer(float loss_scale) {
+  // d(counted weight x Σ_l mean squared distance) x loss_scale, so that the
+  // trainer's 1 / (weight of the step) gives the weighted mean over micro-batches.
+  Activations& a = acts_;
+  const int64_t N = a.batch * a.seq, QD = shape_.q_dim(), KD = shape_.kv_dim();
+  const double scale = 2.0 * counted_weight_ * loss_scale / double(N * QD);
+  std::vector<float> d_lin(size_t(N * QD));  // [N, H*D]
+  for (int32_t l = 0; l < shape_.n_layers; ++l) {
+    const int32_t i = linear_index_[size_t(l)];
+    if (i < 0) continue;
+    const float* lin = At(a.lin_out, i * N * QD);
+    const float* att = At(a.att, l * N * QD);
+    for (int64_t e = 0; e < N * QD; ++e) d_lin[size_t(e)] = float(scale * (double(lin[e]) - att[e]));
+    LinearAttentionBackward(l, d_lin.data(), lin, At(a.q, l * N * QD), At(a.k, l * N * KD), At(a.v, l * N * KD), nullptr,
+                   nullptr, nullptr, Layer(grads_, l));
+  }
 }
 
 void TrainModel::BackwardHidden(const float* d_hidden) {
@@ -490,6 +614,8 @@ void TrainModel::BackwardLayers(float loss_scale) {
       RoutedAttentionBackward(s.dq.data(), s.dk.data(), s.dv.data(), s.d_logit.data(),
                               s.d_att.data(), Branches(r), logit, q, k, v, sa);
       RouterRegularizerBackward(s.d_logit.data(), At(a.gamma, r * N), logit, loss_scale, N);
+    } else if (linear_index_[size_t(l)] >= 0) {
+      LinearAttentionBackward(l, s.d_att.data(), att, q, k, v, s.dq.data(), s.dk.data(), s.dv.data(), g);
     } else if (frozen) {
       const int64_t KV = shape_.n_kv_heads;
       HeadGatedAttentionBackward(s.dq.data(), s.dk.data(), s.dv.data(), &head_gate_grads_[size_t(l * KV)],

@@ -9,6 +9,11 @@
 // NoPE -> attention under the layer's span -> O -> residual -> RMSNorm ->
 // SwiGLU MLP -> residual; final RMSNorm; tied or separate lm_head.
 //
+// A linear layer (attention/linear_attention.h) adds Hedgehog feature maps
+// (self_attn.feature_map_q.{weight [H, D, F], bias [H, F]},
+// self_attn.feature_map_k.{weight [KV, D, F], bias [KV, F]}) applied to Q
+// and K after RoPE, and attends by linear attention.
+//
 // A routed layer (Switch Attention, train/routed.h) adds a router
 // (self_attn.router.weight [1, C], self_attn.router.bias [1]) on the normed
 // attention input; each token takes full attention or the layer's window
@@ -39,9 +44,11 @@ struct ModelShape {
   bool tied_embeddings = true;
   RopeSettings rope;         // the model's RoPE; the plan may turn it off per layer
   int64_t max_position = 0;  // the training context, written as max_position_embeddings
+  int32_t feature_dim = 0;   // linear layers: the Hedgehog map's F (0: head_dim / 2), φ has 2F
 
   int64_t q_dim() const { return int64_t(n_heads) * head_dim; }
   int64_t kv_dim() const { return int64_t(n_kv_heads) * head_dim; }
+  int32_t linear_features() const { return feature_dim > 0 ? feature_dim : head_dim / 2; }
   // Throws std::invalid_argument naming the bad field.
   void Validate() const;
 };
@@ -56,7 +63,8 @@ struct ParamTensor {
   std::vector<int64_t> shape;
   int64_t offset = 0;           // into params / grads
   int64_t numel = 0;
-  bool decay = false;           // AdamW weight decay: matrices yes, norms and routers no
+  bool decay = false;           // AdamW weight decay: matrices yes, norms, routers and feature maps no
+  bool frozen = false;          // AdamW leaves it as it is (attention transfer: all but the feature maps)
 };
 
 // How the routed layers routed in the last forward pass.
@@ -94,6 +102,17 @@ class TrainModel {
   // Every router to weight 0, bias +2: every token starts on full attention.
   void InitRouters();
   int32_t num_routed_layers() const { return n_routed_; }
+  int32_t num_linear_layers() const { return n_linear_; }
+  // Every linear layer's feature maps to the identity start (InitHedgehog).
+  void InitFeatureMaps();
+  // LoLCATs' attention transfer: each linear layer passes softmax attention
+  // (full, causal) downstream, so every layer sees the softmax model's
+  // inputs, and Forward returns Σ over linear layers of the mean squared
+  // distance between the layer's linear and softmax outputs (per element).
+  // Backward then trains the feature maps only: every other tensor is
+  // frozen. Throws std::invalid_argument without linear layers.
+  void set_attention_transfer(bool on);
+  bool attention_transfer() const { return transfer_; }
   // The router's regularizer weights (defaults: DESIGN.md §4).
   void set_router_regularizer(const RouterRegularizer& r) { router_reg_ = r; }
   void ZeroGrads();
@@ -179,6 +198,10 @@ class TrainModel {
     float* w_down;     // (C, F)
     float* router_w;   // (1, C) routed layers; null on others
     float* router_b;   // (1)
+    float* fq_w;       // (H, D, F) linear layers; null on others
+    float* fq_b;       // (H, F)
+    float* fk_w;       // (KV, D, F)
+    float* fk_b;       // (KV, F)
   };
   // Every activation of one forward pass; N = B * T tokens.
   struct Activations {
@@ -207,6 +230,11 @@ class TrainModel {
     // Routed layers only, at r = routed_index_[l] of R:
     std::vector<float> router_logit; // (R, N)
     std::vector<float> gamma;        // (R, N) regularizer weights γ_t
+    // Linear layers only, at i = linear_index_[l] of Lin; P = 2F:
+    std::vector<float> phi_q;        // (Lin, N, H, P)
+    std::vector<float> phi_k;        // (Lin, N, KV, P)
+    std::vector<float> lin_norm;     // (Lin, N, H) denominators
+    std::vector<float> lin_out;      // (Lin, N, H*D) attention transfer: the linear output (att holds softmax)
     // Both branches of the R routed layers, or of every layer (R = L) under head gates:
     std::vector<float> att_full;     // (R, N, H*D) full branch
     std::vector<float> lse_full;     // (R, N, H)
@@ -225,6 +253,8 @@ class TrainModel {
     std::vector<float> d_gate;  // (N, F)
     std::vector<float> d_up;    // (N, F)
     std::vector<float> d_logit; // (N) router logits
+    std::vector<float> d_phi_q; // (N, H, P) linear layers
+    std::vector<float> d_phi_k; // (N, KV, P)
   };
 
   void Layout();
@@ -241,13 +271,22 @@ class TrainModel {
   // and d_res (the final norm's input gradient) -> grads.
   void ForwardLayers();
   void BackwardLayers(float loss_scale);
+  void BackwardTransfer(float loss_scale);  // attention transfer: the feature maps' gradients only
   RoutedBranches Branches(int32_t r);
+  // A linear layer's forward into `out` (att, or lin_out under transfer), and its backward.
+  void LinearAttentionForward(int32_t l, float* out, const float* q, const float* k, const float* v);
+  void LinearAttentionBackward(int32_t l, const float* d_out, const float* out, const float* q, const float* k,
+                      const float* v, float* dq, float* dk, float* dv, const LayerParams& g);
 
   ModelShape shape_;
   AttentionPlan plan_;
   std::vector<Rope> ropes_;  // [L]
   std::vector<int32_t> routed_index_;  // [L] among the routed layers; -1 on others
   int32_t n_routed_ = 0;               // R
+  std::vector<int32_t> linear_index_;  // [L] among the linear layers; -1 on others
+  int32_t n_linear_ = 0;               // Lin
+  bool transfer_ = false;              // attention transfer (set_attention_transfer)
+  double transfer_loss_ = 0;           // of the last forward pass
   std::vector<float> head_gates_;      // [L * KV] or empty: train/head_gates.h
   std::vector<float> head_gate_grads_; // [L * KV]
   std::vector<size_t> layer_first_;    // [L] index into tensors_ of the layer's first tensor

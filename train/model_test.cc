@@ -20,8 +20,11 @@
 #include "model/config.h"
 #include "model/model.h"
 #include "model/safetensors.h"
+#include "attention/hedgehog.h"
+#include "attention/linear_attention.h"
 #include "train/grad_check.h"
 #include "train/hf_io.h"
+#include "train/optimizer.h"
 
 namespace swan {
 namespace {
@@ -143,6 +146,16 @@ double ReferenceLoss(const TrainModel& m, const Vec& params, const std::vector<i
       std::vector<Span> spans;  // [KV] each KV head's span (a routed layer's full branch here)
       for (int32_t h = 0; h < KV; ++h) spans.push_back(lp.kind == LayerKind::kRouted ? Span{} : lp.HeadSpan(h));
       Vec att = Attention(q, k, v, spans, seq, H, KV, D);
+      if (lp.kind == LayerKind::kLinear) {  // linear attention through the feature maps
+        const int32_t Fm = s.linear_features();
+        Vec phi_q(size_t(seq * H * 2 * Fm)), phi_k(size_t(seq * KV * 2 * Fm));
+        HedgehogReference(phi_q.data(), q.data(), P(p + "self_attn.feature_map_q.weight"),
+                          P(p + "self_attn.feature_map_q.bias"), seq, {int32_t(H), int32_t(D), Fm});
+        HedgehogReference(phi_k.data(), k.data(), P(p + "self_attn.feature_map_k.weight"),
+                          P(p + "self_attn.feature_map_k.bias"), seq, {int32_t(KV), int32_t(D), Fm});
+        LinearAttendReference(att.data(), phi_q.data(), phi_k.data(), v.data(), seq,
+                              {int32_t(H), int32_t(KV), int32_t(D), 2 * Fm});
+      }
       if (lp.kind == LayerKind::kRouted) {  // att holds the full branch
         const Vec window = Attention(q, k, v, std::vector<Span>(size_t(KV), lp.span), seq, H, KV, D);
         const double* w = P(p + "self_attn.router.weight");
@@ -301,6 +314,8 @@ TEST(ModelGrad, FullUntied) { CheckModelGradient("full", false); }
 // Switch Attention: the straight-through gate and the regularizer through the whole model.
 TEST(ModelGrad, RoutedSinksTied) { CheckModelGradient("routed:4,sinks:1", true); }
 TEST(ModelGrad, RoutedAndFullNopeUntied) { CheckModelGradient("full,layer1:routed:3,nope:full", false); }
+TEST(ModelGrad, LinearAndWindowUntied) { CheckModelGradient("swa:4,layer1:linear", false); }
+TEST(ModelGrad, LinearGqaTied) { CheckModelGradient("linear", true, 1); }
 TEST(ModelGrad, PerHeadSinksTied) { CheckModelGradient("swa:3,sinks:1,layer0:heads:1,layer1:heads:0+2", true, 3); }
 
 // Loss weights: 0 on a token is the same as not counting it, and a weight
@@ -456,6 +471,89 @@ TEST(RoutedCpt, NewRoutersStartAsTheFullModel) {
   // The routers learn from the start: the straight-through gradient and the regularizer.
   const ParamTensor& bias = routed.tensor("model.layers.1.self_attn.router.bias");
   EXPECT_NE(routed.grads()[size_t(bias.offset)], 0.0f);
+}
+
+// Linearizing: a softmax model's layers become linear with new feature
+// maps; under attention transfer the stream stays the softmax model's, the
+// loss is the layers' distance to softmax attention, and only the feature
+// maps learn.
+TEST(LinearCpt, AttentionTransferTrainsTheFeatureMapsOnly) {
+  const ModelShape shape = PresetShape("tiny", 32, 16);
+  TrainModel full(shape, TinyPlan("full", shape.n_layers));
+  full.InitRandom(3);
+  std::mt19937_64 rng(4);
+  std::normal_distribution<float> noise(0.0f, 0.2f);
+  for (float& p : full.params()) p += noise(rng);
+  const std::string dir = TempDir("linearize");
+  ExportHfDirectory(dir, full, ExportOptions{});
+
+  TrainModel linear(shape, TinyPlan("linear", shape.n_layers));
+  int32_t new_maps = -1;
+  EXPECT_EQ(LoadHfWeights(linear, dir, &new_maps), 0);
+  EXPECT_EQ(new_maps, 2);
+  EXPECT_THROW(full.set_attention_transfer(true), std::invalid_argument);
+  linear.set_attention_transfer(true);
+  const int64_t batch = 2, seq = 12;
+  std::vector<int32_t> tokens(size_t(batch * seq)), targets(tokens.size());
+  std::uniform_int_distribution<int32_t> id(0, 31);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = id(rng), targets[i] = id(rng);
+  full.Forward(tokens.data(), targets.data(), batch, seq);
+  const double transfer = linear.Forward(tokens.data(), targets.data(), batch, seq);
+  EXPECT_GT(transfer, 0.0);
+  for (size_t i = 0; i < full.logits().size(); ++i)  // the softmax model's stream
+    ASSERT_NEAR(linear.logits()[i], full.logits()[i], 1e-5);
+  linear.ZeroGrads();
+  linear.Backward(1.0f / float(linear.counted_weight()));
+  for (const ParamTensor& t : linear.tensors()) {
+    const bool map = t.name.find(".feature_map_") != std::string::npos;
+    EXPECT_EQ(t.frozen, !map) << t.name;
+    double norm = 0;
+    for (int64_t i = 0; i < t.numel; ++i) norm += std::abs(linear.grads()[size_t(t.offset + i)]);
+    if (map) EXPECT_GT(norm, 0.0) << t.name;
+    else EXPECT_EQ(norm, 0.0) << t.name;
+  }
+  // The feature maps' gradient against differences of the float32 forward.
+  std::vector<float> analytic;
+  std::vector<double> numeric;
+  for (const ParamTensor& t : linear.tensors()) {
+    if (t.frozen) continue;
+    for (int64_t i = 0; i < t.numel; i += std::max<int64_t>(1, t.numel / 6)) {
+      analytic.push_back(linear.grads()[size_t(t.offset + i)]);
+      const float keep = linear.params()[size_t(t.offset + i)];
+      const float h = 1e-2f;
+      linear.params()[size_t(t.offset + i)] = keep + h;
+      const double up = linear.Forward(tokens.data(), targets.data(), batch, seq);
+      linear.params()[size_t(t.offset + i)] = keep - h;
+      const double down = linear.Forward(tokens.data(), targets.data(), batch, seq);
+      linear.params()[size_t(t.offset + i)] = keep;
+      numeric.push_back((up - down) / (2.0 * h));
+    }
+  }
+  const double err = testing::RelativeError(analytic, numeric);
+  std::printf("  attention transfer: loss %.4g, feature-map gradient rel. error %.2e\n", transfer, err);
+  EXPECT_LT(err, 2e-2);
+  // AdamW moves the feature maps and nothing else.
+  linear.Forward(tokens.data(), targets.data(), batch, seq);
+  linear.ZeroGrads();
+  linear.Backward(1.0f / float(linear.counted_weight()));
+  const std::vector<float> before = linear.params();
+  AdamW adam(AdamWOptions{}, linear.num_params());
+  adam.Step(linear, 1e-2);
+  for (const ParamTensor& t : linear.tensors()) {
+    bool moved = false;
+    for (int64_t i = 0; i < t.numel; ++i) moved |= linear.params()[size_t(t.offset + i)] != before[size_t(t.offset + i)];
+    EXPECT_EQ(moved, !t.frozen) << t.name;
+  }
+  // The export names the linear layers and the feature dimension; it loads back.
+  const std::string out = TempDir("linearized");
+  ExportHfDirectory(out, linear, ExportOptions{});
+  const ModelConfig c = LoadModelConfig(out);
+  EXPECT_EQ(c.attention_plan, "full,layer0:linear,layer1:linear");
+  EXPECT_EQ(c.linear_feature_dim, shape.head_dim / 2);
+  TrainModel back(ShapeFromConfig(c), TinyPlan(c.attention_plan, shape.n_layers));
+  EXPECT_EQ(LoadHfWeights(back, out, &new_maps), 0);
+  EXPECT_EQ(new_maps, 0);
+  EXPECT_EQ(back.params(), linear.params());
 }
 
 // Export writes the routers and the plan; loading the directory back gives

@@ -40,6 +40,7 @@ double AdamW::Step(TrainModel& model, double base_lr, double router_lr) {
   const double b1 = options_.beta1, b2 = options_.beta2;
   const double c1 = 1.0 - std::pow(b1, double(t_)), c2 = 1.0 - std::pow(b2, double(t_));
   for (const ParamTensor& t : model.tensors()) {
+    if (t.frozen) continue;
     const double lr = IsRouterTensor(t) ? router_lr : base_lr;
     const float decay = t.decay ? float(lr * options_.weight_decay) : 0.0f;
 #pragma omp parallel for if (t.numel > 65536)

@@ -68,6 +68,20 @@ grep -q '"method": "gates"' "$TMP/gates_0.5.json"
 "$SWAN" compare -m "$TMP/per-head/model" --attn "full,window:8,sinks:1,heads:$TMP/gates_0.25.json" --samples 2 \
   --quiet | grep -q "recall, distance"
 
+# Linearizing (LoLCATs): attention transfer trains the new feature maps
+# alone, then the whole model fine-tunes under the linear plan it keeps.
+"$SWAN" train --init "$TMP/run/model" --attn linear --attention-transfer --data "$TMP/data/train.bin" \
+  --out "$TMP/transfer" --context 48 --batch 2 --steps 2 --eval-every 2 --eval-seqs 4 > "$TMP/transfer.txt" 2>&1
+grep -q "2 new linear layers: Hedgehog feature maps (F = 4) from the identity start" "$TMP/transfer.txt"
+grep -q '"swan_attention_plan": "full,layer0:linear,layer1:linear"' "$TMP/transfer/model/config.json"
+"$SWAN" train --init "$TMP/transfer/model" --data "$TMP/data/train.bin" --out "$TMP/linear" --context 48 \
+  --batch 2 --steps 2 --eval-every 2 --eval-seqs 4 --quiet > "$TMP/linear.txt" 2>&1
+grep -q "held-out recall by key->query distance" "$TMP/linear.txt"
+if "$SWAN" train --attn linear --attention-transfer --data "$TMP/data/train.bin" --out "$TMP/x" 2> "$TMP/err.txt"; then
+  exit 1
+fi
+grep -q "attention-transfer linearizes a trained model" "$TMP/err.txt"
+
 "$SWAN" route-stats -m "$TMP/run/model" --recall --attn routed:8 --route-ratio 0.5 --samples 2 \
   > "$TMP/routes.txt"
 grep -q "far query" "$TMP/routes.txt"

@@ -86,6 +86,8 @@ std::string Fingerprint(const TrainModel& model, const TrainOptions& o, uint64_t
   if (o.matmul != MatmulPrecision::kF32) j["matmul"] = MatmulPrecisionName(o.matmul);
   if (!o.context_schedule.empty()) j["context_schedule"] = o.context_schedule;
   if (!o.recall_task.empty()) j["recall_task"] = ReadRecallJson(o.recall_task).dump();
+  if (o.attention_transfer) j["attention_transfer"] = true;
+  if (s.feature_dim > 0) j["feature_dim"] = s.feature_dim;
   return j.dump();
 }
 
@@ -187,6 +189,7 @@ TrainResult Train(const TrainOptions& o) {
                                ") is larger than the model's (" + std::to_string(shape.vocab) +
                                "); tokenize with the model's tokenizer");
     shape.max_position = std::max<int64_t>(shape.max_position, o.context);
+    if (o.feature_dim > 0) shape.feature_dim = o.feature_dim;
     // A model swan trained keeps its own plan (routed layers included) in config.json.
     const bool own_plan = (o.attn.empty() || o.attn == "model") && !config.attention_plan.empty();
     plan = ResolvePlan(own_plan ? config.attention_plan : o.attn, AttentionDefaultsFor(config));
@@ -204,6 +207,7 @@ TrainResult Train(const TrainOptions& o) {
     if (so.heads > 0 && so.kv_heads == 0) shape.n_kv_heads = so.heads;  // no grouping unless asked
     shape.Validate();
     shape.rope.base = o.rope_base;
+    shape.feature_dim = o.feature_dim;
     ModelAttentionDefaults defaults;
     defaults.n_layers = shape.n_layers;
     defaults.rope = shape.rope;
@@ -226,6 +230,7 @@ TrainResult Train(const TrainOptions& o) {
   TrainModel model(shape, plan);
   model.set_router_regularizer(o.router);
   model.set_matmul(o.matmul);
+  if (o.attention_transfer) model.set_attention_transfer(true);
   const bool routed = model.num_routed_layers() > 0;
   AdamW adam(o.adamw, model.num_params());
   // The routers' schedule: the same warmup + cosine shape at their own peak.
@@ -277,10 +282,14 @@ TrainResult Train(const TrainOptions& o) {
     adam.set_steps(s.adam_steps);
     start_step = s.step;
   } else if (!o.init_from.empty()) {
-    const int32_t new_routers = LoadHfWeights(model, o.init_from);
+    int32_t new_maps = 0;
+    const int32_t new_routers = LoadHfWeights(model, o.init_from, &new_maps);
     if (new_routers > 0 && !quiet)
       std::fprintf(stderr, "%d new routers (weight 0, bias +2): every token starts on full attention\n",
                    new_routers);
+    if (new_maps > 0 && !quiet)
+      std::fprintf(stderr, "%d new linear layers: Hedgehog feature maps (F = %d) from the identity start\n",
+                   new_maps, shape.linear_features());
   } else {
     model.InitRandom(o.seed);
   }
@@ -326,7 +335,8 @@ TrainResult Train(const TrainOptions& o) {
   const bool weighted = loader.has_labels();
 
   // Recall by distance on labelled held-out data.
-  const bool recall = loader.has_val_labels();
+  // Under attention transfer the logits are the softmax model's: nothing to score.
+  const bool recall = loader.has_val_labels() && !o.attention_transfer;
   const std::vector<int64_t> recall_edges =
       !o.eval_bins.empty() ? o.eval_bins : DefaultRecallBins(plan, o.context);
   RecallLog recall_log(o.run_dir, recall ? recall_edges : std::vector<int64_t>{1, 2},

@@ -38,6 +38,11 @@ struct TrainOptions {
   std::string init_from;         // HF directory; "" = from scratch
   std::string attn = "full";     // attention plan spec (model/plan.h); "model" = the --init model's
   RouterRegularizer router;      // routed layers' regularizer (train/routed.h)
+  // LoLCATs' attention transfer (TrainModel::set_attention_transfer): the
+  // linear layers' feature maps learn to reproduce softmax attention, every
+  // other weight frozen; the loss is that distance.
+  bool attention_transfer = false;
+  int32_t feature_dim = 0;       // linear layers' Hedgehog F; 0 = the --init model's, or head_dim / 2
   double rope_base = 10000.0;    // from scratch only
   std::string tokenizer;         // tokenizer.json (or its directory) copied into the export
   // Batches: each step is accum micro-batches of `batch` sequences of `context` tokens.
