@@ -61,7 +61,8 @@ const char kUsage[] =
     "attends to; roofline tok/s = read bandwidth / those bytes. A routed layer reads\n"
     "r * (all keys) + (1 - r) * (window keys) for its full ratio r: the forced one, or\n"
     "the share its router chose during the timed decode (column full%); a per-head layer\n"
-    "reads all keys for its full KV heads and its window's for the others. The read bandwidth\n"
+    "reads all keys for its full KV heads and its window's for the others, a linear layer its\n"
+    "state (KV heads x P x (head dim + 1) floats). The read bandwidth\n"
     "is measured before the model loads, over a buffer the size of its weights (16 MiB to\n"
     "512 MiB), so a model that fits in a cache gets that cache's rate. The last line gives\n"
     "the peak RSS (JSON: peak_rss_bytes).\n";
@@ -70,8 +71,19 @@ double Seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Writes random K/V rows for positions [0, depth) into every layer.
+// Writes random K/V rows for positions [0, depth) into every layer; a
+// linear layer's state gets random positive sums of `depth` tokens (what a
+// decode step costs does not depend on them).
 void FillRandom(Session& session, const KvShape& shape, int64_t depth, int64_t chunk) {
+  for (int32_t l = 0; l < session.cache.n_layers(); ++l) {
+    if (!session.cache.layer(l).linear()) continue;
+    LinearState& state = session.cache.layer(l).linear_state();
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> positive(0.0f, 1.0f);
+    for (float& x : state.s) x = positive(rng) * float(depth);
+    for (float& x : state.z) x = positive(rng) * float(depth);
+    state.tokens = depth;
+  }
   const int64_t row = int64_t(shape.n_kv_heads) * shape.head_dim;
   std::vector<float> k(size_t(chunk * row)), v(size_t(chunk * row));  // [chunk, kv_heads, head_dim]
   std::mt19937 rng(7);
@@ -83,7 +95,7 @@ void FillRandom(Session& session, const KvShape& shape, int64_t depth, int64_t c
     const int64_t n = std::min(chunk, depth - start);
     for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t(start + i);
     for (int32_t l = 0; l < session.cache.n_layers(); ++l)
-      session.cache.layer(l).Write(k.data(), v.data(), pos.data(), n);
+      if (!session.cache.layer(l).linear()) session.cache.layer(l).Write(k.data(), v.data(), pos.data(), n);
   }
 }
 
@@ -95,6 +107,10 @@ double KvBytesPerToken(const AttentionPlan& plan, const std::vector<double>& ful
   double bytes = 0;
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     const LayerPlan& l = plan.layers[i];
+    if (l.kind == LayerKind::kLinear) {  // the state, S and z, in float32
+      bytes += double(shape.n_kv_heads) * shape.linear_phi_dim * (shape.head_dim + 1) * sizeof(float);
+      continue;
+    }
     const double all_keys = double(pos + 1);
     double keys = all_keys;
     if (l.span.window > 0) keys = std::min(all_keys, double(l.span.window) + l.span.sinks);

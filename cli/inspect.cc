@@ -78,7 +78,7 @@ int RunInspect(const std::vector<std::string>& words) {
   std::printf("weights     %zu tensors, %lld parameters\n", n_tensors, (long long)params);
   std::printf("plan        %s\n\n", plan.spec.c_str());
 
-  const KvShape shape{c.n_kv_heads, c.head_dim};
+  const KvShape shape{c.n_kv_heads, c.head_dim, LinearPhiDim(c)};
   int span_width = 22;  // the widest span text, for the column
   for (const LayerPlan& l : plan.layers) span_width = std::max(span_width, int(l.SpanText().size()));
   std::printf("layer  kind      %-*s  positions                 KV @ %lld tokens\n", span_width, "span",
@@ -101,6 +101,9 @@ int RunInspect(const std::vector<std::string>& words) {
                 "their KV memory is that of full attention; routing saves compute, not memory\n");
   if (plan.HasPerHeadLayers())
     std::printf("per-head layers keep every key of their full KV heads only, and a ring for the others\n");
+  if (plan.HasLinearLayers())
+    std::printf("linear layers keep no keys: a state of KV heads x P x (head dim + 1) floats (P = %d), the same\n"
+                "at any length\n", shape.linear_phi_dim);
   return 0;
 }
 

@@ -21,6 +21,12 @@ void AttentionWork::AddSequence(const AttentionPlan& plan, int64_t T,
       throw std::invalid_argument("AttentionWork: routed layer " + std::to_string(l) + " needs the route of every token");
     for (int64_t q = 0; q < T; ++q) {
       const bool full = layer.kind == LayerKind::kFull || (routed && routes[l][size_t(q)] != 0);
+      if (layer.kind == LayerKind::kLinear) {
+        // A query reads the state: P rows of head_dim, like P keys.
+        if (plan.linear_phi_dim <= 0) throw std::invalid_argument("AttentionWork: a linear plan must know its P");
+        keys += double(plan.linear_phi_dim);
+        continue;
+      }
       if (layer.kind == LayerKind::kPerHead) {
         // The mean over KV heads: the full ones see every key.
         if (plan.n_kv_heads <= 0) throw std::invalid_argument("AttentionWork: a per-head plan must know its KV heads");

@@ -172,7 +172,23 @@ LayerKvCache::LayerKvCache(const Span& span, const std::vector<int32_t>& full_he
   }
 }
 
+LayerKvCache LayerKvCache::Linear(const KvShape& shape) {
+  if (shape.linear_phi_dim <= 0 || shape.n_kv_heads <= 0 || shape.head_dim <= 0)
+    throw std::invalid_argument("KV cache: a linear layer needs the feature maps' size (linear_phi_dim)");
+  LayerKvCache cache;
+  cache.shape_ = shape;
+  cache.linear_ = true;
+  cache.Clear();
+  return cache;
+}
+
+LinearState& LayerKvCache::linear_state() {
+  if (!linear_) throw std::logic_error("LayerKvCache: not a linear layer");
+  return state_;
+}
+
 void LayerKvCache::Write(const float* k, const float* v, const int32_t* pos, int64_t n) {
+  if (linear_) throw std::logic_error("LayerKvCache::Write: a linear layer keeps a state, not keys");
   if (stores_.size() == 1) {
     stores_[0].Write(k, v, pos, n);
     return;
@@ -181,12 +197,14 @@ void LayerKvCache::Write(const float* k, const float* v, const int32_t* pos, int
 }
 
 KvView LayerKvCache::View() const {
+  if (linear_) throw std::logic_error("LayerKvCache::View: a linear layer has no keys");
   if (stores_.size() != 1)
     throw std::logic_error("LayerKvCache::View: a per-head layer has a view per head group");
   return stores_[0].View();
 }
 
 std::vector<HeadGroup> LayerKvCache::Groups() const {
+  if (linear_) throw std::logic_error("LayerKvCache::Groups: a linear layer has no keys");
   std::vector<HeadGroup> groups;
   for (const KvStore& s : stores_) groups.push_back(HeadGroup{s.heads(), s.span(), s.View()});
   return groups;
@@ -205,12 +223,15 @@ int64_t LayerKvCache::n_slots() const {
 }
 
 size_t LayerKvCache::Bytes() const {
-  size_t total = 0;
+  size_t total = linear_ ? size_t(state_.bytes()) : 0;
   for (const KvStore& s : stores_) total += s.Bytes();
   return total;
 }
 
 void LayerKvCache::Clear() {
+  // The state's size depends on KV, D and P only (one query head per KV head here).
+  if (linear_) state_.Reset(LinearAttentionShape{shape_.n_kv_heads, shape_.n_kv_heads, shape_.head_dim,
+                                                 shape_.linear_phi_dim});
   for (KvStore& s : stores_) s.Clear();
 }
 
@@ -220,6 +241,8 @@ LayerKvCache LayerKvCache::Copy() const {
   copy.shape_ = shape_;
   copy.per_head_ = per_head_;
   copy.full_heads_ = full_heads_;
+  copy.linear_ = linear_;
+  copy.state_ = state_;
   for (const KvStore& s : stores_) copy.stores_.push_back(s.Copy());
   return copy;
 }
@@ -229,12 +252,18 @@ KvCache::KvCache(const std::vector<Span>& spans, const KvShape& shape, const KvC
 
 KvCache::KvCache(const std::vector<Span>& spans, const std::vector<std::vector<int32_t>>& full_heads,
                  const KvShape& shape, const KvCacheOptions& options)
+    : KvCache(spans, full_heads, std::vector<bool>(spans.size(), false), shape, options) {}
+
+KvCache::KvCache(const std::vector<Span>& spans, const std::vector<std::vector<int32_t>>& full_heads,
+                 const std::vector<bool>& linear, const KvShape& shape, const KvCacheOptions& options)
     : options_(options) {
-  if (full_heads.size() != spans.size())
-    throw std::invalid_argument("KV cache: one list of full heads per layer");
+  if (full_heads.size() != spans.size() || linear.size() != spans.size())
+    throw std::invalid_argument("KV cache: one list of full heads and one linear flag per layer");
   layers_.reserve(spans.size());
   for (size_t i = 0; i < spans.size(); ++i) {
-    if (full_heads[i].empty())
+    if (linear[i])
+      layers_.push_back(LayerKvCache::Linear(shape));
+    else if (full_heads[i].empty())
       layers_.emplace_back(spans[i], shape, options);
     else
       layers_.emplace_back(spans[i], full_heads[i], shape, options);

@@ -10,6 +10,8 @@
 //   grows in pages of `page_rows` rows. Its address space is reserved for
 //   max_context rows up front, so it grows in place (never copied) and
 //   only the pages written take memory.
+// * Linear layers (attention/linear_attention.h) keep no keys: a state of
+//   KV · P · (D + 1) floats, whatever the context.
 // Slot metadata (the position held in each slot, -1 = empty) lives apart
 // from the K/V storage. The kernel reads a layer through a KvView; rows of
 // a ring are not in position order, and stale rows are masked by position.
@@ -22,6 +24,7 @@
 
 #include "attention/attention.h"
 #include "attention/head_groups.h"
+#include "attention/linear_attention.h"
 #include "attention/span.h"
 #include "kv/reserved_buffer.h"
 
@@ -40,6 +43,7 @@ struct KvCacheOptions {
 struct KvShape {
   int32_t n_kv_heads = 0;
   int32_t head_dim = 0;
+  int32_t linear_phi_dim = 0;  // P of the model's linear layers' feature maps; 0 = none
 };
 
 // Which position each slot holds.
@@ -117,6 +121,12 @@ class LayerKvCache {
 
   LayerKvCache(LayerKvCache&&) = default;
   LayerKvCache& operator=(LayerKvCache&&) = default;
+  // A linear layer's: its state (shape.linear_phi_dim must be set), no keys.
+  static LayerKvCache Linear(const KvShape& shape);
+  bool linear() const { return linear_; }
+  // The linear layer's state, which the attention updates as tokens come.
+  // Throws std::logic_error on other layers.
+  LinearState& linear_state();
 
   // Stores the keys and values of `n` tokens at positions pos[n] (>= 0).
   //   k, v [n, n_kv_heads, head_dim] float32
@@ -124,8 +134,9 @@ class LayerKvCache {
   // std::out_of_range for a position past max_context on a full layer.
   void Write(const float* k, const float* v, const int32_t* pos, int64_t n);
 
+  // (A linear layer stores nothing: its attention adds the keys to its state.)
   // Every allocated slot of a layer with one store; unused slots have
-  // position -1. Throws std::logic_error on a per-head layer (use Groups).
+  // position -1. Throws std::logic_error on a per-head or linear layer.
   KvView View() const;
   // The layer's head groups with their views (attention/head_groups.h).
   std::vector<HeadGroup> Groups() const;
@@ -152,7 +163,9 @@ class LayerKvCache {
   KvShape shape_;
   bool per_head_ = false;
   std::vector<int32_t> full_heads_;  // [n_full] per-head layers only
-  std::vector<KvStore> stores_;      // [1 or 2]
+  std::vector<KvStore> stores_;      // [1 or 2]; none on a linear layer
+  bool linear_ = false;
+  LinearState state_;                // linear layers only
 };
 
 // The caches of all layers of one sequence.
@@ -164,6 +177,9 @@ class KvCache {
   // makes that layer per-head (its span the window of the other heads).
   KvCache(const std::vector<Span>& spans, const std::vector<std::vector<int32_t>>& full_heads,
           const KvShape& shape, const KvCacheOptions& options);
+  // ... and linear layers: linear [n_layers], true = that layer keeps a state.
+  KvCache(const std::vector<Span>& spans, const std::vector<std::vector<int32_t>>& full_heads,
+          const std::vector<bool>& linear, const KvShape& shape, const KvCacheOptions& options);
 
   LayerKvCache& layer(int32_t i) { return layers_[size_t(i)]; }
   const LayerKvCache& layer(int32_t i) const { return layers_[size_t(i)]; }

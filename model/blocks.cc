@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "attention/head_groups.h"
+#include "attention/hedgehog.h"
+#include "attention/linear_attention.h"
 #include "attention/routed.h"
 #include "model/cache_positions.h"
 #include "ops/elementwise.h"
@@ -93,6 +95,26 @@ namespace {
 //   q [n, n_heads, head_dim] (rotated in place), k [n, n_kv_heads, head_dim]
 //   (rotated in place), v [n, n_kv_heads, head_dim], xn [n, hidden],
 //   out [n, n_heads, head_dim]
+// A linear layer: the feature maps of q and k, then linear attention over
+// the state, which the n tokens join (positions must follow the state's).
+void AttendLinear(float* out, const float* q, const float* k, const float* v, const AttentionRows& part,
+                  const BlockSizes& sizes) {
+  const AttentionWeights& w = *part.layer.weights;
+  const AttentionShape& h = sizes.heads;
+  const int64_t n = part.n, F = w.feature_dim;
+  if (F <= 0) throw std::logic_error("a linear layer without feature maps");
+  LinearState& state = part.layer.cache->linear_state();
+  if (part.pos[0] != state.tokens)
+    throw std::invalid_argument("a linear layer's state holds " + std::to_string(state.tokens) +
+                                " tokens; the next must be at that position, not " + std::to_string(part.pos[0]));
+  std::vector<float> phi_q(size_t(n * h.n_heads * 2 * F));     // [n, n_heads, 2F]
+  std::vector<float> phi_k(size_t(n * h.n_kv_heads * 2 * F));  // [n, n_kv_heads, 2F]
+  HedgehogForward(phi_q.data(), q, w.fq_w.data(), w.fq_b.data(), n, {h.n_heads, h.head_dim, int32_t(F)});
+  HedgehogForward(phi_k.data(), k, w.fk_w.data(), w.fk_b.data(), n, {h.n_kv_heads, h.head_dim, int32_t(F)});
+  LinearAttend(out, nullptr, state, phi_q.data(), phi_k.data(), v, n,
+               {h.n_heads, h.n_kv_heads, h.head_dim, int32_t(2 * F)});
+}
+
 void AttendRows(float* out, float* q, float* k, const float* v, const float* xn,
                 const AttentionRows& part, const BlockSizes& sizes) {
   const AttentionLayer& layer = part.layer;
@@ -104,6 +126,7 @@ void AttendRows(float* out, float* q, float* k, const float* v, const float* xn,
   if (cache_positions) q_unrotated.assign(q, q + n * h.n_heads * h.head_dim);
   layer.rope->Apply(q, part.pos, n, h.n_heads);
   layer.rope->Apply(k, part.pos, n, h.n_kv_heads);
+  if (layer.cache->linear()) return AttendLinear(out, q, k, v, part, sizes);
   layer.cache->Write(k, v, part.pos, n);
 
   AttentionArgs args;

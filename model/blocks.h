@@ -32,6 +32,13 @@ struct AttentionWeights {
   std::vector<float> v_bias;  // [n_kv_heads * head_dim]
   std::vector<float> q_norm;  // [head_dim]
   std::vector<float> k_norm;  // [head_dim]
+  // A linear layer's Hedgehog feature maps, applied to q and k after RoPE
+  // (attention/hedgehog.h; empty = the layer has none).
+  int32_t feature_dim = 0;    // F
+  std::vector<float> fq_w;    // [n_heads, head_dim, F]
+  std::vector<float> fq_b;    // [n_heads, F]
+  std::vector<float> fk_w;    // [n_kv_heads, head_dim, F]
+  std::vector<float> fk_b;    // [n_kv_heads, F]
 };
 
 // A routed layer's router (Switch Attention, DESIGN.md §4): a token goes to
@@ -103,7 +110,9 @@ struct AttentionLayer {
 // cache first, so the chunk's queries see each other causally). With biases
 // and QK-norm: q = rope(norm(q_proj(xn) + q_bias)), the same for k. On a
 // routed layer each query runs full causal attention or the window span as
-// its route says (attention/routed.h: no work for the other branch).
+// its route says (attention/routed.h: no work for the other branch). On a
+// linear layer (its cache is a state) the keys and values join the state,
+// and each query reads it through the feature maps.
 //   residual, xn [n, hidden]; pos [n]
 void AttentionBlock(float* residual, const float* xn, const int32_t* pos, int64_t n,
                     const AttentionLayer& layer, const BlockSizes& sizes);

@@ -133,6 +133,9 @@ size_t Gemma3::WeightBytes() const {
 void Gemma3::CheckSession(const Session& session) const {
   if (int32_t(session.plan.layers.size()) != config_.n_layers)
     throw std::invalid_argument("Forward: the session's plan does not fit this model");
+  if (session.plan.HasLinearLayers())
+    throw std::invalid_argument("attention plan '" + session.plan.spec +
+                                "': linear layers run on Llama-family models (swan train linearizes those)");
 }
 
 void Gemma3::Forward(float* logits, const Batch& batch, Session& session) const {

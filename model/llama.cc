@@ -91,6 +91,14 @@ Llama::Llama(const WeightSource& w, const ModelConfig& config, const std::string
     l.mlp.gate = w.Linear(p + "mlp.gate_proj.weight", inter, hidden);
     l.mlp.up = w.Linear(p + "mlp.up_proj.weight", inter, hidden);
     l.mlp.down = w.Linear(p + "mlp.down_proj.weight", hidden, inter);
+    if (w.Has(p + "self_attn.feature_map_q.weight")) {  // a linear layer (swan train --attn linear)
+      const int64_t D = config.head_dim, F = LinearPhiDim(config) / 2;
+      l.attn.feature_dim = int32_t(F);
+      l.attn.fq_w = w.F32(p + "self_attn.feature_map_q.weight", {config.n_heads, D, F});
+      l.attn.fq_b = w.F32(p + "self_attn.feature_map_q.bias", {config.n_heads, F});
+      l.attn.fk_w = w.F32(p + "self_attn.feature_map_k.weight", {config.n_kv_heads, D, F});
+      l.attn.fk_b = w.F32(p + "self_attn.feature_map_k.bias", {config.n_kv_heads, F});
+    }
     if (w.Has(p + "self_attn.router.weight")) {
       RouterWeights r;
       r.weight = w.F32(p + "self_attn.router.weight", {1, hidden});
@@ -107,7 +115,8 @@ size_t Llama::WeightBytes() const {
              l.mlp.gate.Bytes() + l.mlp.up.Bytes() + l.mlp.down.Bytes() +
              (l.input_norm.size() + l.post_norm.size() + l.attn.q_bias.size() +
               l.attn.k_bias.size() + l.attn.v_bias.size() +
-              (l.router ? l.router->weight.size() + 1 : 0)) * sizeof(float);
+              (l.router ? l.router->weight.size() + 1 : 0) + l.attn.fq_w.size() + l.attn.fq_b.size() +
+              l.attn.fk_w.size() + l.attn.fk_b.size()) * sizeof(float);
   return bytes;
 }
 
@@ -138,6 +147,13 @@ namespace {
 void Llama::CheckSession(const Session& session) const {
   if (int32_t(session.plan.layers.size()) != config_.n_layers)
     throw std::invalid_argument("Forward: the session's plan does not fit this model");
+  for (size_t i = 0; i < session.plan.layers.size(); ++i)
+    if (session.plan.layers[i].kind == LayerKind::kLinear && layers_[i].attn.feature_dim == 0)
+      throw std::runtime_error(origin_ + " has no feature maps for layer " + std::to_string(i) +
+                               " (model.layers." + std::to_string(i) +
+                               ".self_attn.feature_map_q.weight), which the plan '" + session.plan.spec +
+                               "' makes linear: linearize it with `swan train --init " + origin_ +
+                               " --attn linear --attention-transfer ...`");
   if (session.plan.HasRoutedLayers()) {
     std::vector<const RouterWeights*> routers;  // [n_layers]
     for (const LlamaLayer& l : layers_) routers.push_back(l.router ? &*l.router : nullptr);

@@ -49,14 +49,13 @@ const Family& FamilyOf(const ModelConfig& config, const std::string& origin) {
 
 Session::Session(const AttentionPlan& plan_in, const KvShape& shape, const KvCacheOptions& options)
     : plan(plan_in), cache([&] {
-        for (size_t i = 0; i < plan_in.layers.size(); ++i)
-          if (plan_in.layers[i].kind == LayerKind::kLinear)
-            throw std::invalid_argument("attention plan '" + plan_in.spec + "': layer " + std::to_string(i) +
-                                        " is linear attention, which swan trains (swan train --attn linear) "
-                                        "but does not run here yet");
-        std::vector<Span> spans;
-        for (const LayerPlan& l : plan_in.layers) spans.push_back(l.cache_span());
-        return KvCache(spans, plan_in.FullHeads(), shape, options);
+        std::vector<Span> spans;   // [n_layers]
+        std::vector<bool> linear;  // [n_layers]
+        for (const LayerPlan& l : plan_in.layers) {
+          spans.push_back(l.cache_span());
+          linear.push_back(l.kind == LayerKind::kLinear);
+        }
+        return KvCache(spans, plan_in.FullHeads(), linear, shape, options);
       }()) {
   for (const LayerPlan& l : plan.layers) ropes.emplace_back(l.rope, shape.head_dim);
 }
@@ -90,7 +89,9 @@ void CheckSteps(const std::vector<SequenceStep>& steps) {
     throw std::invalid_argument("ForwardBatch: a session appears in two steps of one batch");
 }
 
-KvShape LanguageModel::kv_shape() const { return KvShape{config().n_kv_heads, config().head_dim}; }
+KvShape LanguageModel::kv_shape() const {
+  return KvShape{config().n_kv_heads, config().head_dim, LinearPhiDim(config())};
+}
 
 std::unique_ptr<Session> LanguageModel::NewSession(const AttentionPlan& plan,
                                                    const KvCacheOptions& options) const {
@@ -103,11 +104,18 @@ std::unique_ptr<Session> LanguageModel::NewSession(const AttentionPlan& plan,
 ModelAttentionDefaults AttentionDefaultsFor(const ModelConfig& config) {
   ModelAttentionDefaults d = FamilyOf(config, "config.json").attention(config);
   d.n_kv_heads = config.n_kv_heads;
+  d.linear_phi_dim = LinearPhiDim(config);
   return d;
+}
+
+int32_t LinearPhiDim(const ModelConfig& config) {
+  return 2 * (config.linear_feature_dim > 0 ? config.linear_feature_dim : config.head_dim / 2);
 }
 
 size_t PlanLayerKvBytesAt(const LayerPlan& layer, const KvShape& shape, const KvCacheOptions& options,
                           int64_t n_ctx) {
+  if (layer.kind == LayerKind::kLinear)  // the state: S [KV, P, D] and z [KV, P]
+    return size_t(shape.n_kv_heads) * size_t(shape.linear_phi_dim) * size_t(shape.head_dim + 1) * sizeof(float);
   if (layer.kind == LayerKind::kPerHead)
     return LayerKvBytesAt(layer.span, layer.full_heads, shape, options, n_ctx);
   return LayerKvBytesAt(layer.cache_span(), shape, options, n_ctx);

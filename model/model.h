@@ -103,8 +103,13 @@ void CheckSteps(const std::vector<SequenceStep>& steps);
 // architecture, without loading weights. Throws for unsupported architectures.
 ModelAttentionDefaults AttentionDefaultsFor(const ModelConfig& config);
 
+// P, the size of φ in the model's linear layers: 2 · its Hedgehog F
+// (swan_linear_feature_dim, or head_dim / 2).
+int32_t LinearPhiDim(const ModelConfig& config);
+
 // The bytes the KV cache of a layer under `layer` holds after n_ctx tokens
-// (LayerKvBytesAt; a per-head layer's full heads and ring together).
+// (LayerKvBytesAt; a per-head layer's full heads and ring together; a
+// linear layer's state, the same at any n_ctx).
 size_t PlanLayerKvBytesAt(const LayerPlan& layer, const KvShape& shape, const KvCacheOptions& options,
                           int64_t n_ctx);
 

@@ -309,6 +309,7 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
   plan.spec = spec.empty() ? "model" : spec;
   plan.layers.resize(size_t(n));
   plan.n_kv_heads = model.n_kv_heads;
+  plan.linear_phi_dim = model.linear_phi_dim;
   for (int32_t i = 0; i < n; ++i) {
     LayerPlan& l = plan.layers[size_t(i)];
     switch (p.preset) {

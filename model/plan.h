@@ -84,6 +84,7 @@ struct AttentionPlan {
   std::string spec;                // what it was resolved from
   std::vector<LayerPlan> layers;   // [n_layers]
   int32_t n_kv_heads = 0;          // the model's, when known (per-head layers' share of full heads)
+  int32_t linear_phi_dim = 0;      // the model's P, when known (a linear layer's state rows)
 
   bool HasWindowLayers() const;  // kWindow or kPerHead layers (ring caches)
   bool HasRoutedLayers() const;
@@ -140,6 +141,7 @@ struct ModelAttentionDefaults {
   // without a W; 0: it has none, and such a plan must give window:W.
   int32_t default_window = 0;
   int32_t n_kv_heads = 0;  // for per-head layers; 0 = not known (no range check)
+  int32_t linear_phi_dim = 0;  // P of linear layers' feature maps; 0 = not known
 };
 
 // Resolves `spec` for a model. Throws std::invalid_argument for layer

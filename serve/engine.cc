@@ -84,6 +84,11 @@ Engine::Engine(const LanguageModel& model, const Tokenizer& tokenizer, const Eng
       options_(options),
       plan_(model.ResolvePlan(options.attn)),
       prompt_cache_(plan_.HasWindowLayers()) {
+  // The prompt cache and its checkpoints keep keys; a linear layer's state would be lost.
+  if (plan_.HasLinearLayers())
+    throw std::invalid_argument("attention plan '" + plan_.spec +
+                                "': swan serve does not run linear layers yet (swan generate, perplexity and "
+                                "compare do)");
   if (options.prefill_chunk <= 0) throw std::invalid_argument("prefill chunk must be positive");
   if (options.checkpoint_interval <= 0) throw std::invalid_argument("checkpoint interval must be positive");
   if (options.max_running <= 0) throw std::invalid_argument("max running sequences must be positive");

@@ -348,6 +348,78 @@ TEST(Trainer, RoutedExportLoadsWithTheSameLogits) {
   EXPECT_LT(worst, 1e-4);
 }
 
+// The linear contract: an export with linear layers (and a softmax one)
+// runs in the inference model with the training forward's logits, whole,
+// in chunks and one token at a time; its cache is the state, whose size does
+// not grow; a model without feature maps is refused under a linear plan.
+TEST(Trainer, LinearExportLoadsWithTheSameLogits) {
+  const std::string dir = TempDir("linear_export");
+  const AttentionPlan plan = [] {
+    ModelAttentionDefaults d;
+    d.n_layers = 2;
+    d.rope.base = 10000;
+    return ResolvePlan("full,layer0:linear", d);
+  }();
+  ModelShape shape = PresetShape("tiny", 32, 40);
+  shape.n_heads = 4;
+  shape.n_kv_heads = 2;
+  TrainModel model(shape, plan);
+  model.InitRandom(31);
+  std::mt19937_64 rng(32);
+  std::normal_distribution<float> noise(0.0f, 0.3f);
+  for (float& p : model.params()) p += noise(rng);
+  ExportHfDirectory(dir + "/model", model, ExportOptions{});
+  auto loaded = LoadModel(dir + "/model");
+  const AttentionPlan again = loaded->ResolvePlan("");
+  ASSERT_EQ(again.layers[0].kind, LayerKind::kLinear);
+
+  const int64_t T = 40;
+  std::vector<int32_t> tokens(T), targets(T, 0), pos(T);
+  for (int64_t i = 0; i < T; ++i) tokens[size_t(i)] = int32_t(rng() % 32), pos[size_t(i)] = int32_t(i);
+  model.Forward(tokens.data(), targets.data(), 1, T);
+  for (const int64_t piece : {T, int64_t(7), int64_t(1)}) {
+    KvCacheOptions kv;
+    kv.max_chunk = 16;  // the whole prompt runs in chunks of 16
+    auto session = loaded->NewSession(again, kv);
+    const size_t empty_bytes = session->cache.layer(0).Bytes();
+    std::vector<float> logits(size_t(T) * 32);
+    for (int64_t at = 0; at < T; at += piece) {
+      const int64_t n = std::min(piece, T - at);
+      loaded->Forward(logits.data() + at * 32, Batch{tokens.data() + at, pos.data() + at, n, true}, *session);
+    }
+    EXPECT_EQ(session->cache.layer(0).Bytes(), empty_bytes);
+    EXPECT_EQ(empty_bytes, size_t(2 * 8 * (8 + 1) * 4));  // KV 2, P 8, head dim 8
+    EXPECT_EQ(PlanLayerKvBytesAt(again.layers[0], loaded->kv_shape(), kv, 1 << 20), empty_bytes);
+    double worst = 0;
+    for (size_t i = 0; i < logits.size(); ++i)
+      worst = std::max(worst, double(std::abs(logits[i] - model.logits()[i])));
+    EXPECT_LT(worst, 1e-4) << "pieces of " << piece;
+  }
+  // Out of order positions cannot join a state.
+  auto session = loaded->NewSession(again);
+  std::vector<float> one(32);
+  loaded->Forward(one.data(), Batch{tokens.data(), pos.data(), 4, false}, *session);
+  EXPECT_THROW(loaded->Forward(one.data(), Batch{tokens.data(), pos.data() + 6, 1, false}, *session),
+               std::invalid_argument);
+  // A softmax model under a linear plan: refused, naming the fix.
+  TrainModel softmax(shape, [] {
+    ModelAttentionDefaults d;
+    d.n_layers = 2;
+    d.rope.base = 10000;
+    return ResolvePlan("full", d);
+  }());
+  softmax.InitRandom(5);
+  ExportHfDirectory(dir + "/softmax", softmax, ExportOptions{});
+  auto plain = LoadModel(dir + "/softmax");
+  auto linear_session = plain->NewSession(plain->ResolvePlan("linear"));
+  try {
+    plain->Forward(one.data(), Batch{tokens.data(), pos.data(), 4, false}, *linear_session);
+    ADD_FAILURE() << "a model without feature maps ran a linear plan";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--attention-transfer"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Trainer, CheckpointErrorsAreClear) {
   const std::string dir = TempDir("ckpt");
   TrainOptions o = TinyRun(dir, WriteTokens(dir, "train.bin", 2000, 4));
