@@ -424,15 +424,23 @@ std::string TempDir(const std::string& name) {
 // plan, new routers. Every gate starts at 1, so the model is the full one:
 // same loss, same logits, and the same gradient for every shared tensor
 // (the window branch gets none, the router's weight 0 passes none back).
-TEST(RoutedCpt, NewRoutersStartAsTheFullModel) {
+// A tiny full-attention model with visible weights, exported to `dir` (the
+// start of continual pretraining under another plan).
+TrainModel ExportedFullModel(const std::string& dir, std::mt19937_64& rng) {
   const ModelShape shape = PresetShape("tiny", 32, 16);
   TrainModel full(shape, TinyPlan("full", shape.n_layers));
   full.InitRandom(3);
-  std::mt19937_64 rng(4);
   std::normal_distribution<float> noise(0.0f, 0.2f);
   for (float& p : full.params()) p += noise(rng);
-  const std::string dir = TempDir("cpt");
   ExportHfDirectory(dir, full, ExportOptions{});
+  return full;
+}
+
+TEST(RoutedCpt, NewRoutersStartAsTheFullModel) {
+  std::mt19937_64 rng(4);
+  const std::string dir = TempDir("cpt");
+  TrainModel full = ExportedFullModel(dir, rng);
+  const ModelShape shape = full.shape();
 
   TrainModel routed(shape, TinyPlan("routed:4,sinks:1", shape.n_layers));
   EXPECT_EQ(LoadHfWeights(routed, dir), 2);
@@ -478,14 +486,10 @@ TEST(RoutedCpt, NewRoutersStartAsTheFullModel) {
 // loss is the layers' distance to softmax attention, and only the feature
 // maps learn.
 TEST(LinearCpt, AttentionTransferTrainsTheFeatureMapsOnly) {
-  const ModelShape shape = PresetShape("tiny", 32, 16);
-  TrainModel full(shape, TinyPlan("full", shape.n_layers));
-  full.InitRandom(3);
   std::mt19937_64 rng(4);
-  std::normal_distribution<float> noise(0.0f, 0.2f);
-  for (float& p : full.params()) p += noise(rng);
   const std::string dir = TempDir("linearize");
-  ExportHfDirectory(dir, full, ExportOptions{});
+  TrainModel full = ExportedFullModel(dir, rng);
+  const ModelShape shape = full.shape();
 
   TrainModel linear(shape, TinyPlan("linear", shape.n_layers));
   int32_t new_maps = -1;
