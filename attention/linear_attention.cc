@@ -38,25 +38,30 @@ void LinearAttend(float* out, float* norm, LinearState& state, const float* phi_
     for (int64_t g = 0; g < KV; ++g) {
       const float* S = state.s.data() + g * P * D;  // [P, D]
       const float* z = state.z.data() + g * P;      // [P]
-      std::vector<double> num(static_cast<size_t>(D));  // [D]
+      // float rows, so that the loops over d vectorize; the denominator in double.
+      std::vector<float> num(static_cast<size_t>(D));  // [D]
       for (int64_t h = g * group; h < (g + 1) * group; ++h)
         for (int64_t i = b0; i < b1; ++i) {
           const float* q = phi_q + (i * H + h) * P;
           // What the state holds, then this block's keys up to i.
-          std::fill(num.begin(), num.end(), 0.0);
+          std::fill(num.begin(), num.end(), 0.0f);
           double den = Dot(q, z, P) + kLinearEps;
+          float* acc = num.data();
           for (int64_t p = 0; p < P; ++p) {
-            if (q[p] == 0.0f) continue;
-            for (int64_t d = 0; d < D; ++d) num[size_t(d)] += double(q[p]) * S[p * D + d];
+            const float qp = q[p];
+            const float* row = S + p * D;
+            for (int64_t d = 0; d < D; ++d) acc[d] += qp * row[d];
           }
           for (int64_t j = b0; j <= i; ++j) {
             const double a = Dot(q, phi_k + (j * KV + g) * P, P);
+            const float af = float(a);
             const float* vj = v + (j * KV + g) * D;
-            for (int64_t d = 0; d < D; ++d) num[size_t(d)] += a * vj[d];
+            for (int64_t d = 0; d < D; ++d) acc[d] += af * vj[d];
             den += a;
           }
           float* o = out + (i * H + h) * D;
-          for (int64_t d = 0; d < D; ++d) o[d] = float(num[size_t(d)] / den);
+          const float inv = float(1.0 / den);
+          for (int64_t d = 0; d < D; ++d) o[d] = acc[d] * inv;
           if (norm) norm[i * H + h] = float(den);
         }
       // The block joins the state.

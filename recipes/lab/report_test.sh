@@ -16,7 +16,7 @@ cmp "$TMP/lab/README.md" "$SRC/docs/lab/README.md" || {
   echo "docs/lab/README.md is not what report.mjs writes from docs/lab/data (run recipes/lab/report.sh)"; exit 1; }
 cmp "$TMP/lab/index.html" "$SRC/docs/lab/index.html"
 grep -q "## The published claims" "$TMP/lab/README.md"
-test "$(grep -c -E '^- \*\*(reproduced|not reproduced|mixed)\*\*' "$TMP/lab/README.md")" -eq 10
+test "$(grep -c -E '^- \*\*(reproduced|not reproduced|mixed)\*\*' "$TMP/lab/README.md")" -eq 13
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || {
   echo "skipped the rendering: chromium is not installed (scripts/setup.sh installs it)"; exit 77; }
 bash "$SRC/scripts/render_report.sh" "$TMP/lab/index.html" "$TMP/page.png" 1200x2400 > /dev/null
