@@ -77,6 +77,11 @@ grep -q '"swan_attention_plan": "full,layer0:linear,layer1:linear"' "$TMP/transf
 "$SWAN" train --init "$TMP/transfer/model" --data "$TMP/data/train.bin" --out "$TMP/linear" --context 48 \
   --batch 2 --steps 2 --eval-every 2 --eval-seqs 4 --quiet > "$TMP/linear.txt" 2>&1
 grep -q "held-out recall by key->query distance" "$TMP/linear.txt"
+# The linear model runs: its cache is a state of KV x P x (D + 1) floats (1 x 8 x 9).
+"$SWAN" inspect -m "$TMP/linear/model" -c 48 > "$TMP/inspect-linear.txt"
+grep -q "0  linear    linear .* 288 B" "$TMP/inspect-linear.txt"
+grep -q "linear layers keep no keys" "$TMP/inspect-linear.txt"
+"$SWAN" compare -m "$TMP/linear/model" --samples 2 --quiet | grep -q "recall, distance"
 if "$SWAN" train --attn linear --attention-transfer --data "$TMP/data/train.bin" --out "$TMP/x" 2> "$TMP/err.txt"; then
   exit 1
 fi
