@@ -15,4 +15,10 @@ lab_train "$LAB/linear-transfer" --init "$MODELS/full" --attn linear --attention
 lab_train "$LAB/linear" --init "$LAB/linear-transfer/model" --context 512 --batch 32 --steps 300 --lr 5e-4 \
   --warmup 20 --eval-every 50 --eval-seqs 64 --eval-bins "$BINS" --log-every 10
 LAB_BASE="$LAB/linear-transfer" lab_export linear "$LAB/linear" recipes/lab/linear.sh
-{ echo "the full arm it linearized ($MODELS/full):"; cat "$MODELS/full/MADE_BY.txt"; } >> "$MODELS/linear/MADE_BY.txt"
+# The transfer alone, too (it logs no recall: its stream is the softmax model's).
+"$SWAN" convert -m "$LAB/linear-transfer/model" --out "$MODELS/linear-transfer" --dtype bf16 --force
+{ echo "made by: recipes/lab/linear.sh (its attention-transfer stage)"
+  echo "training segments:"; cat "$LAB/linear-transfer/segments.txt"; } > "$MODELS/linear-transfer/MADE_BY.txt"
+for arm in linear linear-transfer; do
+  { echo "the full arm it linearized ($MODELS/full):"; cat "$MODELS/full/MADE_BY.txt"; } >> "$MODELS/$arm/MADE_BY.txt"
+done
