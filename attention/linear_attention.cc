@@ -1,6 +1,7 @@
 #include "attention/linear_attention.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace swan {
@@ -24,6 +25,9 @@ void LinearState::Reset(const LinearAttentionShape& shape) {
   s.assign(size_t(shape.n_kv_heads) * size_t(shape.phi_dim) * size_t(shape.head_dim), 0.0f);
   z.assign(size_t(shape.n_kv_heads) * size_t(shape.phi_dim), 0.0f);
   tokens = 0;
+  folded = 0;
+  pending_phi.clear();
+  pending_v.clear();
 }
 
 void LinearAttend(float* out, float* norm, LinearState& state, const float* phi_q,
@@ -132,6 +136,190 @@ void LinearAttendReference(double* out, const double* phi_q, const double* phi_k
         if (j > i) continue;  // the causal mask
         double a = 0;
         for (int64_t p = 0; p < P; ++p) a += phi_q[(i * H + h) * P + p] * phi_k[(j * KV + g) * P + p];
+        den += a;
+        for (int64_t d = 0; d < D; ++d) num[size_t(d)] += a * v[(j * KV + g) * D + d];
+      }
+      for (int64_t d = 0; d < D; ++d) out[(i * H + h) * D + d] = num[size_t(d)] / den;
+    }
+  }
+}
+
+void LinearWindowForward(float* out, float* norm, float* shift, const float* q, const float* k,
+                         const float* v, const float* phi_q, const float* phi_k, int64_t n,
+                         const LinearAttentionShape& shape, int32_t window) {
+  Check(shape);
+  if (window <= 0) throw std::invalid_argument("linear + window attention needs a window");
+  const int64_t H = shape.n_heads, KV = shape.n_kv_heads, D = shape.head_dim, P = shape.phi_dim;
+  const int64_t group = H / KV;
+  const double scale = 1.0 / std::sqrt(double(D));
+#pragma omp parallel for if (KV > 1)
+  for (int64_t g = 0; g < KV; ++g) {
+    std::vector<double> num(static_cast<size_t>(D));  // [D]
+    for (int64_t h = g * group; h < (g + 1) * group; ++h)
+      for (int64_t i = 0; i < n; ++i) {
+        const float* qi = q + (i * H + h) * D;
+        const int64_t lo = std::max<int64_t>(0, i - window + 1);  // the window's first key
+        double m = -INFINITY;
+        for (int64_t j = lo; j <= i; ++j) m = std::max(m, scale * Dot(qi, k + (j * KV + g) * D, D));
+        std::fill(num.begin(), num.end(), 0.0);
+        double den = 0;
+        for (int64_t j = lo; j <= i; ++j) {
+          const double e = std::exp(scale * Dot(qi, k + (j * KV + g) * D, D) - m);
+          const float* vj = v + (j * KV + g) * D;
+          for (int64_t d = 0; d < D; ++d) num[size_t(d)] += e * vj[d];
+          den += e;
+        }
+        const double em = std::exp(-m);  // the shift, on the linear terms too
+        const float* pq = phi_q + (i * H + h) * P;
+        for (int64_t j = 0; j < lo; ++j) {
+          const double a = em * Dot(pq, phi_k + (j * KV + g) * P, P);
+          const float* vj = v + (j * KV + g) * D;
+          for (int64_t d = 0; d < D; ++d) num[size_t(d)] += a * vj[d];
+          den += a;
+        }
+        den += em * kLinearEps;
+        float* o = out + (i * H + h) * D;
+        for (int64_t d = 0; d < D; ++d) o[d] = float(num[size_t(d)] / den);
+        norm[i * H + h] = float(den);
+        shift[i * H + h] = float(m);
+      }
+  }
+}
+
+void LinearWindowBackward(float* dq, float* dk, float* dv, float* d_phi_q, float* d_phi_k,
+                          const float* d_out, const float* out, const float* norm, const float* shift,
+                          const float* q, const float* k, const float* v, const float* phi_q,
+                          const float* phi_k, int64_t n, const LinearAttentionShape& shape,
+                          int32_t window) {
+  Check(shape);
+  const int64_t H = shape.n_heads, KV = shape.n_kv_heads, D = shape.head_dim, P = shape.phi_dim;
+  const int64_t group = H / KV;
+  const double scale = 1.0 / std::sqrt(double(D));
+  if (dq) std::fill(dq, dq + n * H * D, 0.0f);
+  if (dk) std::fill(dk, dk + n * KV * D, 0.0f);
+  if (dv) std::fill(dv, dv + n * KV * D, 0.0f);
+  std::fill(d_phi_q, d_phi_q + n * H * P, 0.0f);
+  std::fill(d_phi_k, d_phi_k + n * KV * P, 0.0f);
+  // With a_ij the shifted weight of key j and n_i their sum (o_i = Σ a_ij v_j / n_i):
+  //   da_ij = (g_i · v_j − g_i · o_i) / n_i,  dv_j += (a_ij / n_i) g_i;
+  //   window: ds_ij = da_ij a_ij (the shift cancels), dq_i += ds scale k_j, dk_j += ds scale q_i;
+  //   older:  a_ij = e^{−m} φq_i · φk_j, dφq_i += da e^{−m} φk_j, dφk_j += da e^{−m} φq_i.
+#pragma omp parallel for if (KV > 1)
+  for (int64_t g = 0; g < KV; ++g)
+    for (int64_t h = g * group; h < (g + 1) * group; ++h)
+      for (int64_t i = 0; i < n; ++i) {
+        const float* qi = q + (i * H + h) * D;
+        const float* gi = d_out + (i * H + h) * D;
+        const double go = Dot(gi, out + (i * H + h) * D, D);
+        const double inv_n = 1.0 / norm[i * H + h], m = shift[i * H + h], em = std::exp(-m);
+        const int64_t lo = std::max<int64_t>(0, i - window + 1);
+        for (int64_t j = 0; j <= i; ++j) {
+          const float* vj = v + (j * KV + g) * D;
+          const double da = (Dot(gi, vj, D) - go) * inv_n;
+          double a;
+          if (j >= lo) {
+            const float* kj = k + (j * KV + g) * D;
+            a = std::exp(scale * Dot(qi, kj, D) - m);
+            const double ds = da * a * scale;
+            if (dq)
+              for (int64_t d = 0; d < D; ++d) dq[(i * H + h) * D + d] += float(ds * kj[d]);
+            if (dk)
+              for (int64_t d = 0; d < D; ++d) dk[(j * KV + g) * D + d] += float(ds * qi[d]);
+          } else {
+            const float* pq = phi_q + (i * H + h) * P;
+            const float* pk = phi_k + (j * KV + g) * P;
+            a = em * Dot(pq, pk, P);
+            const double w = da * em;
+            for (int64_t p = 0; p < P; ++p) {
+              d_phi_q[(i * H + h) * P + p] += float(w * pk[p]);
+              d_phi_k[(j * KV + g) * P + p] += float(w * pq[p]);
+            }
+          }
+          if (dv)
+            for (int64_t d = 0; d < D; ++d) dv[(j * KV + g) * D + d] += float(a * inv_n * gi[d]);
+        }
+      }
+}
+
+void LinearWindowAttend(float* out, const float* window_out, const float* window_lse, LinearState& state,
+                        const float* phi_q, const float* phi_k, const float* v, int64_t n,
+                        const LinearAttentionShape& shape, int32_t window) {
+  Check(shape);
+  if (window <= 0) throw std::invalid_argument("linear + window attention needs a window");
+  const int64_t H = shape.n_heads, KV = shape.n_kv_heads, D = shape.head_dim, P = shape.phi_dim;
+  const int64_t group = H / KV, p0 = state.tokens;
+  // The new tokens wait with the others: pending holds [folded, p0 + n).
+  state.pending_phi.insert(state.pending_phi.end(), phi_k, phi_k + n * KV * P);
+  state.pending_v.insert(state.pending_v.end(), v, v + n * KV * D);
+  const float* pk = state.pending_phi.data();
+  const float* pv = state.pending_v.data();
+#pragma omp parallel for if (KV > 1 && n * P * D > 4096)
+  for (int64_t g = 0; g < KV; ++g) {
+    const float* S = state.s.data() + g * P * D;  // [P, D]
+    const float* z = state.z.data() + g * P;      // [P]
+    std::vector<double> num(static_cast<size_t>(D));  // [D]
+    for (int64_t h = g * group; h < (g + 1) * group; ++h)
+      for (int64_t t = 0; t < n; ++t) {
+        const int64_t i = p0 + t;
+        const float* q = phi_q + (t * H + h) * P;
+        std::fill(num.begin(), num.end(), 0.0);
+        double den = Dot(q, z, P) + kLinearEps;
+        for (int64_t p = 0; p < P; ++p)
+          for (int64_t d = 0; d < D; ++d) num[size_t(d)] += double(q[p]) * S[p * D + d];
+        for (int64_t j = state.folded; j <= i - window; ++j) {  // older than i's window, not yet in S
+          const int64_t r = j - state.folded;
+          const double a = Dot(q, pk + (r * KV + g) * P, P);
+          for (int64_t d = 0; d < D; ++d) num[size_t(d)] += a * pv[(r * KV + g) * D + d];
+          den += a;
+        }
+        // (window_out e^lse + num) / (e^lse + den), divided through by e^lse.
+        const double r = std::exp(-double(window_lse[t * H + h]));
+        const float* wo = window_out + (t * H + h) * D;
+        float* o = out + (t * H + h) * D;
+        const double inv = 1.0 / (1.0 + r * den);
+        for (int64_t d = 0; d < D; ++d) o[d] = float((wo[d] + r * num[size_t(d)]) * inv);
+      }
+  }
+  // Tokens no later query sees through its window join S and z.
+  const int64_t fold_to = std::max(state.folded, p0 + n - window + 1);
+  for (int64_t j = state.folded; j < fold_to; ++j) {
+    const int64_t r = j - state.folded;
+    for (int64_t g = 0; g < KV; ++g) {
+      const float* k = pk + (r * KV + g) * P;
+      const float* vj = pv + (r * KV + g) * D;
+      float* Sw = state.s.data() + g * P * D;
+      float* zw = state.z.data() + g * P;
+      for (int64_t p = 0; p < P; ++p) {
+        zw[p] += k[p];
+        for (int64_t d = 0; d < D; ++d) Sw[p * D + d] += k[p] * vj[d];
+      }
+    }
+  }
+  const int64_t moved = fold_to - state.folded;
+  state.pending_phi.erase(state.pending_phi.begin(), state.pending_phi.begin() + moved * KV * P);
+  state.pending_v.erase(state.pending_v.begin(), state.pending_v.begin() + moved * KV * D);
+  state.folded = fold_to;
+  state.tokens += n;
+}
+
+void LinearWindowReference(double* out, const double* q, const double* k, const double* v,
+                           const double* phi_q, const double* phi_k, int64_t n,
+                           const LinearAttentionShape& shape, int32_t window) {
+  Check(shape);
+  const int64_t H = shape.n_heads, KV = shape.n_kv_heads, D = shape.head_dim, P = shape.phi_dim;
+  for (int64_t h = 0; h < H; ++h) {
+    const int64_t g = h / (H / KV);
+    for (int64_t i = 0; i < n; ++i) {
+      double den = kLinearEps;
+      std::vector<double> num(static_cast<size_t>(D), 0.0);  // [D]
+      for (int64_t j = 0; j <= i; ++j) {
+        double a = 0;
+        if (i - j < window) {  // in the window: softmax's unnormalized weight
+          for (int64_t d = 0; d < D; ++d) a += q[(i * H + h) * D + d] * k[(j * KV + g) * D + d];
+          a = std::exp(a / std::sqrt(double(D)));
+        } else {
+          for (int64_t p = 0; p < P; ++p) a += phi_q[(i * H + h) * P + p] * phi_k[(j * KV + g) * P + p];
+        }
         den += a;
         for (int64_t d = 0; d < D; ++d) num[size_t(d)] += a * v[(j * KV + g) * D + d];
       }

@@ -31,10 +31,17 @@ struct LinearState {
   std::vector<float> s;  // [KV, P, D]
   std::vector<float> z;  // [KV, P]
   int64_t tokens = 0;    // how many tokens it holds
+  // LoLCATs' hybrid (LinearWindowAttend): the tokens from `folded` on are
+  // still in some query's window; their φk and v wait here, outside S and z.
+  int64_t folded = 0;
+  std::vector<float> pending_phi;  // [tokens - folded, KV, P]
+  std::vector<float> pending_v;    // [tokens - folded, KV, D]
 
   // Empty, sized for `shape`.
   void Reset(const LinearAttentionShape& shape);
-  int64_t bytes() const { return int64_t(s.size() + z.size()) * int64_t(sizeof(float)); }
+  int64_t bytes() const {
+    return int64_t(s.size() + z.size() + pending_phi.size() + pending_v.size()) * int64_t(sizeof(float));
+  }
 };
 
 // n new tokens after those the state holds: out [n, H, D], norm [n, H] (the
@@ -55,5 +62,41 @@ void LinearAttendBackward(float* d_phi_q, float* d_phi_k, float* dv, const float
 //   out [n, H, D]
 void LinearAttendReference(double* out, const double* phi_q, const double* phi_k, const double* v,
                            int64_t n, const LinearAttentionShape& shape);
+
+// --- LoLCATs' hybrid: a softmax window on the newest keys, linear beyond ---
+// For query i, the keys in its window (i − W < j <= i) enter by softmax
+// weight e^{s_ij}, s_ij = q_i · k_j / sqrt(D), the older ones through the
+// feature maps, under one normalization:
+//   o_i = (Σ_win e^{s_ij} v_j + Σ_old (φq_i · φk_j) v_j) / (Σ_win e^{s_ij} + Σ_old φq_i · φk_j + ε)
+// (the feature maps learn φq · φk ≈ e^{s}, so both terms share a scale).
+// Computed with the shift m_i = max_win s_ij on every term, which cancels.
+
+// Over one sequence from position 0 (training): out [n, H, D]; saved norm
+// [n, H] (the shifted denominators) and shift [n, H] (m_i).
+//   q [n, H, D], k, v [n, KV, D], phi_q [n, H, P], phi_k [n, KV, P]
+void LinearWindowForward(float* out, float* norm, float* shift, const float* q, const float* k,
+                         const float* v, const float* phi_q, const float* phi_k, int64_t n,
+                         const LinearAttentionShape& shape, int32_t window);
+// Its backward: dq, dk, dv (=, the softmax part and the values; each may be
+// null when not needed), d_phi_q, d_phi_k (=).
+void LinearWindowBackward(float* dq, float* dk, float* dv, float* d_phi_q, float* d_phi_k,
+                          const float* d_out, const float* out, const float* norm, const float* shift,
+                          const float* q, const float* k, const float* v, const float* phi_q,
+                          const float* phi_k, int64_t n, const LinearAttentionShape& shape,
+                          int32_t window);
+// The same in inference, n new tokens after those the state holds: the
+// window's softmax part comes from the attention kernel over a window
+// cache (window_out [n, H, D], window_lse [n, H]: its log-sum-exp), the
+// older keys from the state and the pending tokens, which then move into
+// S and z as they leave every later query's window (at most W - 1 + n
+// pending).   out [n, H, D]; phi_q [n, H, P], phi_k [n, KV, P], v [n, KV, D]
+void LinearWindowAttend(float* out, const float* window_out, const float* window_lse, LinearState& state,
+                        const float* phi_q, const float* phi_k, const float* v, int64_t n,
+                        const LinearAttentionShape& shape, int32_t window);
+
+// The plain float64 reference of the same, over one sequence.
+void LinearWindowReference(double* out, const double* q, const double* k, const double* v,
+                           const double* phi_q, const double* phi_k, int64_t n,
+                           const LinearAttentionShape& shape, int32_t window);
 
 }  // namespace swan

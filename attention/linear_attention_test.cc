@@ -12,6 +12,7 @@
 
 #include "attention/hedgehog.h"
 #include "train/grad_check.h"
+#include "train/test_reference.h"
 
 namespace swan {
 namespace {
@@ -120,6 +121,68 @@ TEST(LinearAttention, BackwardMatchesDifferences) {
   EXPECT_LT(eq, 2e-4);
   EXPECT_LT(ek, 2e-4);
   EXPECT_LT(ev, 2e-4);
+}
+
+// LoLCATs' hybrid: the window by softmax, older keys linear.
+struct WindowProblem : LinearProblem {
+  Vec q, k;  // [n, H, D], [n, KV, D]
+  int32_t window;
+  WindowProblem(std::mt19937_64& rng, int64_t tokens, int32_t w) : LinearProblem(rng, tokens), window(w) {
+    q = testing::RandomVector(rng, size_t(n * shape.n_heads * shape.head_dim));
+    k = testing::RandomVector(rng, v.size());
+  }
+  Vec Reference(const Vec& qq, const Vec& kk, const Vec& vv, const Vec& pq, const Vec& pk) const {
+    Vec out(static_cast<size_t>(out_size()));
+    LinearWindowReference(out.data(), qq.data(), kk.data(), vv.data(), pq.data(), pk.data(), n, shape, window);
+    return out;
+  }
+};
+
+TEST(LinearWindow, ForwardAndBackwardMatchTheReference) {
+  std::mt19937_64 rng(6);
+  const WindowProblem p(rng, 13, 4);
+  const Vec r = testing::RandomVector(rng, static_cast<size_t>(p.out_size()));  // loss = Σ r · out
+  const int64_t H = p.shape.n_heads;
+  const auto q = ToFloat(p.q), k = ToFloat(p.k), v = ToFloat(p.v), pq = ToFloat(p.phi_q), pk = ToFloat(p.phi_k);
+  std::vector<float> out(static_cast<size_t>(p.out_size())), norm(size_t(p.n * H)), shift(size_t(p.n * H));
+  LinearWindowForward(out.data(), norm.data(), shift.data(), q.data(), k.data(), v.data(), pq.data(), pk.data(), p.n,
+                      p.shape, p.window);
+  const double forward = RelativeError(out, p.Reference(p.q, p.k, p.v, p.phi_q, p.phi_k));
+  EXPECT_LT(forward, 1e-6);
+  std::vector<float> dq(q.size()), dk(k.size()), dv(v.size()), dpq(pq.size()), dpk(pk.size());
+  const auto rf = ToFloat(r);
+  LinearWindowBackward(dq.data(), dk.data(), dv.data(), dpq.data(), dpk.data(), rf.data(), out.data(), norm.data(),
+                       shift.data(), q.data(), k.data(), v.data(), pq.data(), pk.data(), p.n, p.shape, p.window);
+  const auto loss = [&](const Vec& qq, const Vec& kk, const Vec& vv, const Vec& a, const Vec& b) {
+    const Vec o = p.Reference(qq, kk, vv, a, b);
+    double sum = 0;
+    for (size_t i = 0; i < o.size(); ++i) sum += r[i] * o[i];
+    return sum;
+  };
+  const double eq = RelativeError(dq, NumericGradient([&](const Vec& x) { return loss(x, p.k, p.v, p.phi_q, p.phi_k); }, p.q));
+  const double ek = RelativeError(dk, NumericGradient([&](const Vec& x) { return loss(p.q, x, p.v, p.phi_q, p.phi_k); }, p.k));
+  const double ev = RelativeError(dv, NumericGradient([&](const Vec& x) { return loss(p.q, p.k, x, p.phi_q, p.phi_k); }, p.v));
+  const double epq =
+      RelativeError(dpq, NumericGradient([&](const Vec& x) { return loss(p.q, p.k, p.v, x, p.phi_k); }, p.phi_q));
+  const double epk =
+      RelativeError(dpk, NumericGradient([&](const Vec& x) { return loss(p.q, p.k, p.v, p.phi_q, x); }, p.phi_k));
+  std::printf("  linear + window 4: forward %.2e; backward dq %.2e, dk %.2e, dv %.2e, d_phi_q %.2e, d_phi_k %.2e\n",
+              forward, eq, ek, ev, epq, epk);
+  for (const double e : {eq, ek, ev, epq, epk}) EXPECT_LT(e, 2e-4);
+  // A window as long as the sequence is softmax attention alone.
+  const WindowProblem wide(rng, 9, 9);
+  SequenceAttention sa;
+  std::vector<int32_t> pos(9);
+  for (int32_t i = 0; i < 9; ++i) pos[size_t(i)] = i;
+  sa.shape = AttentionShape{wide.shape.n_heads, wide.shape.n_kv_heads, wide.shape.head_dim};
+  sa.batch = 1;
+  sa.seq = 9;
+  sa.pos = pos.data();
+  const Vec softmax = testing::AttentionRef(wide.q, wide.k, wide.v, sa);
+  const Vec hybrid = wide.Reference(wide.q, wide.k, wide.v, wide.phi_q, wide.phi_k);
+  double worst = 0;
+  for (size_t i = 0; i < softmax.size(); ++i) worst = std::max(worst, std::abs(softmax[i] - hybrid[i]));
+  EXPECT_LT(worst, 1e-9);
 }
 
 Vec HedgehogRef(const Vec& x, const Vec& w, const Vec& b, int64_t n, const FeatureMapShape& s) {

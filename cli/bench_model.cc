@@ -83,6 +83,15 @@ void FillRandom(Session& session, const KvShape& shape, int64_t depth, int64_t c
     for (float& x : state.s) x = positive(rng) * float(depth);
     for (float& x : state.z) x = positive(rng) * float(depth);
     state.tokens = depth;
+    const int32_t window = session.plan.layers[size_t(l)].span.window;
+    if (window > 0) {  // LoLCATs' hybrid: the newest W - 1 tokens wait outside S and z
+      state.folded = std::max<int64_t>(0, depth - window + 1);
+      const int64_t pending = depth - state.folded;
+      state.pending_phi.resize(size_t(pending * shape.n_kv_heads * shape.linear_phi_dim));
+      state.pending_v.resize(size_t(pending * shape.n_kv_heads * shape.head_dim));
+      for (float& x : state.pending_phi) x = positive(rng);
+      for (float& x : state.pending_v) x = positive(rng);
+    }
   }
   const int64_t row = int64_t(shape.n_kv_heads) * shape.head_dim;
   std::vector<float> k(size_t(chunk * row)), v(size_t(chunk * row));  // [chunk, kv_heads, head_dim]
@@ -95,7 +104,7 @@ void FillRandom(Session& session, const KvShape& shape, int64_t depth, int64_t c
     const int64_t n = std::min(chunk, depth - start);
     for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t(start + i);
     for (int32_t l = 0; l < session.cache.n_layers(); ++l)
-      if (!session.cache.layer(l).linear()) session.cache.layer(l).Write(k.data(), v.data(), pos.data(), n);
+      if (session.cache.layer(l).n_stores() > 0) session.cache.layer(l).Write(k.data(), v.data(), pos.data(), n);
   }
 }
 
@@ -107,11 +116,14 @@ double KvBytesPerToken(const AttentionPlan& plan, const std::vector<double>& ful
   double bytes = 0;
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     const LayerPlan& l = plan.layers[i];
-    if (l.kind == LayerKind::kLinear) {  // the state, S and z, in float32
+    const double all_keys = double(pos + 1);
+    if (l.kind == LayerKind::kLinear) {  // the state, S and z, in float32; a hybrid's window too
       bytes += double(shape.n_kv_heads) * shape.linear_phi_dim * (shape.head_dim + 1) * sizeof(float);
+      if (l.span.window > 0)
+        bytes += std::min(all_keys, double(l.span.window)) * 2.0 *
+                 double(KvBytes(kv_type, int64_t(shape.n_kv_heads) * shape.head_dim));
       continue;
     }
-    const double all_keys = double(pos + 1);
     double keys = all_keys;
     if (l.span.window > 0) keys = std::min(all_keys, double(l.span.window) + l.span.sinks);
     if (l.kind == LayerKind::kRouted) keys = full_ratio[i] * all_keys + (1.0 - full_ratio[i]) * keys;

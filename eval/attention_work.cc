@@ -22,9 +22,10 @@ void AttentionWork::AddSequence(const AttentionPlan& plan, int64_t T,
     for (int64_t q = 0; q < T; ++q) {
       const bool full = layer.kind == LayerKind::kFull || (routed && routes[l][size_t(q)] != 0);
       if (layer.kind == LayerKind::kLinear) {
-        // A query reads the state: P rows of head_dim, like P keys.
+        // A query reads the state: P rows of head_dim, like P keys (and a
+        // hybrid's window keys too).
         if (plan.linear_phi_dim <= 0) throw std::invalid_argument("AttentionWork: a linear plan must know its P");
-        keys += double(plan.linear_phi_dim);
+        keys += double(plan.linear_phi_dim) + (layer.span.full() ? 0.0 : double(KeysVisible(layer.span, q)));
         continue;
       }
       if (layer.kind == LayerKind::kPerHead) {

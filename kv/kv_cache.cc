@@ -172,12 +172,14 @@ LayerKvCache::LayerKvCache(const Span& span, const std::vector<int32_t>& full_he
   }
 }
 
-LayerKvCache LayerKvCache::Linear(const KvShape& shape) {
+LayerKvCache LayerKvCache::Linear(const Span& window, const KvShape& shape, const KvCacheOptions& options) {
   if (shape.linear_phi_dim <= 0 || shape.n_kv_heads <= 0 || shape.head_dim <= 0)
     throw std::invalid_argument("KV cache: a linear layer needs the feature maps' size (linear_phi_dim)");
   LayerKvCache cache;
   cache.shape_ = shape;
   cache.linear_ = true;
+  cache.span_ = window;
+  if (!window.full()) cache.stores_.emplace_back(window, AllHeads(shape.n_kv_heads), shape, options);
   cache.Clear();
   return cache;
 }
@@ -188,7 +190,7 @@ LinearState& LayerKvCache::linear_state() {
 }
 
 void LayerKvCache::Write(const float* k, const float* v, const int32_t* pos, int64_t n) {
-  if (linear_) throw std::logic_error("LayerKvCache::Write: a linear layer keeps a state, not keys");
+  if (stores_.empty()) throw std::logic_error("LayerKvCache::Write: a linear layer keeps a state, not keys");
   if (stores_.size() == 1) {
     stores_[0].Write(k, v, pos, n);
     return;
@@ -197,7 +199,7 @@ void LayerKvCache::Write(const float* k, const float* v, const int32_t* pos, int
 }
 
 KvView LayerKvCache::View() const {
-  if (linear_) throw std::logic_error("LayerKvCache::View: a linear layer has no keys");
+  if (stores_.empty()) throw std::logic_error("LayerKvCache::View: a linear layer without a window has no keys");
   if (stores_.size() != 1)
     throw std::logic_error("LayerKvCache::View: a per-head layer has a view per head group");
   return stores_[0].View();
@@ -262,7 +264,7 @@ KvCache::KvCache(const std::vector<Span>& spans, const std::vector<std::vector<i
   layers_.reserve(spans.size());
   for (size_t i = 0; i < spans.size(); ++i) {
     if (linear[i])
-      layers_.push_back(LayerKvCache::Linear(shape));
+      layers_.push_back(LayerKvCache::Linear(spans[i], shape, options));
     else if (full_heads[i].empty())
       layers_.emplace_back(spans[i], shape, options);
     else

@@ -11,7 +11,9 @@
 //   max_context rows up front, so it grows in place (never copied) and
 //   only the pages written take memory.
 // * Linear layers (attention/linear_attention.h) keep no keys: a state of
-//   KV · P · (D + 1) floats, whatever the context.
+//   KV · P · (D + 1) floats, whatever the context; with a window W
+//   (LoLCATs' hybrid) also a ring like a window layer's and the φk and v of
+//   the W - 1 (+ a chunk) tokens not yet in the state.
 // Slot metadata (the position held in each slot, -1 = empty) lives apart
 // from the K/V storage. The kernel reads a layer through a KvView; rows of
 // a ring are not in position order, and stale rows are masked by position.
@@ -121,8 +123,9 @@ class LayerKvCache {
 
   LayerKvCache(LayerKvCache&&) = default;
   LayerKvCache& operator=(LayerKvCache&&) = default;
-  // A linear layer's: its state (shape.linear_phi_dim must be set), no keys.
-  static LayerKvCache Linear(const KvShape& shape);
+  // A linear layer's: its state (shape.linear_phi_dim must be set), and
+  // with a window (LoLCATs' hybrid) a ring for the window's keys.
+  static LayerKvCache Linear(const Span& window, const KvShape& shape, const KvCacheOptions& options);
   bool linear() const { return linear_; }
   // The linear layer's state, which the attention updates as tokens come.
   // Throws std::logic_error on other layers.
@@ -134,7 +137,8 @@ class LayerKvCache {
   // std::out_of_range for a position past max_context on a full layer.
   void Write(const float* k, const float* v, const int32_t* pos, int64_t n);
 
-  // (A linear layer stores nothing: its attention adds the keys to its state.)
+  // (A linear layer without a window stores nothing: its attention adds the
+  // keys to its state.)
   // Every allocated slot of a layer with one store; unused slots have
   // position -1. Throws std::logic_error on a per-head or linear layer.
   KvView View() const;

@@ -103,7 +103,8 @@ void AttendLinear(float* out, const float* q, const float* k, const float* v, co
   const AttentionShape& h = sizes.heads;
   const int64_t n = part.n, F = w.feature_dim;
   if (F <= 0) throw std::logic_error("a linear layer without feature maps");
-  LinearState& state = part.layer.cache->linear_state();
+  LayerKvCache& cache = *part.layer.cache;
+  LinearState& state = cache.linear_state();
   if (part.pos[0] != state.tokens)
     throw std::invalid_argument("a linear layer's state holds " + std::to_string(state.tokens) +
                                 " tokens; the next must be at that position, not " + std::to_string(part.pos[0]));
@@ -111,8 +112,23 @@ void AttendLinear(float* out, const float* q, const float* k, const float* v, co
   std::vector<float> phi_k(size_t(n * h.n_kv_heads * 2 * F));  // [n, n_kv_heads, 2F]
   HedgehogForward(phi_q.data(), q, w.fq_w.data(), w.fq_b.data(), n, {h.n_heads, h.head_dim, int32_t(F)});
   HedgehogForward(phi_k.data(), k, w.fk_w.data(), w.fk_b.data(), n, {h.n_kv_heads, h.head_dim, int32_t(F)});
-  LinearAttend(out, nullptr, state, phi_q.data(), phi_k.data(), v, n,
-               {h.n_heads, h.n_kv_heads, h.head_dim, int32_t(2 * F)});
+  const LinearAttentionShape shape{h.n_heads, h.n_kv_heads, h.head_dim, int32_t(2 * F)};
+  if (part.layer.span.full()) return LinearAttend(out, nullptr, state, phi_q.data(), phi_k.data(), v, n, shape);
+  // LoLCATs' hybrid: softmax over the window's ring, then the older keys.
+  cache.Write(k, v, part.pos, n);
+  AttentionArgs args;
+  args.shape = h;
+  args.q = q;
+  args.q_pos = part.pos;
+  args.n_q = n;
+  args.kv = cache.View();
+  args.span = part.layer.span;
+  args.scale = part.layer.scale;
+  std::vector<float> window_out(size_t(n * h.n_heads * h.head_dim));  // [n, n_heads, head_dim]
+  std::vector<float> window_lse(size_t(n * h.n_heads));               // [n, n_heads]
+  Attend(args, window_out.data(), window_lse.data());
+  LinearWindowAttend(out, window_out.data(), window_lse.data(), state, phi_q.data(), phi_k.data(), v, n, shape,
+                     part.layer.span.window);
 }
 
 void AttendRows(float* out, float* q, float* k, const float* v, const float* xn,

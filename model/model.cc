@@ -114,8 +114,18 @@ int32_t LinearPhiDim(const ModelConfig& config) {
 
 size_t PlanLayerKvBytesAt(const LayerPlan& layer, const KvShape& shape, const KvCacheOptions& options,
                           int64_t n_ctx) {
-  if (layer.kind == LayerKind::kLinear)  // the state: S [KV, P, D] and z [KV, P]
-    return size_t(shape.n_kv_heads) * size_t(shape.linear_phi_dim) * size_t(shape.head_dim + 1) * sizeof(float);
+  if (layer.kind == LayerKind::kLinear) {
+    // The state, S [KV, P, D] and z [KV, P]; with a window, its ring and the
+    // φk and v of the W - 1 newest tokens, not yet in the state.
+    const size_t kv = size_t(shape.n_kv_heads);
+    size_t bytes = kv * size_t(shape.linear_phi_dim) * size_t(shape.head_dim + 1) * sizeof(float);
+    if (!layer.span.full()) {
+      const int64_t pending = std::min<int64_t>(n_ctx, layer.span.window - 1);
+      bytes += LayerKvBytesAt(layer.span, shape, options, n_ctx) +
+               size_t(pending) * kv * size_t(shape.linear_phi_dim + shape.head_dim) * sizeof(float);
+    }
+    return bytes;
+  }
   if (layer.kind == LayerKind::kPerHead)
     return LayerKvBytesAt(layer.span, layer.full_heads, shape, options, n_ctx);
   return LayerKvBytesAt(layer.cache_span(), shape, options, n_ctx);

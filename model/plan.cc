@@ -98,7 +98,7 @@ std::string JoinHeads(const std::vector<int32_t>& heads, char sep) {
 }
 
 std::string LayerPlan::SpanText() const {
-  if (kind == LayerKind::kLinear) return "linear";
+  if (kind == LayerKind::kLinear) return span.full() ? "linear" : "linear + " + span.ToString();
   if (kind == LayerKind::kRouted) return "full | " + span.ToString();
   if (kind != LayerKind::kPerHead) return span.ToString();
   return "KV heads " + JoinHeads(full_heads, ',') + " full | " + span.ToString();
@@ -177,11 +177,16 @@ PlanSpec ParsePlanSpec(const std::string& spec) {
       if (have_preset || i != 0)
         Reject(spec, "'" + item + "': the preset (full, swa:W, hybrid:A:B, routed:W, linear, model) comes once, first");
       have_preset = true;
-      if (head == "full" || head == "model" || head == "linear") {
+      if (head == "linear") {
+        if (w.size() > 2) Reject(spec, "'" + item + "': expected linear or linear:W (a softmax window of W)");
+        p.preset = PlanSpec::Preset::kLinear;
+        if (w.size() == 2) {
+          p.window = ParseCount(spec, w[1], "the window in '" + item + "'");
+          have_window = true;
+        }
+      } else if (head == "full" || head == "model") {
         if (w.size() != 1) Reject(spec, "'" + item + "' takes no arguments");
-        p.preset = head == "full" ? PlanSpec::Preset::kFull
-                   : head == "linear" ? PlanSpec::Preset::kLinear
-                                      : PlanSpec::Preset::kModel;
+        p.preset = head == "full" ? PlanSpec::Preset::kFull : PlanSpec::Preset::kModel;
       } else if (head == "swa" || head == "routed") {
         if (w.size() != 2) Reject(spec, "'" + item + "': expected " + head + ":W");
         p.preset = head == "swa" ? PlanSpec::Preset::kSwa : PlanSpec::Preset::kRouted;
@@ -239,8 +244,11 @@ PlanSpec ParsePlanSpec(const std::string& spec) {
           ParseCount(spec, head.substr(5), "the layer index in '" + item + "'", /*allow_zero=*/true);
       if (p.overrides.count(layer)) Reject(spec, "'" + item + "': layer " + head.substr(5) + " is given twice");
       PlanSpec::LayerOverride o;
-      if (w.size() == 2 && (w[1] == "full" || w[1] == "linear")) {
-        o.kind = w[1] == "full" ? LayerKind::kFull : LayerKind::kLinear;
+      if (w.size() == 2 && w[1] == "full") {
+        o.kind = LayerKind::kFull;
+      } else if ((w.size() == 2 || w.size() == 3) && w[1] == "linear") {
+        o.kind = LayerKind::kLinear;  // no W: linear alone, not the plan's window
+        if (w.size() == 3) o.window = ParseCount(spec, w[2], "the window in '" + item + "'");
       } else if ((w.size() == 2 || w.size() == 3) && (w[1] == "swa" || w[1] == "routed")) {
         o.kind = w[1] == "swa" ? LayerKind::kWindow : LayerKind::kRouted;
         if (w.size() == 3) o.window = ParseCount(spec, w[2], "the window in '" + item + "'");
@@ -249,14 +257,14 @@ PlanSpec ParsePlanSpec(const std::string& spec) {
         o.full_heads = ParseHeadList(spec, w[2], item);
         if (w.size() == 4) o.window = ParseCount(spec, w[3], "the window in '" + item + "'");
       } else {
-        Reject(spec, "'" + item + "': expected layerN:full, layerN:swa[:W], layerN:routed[:W], layerN:linear or "
+        Reject(spec, "'" + item + "': expected layerN:full, layerN:swa[:W], layerN:routed[:W], layerN:linear[:W] or "
                      "layerN:heads:A+B[:W]");
       }
       p.overrides[layer] = o;
     } else {
       Reject(spec, "unknown word '" + item +
-                       "' (expected full, swa:W, hybrid:A:B, routed:W, linear, window:W, sinks:S, "
-                       "layerN:full, layerN:swa[:W], layerN:routed[:W], layerN:linear, layerN:heads:A+B[:W], "
+                       "' (expected full, swa:W, hybrid:A:B, routed:W, linear[:W], window:W, sinks:S, "
+                       "layerN:full, layerN:swa[:W], layerN:routed[:W], layerN:linear[:W], layerN:heads:A+B[:W], "
                        "heads:FILE.json, nope:full|window|all, rope-base:full|window:B, "
                        "rope-scaling:full|none, pos:cache)");
     }
@@ -268,8 +276,9 @@ PlanSpec ParsePlanSpec(const std::string& spec) {
     for (const auto& [layer, o] : p.overrides) any_window |= o.kind != LayerKind::kFull;
     if (!any_window) Reject(spec, "sinks need a window: full attention already sees every key");
   }
-  if (p.preset == PlanSpec::Preset::kSwa || p.preset == PlanSpec::Preset::kRouted) {
-    // swa:W and routed:W set the window; a later window:W would be a second one.
+  if (p.preset == PlanSpec::Preset::kSwa || p.preset == PlanSpec::Preset::kRouted ||
+      (p.preset == PlanSpec::Preset::kLinear && items[0] != "linear")) {
+    // swa:W, routed:W and linear:W set the window; a later window:W would be a second one.
     for (size_t i = 1; i < items.size(); ++i)
       if (items[i].rfind("window:", 0) == 0)
         Reject(spec, "the window is given twice (" + items[0] + " and window:W)");
@@ -333,6 +342,7 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
         break;
       case PlanSpec::Preset::kLinear:
         l.kind = LayerKind::kLinear;
+        l.span.window = p.window;  // linear:W; 0: linear alone
         break;
       case PlanSpec::Preset::kHybrid: {
         const int32_t period = p.hybrid_window_layers + p.hybrid_full_layers;
@@ -380,14 +390,21 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
     }
     l.kind = o.kind;
     l.full_heads.clear();
-    const bool windowless = o.kind == LayerKind::kFull || o.kind == LayerKind::kLinear;
-    l.span = windowless ? Span{} : Span{o.window > 0 ? o.window : window, 0};
+    if (o.kind == LayerKind::kLinear)
+      l.span = Span{o.window, 0};  // layerN:linear:W, or linear alone
+    else
+      l.span = o.kind == LayerKind::kFull ? Span{} : Span{o.window > 0 ? o.window : window, 0};
   }
-  bool any_window = false;
+  bool any_window = false, any_sink_layer = false;
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     LayerPlan& l = plan.layers[i];
-    if (l.kind != LayerKind::kFull && l.kind != LayerKind::kLinear) {
+    // Sinks go on window layers and window branches; a linear layer's older
+    // keys are all in its state (LoLCATs' hybrid has none).
+    if (l.kind == LayerKind::kLinear) {
+      any_window |= !l.span.full();
+    } else if (l.kind != LayerKind::kFull) {
       any_window = true;
+      any_sink_layer = true;
       if (p.sinks > 0) l.span.sinks = p.sinks;
     }
     // A routed layer's positions are those of its full branch, a per-head
@@ -413,9 +430,10 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
     throw std::invalid_argument("attention plan '" + spec +
                                 "': pos:cache (StreamingLLM) changes only window layers with sinks; "
                                 "add sinks:S");
-  if (p.sinks > 0 && !any_window)
+  if (p.sinks > 0 && !any_sink_layer)
     throw std::invalid_argument("attention plan '" + spec +
-                                "': sinks need a window, and this plan has no window layers");
+                                "': sinks need a window, and this plan has no window layers (a linear layer's "
+                                "older keys are all in its state)");
   if (p.window > 0 && !any_window)
     throw std::invalid_argument("attention plan '" + spec + "': window:" + std::to_string(p.window) +
                                 " given, but this plan has no window layers");

@@ -14,6 +14,8 @@
 //   linear            every layer causal linear attention with a learned
 //                     Hedgehog feature map (attention/linear_attention.h):
 //                     a state of fixed size instead of keys
+//   linear:W          LoLCATs' hybrid: the newest W keys by softmax, the
+//                     older ones linear (a ring of W and the state)
 // followed by comma-separated modifiers:
 //   window:W          the window of the window layers (hybrid; default: the
 //                     model's sliding_window, else 4096)
@@ -22,7 +24,7 @@
 //   layerN:full       layer N full attention
 //   layerN:swa[:W]    layer N a window layer (of W, or the plan's window)
 //   layerN:routed[:W] layer N routed, its window branch W (or the plan's)
-//   layerN:linear     layer N linear attention
+//   layerN:linear[:W] layer N linear attention (with a softmax window of W)
 //   layerN:heads:A+B[:W]  layer N per-head: KV heads A, B, ... keep every key,
 //                     the others a window of W (or the plan's) and the sinks
 //   heads:FILE.json   per-head layers from a file ({"full_heads": [[...] per
@@ -55,6 +57,8 @@ namespace swan {
 // (DuoAttention); the cache keeps every key of the full heads only.
 // kLinear: linear attention over every earlier token through a feature map
 // (LoLCATs' linearized attention); a fixed-size state instead of a cache.
+// With a window `span` (LoLCATs' hybrid) the newest keys go by softmax and
+// only the older ones through the state.
 enum class LayerKind { kFull, kWindow, kRouted, kPerHead, kLinear };
 const char* LayerKindName(LayerKind kind);  // full, window, routed, per-head or linear
 // Position mode (DESIGN.md §2): `absolute` token positions, or `cache`

@@ -31,6 +31,8 @@ std::string Kinds(const AttentionPlan& p) {
     } else {
       if (l.kind == LayerKind::kLinear) {
         s += 'L';
+        if (!l.span.full()) s += std::to_string(l.span.window);
+        EXPECT_EQ(l.span.sinks, 0);
         continue;
       }
       if (l.kind == LayerKind::kRouted) s += 'R';
@@ -96,9 +98,17 @@ TEST(Plan, LinearLayers) {
   // A linear layer sees every token: no window, no sinks, nope:full reaches it.
   EXPECT_FALSE(ResolvePlan("linear,nope:full", Model(2)).layers[1].rope.enabled);
   EXPECT_NE(Rejection("linear,sinks:4").find("sinks need a window"), std::string::npos);
-  EXPECT_NE(Rejection("linear,window:64").find("no window layers"), std::string::npos);
-  EXPECT_NE(Rejection("linear:64").find("takes no arguments"), std::string::npos);
-  EXPECT_NE(Rejection("full,layer0:linear:64").find("layerN:linear"), std::string::npos);
+  EXPECT_EQ(Kinds(ResolvePlan("linear,window:64", Model(2))), "L64 L64");  // = linear:64
+  // LoLCATs' hybrid: a softmax window on the newest keys, the older ones linear; no sinks.
+  const AttentionPlan hybrid = ResolvePlan("linear:64", Model(2));
+  EXPECT_EQ(Kinds(hybrid), "L64 L64");
+  EXPECT_EQ(hybrid.layers[0].SpanText(), "linear + window 64");
+  EXPECT_EQ(Kinds(ResolvePlan("full,layer0:linear:16", Model(2, 256))), "L16 F");
+  EXPECT_EQ(Kinds(ResolvePlan("swa:8,sinks:2,layer1:linear:4", Model(2))), "8+2 L4");
+  EXPECT_NE(Rejection("linear:64,sinks:4").find("sinks need a window"), std::string::npos);
+  EXPECT_NE(Rejection("linear:64,window:32").find("given twice"), std::string::npos);
+  EXPECT_NE(Rejection("linear:64:2").find("linear:W"), std::string::npos);
+  EXPECT_NE(Rejection("full,layer0:linear:0").find("must be positive"), std::string::npos);
 }
 
 // A hybrid without window:W takes the model's window; a model without one

@@ -147,7 +147,7 @@ std::string CanonicalPlanSpec(const AttentionPlan& plan) {
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     const LayerPlan& l = plan.layers[i];
     if (l.kind == LayerKind::kLinear) {
-      spec += ",layer" + std::to_string(i) + ":linear";
+      spec += ",layer" + std::to_string(i) + ":linear" + (l.span.full() ? "" : ":" + std::to_string(l.span.window));
     } else if (l.kind != LayerKind::kFull) {
       // sinks:S applies to window layers and routed layers' window branches alike.
       spec += ",layer" + std::to_string(i) +

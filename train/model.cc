@@ -313,6 +313,7 @@ void TrainModel::Allocate(int64_t batch, int64_t seq) {
   a.phi_q.assign(size_t(Lin * N * H * P), 0.0f);
   a.phi_k.assign(size_t(Lin * N * KV * P), 0.0f);
   a.lin_norm.assign(size_t(Lin * N * H), 0.0f);
+  a.lin_shift.assign(size_t(Lin * N * H), 0.0f);
   a.lin_out.assign(transfer_ ? size_t(Lin * N * QD) : 0, 0.0f);
   a.att_full.assign(branch_floats, 0.0f);
   a.lse_full.assign(size_t(branches * N * H), 0.0f);
@@ -378,8 +379,16 @@ void TrainModel::LinearAttentionForward(int32_t l, float* out, const float* q, c
   HedgehogForward(phi_q, q, p.fq_w, p.fq_b, N, {int32_t(H), int32_t(D), int32_t(F)});
   HedgehogForward(phi_k, k, p.fk_w, p.fk_b, N, {int32_t(KV), int32_t(D), int32_t(F)});
   const LinearAttentionShape shape{int32_t(H), int32_t(KV), int32_t(D), int32_t(P)};
+  const int32_t window = plan_.layers[size_t(l)].span.window;  // > 0: LoLCATs' hybrid
+  float* shift = At(a.lin_shift, i * N * H);
   const AttentionTimer timer;
   for (int64_t b = 0; b < a.batch; ++b) {  // each sequence from an empty state
+    if (window > 0) {
+      LinearWindowForward(out + b * T * H * D, norm + b * T * H, shift + b * T * H, q + b * T * H * D,
+                          k + b * T * KV * D, v + b * T * KV * D, phi_q + b * T * H * P, phi_k + b * T * KV * P, T,
+                          shape, window);
+      continue;
+    }
     LinearState state;
     state.Reset(shape);
     LinearAttend(out + b * T * H * D, norm + b * T * H, state, phi_q + b * T * H * P, phi_k + b * T * KV * P,
@@ -399,19 +408,31 @@ void TrainModel::LinearAttentionBackward(int32_t l, const float* d_out, const fl
   const float* phi_k = At(a.phi_k, i * N * KV * P);
   const float* norm = At(a.lin_norm, i * N * H);
   const LinearAttentionShape shape{int32_t(H), int32_t(KV), int32_t(D), int32_t(P)};
+  const int32_t window = plan_.layers[size_t(l)].span.window;  // > 0: LoLCATs' hybrid
+  const float* shift = At(a.lin_shift, i * N * H);
   std::vector<float> unused_dv;  // [N, KV, D] attention transfer: v needs no gradient
-  if (!dv) unused_dv.resize(size_t(N * KV * D));
+  if (!dv && window == 0) unused_dv.resize(size_t(N * KV * D));
   {
     const AttentionTimer timer;
-    for (int64_t b = 0; b < a.batch; ++b)
-      LinearAttendBackward(&s.d_phi_q[size_t(b * T * H * P)], &s.d_phi_k[size_t(b * T * KV * P)],
-                           (dv ? dv : unused_dv.data()) + b * T * KV * D, d_out + b * T * H * D, out + b * T * H * D,
-                           norm + b * T * H, phi_q + b * T * H * P, phi_k + b * T * KV * P, v + b * T * KV * D, T,
-                           shape);
+    for (int64_t b = 0; b < a.batch; ++b) {
+      float* dpq = &s.d_phi_q[size_t(b * T * H * P)];
+      float* dpk = &s.d_phi_k[size_t(b * T * KV * P)];
+      if (window > 0) {  // dq, dk, dv (=) from the window's softmax and the values
+        LinearWindowBackward(dq ? dq + b * T * H * D : nullptr, dk ? dk + b * T * KV * D : nullptr,
+                             dv ? dv + b * T * KV * D : nullptr, dpq, dpk, d_out + b * T * H * D, out + b * T * H * D,
+                             norm + b * T * H, shift + b * T * H, q + b * T * H * D, k + b * T * KV * D,
+                             v + b * T * KV * D, phi_q + b * T * H * P, phi_k + b * T * KV * P, T, shape, window);
+        continue;
+      }
+      LinearAttendBackward(dpq, dpk, (dv ? dv : unused_dv.data()) + b * T * KV * D, d_out + b * T * H * D,
+                           out + b * T * H * D, norm + b * T * H, phi_q + b * T * H * P, phi_k + b * T * KV * P,
+                           v + b * T * KV * D, T, shape);
+    }
   }
-  // dq, dk (=): only the feature maps lead back to them.
-  if (dq) std::fill(dq, dq + N * H * D, 0.0f);
-  if (dk) std::fill(dk, dk + N * KV * D, 0.0f);
+  // dq, dk: linear alone, only the feature maps lead back to them (=); the
+  // hybrid's window wrote its part already (+=).
+  if (window == 0 && dq) std::fill(dq, dq + N * H * D, 0.0f);
+  if (window == 0 && dk) std::fill(dk, dk + N * KV * D, 0.0f);
   HedgehogBackward(dq, g.fq_w, g.fq_b, s.d_phi_q.data(), phi_q, q, p.fq_w, N, {int32_t(H), int32_t(D), int32_t(F)});
   HedgehogBackward(dk, g.fk_w, g.fk_b, s.d_phi_k.data(), phi_k, k, p.fk_w, N, {int32_t(KV), int32_t(D), int32_t(F)});
 }

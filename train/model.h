@@ -234,6 +234,7 @@ class TrainModel {
     std::vector<float> phi_q;        // (Lin, N, H, P)
     std::vector<float> phi_k;        // (Lin, N, KV, P)
     std::vector<float> lin_norm;     // (Lin, N, H) denominators
+    std::vector<float> lin_shift;    // (Lin, N, H) linear + window layers: the window's max logit
     std::vector<float> lin_out;      // (Lin, N, H*D) attention transfer: the linear output (att holds softmax)
     // Both branches of the R routed layers, or of every layer (R = L) under head gates:
     std::vector<float> att_full;     // (R, N, H*D) full branch

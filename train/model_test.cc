@@ -153,8 +153,12 @@ double ReferenceLoss(const TrainModel& m, const Vec& params, const std::vector<i
                           P(p + "self_attn.feature_map_q.bias"), seq, {int32_t(H), int32_t(D), Fm});
         HedgehogReference(phi_k.data(), k.data(), P(p + "self_attn.feature_map_k.weight"),
                           P(p + "self_attn.feature_map_k.bias"), seq, {int32_t(KV), int32_t(D), Fm});
-        LinearAttendReference(att.data(), phi_q.data(), phi_k.data(), v.data(), seq,
-                              {int32_t(H), int32_t(KV), int32_t(D), 2 * Fm});
+        const LinearAttentionShape ls{int32_t(H), int32_t(KV), int32_t(D), 2 * Fm};
+        if (lp.span.full())
+          LinearAttendReference(att.data(), phi_q.data(), phi_k.data(), v.data(), seq, ls);
+        else
+          LinearWindowReference(att.data(), q.data(), k.data(), v.data(), phi_q.data(), phi_k.data(), seq, ls,
+                                lp.span.window);
       }
       if (lp.kind == LayerKind::kRouted) {  // att holds the full branch
         const Vec window = Attention(q, k, v, std::vector<Span>(size_t(KV), lp.span), seq, H, KV, D);
@@ -316,6 +320,7 @@ TEST(ModelGrad, RoutedSinksTied) { CheckModelGradient("routed:4,sinks:1", true);
 TEST(ModelGrad, RoutedAndFullNopeUntied) { CheckModelGradient("full,layer1:routed:3,nope:full", false); }
 TEST(ModelGrad, LinearAndWindowUntied) { CheckModelGradient("swa:4,layer1:linear", false); }
 TEST(ModelGrad, LinearGqaTied) { CheckModelGradient("linear", true, 1); }
+TEST(ModelGrad, LinearWindowGqaUntied) { CheckModelGradient("linear:3,layer0:linear", false, 1); }
 TEST(ModelGrad, PerHeadSinksTied) { CheckModelGradient("swa:3,sinks:1,layer0:heads:1,layer1:heads:0+2", true, 3); }
 
 // Loss weights: 0 on a token is the same as not counting it, and a weight

@@ -348,17 +348,19 @@ TEST(Trainer, RoutedExportLoadsWithTheSameLogits) {
   EXPECT_LT(worst, 1e-4);
 }
 
-// The linear contract: an export with linear layers (and a softmax one)
-// runs in the inference model with the training forward's logits, whole,
-// in chunks and one token at a time; its cache is the state, whose size does
-// not grow; a model without feature maps is refused under a linear plan.
+// The linear contract: an export with a linear layer and a linear + window
+// one (LoLCATs' hybrid) runs in the inference model with the training
+// forward's logits, whole, in chunks and one token at a time; the linear
+// layer's cache is its state, whose size does not grow, the hybrid's the
+// state, a ring and the pending tokens; a model without feature maps is
+// refused under a linear plan.
 TEST(Trainer, LinearExportLoadsWithTheSameLogits) {
   const std::string dir = TempDir("linear_export");
   const AttentionPlan plan = [] {
     ModelAttentionDefaults d;
     d.n_layers = 2;
     d.rope.base = 10000;
-    return ResolvePlan("full,layer0:linear", d);
+    return ResolvePlan("full,layer0:linear,layer1:linear:5", d);
   }();
   ModelShape shape = PresetShape("tiny", 32, 40);
   shape.n_heads = 4;
@@ -372,6 +374,7 @@ TEST(Trainer, LinearExportLoadsWithTheSameLogits) {
   auto loaded = LoadModel(dir + "/model");
   const AttentionPlan again = loaded->ResolvePlan("");
   ASSERT_EQ(again.layers[0].kind, LayerKind::kLinear);
+  ASSERT_EQ(again.layers[1].span.window, 5);
 
   const int64_t T = 40;
   std::vector<int32_t> tokens(T), targets(T, 0), pos(T);
@@ -390,6 +393,7 @@ TEST(Trainer, LinearExportLoadsWithTheSameLogits) {
     EXPECT_EQ(session->cache.layer(0).Bytes(), empty_bytes);
     EXPECT_EQ(empty_bytes, size_t(2 * 8 * (8 + 1) * 4));  // KV 2, P 8, head dim 8
     EXPECT_EQ(PlanLayerKvBytesAt(again.layers[0], loaded->kv_shape(), kv, 1 << 20), empty_bytes);
+    EXPECT_EQ(PlanLayerKvBytesAt(again.layers[1], loaded->kv_shape(), kv, T), session->cache.layer(1).Bytes());
     double worst = 0;
     for (size_t i = 0; i < logits.size(); ++i)
       worst = std::max(worst, double(std::abs(logits[i] - model.logits()[i])));
