@@ -17,7 +17,7 @@ done
 for arm in full-heads4 per-head25 per-head12; do
   [ -f "$MODELS/$arm/config.json" ] || { echo "no $MODELS/$arm: run recipes/lab/per-head.sh first" >&2; exit 1; }
 done
-for arm in linear-transfer linear; do
+for arm in linear-transfer linear linear64; do
   [ -f "$MODELS/$arm/config.json" ] || { echo "no $MODELS/$arm: run recipes/lab/linear.sh first" >&2; exit 1; }
 done
 mkdir -p "$DOCS/data"
@@ -74,18 +74,20 @@ compare per_head_select.json "$MODELS/full-heads4" --attn "$select_plans" --dist
 # training length, then decode speed and cache at depth.
 compare linear_512.json "$MODELS/full" --attn "full;swa:64,sinks:4" --distances $BINS
 compare linear_2048.json "$MODELS/full" --attn "full;swa:64,sinks:4" -c 2048 --distances 1,64,128,513,1025,2049
-for arm in linear-transfer linear; do
+for arm in linear-transfer linear linear64; do
   compare "arm_$arm.json" "$MODELS/$arm" --attn model --distances $BINS
   compare "arm_${arm}_2048.json" "$MODELS/$arm" --attn model -c 2048 --distances 1,64,128,513,1025,2049
 done
 echo "swan bench (decode at depth) -m $MODELS/full and $MODELS/linear" >&2
 "$SWAN" bench -m "$MODELS/full" --attn "full;swa:64,sinks:4" -p 64 -n 32 -d 1024,4096,16384 --json \
   -t "$THREADS" 2>/dev/null > "$DOCS/data/linear_bench_full.json"
-"$SWAN" bench -m "$MODELS/linear" --attn model -p 64 -n 32 -d 1024,4096,16384 --json -t "$THREADS" 2>/dev/null \
-  > "$DOCS/data/linear_bench_linear.json"
+for arm in linear linear64; do
+  "$SWAN" bench -m "$MODELS/$arm" --attn model -p 64 -n 32 -d 1024,4096,16384 --json -t "$THREADS" 2>/dev/null \
+    > "$DOCS/data/linear_bench_$arm.json"
+done
 "$SWAN" route-stats -m "$MODELS/routed" --recall --samples 32 --json --quiet -t "$THREADS" > "$DOCS/data/routes.json"
 cp "$MODELS"/laziness/recall_w*.csv "$DOCS/data/"
-for arm in full swa64 swa64-sinks4 hybrid hybrid-nope routed full-heads4 per-head25 per-head12 linear-transfer linear; do
+for arm in full swa64 swa64-sinks4 hybrid hybrid-nope routed full-heads4 per-head25 per-head12 linear-transfer linear linear64; do
   cp "$MODELS/$arm/MADE_BY.txt" "$DOCS/data/made_by_$arm.txt"
 done
 lscpu | sed -n 's/^Model name: *//p' | head -n 1 > "$DOCS/data/cpu.txt"
