@@ -13,6 +13,24 @@ double Dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
+// acc [D] += φq · S: the state's part of a query's numerator (float rows, so
+// the loop over d vectorizes).   q [P], S [P, D]
+void ReadState(float* acc, const float* q, const float* S, int64_t P, int64_t D) {
+  for (int64_t p = 0; p < P; ++p) {
+    const float qp = q[p];
+    const float* row = S + p * D;
+    for (int64_t d = 0; d < D; ++d) acc[d] += qp * row[d];
+  }
+}
+
+// One token joins one KV head's state: S [P, D] += φk ⊗ v, z [P] += φk.
+void AddToState(float* S, float* z, const float* k, const float* v, int64_t P, int64_t D) {
+  for (int64_t p = 0; p < P; ++p) {
+    z[p] += k[p];
+    for (int64_t d = 0; d < D; ++d) S[p * D + d] += k[p] * v[d];
+  }
+}
+
 void Check(const LinearAttentionShape& s) {
   if (s.n_heads <= 0 || s.n_kv_heads <= 0 || s.head_dim <= 0 || s.phi_dim <= 0 || s.n_heads % s.n_kv_heads != 0)
     throw std::invalid_argument("linear attention: bad shape (heads, KV heads, head dim, feature dim)");
@@ -51,11 +69,7 @@ void LinearAttend(float* out, float* norm, LinearState& state, const float* phi_
           std::fill(num.begin(), num.end(), 0.0f);
           double den = Dot(q, z, P) + kLinearEps;
           float* acc = num.data();
-          for (int64_t p = 0; p < P; ++p) {
-            const float qp = q[p];
-            const float* row = S + p * D;
-            for (int64_t d = 0; d < D; ++d) acc[d] += qp * row[d];
-          }
+          ReadState(acc, q, S, P, D);
           for (int64_t j = b0; j <= i; ++j) {
             const double a = Dot(q, phi_k + (j * KV + g) * P, P);
             const float af = float(a);
@@ -71,14 +85,8 @@ void LinearAttend(float* out, float* norm, LinearState& state, const float* phi_
       // The block joins the state.
       float* Sw = state.s.data() + g * P * D;
       float* zw = state.z.data() + g * P;
-      for (int64_t j = b0; j < b1; ++j) {
-        const float* k = phi_k + (j * KV + g) * P;
-        const float* vj = v + (j * KV + g) * D;
-        for (int64_t p = 0; p < P; ++p) {
-          zw[p] += k[p];
-          for (int64_t d = 0; d < D; ++d) Sw[p * D + d] += k[p] * vj[d];
-        }
-      }
+      for (int64_t j = b0; j < b1; ++j)
+        AddToState(Sw, zw, phi_k + (j * KV + g) * P, v + (j * KV + g) * D, P, D);
     }
   }
   state.tokens += n;
@@ -88,39 +96,9 @@ void LinearAttendBackward(float* d_phi_q, float* d_phi_k, float* dv, const float
                           const float* out, const float* norm, const float* phi_q,
                           const float* phi_k, const float* v, int64_t n,
                           const LinearAttentionShape& shape) {
-  Check(shape);
-  const int64_t H = shape.n_heads, KV = shape.n_kv_heads, D = shape.head_dim, P = shape.phi_dim;
-  const int64_t group = H / KV;
-  std::fill(d_phi_q, d_phi_q + n * H * P, 0.0f);
-  std::fill(d_phi_k, d_phi_k + n * KV * P, 0.0f);
-  std::fill(dv, dv + n * KV * D, 0.0f);
-  // With A_ij = φq_i · φk_j, n_i = Σ_j A_ij + ε and o_i = Σ_j A_ij v_j / n_i:
-  //   dA_ij = (g_i · v_j − g_i · o_i) / n_i,   dv_j += (A_ij / n_i) g_i,
-  //   dφq_i += dA_ij φk_j,   dφk_j += dA_ij φq_i.
-#pragma omp parallel for if (KV > 1)
-  for (int64_t g = 0; g < KV; ++g)
-    for (int64_t h = g * group; h < (g + 1) * group; ++h)
-      for (int64_t i = 0; i < n; ++i) {
-        const float* q = phi_q + (i * H + h) * P;
-        const float* gi = d_out + (i * H + h) * D;
-        const double go = Dot(gi, out + (i * H + h) * D, D);
-        const double inv_n = 1.0 / norm[i * H + h];
-        float* dq = d_phi_q + (i * H + h) * P;
-        for (int64_t j = 0; j <= i; ++j) {
-          const float* k = phi_k + (j * KV + g) * P;
-          const float* vj = v + (j * KV + g) * D;
-          const double a = Dot(q, k, P);
-          const double da = (Dot(gi, vj, D) - go) * inv_n;
-          float* dk = d_phi_k + (j * KV + g) * P;
-          for (int64_t p = 0; p < P; ++p) {
-            dq[p] += float(da * k[p]);
-            dk[p] += float(da * q[p]);
-          }
-          float* dvj = dv + (j * KV + g) * D;
-          const double w = a * inv_n;
-          for (int64_t d = 0; d < D; ++d) dvj[d] += float(w * gi[d]);
-        }
-      }
+  // Linear alone is the hybrid with no window: every key older, no shift.
+  LinearWindowBackward(nullptr, nullptr, dv, d_phi_q, d_phi_k, d_out, out, norm, nullptr, nullptr, nullptr, v,
+                       phi_q, phi_k, n, shape, /*window=*/0);
 }
 
 void LinearAttendReference(double* out, const double* phi_q, const double* phi_k, const double* v,
@@ -208,10 +186,10 @@ void LinearWindowBackward(float* dq, float* dk, float* dv, float* d_phi_q, float
   for (int64_t g = 0; g < KV; ++g)
     for (int64_t h = g * group; h < (g + 1) * group; ++h)
       for (int64_t i = 0; i < n; ++i) {
-        const float* qi = q + (i * H + h) * D;
+        const float* qi = window > 0 ? q + (i * H + h) * D : nullptr;  // the window branch only
         const float* gi = d_out + (i * H + h) * D;
         const double go = Dot(gi, out + (i * H + h) * D, D);
-        const double inv_n = 1.0 / norm[i * H + h], m = shift[i * H + h], em = std::exp(-m);
+        const double inv_n = 1.0 / norm[i * H + h], m = shift ? shift[i * H + h] : 0.0, em = std::exp(-m);
         const int64_t lo = std::max<int64_t>(0, i - window + 1);
         for (int64_t j = 0; j <= i; ++j) {
           const float* vj = v + (j * KV + g) * D;
@@ -257,19 +235,19 @@ void LinearWindowAttend(float* out, const float* window_out, const float* window
   for (int64_t g = 0; g < KV; ++g) {
     const float* S = state.s.data() + g * P * D;  // [P, D]
     const float* z = state.z.data() + g * P;      // [P]
-    std::vector<double> num(static_cast<size_t>(D));  // [D]
+    std::vector<float> num(static_cast<size_t>(D));  // [D]
     for (int64_t h = g * group; h < (g + 1) * group; ++h)
       for (int64_t t = 0; t < n; ++t) {
         const int64_t i = p0 + t;
         const float* q = phi_q + (t * H + h) * P;
-        std::fill(num.begin(), num.end(), 0.0);
+        std::fill(num.begin(), num.end(), 0.0f);
         double den = Dot(q, z, P) + kLinearEps;
-        for (int64_t p = 0; p < P; ++p)
-          for (int64_t d = 0; d < D; ++d) num[size_t(d)] += double(q[p]) * S[p * D + d];
+        ReadState(num.data(), q, S, P, D);
         for (int64_t j = state.folded; j <= i - window; ++j) {  // older than i's window, not yet in S
           const int64_t r = j - state.folded;
           const double a = Dot(q, pk + (r * KV + g) * P, P);
-          for (int64_t d = 0; d < D; ++d) num[size_t(d)] += a * pv[(r * KV + g) * D + d];
+          const float af = float(a);
+          for (int64_t d = 0; d < D; ++d) num[size_t(d)] += af * pv[(r * KV + g) * D + d];
           den += a;
         }
         // (window_out e^lse + num) / (e^lse + den), divided through by e^lse.
@@ -287,12 +265,7 @@ void LinearWindowAttend(float* out, const float* window_out, const float* window
     for (int64_t g = 0; g < KV; ++g) {
       const float* k = pk + (r * KV + g) * P;
       const float* vj = pv + (r * KV + g) * D;
-      float* Sw = state.s.data() + g * P * D;
-      float* zw = state.z.data() + g * P;
-      for (int64_t p = 0; p < P; ++p) {
-        zw[p] += k[p];
-        for (int64_t d = 0; d < D; ++d) Sw[p * D + d] += k[p] * vj[d];
-      }
+      AddToState(state.s.data() + g * P * D, state.z.data() + g * P, k, vj, P, D);
     }
   }
   const int64_t moved = fold_to - state.folded;

@@ -78,7 +78,8 @@ void LinearWindowForward(float* out, float* norm, float* shift, const float* q, 
                          const float* v, const float* phi_q, const float* phi_k, int64_t n,
                          const LinearAttentionShape& shape, int32_t window);
 // Its backward: dq, dk, dv (=, the softmax part and the values; each may be
-// null when not needed), d_phi_q, d_phi_k (=).
+// null when not needed), d_phi_q, d_phi_k (=). Window 0 with a null shift
+// (and q, k unused) is LinearAttendBackward's: linear attention alone.
 void LinearWindowBackward(float* dq, float* dk, float* dv, float* d_phi_q, float* d_phi_k,
                           const float* d_out, const float* out, const float* norm, const float* shift,
                           const float* q, const float* k, const float* v, const float* phi_q,

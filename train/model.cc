@@ -410,24 +410,18 @@ void TrainModel::LinearAttentionBackward(int32_t l, const float* d_out, const fl
   const LinearAttentionShape shape{int32_t(H), int32_t(KV), int32_t(D), int32_t(P)};
   const int32_t window = plan_.layers[size_t(l)].span.window;  // > 0: LoLCATs' hybrid
   const float* shift = At(a.lin_shift, i * N * H);
-  std::vector<float> unused_dv;  // [N, KV, D] attention transfer: v needs no gradient
-  if (!dv && window == 0) unused_dv.resize(size_t(N * KV * D));
   {
     const AttentionTimer timer;
-    for (int64_t b = 0; b < a.batch; ++b) {
-      float* dpq = &s.d_phi_q[size_t(b * T * H * P)];
-      float* dpk = &s.d_phi_k[size_t(b * T * KV * P)];
-      if (window > 0) {  // dq, dk, dv (=) from the window's softmax and the values
-        LinearWindowBackward(dq ? dq + b * T * H * D : nullptr, dk ? dk + b * T * KV * D : nullptr,
-                             dv ? dv + b * T * KV * D : nullptr, dpq, dpk, d_out + b * T * H * D, out + b * T * H * D,
-                             norm + b * T * H, shift + b * T * H, q + b * T * H * D, k + b * T * KV * D,
-                             v + b * T * KV * D, phi_q + b * T * H * P, phi_k + b * T * KV * P, T, shape, window);
-        continue;
-      }
-      LinearAttendBackward(dpq, dpk, (dv ? dv : unused_dv.data()) + b * T * KV * D, d_out + b * T * H * D,
-                           out + b * T * H * D, norm + b * T * H, phi_q + b * T * H * P, phi_k + b * T * KV * P,
-                           v + b * T * KV * D, T, shape);
-    }
+    // Linear alone is the hybrid's backward with no window and no shift;
+    // dv is null under attention transfer.
+    const bool hybrid = window > 0;
+    for (int64_t b = 0; b < a.batch; ++b)
+      LinearWindowBackward(hybrid && dq ? dq + b * T * H * D : nullptr, hybrid && dk ? dk + b * T * KV * D : nullptr,
+                           dv ? dv + b * T * KV * D : nullptr, &s.d_phi_q[size_t(b * T * H * P)],
+                           &s.d_phi_k[size_t(b * T * KV * P)], d_out + b * T * H * D, out + b * T * H * D,
+                           norm + b * T * H, hybrid ? shift + b * T * H : nullptr, q + b * T * H * D,
+                           k + b * T * KV * D, v + b * T * KV * D, phi_q + b * T * H * P, phi_k + b * T * KV * P, T,
+                           shape, window);
   }
   // dq, dk: linear alone, only the feature maps lead back to them (=); the
   // hybrid's window wrote its part already (+=).
