@@ -76,10 +76,11 @@ void ValidateAttention(const AttentionArgs& args);
 // out = softmax(scale * q k^T restricted to args.span) v, per query head.
 // `lse` (may be null) receives log(sum over visible keys of e^{logit}
 // + e^{sink logit}); a query that sees nothing gets out = 0 and lse = -inf
-// (or the sink logit when learned sinks are on).
+// (or the sink logit when learned sinks are on). `max_logit` (may be null)
+// receives the largest visible logit (the sink's not counted; -inf when none).
 // Fast blocked online-softmax kernel (Highway, OpenMP): it visits only the
 // key blocks that intersect the span.
-void Attend(const AttentionArgs& args, float* out, float* lse = nullptr);
+void Attend(const AttentionArgs& args, float* out, float* lse = nullptr, float* max_logit = nullptr);
 
 // Both results of a routed/trained layer from one pass over the keys:
 // the window output under args.span and the full causal output (window 0,
@@ -90,12 +91,14 @@ struct DualOutput {
   float* lse_window = nullptr;  // [n_q, n_heads] or null
   float* out_full = nullptr;    // [n_q, n_heads, head_dim]
   float* lse_full = nullptr;    // [n_q, n_heads] or null
+  float* max_window = nullptr;  // [n_q, n_heads] or null: the largest logit in the span
 };
 void AttendDual(const AttentionArgs& args, const DualOutput& out);
 
 // The plain reference: float64 accumulation over an explicit visibility
 // mask built with Sees(), two passes (max, then sum). Slow on purpose;
 // tests compare every fast path with it.
-void AttendReference(const AttentionArgs& args, float* out, float* lse = nullptr);
+void AttendReference(const AttentionArgs& args, float* out, float* lse = nullptr,
+                     float* max_logit = nullptr);
 
 }  // namespace swan

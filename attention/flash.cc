@@ -243,10 +243,11 @@ static void RunFlash(const AttentionArgs& args, const DualOutput& out, bool dual
   plan.Finish();
 }
 
-void Attend(const AttentionArgs& args, float* out, float* lse) {
+void Attend(const AttentionArgs& args, float* out, float* lse, float* max_logit) {
   DualOutput o;
   o.out_window = out;
   o.lse_window = lse;
+  o.max_window = max_logit;
   RunFlash(args, o, /*dual=*/false);
 }
 

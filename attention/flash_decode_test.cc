@@ -27,16 +27,16 @@ using testing::RelativeError;
 using DecodeTest = testing::SeededTest;
 
 struct Result {
-  std::vector<float> out, lse;  // [n_q, n_heads, head_dim], [n_q, n_heads]
+  std::vector<float> out, lse, max;  // [n_q, n_heads, head_dim], [n_q, n_heads], [n_q, n_heads]
 };
 
 Result Run(const AttentionArgs& a, bool reference) {
   Result r{std::vector<float>(size_t(a.n_q * a.shape.n_heads * a.shape.head_dim)),
-           std::vector<float>(size_t(a.n_q * a.shape.n_heads))};
+           std::vector<float>(size_t(a.n_q * a.shape.n_heads)), std::vector<float>(size_t(a.n_q * a.shape.n_heads))};
   if (reference)
-    AttendReference(a, r.out.data(), r.lse.data());
+    AttendReference(a, r.out.data(), r.lse.data(), r.max.data());
   else
-    Attend(a, r.out.data(), r.lse.data());
+    Attend(a, r.out.data(), r.lse.data(), r.max.data());
   return r;
 }
 
@@ -55,6 +55,7 @@ void ExpectMatchesOnEveryTarget(const std::vector<Case>& cases) {
       const Result fast = Run(cases[i].fast, false);
       EXPECT_LE(RelativeError(fast.out, expected[i].out), 1e-5) << cases[i].name;
       EXPECT_LE(RelativeError(fast.lse, expected[i].lse), 1e-5) << cases[i].name;
+      EXPECT_LE(RelativeError(fast.max, expected[i].max), 1e-5) << cases[i].name;
     }
   });
 }

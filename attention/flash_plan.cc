@@ -101,7 +101,8 @@ void FlashPlan::StoreRow(const FlashTask& t, int state, int64_t query, int64_t h
     const float sink = args->sink_logits ? args->sink_logits[head] : kNegInf;
     const int64_t row = query * args->shape.n_heads + head;
     FinishRow(m, l, acc, sink, d, out_.out_window + row * d,
-              out_.lse_window ? out_.lse_window + row : nullptr);
+              out_.lse_window ? out_.lse_window + row : nullptr,
+              out_.max_window ? out_.max_window + row : nullptr);
     return;
   }
   float* dst = PartialRow(t.split, state, query, head);
@@ -116,7 +117,8 @@ void FlashPlan::FinishRowStates(int64_t query, int64_t head, const float* state0
   const float sink = args->sink_logits ? args->sink_logits[head] : kNegInf;
   const int64_t row = query * args->shape.n_heads + head;
   FinishRow(state0[0], state0[1], state0 + 2, sink, d, out_.out_window + row * d,
-            out_.lse_window ? out_.lse_window + row : nullptr);
+            out_.lse_window ? out_.lse_window + row : nullptr,
+            out_.max_window ? out_.max_window + row : nullptr);
   if (!dual) return;
   // Full = the span's keys plus the causal keys outside it.
   std::vector<float> merged(state0, state0 + row_floats_);  // [2 + head_dim]

@@ -25,20 +25,22 @@ using testing::RelativeError;
 using AttendTest = testing::SeededTest;
 
 struct Result {
-  std::vector<float> out, lse;
+  std::vector<float> out, lse, max;  // max: each row's largest visible logit
 };
 
 Result RunFast(const Problem& p) {
   const AttentionArgs a = p.Args();
-  Result r{std::vector<float>(p.q.size()), std::vector<float>(size_t(p.n_q() * p.shape.n_heads))};
-  Attend(a, r.out.data(), r.lse.data());
+  Result r{std::vector<float>(p.q.size()), std::vector<float>(size_t(p.n_q() * p.shape.n_heads)),
+           std::vector<float>(size_t(p.n_q() * p.shape.n_heads))};
+  Attend(a, r.out.data(), r.lse.data(), r.max.data());
   return r;
 }
 
 Result RunReference(const Problem& p) {
   const AttentionArgs a = p.Args();
-  Result r{std::vector<float>(p.q.size()), std::vector<float>(size_t(p.n_q() * p.shape.n_heads))};
-  AttendReference(a, r.out.data(), r.lse.data());
+  Result r{std::vector<float>(p.q.size()), std::vector<float>(size_t(p.n_q() * p.shape.n_heads)),
+           std::vector<float>(size_t(p.n_q() * p.shape.n_heads))};
+  AttendReference(a, r.out.data(), r.lse.data(), r.max.data());
   return r;
 }
 
@@ -46,6 +48,7 @@ void ExpectMatches(const Problem& p, const std::string& what, double tol = 1e-5)
   const Result fast = RunFast(p), ref = RunReference(p);
   EXPECT_LE(RelativeError(fast.out, ref.out), tol) << what;
   EXPECT_LE(RelativeError(fast.lse, ref.lse), tol) << what;
+  EXPECT_LE(RelativeError(fast.max, ref.max), tol) << what;
 }
 
 TEST_F(AttendTest, WindowsAroundTheBlockSize) {

@@ -94,13 +94,13 @@ GroupCall MakeGroupCall(const AttentionArgs& args, const HeadGroup& g) {
 // One group through `kernel` (Attend or AttendReference), its results
 // scattered into every head's out [n_q, n_heads, head_dim] and lse.
 void AttendGroup(const AttentionArgs& args, const HeadGroup& g,
-                 void (*kernel)(const AttentionArgs&, float*, float*), float* out, float* lse) {
+                 void (*kernel)(const AttentionArgs&, float*, float*, float*), float* out, float* lse) {
   const AttentionShape& s = args.shape;
   const GroupCall c = MakeGroupCall(args, g);
   const int64_t m = int64_t(c.q_heads.size());
   std::vector<float> o(size_t(args.n_q * m * s.head_dim));  // [n_q, m, head_dim]
   std::vector<float> l(size_t(args.n_q * m));               // [n_q, m]
-  kernel(c.args, o.data(), l.data());
+  kernel(c.args, o.data(), l.data(), nullptr);
   ScatterHeads(out, o.data(), args.n_q, s.n_heads, s.head_dim, c.q_heads);
   if (lse) ScatterHeads(lse, l.data(), args.n_q, s.n_heads, 1, c.q_heads);
 }

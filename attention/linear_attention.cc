@@ -97,8 +97,8 @@ void LinearAttendBackward(float* d_phi_q, float* d_phi_k, float* dv, const float
                           const float* phi_k, const float* v, int64_t n,
                           const LinearAttentionShape& shape) {
   // Linear alone is the hybrid with no window: every key older, no shift.
-  LinearWindowBackward(nullptr, nullptr, dv, d_phi_q, d_phi_k, d_out, out, norm, nullptr, nullptr, nullptr, v,
-                       phi_q, phi_k, n, shape, /*window=*/0);
+  LinearWindowBackward(nullptr, nullptr, dv, d_phi_q, d_phi_k, nullptr, d_out, out, norm, nullptr, nullptr, v,
+                       phi_q, phi_k, nullptr, n, shape, /*window=*/0);
 }
 
 void LinearAttendReference(double* out, const double* phi_q, const double* phi_k, const double* v,
@@ -122,8 +122,24 @@ void LinearAttendReference(double* out, const double* phi_q, const double* phi_k
   }
 }
 
-void LinearWindowForward(float* out, float* norm, float* shift, const float* q, const float* k,
-                         const float* v, const float* phi_q, const float* phi_k, int64_t n,
+namespace {
+
+// The window's largest logit for query row qi and the key it belongs to
+// (the first such key): m_i of LoLCATs' window weights γ e^{s_ij − m_i}.
+double WindowMax(const float* qi, const float* k, int64_t lo, int64_t i, int64_t KV, int64_t g, int64_t D,
+                 double scale, int64_t* argmax) {
+  double m = -INFINITY;
+  for (int64_t j = lo; j <= i; ++j) {
+    const double s = scale * Dot(qi, k + (j * KV + g) * D, D);
+    if (s > m) m = s, *argmax = j;
+  }
+  return m;
+}
+
+}  // namespace
+
+void LinearWindowForward(float* out, float* norm, const float* q, const float* k, const float* v,
+                         const float* phi_q, const float* phi_k, const float* window_factor, int64_t n,
                          const LinearAttentionShape& shape, int32_t window) {
   Check(shape);
   if (window <= 0) throw std::invalid_argument("linear + window attention needs a window");
@@ -137,38 +153,34 @@ void LinearWindowForward(float* out, float* norm, float* shift, const float* q, 
       for (int64_t i = 0; i < n; ++i) {
         const float* qi = q + (i * H + h) * D;
         const int64_t lo = std::max<int64_t>(0, i - window + 1);  // the window's first key
-        double m = -INFINITY;
-        for (int64_t j = lo; j <= i; ++j) m = std::max(m, scale * Dot(qi, k + (j * KV + g) * D, D));
+        int64_t top = lo;
+        const double m = WindowMax(qi, k, lo, i, KV, g, D, scale, &top);
         std::fill(num.begin(), num.end(), 0.0);
-        double den = 0;
+        double den = kLinearEps;
         for (int64_t j = lo; j <= i; ++j) {
-          const double e = std::exp(scale * Dot(qi, k + (j * KV + g) * D, D) - m);
+          const double w = window_factor[h] * std::exp(scale * Dot(qi, k + (j * KV + g) * D, D) - m);
           const float* vj = v + (j * KV + g) * D;
-          for (int64_t d = 0; d < D; ++d) num[size_t(d)] += e * vj[d];
-          den += e;
+          for (int64_t d = 0; d < D; ++d) num[size_t(d)] += w * vj[d];
+          den += w;
         }
-        const double em = std::exp(-m);  // the shift, on the linear terms too
         const float* pq = phi_q + (i * H + h) * P;
         for (int64_t j = 0; j < lo; ++j) {
-          const double a = em * Dot(pq, phi_k + (j * KV + g) * P, P);
+          const double a = Dot(pq, phi_k + (j * KV + g) * P, P);
           const float* vj = v + (j * KV + g) * D;
           for (int64_t d = 0; d < D; ++d) num[size_t(d)] += a * vj[d];
           den += a;
         }
-        den += em * kLinearEps;
         float* o = out + (i * H + h) * D;
         for (int64_t d = 0; d < D; ++d) o[d] = float(num[size_t(d)] / den);
         norm[i * H + h] = float(den);
-        shift[i * H + h] = float(m);
       }
   }
 }
 
-void LinearWindowBackward(float* dq, float* dk, float* dv, float* d_phi_q, float* d_phi_k,
-                          const float* d_out, const float* out, const float* norm, const float* shift,
-                          const float* q, const float* k, const float* v, const float* phi_q,
-                          const float* phi_k, int64_t n, const LinearAttentionShape& shape,
-                          int32_t window) {
+void LinearWindowBackward(float* dq, float* dk, float* dv, float* d_phi_q, float* d_phi_k, float* d_window_factor,
+                          const float* d_out, const float* out, const float* norm, const float* q, const float* k,
+                          const float* v, const float* phi_q, const float* phi_k, const float* window_factor,
+                          int64_t n, const LinearAttentionShape& shape, int32_t window) {
   Check(shape);
   const int64_t H = shape.n_heads, KV = shape.n_kv_heads, D = shape.head_dim, P = shape.phi_dim;
   const int64_t group = H / KV;
@@ -178,10 +190,11 @@ void LinearWindowBackward(float* dq, float* dk, float* dv, float* d_phi_q, float
   if (dv) std::fill(dv, dv + n * KV * D, 0.0f);
   std::fill(d_phi_q, d_phi_q + n * H * P, 0.0f);
   std::fill(d_phi_k, d_phi_k + n * KV * P, 0.0f);
-  // With a_ij the shifted weight of key j and n_i their sum (o_i = Σ a_ij v_j / n_i):
+  // With a_ij the weight of key j and n_i their sum (o_i = Σ a_ij v_j / n_i):
   //   da_ij = (g_i · v_j − g_i · o_i) / n_i,  dv_j += (a_ij / n_i) g_i;
-  //   window: ds_ij = da_ij a_ij (the shift cancels), dq_i += ds scale k_j, dk_j += ds scale q_i;
-  //   older:  a_ij = e^{−m} φq_i · φk_j, dφq_i += da e^{−m} φk_j, dφk_j += da e^{−m} φq_i.
+  //   window: a_ij = γ e^{s_ij − m_i}, ds_ij = da_ij a_ij, and m_i = s_ij* takes
+  //     −Σ_win da a (added to ds_ij*); dγ += Σ_win da a / γ;
+  //   older:  a_ij = φq_i · φk_j, dφq_i += da φk_j, dφk_j += da φq_i.
 #pragma omp parallel for if (KV > 1)
   for (int64_t g = 0; g < KV; ++g)
     for (int64_t h = g * group; h < (g + 1) * group; ++h)
@@ -189,15 +202,19 @@ void LinearWindowBackward(float* dq, float* dk, float* dv, float* d_phi_q, float
         const float* qi = window > 0 ? q + (i * H + h) * D : nullptr;  // the window branch only
         const float* gi = d_out + (i * H + h) * D;
         const double go = Dot(gi, out + (i * H + h) * D, D);
-        const double inv_n = 1.0 / norm[i * H + h], m = shift ? shift[i * H + h] : 0.0, em = std::exp(-m);
+        const double inv_n = 1.0 / norm[i * H + h];
         const int64_t lo = std::max<int64_t>(0, i - window + 1);
+        int64_t top = lo;
+        const double m = window > 0 ? WindowMax(qi, k, lo, i, KV, g, D, scale, &top) : 0.0;
+        double window_sum = 0;  // Σ_win da_ij a_ij
         for (int64_t j = 0; j <= i; ++j) {
           const float* vj = v + (j * KV + g) * D;
           const double da = (Dot(gi, vj, D) - go) * inv_n;
           double a;
           if (j >= lo) {
             const float* kj = k + (j * KV + g) * D;
-            a = std::exp(scale * Dot(qi, kj, D) - m);
+            a = window_factor[h] * std::exp(scale * Dot(qi, kj, D) - m);
+            window_sum += da * a;
             const double ds = da * a * scale;
             if (dq)
               for (int64_t d = 0; d < D; ++d) dq[(i * H + h) * D + d] += float(ds * kj[d]);
@@ -206,22 +223,30 @@ void LinearWindowBackward(float* dq, float* dk, float* dv, float* d_phi_q, float
           } else {
             const float* pq = phi_q + (i * H + h) * P;
             const float* pk = phi_k + (j * KV + g) * P;
-            a = em * Dot(pq, pk, P);
-            const double w = da * em;
+            a = Dot(pq, pk, P);
             for (int64_t p = 0; p < P; ++p) {
-              d_phi_q[(i * H + h) * P + p] += float(w * pk[p]);
-              d_phi_k[(j * KV + g) * P + p] += float(w * pq[p]);
+              d_phi_q[(i * H + h) * P + p] += float(da * pk[p]);
+              d_phi_k[(j * KV + g) * P + p] += float(da * pq[p]);
             }
           }
           if (dv)
             for (int64_t d = 0; d < D; ++d) dv[(j * KV + g) * D + d] += float(a * inv_n * gi[d]);
         }
+        if (window <= 0) continue;
+        // The shift m_i: the window's largest logit moves every window weight.
+        const float* kt = k + (top * KV + g) * D;
+        const double ds = -window_sum * scale;
+        if (dq)
+          for (int64_t d = 0; d < D; ++d) dq[(i * H + h) * D + d] += float(ds * kt[d]);
+        if (dk)
+          for (int64_t d = 0; d < D; ++d) dk[(top * KV + g) * D + d] += float(ds * qi[d]);
+        if (d_window_factor) d_window_factor[h] += float(window_sum / window_factor[h]);
       }
 }
 
-void LinearWindowAttend(float* out, const float* window_out, const float* window_lse, LinearState& state,
-                        const float* phi_q, const float* phi_k, const float* v, int64_t n,
-                        const LinearAttentionShape& shape, int32_t window) {
+void LinearWindowAttend(float* out, const float* window_out, const float* window_lse, const float* window_max,
+                        const float* window_factor, LinearState& state, const float* phi_q, const float* phi_k,
+                        const float* v, int64_t n, const LinearAttentionShape& shape, int32_t window) {
   Check(shape);
   if (window <= 0) throw std::invalid_argument("linear + window attention needs a window");
   const int64_t H = shape.n_heads, KV = shape.n_kv_heads, D = shape.head_dim, P = shape.phi_dim;
@@ -250,12 +275,13 @@ void LinearWindowAttend(float* out, const float* window_out, const float* window
           for (int64_t d = 0; d < D; ++d) num[size_t(d)] += af * pv[(r * KV + g) * D + d];
           den += a;
         }
-        // (window_out e^lse + num) / (e^lse + den), divided through by e^lse.
-        const double r = std::exp(-double(window_lse[t * H + h]));
+        // The window's weights γ e^{s − m} sum to c = γ e^{lse − m} (in [γ, γW]);
+        // their values' mean is window_out: (c window_out + num) / (c + den).
+        const double c = window_factor[h] * std::exp(double(window_lse[t * H + h]) - double(window_max[t * H + h]));
         const float* wo = window_out + (t * H + h) * D;
         float* o = out + (t * H + h) * D;
-        const double inv = 1.0 / (1.0 + r * den);
-        for (int64_t d = 0; d < D; ++d) o[d] = float((wo[d] + r * num[size_t(d)]) * inv);
+        const double inv = 1.0 / (c + den);
+        for (int64_t d = 0; d < D; ++d) o[d] = float((c * wo[d] + num[size_t(d)]) * inv);
       }
   }
   // Tokens no later query sees through its window join S and z.
@@ -276,20 +302,28 @@ void LinearWindowAttend(float* out, const float* window_out, const float* window
 }
 
 void LinearWindowReference(double* out, const double* q, const double* k, const double* v,
-                           const double* phi_q, const double* phi_k, int64_t n,
+                           const double* phi_q, const double* phi_k, const double* window_factor, int64_t n,
                            const LinearAttentionShape& shape, int32_t window) {
   Check(shape);
   const int64_t H = shape.n_heads, KV = shape.n_kv_heads, D = shape.head_dim, P = shape.phi_dim;
   for (int64_t h = 0; h < H; ++h) {
     const int64_t g = h / (H / KV);
     for (int64_t i = 0; i < n; ++i) {
+      // The window's logits, then their max (two passes).
+      std::vector<double> logit(static_cast<size_t>(i + 1));  // [i + 1]
+      double m = -INFINITY;
+      for (int64_t j = std::max<int64_t>(0, i - window + 1); j <= i; ++j) {
+        double dot = 0;
+        for (int64_t d = 0; d < D; ++d) dot += q[(i * H + h) * D + d] * k[(j * KV + g) * D + d];
+        logit[size_t(j)] = dot / std::sqrt(double(D));
+        m = std::max(m, logit[size_t(j)]);
+      }
       double den = kLinearEps;
       std::vector<double> num(static_cast<size_t>(D), 0.0);  // [D]
       for (int64_t j = 0; j <= i; ++j) {
         double a = 0;
-        if (i - j < window) {  // in the window: softmax's unnormalized weight
-          for (int64_t d = 0; d < D; ++d) a += q[(i * H + h) * D + d] * k[(j * KV + g) * D + d];
-          a = std::exp(a / std::sqrt(double(D)));
+        if (i - j < window) {  // in the window: γ e^{s − m}, at most γ
+          a = window_factor[h] * std::exp(logit[size_t(j)] - m);
         } else {
           for (int64_t p = 0; p < P; ++p) a += phi_q[(i * H + h) * P + p] * phi_k[(j * KV + g) * P + p];
         }

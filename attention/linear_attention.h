@@ -9,6 +9,7 @@
 // form in blocks of kLinearBlock, the state carrying each block to the next.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -64,40 +65,48 @@ void LinearAttendReference(double* out, const double* phi_q, const double* phi_k
                            int64_t n, const LinearAttentionShape& shape);
 
 // --- LoLCATs' hybrid: a softmax window on the newest keys, linear beyond ---
-// For query i, the keys in its window (i − W < j <= i) enter by softmax
-// weight e^{s_ij}, s_ij = q_i · k_j / sqrt(D), the older ones through the
-// feature maps, under one normalization:
-//   o_i = (Σ_win e^{s_ij} v_j + Σ_old (φq_i · φk_j) v_j) / (Σ_win e^{s_ij} + Σ_old φq_i · φk_j + ε)
-// (the feature maps learn φq · φk ≈ e^{s}, so both terms share a scale).
-// Computed with the shift m_i = max_win s_ij on every term, which cancels.
+// For query i on head h, the keys in its window (i − W < j <= i) weigh
+// γ_h e^{s_ij − m_i}, s_ij = q_i · k_j / sqrt(D), m_i = max_win s_ij, the
+// older ones φq_i · φk_j, under one normalization:
+//   o_i = (Σ_win γ e^{s−m} v_j + Σ_old (φq_i · φk_j) v_j) / (Σ_win γ e^{s−m} + Σ_old φq_i · φk_j + ε)
+// Each window weight is at most γ_h and each older one at most 2 (Hedgehog's
+// features are two softmaxes), so neither side drowns the other whatever the
+// logits' scale; γ_h = σ(θ_h) is learned per query head (LoLCATs'
+// window_factors: a layer's self_attn.window_factor holds θ [H]).
+//   window_factor [H]: γ, in (0, 1)
 
 // Over one sequence from position 0 (training): out [n, H, D]; saved norm
-// [n, H] (the shifted denominators) and shift [n, H] (m_i).
+// [n, H] (the denominators).
 //   q [n, H, D], k, v [n, KV, D], phi_q [n, H, P], phi_k [n, KV, P]
-void LinearWindowForward(float* out, float* norm, float* shift, const float* q, const float* k,
-                         const float* v, const float* phi_q, const float* phi_k, int64_t n,
+void LinearWindowForward(float* out, float* norm, const float* q, const float* k, const float* v,
+                         const float* phi_q, const float* phi_k, const float* window_factor, int64_t n,
                          const LinearAttentionShape& shape, int32_t window);
 // Its backward: dq, dk, dv (=, the softmax part and the values; each may be
-// null when not needed), d_phi_q, d_phi_k (=). Window 0 with a null shift
-// (and q, k unused) is LinearAttendBackward's: linear attention alone.
-void LinearWindowBackward(float* dq, float* dk, float* dv, float* d_phi_q, float* d_phi_k,
-                          const float* d_out, const float* out, const float* norm, const float* shift,
-                          const float* q, const float* k, const float* v, const float* phi_q,
-                          const float* phi_k, int64_t n, const LinearAttentionShape& shape,
-                          int32_t window);
+// null when not needed), d_phi_q, d_phi_k (=), d_window_factor [H] (+=, dγ;
+// may be null). Window 0 (q, k, window_factor unused) is
+// LinearAttendBackward's: linear attention alone.
+void LinearWindowBackward(float* dq, float* dk, float* dv, float* d_phi_q, float* d_phi_k, float* d_window_factor,
+                          const float* d_out, const float* out, const float* norm, const float* q, const float* k,
+                          const float* v, const float* phi_q, const float* phi_k, const float* window_factor,
+                          int64_t n, const LinearAttentionShape& shape, int32_t window);
 // The same in inference, n new tokens after those the state holds: the
 // window's softmax part comes from the attention kernel over a window
-// cache (window_out [n, H, D], window_lse [n, H]: its log-sum-exp), the
-// older keys from the state and the pending tokens, which then move into
-// S and z as they leave every later query's window (at most W - 1 + n
-// pending).   out [n, H, D]; phi_q [n, H, P], phi_k [n, KV, P], v [n, KV, D]
-void LinearWindowAttend(float* out, const float* window_out, const float* window_lse, LinearState& state,
-                        const float* phi_q, const float* phi_k, const float* v, int64_t n,
-                        const LinearAttentionShape& shape, int32_t window);
+// cache (window_out [n, H, D], window_lse [n, H]: its log-sum-exp,
+// window_max [n, H]: its largest logit), the older keys from the state and
+// the pending tokens, which then move into S and z as they leave every later
+// query's window (at most W - 1 + n pending).
+//   out [n, H, D]; phi_q [n, H, P], phi_k [n, KV, P], v [n, KV, D]
+void LinearWindowAttend(float* out, const float* window_out, const float* window_lse, const float* window_max,
+                        const float* window_factor, LinearState& state, const float* phi_q, const float* phi_k,
+                        const float* v, int64_t n, const LinearAttentionShape& shape, int32_t window);
 
 // The plain float64 reference of the same, over one sequence.
 void LinearWindowReference(double* out, const double* q, const double* k, const double* v,
-                           const double* phi_q, const double* phi_k, int64_t n,
+                           const double* phi_q, const double* phi_k, const double* window_factor, int64_t n,
                            const LinearAttentionShape& shape, int32_t window);
+
+// γ = σ(θ), and LoLCATs' initial θ (γ = 0.1).
+inline float WindowFactor(float theta) { return 1.0f / (1.0f + std::exp(-theta)); }
+inline constexpr float kInitialWindowFactorLogit = -2.1972246f;  // log(0.1 / 0.9)
 
 }  // namespace swan

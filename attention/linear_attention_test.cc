@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -125,16 +126,47 @@ TEST(LinearAttention, BackwardMatchesDifferences) {
 
 // LoLCATs' hybrid: the window by softmax, older keys linear.
 struct WindowProblem : LinearProblem {
-  Vec q, k;  // [n, H, D], [n, KV, D]
+  Vec q, k;    // [n, H, D], [n, KV, D]
+  Vec factor;  // [H] γ
   int32_t window;
   WindowProblem(std::mt19937_64& rng, int64_t tokens, int32_t w) : LinearProblem(rng, tokens), window(w) {
-    q = testing::RandomVector(rng, size_t(n * shape.n_heads * shape.head_dim));
+    q = testing::RandomVector(rng, size_t(n * shape.n_heads * shape.head_dim), 2.0);
     k = testing::RandomVector(rng, v.size());
+    std::uniform_real_distribution<double> u(0.05, 0.95);
+    for (int32_t h = 0; h < shape.n_heads; ++h) factor.push_back(u(rng));
   }
-  Vec Reference(const Vec& qq, const Vec& kk, const Vec& vv, const Vec& pq, const Vec& pk) const {
+  Vec Reference(const Vec& qq, const Vec& kk, const Vec& vv, const Vec& pq, const Vec& pk, const Vec& f) const {
     Vec out(static_cast<size_t>(out_size()));
-    LinearWindowReference(out.data(), qq.data(), kk.data(), vv.data(), pq.data(), pk.data(), n, shape, window);
+    LinearWindowReference(out.data(), qq.data(), kk.data(), vv.data(), pq.data(), pk.data(), f.data(), n, shape,
+                          window);
     return out;
+  }
+  Vec Reference() const { return Reference(q, k, v, phi_q, phi_k, factor); }
+  // The window's softmax as the inference kernel gives it, in float64:
+  // out [n, H, D], lse and max [n, H].
+  void WindowSoftmax(Vec& out, Vec& lse, Vec& max) const {
+    const int64_t H = shape.n_heads, KV = shape.n_kv_heads, D = shape.head_dim;
+    out.assign(size_t(n * H * D), 0.0);
+    lse.assign(size_t(n * H), 0.0);
+    max.assign(size_t(n * H), -INFINITY);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t h = 0; h < H; ++h) {
+        const int64_t g = h / (H / KV), lo = std::max<int64_t>(0, i - window + 1);
+        Vec s(size_t(i + 1));
+        for (int64_t j = lo; j <= i; ++j) {
+          for (int64_t d = 0; d < D; ++d) s[size_t(j)] += q[size_t((i * H + h) * D + d)] * k[size_t((j * KV + g) * D + d)];
+          s[size_t(j)] /= std::sqrt(double(D));
+          max[size_t(i * H + h)] = std::max(max[size_t(i * H + h)], s[size_t(j)]);
+        }
+        double sum = 0;
+        for (int64_t j = lo; j <= i; ++j) {
+          const double e = std::exp(s[size_t(j)] - max[size_t(i * H + h)]);
+          sum += e;
+          for (int64_t d = 0; d < D; ++d) out[size_t((i * H + h) * D + d)] += e * v[size_t((j * KV + g) * D + d)];
+        }
+        for (int64_t d = 0; d < D; ++d) out[size_t((i * H + h) * D + d)] /= sum;
+        lse[size_t(i * H + h)] = max[size_t(i * H + h)] + std::log(sum);
+      }
   }
 };
 
@@ -144,31 +176,33 @@ TEST(LinearWindow, ForwardAndBackwardMatchTheReference) {
   const Vec r = testing::RandomVector(rng, static_cast<size_t>(p.out_size()));  // loss = Σ r · out
   const int64_t H = p.shape.n_heads;
   const auto q = ToFloat(p.q), k = ToFloat(p.k), v = ToFloat(p.v), pq = ToFloat(p.phi_q), pk = ToFloat(p.phi_k);
-  std::vector<float> out(static_cast<size_t>(p.out_size())), norm(size_t(p.n * H)), shift(size_t(p.n * H));
-  LinearWindowForward(out.data(), norm.data(), shift.data(), q.data(), k.data(), v.data(), pq.data(), pk.data(), p.n,
+  const auto f = ToFloat(p.factor);
+  std::vector<float> out(static_cast<size_t>(p.out_size())), norm(size_t(p.n * H));
+  LinearWindowForward(out.data(), norm.data(), q.data(), k.data(), v.data(), pq.data(), pk.data(), f.data(), p.n,
                       p.shape, p.window);
-  const double forward = RelativeError(out, p.Reference(p.q, p.k, p.v, p.phi_q, p.phi_k));
+  const double forward = RelativeError(out, p.Reference());
   EXPECT_LT(forward, 1e-6);
-  std::vector<float> dq(q.size()), dk(k.size()), dv(v.size()), dpq(pq.size()), dpk(pk.size());
+  std::vector<float> dq(q.size()), dk(k.size()), dv(v.size()), dpq(pq.size()), dpk(pk.size()), df(f.size(), 0.0f);
   const auto rf = ToFloat(r);
-  LinearWindowBackward(dq.data(), dk.data(), dv.data(), dpq.data(), dpk.data(), rf.data(), out.data(), norm.data(),
-                       shift.data(), q.data(), k.data(), v.data(), pq.data(), pk.data(), p.n, p.shape, p.window);
-  const auto loss = [&](const Vec& qq, const Vec& kk, const Vec& vv, const Vec& a, const Vec& b) {
-    const Vec o = p.Reference(qq, kk, vv, a, b);
+  LinearWindowBackward(dq.data(), dk.data(), dv.data(), dpq.data(), dpk.data(), df.data(), rf.data(), out.data(),
+                       norm.data(), q.data(), k.data(), v.data(), pq.data(), pk.data(), f.data(), p.n, p.shape,
+                       p.window);
+  const auto loss = [&](const Vec& qq, const Vec& kk, const Vec& vv, const Vec& a, const Vec& b, const Vec& ff) {
+    const Vec o = p.Reference(qq, kk, vv, a, b, ff);
     double sum = 0;
     for (size_t i = 0; i < o.size(); ++i) sum += r[i] * o[i];
     return sum;
   };
-  const double eq = RelativeError(dq, NumericGradient([&](const Vec& x) { return loss(x, p.k, p.v, p.phi_q, p.phi_k); }, p.q));
-  const double ek = RelativeError(dk, NumericGradient([&](const Vec& x) { return loss(p.q, x, p.v, p.phi_q, p.phi_k); }, p.k));
-  const double ev = RelativeError(dv, NumericGradient([&](const Vec& x) { return loss(p.q, p.k, x, p.phi_q, p.phi_k); }, p.v));
-  const double epq =
-      RelativeError(dpq, NumericGradient([&](const Vec& x) { return loss(p.q, p.k, p.v, x, p.phi_k); }, p.phi_q));
-  const double epk =
-      RelativeError(dpk, NumericGradient([&](const Vec& x) { return loss(p.q, p.k, p.v, p.phi_q, x); }, p.phi_k));
-  std::printf("  linear + window 4: forward %.2e; backward dq %.2e, dk %.2e, dv %.2e, d_phi_q %.2e, d_phi_k %.2e\n",
-              forward, eq, ek, ev, epq, epk);
-  for (const double e : {eq, ek, ev, epq, epk}) EXPECT_LT(e, 2e-4);
+  const auto grad = [&](int which) {
+    Vec x[6] = {p.q, p.k, p.v, p.phi_q, p.phi_k, p.factor};
+    const Vec at = x[which];
+    return NumericGradient([&](const Vec& y) { x[which] = y; return loss(x[0], x[1], x[2], x[3], x[4], x[5]); }, at);
+  };
+  const double eq = RelativeError(dq, grad(0)), ek = RelativeError(dk, grad(1)), ev = RelativeError(dv, grad(2));
+  const double epq = RelativeError(dpq, grad(3)), epk = RelativeError(dpk, grad(4)), ef = RelativeError(df, grad(5));
+  std::printf("  linear + window 4: forward %.2e; backward dq %.2e, dk %.2e, dv %.2e, d_phi_q %.2e, d_phi_k %.2e, "
+              "d_factor %.2e\n", forward, eq, ek, ev, epq, epk, ef);
+  for (const double e : {eq, ek, ev, epq, epk, ef}) EXPECT_LT(e, 2e-4);
   // A window as long as the sequence is softmax attention alone.
   const WindowProblem wide(rng, 9, 9);
   SequenceAttention sa;
@@ -179,10 +213,37 @@ TEST(LinearWindow, ForwardAndBackwardMatchTheReference) {
   sa.seq = 9;
   sa.pos = pos.data();
   const Vec softmax = testing::AttentionRef(wide.q, wide.k, wide.v, sa);
-  const Vec hybrid = wide.Reference(wide.q, wide.k, wide.v, wide.phi_q, wide.phi_k);
+  const Vec hybrid = wide.Reference();
   double worst = 0;
   for (size_t i = 0; i < softmax.size(); ++i) worst = std::max(worst, std::abs(softmax[i] - hybrid[i]));
   EXPECT_LT(worst, 1e-9);
+}
+
+// Inference: the window's softmax from the kernel (here in float64) with the
+// state and the pending tokens, whole, in chunks and one token at a time,
+// equals the reference; the pending tokens stay fewer than W + the chunk.
+TEST(LinearWindow, AttendInPiecesMatchesTheReference) {
+  std::mt19937_64 rng(8);
+  const WindowProblem p(rng, 30, 5);
+  const int64_t H = p.shape.n_heads, KV = p.shape.n_kv_heads, D = p.shape.head_dim, P = p.shape.phi_dim;
+  Vec wo, lse, max;
+  p.WindowSoftmax(wo, lse, max);
+  const auto o = ToFloat(wo), l = ToFloat(lse), m = ToFloat(max), f = ToFloat(p.factor);
+  const auto pq = ToFloat(p.phi_q), pk = ToFloat(p.phi_k), v = ToFloat(p.v);
+  const Vec ref = p.Reference();
+  for (const int64_t piece : {p.n, int64_t(7), int64_t(1)}) {
+    LinearState state;
+    state.Reset(p.shape);
+    std::vector<float> out(static_cast<size_t>(p.out_size()));  // [n, H, D]
+    for (int64_t at = 0; at < p.n; at += piece) {
+      const int64_t c = std::min(piece, p.n - at);
+      LinearWindowAttend(out.data() + at * H * D, o.data() + at * H * D, l.data() + at * H, m.data() + at * H,
+                         f.data(), state, pq.data() + at * H * P, pk.data() + at * KV * P, v.data() + at * KV * D, c,
+                         p.shape, p.window);
+      EXPECT_LE(state.tokens - state.folded, p.window - 1);
+    }
+    EXPECT_LT(RelativeError(out, ref), 1e-5) << "pieces of " << piece;
+  }
 }
 
 Vec HedgehogRef(const Vec& x, const Vec& w, const Vec& b, int64_t n, const FeatureMapShape& s) {

@@ -1,5 +1,6 @@
 // The reference attention: plain loops, float64, an explicit mask.
 // Every fast kernel is tested against this on random inputs.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -9,7 +10,7 @@
 
 namespace swan {
 
-void AttendReference(const AttentionArgs& args, float* out, float* lse) {
+void AttendReference(const AttentionArgs& args, float* out, float* lse, float* max_logit) {
   ValidateAttention(args);
   const AttentionShape& s = args.shape;
   const int64_t n_q = args.n_q, n_rows = args.kv.n_rows, d = s.head_dim;
@@ -28,20 +29,21 @@ void AttendReference(const AttentionArgs& args, float* out, float* lse) {
     for (int32_t h = 0; h < s.n_heads; ++h) {
       const int32_t kv_head = h / group;
       const float* q = args.q + (i * s.n_heads + h) * d;
-      double max_logit = -std::numeric_limits<double>::infinity();
-      if (args.sink_logits) max_logit = args.sink_logits[h];
+      double key_max = -std::numeric_limits<double>::infinity();  // over the visible keys
       for (int64_t j = 0; j < n_rows; ++j) {
         if (!mask[size_t(i * n_rows + j)]) continue;
         double dot = 0;
         for (int64_t c = 0; c < d; ++c) dot += double(q[c]) * KvElement(args.kv, s, j, kv_head, c, true);
         logits[size_t(j)] = dot * scale;
-        if (logits[size_t(j)] > max_logit) max_logit = logits[size_t(j)];
+        if (logits[size_t(j)] > key_max) key_max = logits[size_t(j)];
       }
-      double denom = args.sink_logits ? std::exp(double(args.sink_logits[h]) - max_logit) : 0.0;
+      if (max_logit) max_logit[i * s.n_heads + h] = float(key_max);
+      const double top = args.sink_logits ? std::max(key_max, double(args.sink_logits[h])) : key_max;
+      double denom = args.sink_logits ? std::exp(double(args.sink_logits[h]) - top) : 0.0;
       for (auto& a : acc) a = 0;
       for (int64_t j = 0; j < n_rows; ++j) {
         if (!mask[size_t(i * n_rows + j)]) continue;
-        const double p = std::exp(logits[size_t(j)] - max_logit);
+        const double p = std::exp(logits[size_t(j)] - top);
         denom += p;
         for (int64_t c = 0; c < d; ++c) acc[size_t(c)] += p * KvElement(args.kv, s, j, kv_head, c, false);
       }
@@ -49,7 +51,7 @@ void AttendReference(const AttentionArgs& args, float* out, float* lse) {
       for (int64_t c = 0; c < d; ++c) o[c] = denom > 0 ? float(acc[size_t(c)] / denom) : 0.0f;
       if (lse)
         lse[i * s.n_heads + h] =
-            denom > 0 ? float(max_logit + std::log(denom)) : -std::numeric_limits<float>::infinity();
+            denom > 0 ? float(top + std::log(denom)) : -std::numeric_limits<float>::infinity();
     }
   }
 }

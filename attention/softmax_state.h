@@ -31,11 +31,13 @@ inline void MergeRowState(const RowState& dst, const float* src_m, const float* 
   *dst.m = m;
 }
 
-// Writes out = acc / (l + e^{sink}) and lse = log(l e^m + e^{sink}).
-// `sink` is a learned sink logit or -inf for none. A row that saw nothing
-// gets zeros and lse = sink (-inf without one).
+// Writes out = acc / (l + e^{sink}), lse = log(l e^m + e^{sink}) and
+// max = m (each of lse, max may be null). `sink` is a learned sink logit or
+// -inf for none. A row that saw nothing gets zeros, lse = sink (-inf without
+// one) and max = -inf.
 inline void FinishRow(float m, float l, const float* acc, float sink, int64_t dim, float* out,
-                      float* lse) {
+                      float* lse, float* max = nullptr) {
+  if (max) *max = m;
   float top = m > sink ? m : sink;
   if (top == kNegInf) {
     for (int64_t c = 0; c < dim; ++c) out[c] = 0.0f;

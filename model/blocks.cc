@@ -126,9 +126,11 @@ void AttendLinear(float* out, const float* q, const float* k, const float* v, co
   args.scale = part.layer.scale;
   std::vector<float> window_out(size_t(n * h.n_heads * h.head_dim));  // [n, n_heads, head_dim]
   std::vector<float> window_lse(size_t(n * h.n_heads));               // [n, n_heads]
-  Attend(args, window_out.data(), window_lse.data());
-  LinearWindowAttend(out, window_out.data(), window_lse.data(), state, phi_q.data(), phi_k.data(), v, n, shape,
-                     part.layer.span.window);
+  std::vector<float> window_max(size_t(n * h.n_heads));               // [n, n_heads]
+  Attend(args, window_out.data(), window_lse.data(), window_max.data());
+  if (int64_t(w.window_factor.size()) != h.n_heads) throw std::logic_error("a linear + window layer without factors");
+  LinearWindowAttend(out, window_out.data(), window_lse.data(), window_max.data(), w.window_factor.data(), state,
+                     phi_q.data(), phi_k.data(), v, n, shape, part.layer.span.window);
 }
 
 void AttendRows(float* out, float* q, float* k, const float* v, const float* xn,

@@ -39,6 +39,9 @@ struct AttentionWeights {
   std::vector<float> fq_b;    // [n_heads, F]
   std::vector<float> fk_w;    // [n_kv_heads, head_dim, F]
   std::vector<float> fk_b;    // [n_kv_heads, F]
+  // LoLCATs' hybrid (linear:W): each head's window weight γ = σ(θ) of
+  // self_attn.window_factor (attention/linear_attention.h; empty = none).
+  std::vector<float> window_factor;  // [n_heads]
 };
 
 // A routed layer's router (Switch Attention, DESIGN.md §4): a token goes to

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "attention/linear_attention.h"
 #include "model/blocks.h"
 #include "model/weight_source.h"
 #include "ops/elementwise.h"
@@ -98,6 +99,10 @@ Llama::Llama(const WeightSource& w, const ModelConfig& config, const std::string
       l.attn.fq_b = w.F32(p + "self_attn.feature_map_q.bias", {config.n_heads, F});
       l.attn.fk_w = w.F32(p + "self_attn.feature_map_k.weight", {config.n_kv_heads, D, F});
       l.attn.fk_b = w.F32(p + "self_attn.feature_map_k.bias", {config.n_kv_heads, F});
+      if (w.Has(p + "self_attn.window_factor")) {
+        l.attn.window_factor = w.F32(p + "self_attn.window_factor", {config.n_heads});
+        for (float& f : l.attn.window_factor) f = WindowFactor(f);
+      }
     }
     if (w.Has(p + "self_attn.router.weight")) {
       RouterWeights r;
@@ -154,6 +159,14 @@ void Llama::CheckSession(const Session& session) const {
                                ".self_attn.feature_map_q.weight), which the plan '" + session.plan.spec +
                                "' makes linear: linearize it with `swan train --init " + origin_ +
                                " --attn linear --attention-transfer ...`");
+  for (size_t i = 0; i < session.plan.layers.size(); ++i) {
+    const LayerPlan& l = session.plan.layers[i];
+    if (l.kind == LayerKind::kLinear && !l.span.full() && layers_[i].attn.window_factor.empty())
+      throw std::runtime_error(origin_ + " has no window factors for layer " + std::to_string(i) +
+                               " (model.layers." + std::to_string(i) + ".self_attn.window_factor), which the plan '" +
+                               session.plan.spec + "' makes linear + window: train it under that plan with `swan "
+                               "train --init " + origin_ + " --attn " + session.plan.spec + " ...`");
+  }
   if (session.plan.HasRoutedLayers()) {
     std::vector<const RouterWeights*> routers;  // [n_layers]
     for (const LlamaLayer& l : layers_) routers.push_back(l.router ? &*l.router : nullptr);

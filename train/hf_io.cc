@@ -1,5 +1,6 @@
 #include "train/hf_io.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +9,7 @@
 #include <stdexcept>
 
 #include "attention/hedgehog.h"
+#include "attention/linear_attention.h"
 #include "model/safetensors.h"
 #include "train/checkpoint.h"
 #include "train/routed.h"
@@ -104,6 +106,11 @@ int32_t LoadHfWeights(TrainModel& model, const std::string& dir, int32_t* new_fe
                    {s.n_kv_heads, s.head_dim, s.linear_features()});
       ++new_maps;
       i += 3;
+      continue;
+    }
+    if (EndsWith(t.name, ".window_factor") && !store.Has(t.name)) {
+      // A layer becoming LoLCATs' hybrid: its window starts at weight 0.1.
+      std::fill_n(model.params().data() + t.offset, t.numel, kInitialWindowFactorLogit);
       continue;
     }
     if (EndsWith(t.name, ".router.weight") && !store.Has(t.name)) {

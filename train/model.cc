@@ -127,7 +127,9 @@ void TrainModel::Layout() {
       add(p + "self_attn.feature_map_q.bias", {shape_.n_heads, Fm});
       add(p + "self_attn.feature_map_k.weight", {shape_.n_kv_heads, D, Fm});
       add(p + "self_attn.feature_map_k.bias", {shape_.n_kv_heads, Fm});
-      for (size_t i = tensors_.size() - 4; i < tensors_.size(); ++i) tensors_[i].decay = false;
+      if (plan_.layers[size_t(l)].span.window > 0) add(p + "self_attn.window_factor", {shape_.n_heads});
+      for (size_t i = tensors_.size() - (plan_.layers[size_t(l)].span.window > 0 ? 5 : 4); i < tensors_.size(); ++i)
+        tensors_[i].decay = false;
     }
   }
   add("model.norm.weight", {C});
@@ -144,14 +146,16 @@ const ParamTensor& TrainModel::tensor(const std::string& name) const {
 
 TrainModel::LayerParams TrainModel::Layer(std::vector<float>& b, int32_t l) {
   // The layer's tensors in Layout() order: 9, then a routed layer's router
-  // or a linear layer's feature maps.
+  // or a linear layer's feature maps (and a linear + window layer's factor).
   const size_t first = layer_first_[size_t(l)];
   auto p = [&](size_t i) { return At(b, tensors_[first + i].offset); };
   const bool routed = routed_index_[size_t(l)] >= 0, linear = linear_index_[size_t(l)] >= 0;
+  const bool hybrid = linear && plan_.layers[size_t(l)].span.window > 0;
   return LayerParams{p(0), p(1), p(2), p(3), p(4), p(5), p(6), p(7), p(8),
                      routed ? p(9) : nullptr, routed ? p(10) : nullptr,
                      linear ? p(9) : nullptr, linear ? p(10) : nullptr,
-                     linear ? p(11) : nullptr, linear ? p(12) : nullptr};
+                     linear ? p(11) : nullptr, linear ? p(12) : nullptr,
+                     hybrid ? p(13) : nullptr};
 }
 
 void TrainModel::InitRandom(uint64_t seed) {
@@ -161,7 +165,8 @@ void TrainModel::InitRandom(uint64_t seed) {
   for (const ParamTensor& t : tensors_) {
     float* p = At(params_, t.offset);
     if (t.name.find(".router.") != std::string::npos) continue;  // InitRouters, no draws
-    if (t.name.find(".feature_map_") != std::string::npos) continue;  // InitFeatureMaps, no draws
+    if (t.name.find(".feature_map_") != std::string::npos || t.name.find(".window_factor") != std::string::npos)
+      continue;  // InitFeatureMaps, no draws
     if (t.shape.size() == 1) {
       std::fill(p, p + t.numel, 1.0f);
       continue;
@@ -184,6 +189,7 @@ void TrainModel::InitFeatureMaps() {
     if (!p.fq_w) continue;
     InitHedgehog(p.fq_w, p.fq_b, q);
     InitHedgehog(p.fk_w, p.fk_b, k);
+    if (p.window_factor) std::fill_n(p.window_factor, shape_.n_heads, kInitialWindowFactorLogit);
   }
 }
 
@@ -192,7 +198,8 @@ void TrainModel::set_attention_transfer(bool on) {
     throw std::invalid_argument("attention transfer trains linear layers' feature maps, and the plan '" + plan_.spec +
                                 "' has no linear layer");
   transfer_ = on;
-  for (ParamTensor& t : tensors_) t.frozen = on && t.name.find(".feature_map_") == std::string::npos;
+  for (ParamTensor& t : tensors_)
+    t.frozen = on && t.name.find(".feature_map_") == std::string::npos && t.name.find(".window_factor") == std::string::npos;
   acts_.batch = 0;  // lin_out is allocated only under transfer
 }
 
@@ -313,7 +320,6 @@ void TrainModel::Allocate(int64_t batch, int64_t seq) {
   a.phi_q.assign(size_t(Lin * N * H * P), 0.0f);
   a.phi_k.assign(size_t(Lin * N * KV * P), 0.0f);
   a.lin_norm.assign(size_t(Lin * N * H), 0.0f);
-  a.lin_shift.assign(size_t(Lin * N * H), 0.0f);
   a.lin_out.assign(transfer_ ? size_t(Lin * N * QD) : 0, 0.0f);
   a.att_full.assign(branch_floats, 0.0f);
   a.lse_full.assign(size_t(branches * N * H), 0.0f);
@@ -380,12 +386,13 @@ void TrainModel::LinearAttentionForward(int32_t l, float* out, const float* q, c
   HedgehogForward(phi_k, k, p.fk_w, p.fk_b, N, {int32_t(KV), int32_t(D), int32_t(F)});
   const LinearAttentionShape shape{int32_t(H), int32_t(KV), int32_t(D), int32_t(P)};
   const int32_t window = plan_.layers[size_t(l)].span.window;  // > 0: LoLCATs' hybrid
-  float* shift = At(a.lin_shift, i * N * H);
+  std::vector<float> factor(static_cast<size_t>(H));  // [H] γ
+  for (int64_t h = 0; h < H && window > 0; ++h) factor[size_t(h)] = WindowFactor(p.window_factor[h]);
   const AttentionTimer timer;
   for (int64_t b = 0; b < a.batch; ++b) {  // each sequence from an empty state
     if (window > 0) {
-      LinearWindowForward(out + b * T * H * D, norm + b * T * H, shift + b * T * H, q + b * T * H * D,
-                          k + b * T * KV * D, v + b * T * KV * D, phi_q + b * T * H * P, phi_k + b * T * KV * P, T,
+      LinearWindowForward(out + b * T * H * D, norm + b * T * H, q + b * T * H * D, k + b * T * KV * D,
+                          v + b * T * KV * D, phi_q + b * T * H * P, phi_k + b * T * KV * P, factor.data(), T,
                           shape, window);
       continue;
     }
@@ -409,20 +416,24 @@ void TrainModel::LinearAttentionBackward(int32_t l, const float* d_out, const fl
   const float* norm = At(a.lin_norm, i * N * H);
   const LinearAttentionShape shape{int32_t(H), int32_t(KV), int32_t(D), int32_t(P)};
   const int32_t window = plan_.layers[size_t(l)].span.window;  // > 0: LoLCATs' hybrid
-  const float* shift = At(a.lin_shift, i * N * H);
+  const bool hybrid = window > 0;
+  std::vector<float> factor(static_cast<size_t>(H)), d_factor(static_cast<size_t>(H), 0.0f);  // [H] γ and dγ
+  for (int64_t h = 0; h < H && hybrid; ++h) factor[size_t(h)] = WindowFactor(p.window_factor[h]);
   {
     const AttentionTimer timer;
-    // Linear alone is the hybrid's backward with no window and no shift;
-    // dv is null under attention transfer.
-    const bool hybrid = window > 0;
+    // Linear alone is the hybrid's backward with no window; dv is null
+    // under attention transfer.
     for (int64_t b = 0; b < a.batch; ++b)
       LinearWindowBackward(hybrid && dq ? dq + b * T * H * D : nullptr, hybrid && dk ? dk + b * T * KV * D : nullptr,
                            dv ? dv + b * T * KV * D : nullptr, &s.d_phi_q[size_t(b * T * H * P)],
-                           &s.d_phi_k[size_t(b * T * KV * P)], d_out + b * T * H * D, out + b * T * H * D,
-                           norm + b * T * H, hybrid ? shift + b * T * H : nullptr, q + b * T * H * D,
-                           k + b * T * KV * D, v + b * T * KV * D, phi_q + b * T * H * P, phi_k + b * T * KV * P, T,
-                           shape, window);
+                           &s.d_phi_k[size_t(b * T * KV * P)], hybrid ? d_factor.data() : nullptr,
+                           d_out + b * T * H * D, out + b * T * H * D, norm + b * T * H, q + b * T * H * D,
+                           k + b * T * KV * D, v + b * T * KV * D, phi_q + b * T * H * P, phi_k + b * T * KV * P,
+                           factor.data(), T, shape, window);
   }
+  // dθ = dγ γ (1 − γ)
+  for (int64_t h = 0; h < H && hybrid && g.window_factor; ++h)
+    g.window_factor[h] += d_factor[size_t(h)] * factor[size_t(h)] * (1.0f - factor[size_t(h)]);
   // dq, dk: linear alone, only the feature maps lead back to them (=); the
   // hybrid's window wrote its part already (+=).
   if (window == 0 && dq) std::fill(dq, dq + N * H * D, 0.0f);
@@ -483,10 +494,14 @@ void TrainModel::ForwardLayers() {
     } else if (!head_gates_.empty()) {
       HeadGatedAttentionForward(att, Branches(l), &head_gates_[size_t(l) * shape_.n_kv_heads], q, k, v, sa);
     } else if (linear_index_[size_t(l)] >= 0 && transfer_) {
-      // The teacher's softmax output goes on; the linear output is scored against it.
+      // The teacher's softmax output goes on; the linear output is scored
+      // against it. The teacher is full causal attention, also for a linear
+      // + window layer, whose linear part must learn the keys beyond it.
       float* lin = At(a.lin_out, linear_index_[size_t(l)] * N * QD);
       LinearAttentionForward(l, lin, q, k, v);
-      AttentionForward(att, At(a.lse, l * N * H), q, k, v, sa);
+      SequenceAttention teacher = sa;
+      teacher.span = Span{};
+      AttentionForward(att, At(a.lse, l * N * H), q, k, v, teacher);
       double sq = 0;
       for (int64_t i = 0; i < N * QD; ++i) sq += double(lin[i] - att[i]) * (lin[i] - att[i]);
       transfer_loss_ += sq / double(N * QD);

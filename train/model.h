@@ -12,7 +12,9 @@
 // A linear layer (attention/linear_attention.h) adds Hedgehog feature maps
 // (self_attn.feature_map_q.{weight [H, D, F], bias [H, F]},
 // self_attn.feature_map_k.{weight [KV, D, F], bias [KV, F]}) applied to Q
-// and K after RoPE, and attends by linear attention.
+// and K after RoPE, and attends by linear attention; a linear + window layer
+// (LoLCATs' hybrid) also the window's weight per head,
+// self_attn.window_factor [H] (θ, the weight σ(θ)).
 //
 // A routed layer (Switch Attention, train/routed.h) adds a router
 // (self_attn.router.weight [1, C], self_attn.router.bias [1]) on the normed
@@ -202,6 +204,7 @@ class TrainModel {
     float* fq_b;       // (H, F)
     float* fk_w;       // (KV, D, F)
     float* fk_b;       // (KV, F)
+    float* window_factor;  // (H) θ, γ = σ(θ): linear + window layers; null on others
   };
   // Every activation of one forward pass; N = B * T tokens.
   struct Activations {
@@ -234,7 +237,6 @@ class TrainModel {
     std::vector<float> phi_q;        // (Lin, N, H, P)
     std::vector<float> phi_k;        // (Lin, N, KV, P)
     std::vector<float> lin_norm;     // (Lin, N, H) denominators
-    std::vector<float> lin_shift;    // (Lin, N, H) linear + window layers: the window's max logit
     std::vector<float> lin_out;      // (Lin, N, H*D) attention transfer: the linear output (att holds softmax)
     // Both branches of the R routed layers, or of every layer (R = L) under head gates:
     std::vector<float> att_full;     // (R, N, H*D) full branch

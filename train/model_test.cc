@@ -156,9 +156,12 @@ double ReferenceLoss(const TrainModel& m, const Vec& params, const std::vector<i
         const LinearAttentionShape ls{int32_t(H), int32_t(KV), int32_t(D), 2 * Fm};
         if (lp.span.full())
           LinearAttendReference(att.data(), phi_q.data(), phi_k.data(), v.data(), seq, ls);
-        else
-          LinearWindowReference(att.data(), q.data(), k.data(), v.data(), phi_q.data(), phi_k.data(), seq, ls,
-                                lp.span.window);
+        else {
+          Vec factor(static_cast<size_t>(H));  // [H] γ = σ(θ)
+          for (int64_t h = 0; h < H; ++h) factor[size_t(h)] = Sigmoid(P(p + "self_attn.window_factor")[h]);
+          LinearWindowReference(att.data(), q.data(), k.data(), v.data(), phi_q.data(), phi_k.data(), factor.data(),
+                                seq, ls, lp.span.window);
+        }
       }
       if (lp.kind == LayerKind::kRouted) {  // att holds the full branch
         const Vec window = Attention(q, k, v, std::vector<Span>(size_t(KV), lp.span), seq, H, KV, D);
@@ -487,16 +490,17 @@ TEST(RoutedCpt, NewRoutersStartAsTheFullModel) {
 }
 
 // Linearizing: a softmax model's layers become linear with new feature
-// maps; under attention transfer the stream stays the softmax model's, the
-// loss is the layers' distance to softmax attention, and only the feature
-// maps learn.
+// maps (the hybrid's layer a window factor too); under attention transfer the
+// stream stays the full softmax model's (the hybrid's teacher is full
+// attention, not its window), the loss is the layers' distance to it, and
+// only the feature maps and window factors learn.
 TEST(LinearCpt, AttentionTransferTrainsTheFeatureMapsOnly) {
   std::mt19937_64 rng(4);
   const std::string dir = TempDir("linearize");
   TrainModel full = ExportedFullModel(dir, rng);
   const ModelShape shape = full.shape();
 
-  TrainModel linear(shape, TinyPlan("linear", shape.n_layers));
+  TrainModel linear(shape, TinyPlan("linear,layer1:linear:4", shape.n_layers));
   int32_t new_maps = -1;
   EXPECT_EQ(LoadHfWeights(linear, dir, &new_maps), 0);
   EXPECT_EQ(new_maps, 2);
@@ -514,7 +518,7 @@ TEST(LinearCpt, AttentionTransferTrainsTheFeatureMapsOnly) {
   linear.ZeroGrads();
   linear.Backward(1.0f / float(linear.counted_weight()));
   for (const ParamTensor& t : linear.tensors()) {
-    const bool map = t.name.find(".feature_map_") != std::string::npos;
+    const bool map = t.name.find(".feature_map_") != std::string::npos || t.name.find(".window_factor") != std::string::npos;
     EXPECT_EQ(t.frozen, !map) << t.name;
     double norm = 0;
     for (int64_t i = 0; i < t.numel; ++i) norm += std::abs(linear.grads()[size_t(t.offset + i)]);
@@ -557,7 +561,7 @@ TEST(LinearCpt, AttentionTransferTrainsTheFeatureMapsOnly) {
   const std::string out = TempDir("linearized");
   ExportHfDirectory(out, linear, ExportOptions{});
   const ModelConfig c = LoadModelConfig(out);
-  EXPECT_EQ(c.attention_plan, "full,layer0:linear,layer1:linear");
+  EXPECT_EQ(c.attention_plan, "full,layer0:linear,layer1:linear:4");
   EXPECT_EQ(c.linear_feature_dim, shape.head_dim / 2);
   TrainModel back(ShapeFromConfig(c), TinyPlan(c.attention_plan, shape.n_layers));
   EXPECT_EQ(LoadHfWeights(back, out, &new_maps), 0);
