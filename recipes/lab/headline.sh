@@ -10,7 +10,7 @@ THREADS=${THREADS:-2}
 SAMPLES=${SAMPLES:-16}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-for arm in full swa64 swa64-sinks4 hybrid hybrid-nope routed full-heads4 per-head25 per-head12 linear; do
+for arm in full swa64 swa64-sinks4 hybrid hybrid-nope routed full-heads4 per-head25 per-head12 linear linear64; do
   [ -f "$MODELS/$arm/config.json" ] || { echo "no $MODELS/$arm (recipes/lab/$arm.sh makes it)" >&2; exit 1; }
   "$SWAN" compare -m "$MODELS/$arm" --attn model --distances 1,64,128,513 --samples "$SAMPLES" \
     --json --quiet -t "$THREADS" > "$TMP/$arm.json"
@@ -19,7 +19,7 @@ node - "$TMP" "$MODELS" <<'JS'
 const fs = require('fs'), path = require('path');
 const [dir, models] = process.argv.slice(2);
 const arms = ['full', 'swa64', 'swa64-sinks4', 'hybrid', 'hybrid-nope', 'routed', 'full-heads4', 'per-head25',
-  'per-head12', 'linear'];
+  'per-head12', 'linear', 'linear64'];
 const rows = [['model', 'plan', 'key inside the window', '64-127 back', '128+ back', 'keys/query', 'KV MiB @ 512', 'decode tok/s']];
 let chance = 0;
 for (const arm of arms) {

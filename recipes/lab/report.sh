@@ -78,12 +78,17 @@ for arm in linear-transfer linear linear64; do
   compare "arm_$arm.json" "$MODELS/$arm" --attn model --distances $BINS
   compare "arm_${arm}_2048.json" "$MODELS/$arm" --attn model -c 2048 --distances 1,64,128,513,1025,2049
 done
-echo "swan bench (decode at depth) -m $MODELS/full and $MODELS/linear" >&2
-"$SWAN" bench -m "$MODELS/full" --attn "full;swa:64,sinks:4" -p 64 -n 32 -d 1024,4096,16384 --json \
-  -t "$THREADS" 2>/dev/null > "$DOCS/data/linear_bench_full.json"
-for arm in linear linear64; do
-  "$SWAN" bench -m "$MODELS/$arm" --attn model -p 64 -n 32 -d 1024,4096,16384 --json -t "$THREADS" 2>/dev/null \
-    > "$DOCS/data/linear_bench_$arm.json"
+# Decode speed drifts by tens of percent from one minute to the next on a
+# shared machine: three rounds, the models interleaved in each, and the
+# report takes each row's median round.
+echo "swan bench (decode at depth) -m $MODELS/full, $MODELS/linear and $MODELS/linear64, 3 rounds" >&2
+for round in 1 2 3; do
+  "$SWAN" bench -m "$MODELS/full" --attn "full;swa:64,sinks:4" -p 64 -n 32 -d 1024,4096,16384 --json \
+    -t "$THREADS" 2>/dev/null > "$DOCS/data/linear_bench_full.$round.json"
+  for arm in linear linear64; do
+    "$SWAN" bench -m "$MODELS/$arm" --attn model -p 64 -n 32 -d 1024,4096,16384 --json -t "$THREADS" 2>/dev/null \
+      > "$DOCS/data/linear_bench_$arm.$round.json"
+  done
 done
 "$SWAN" route-stats -m "$MODELS/routed" --recall --samples 32 --json --quiet -t "$THREADS" > "$DOCS/data/routes.json"
 cp "$MODELS"/laziness/recall_w*.csv "$DOCS/data/"
