@@ -27,4 +27,11 @@ void AddBias(float* x, const float* bias, int64_t n_rows, int64_t dim) {
   }
 }
 
+void AddBiasBackward(float* d_bias, const float* dx, int64_t n_rows, int64_t dim) {
+  for (int64_t t = 0; t < n_rows; ++t) {
+    const float* row = dx + t * dim;
+    for (int64_t i = 0; i < dim; ++i) d_bias[i] += row[i];
+  }
+}
+
 }  // namespace swan

@@ -24,5 +24,8 @@ void GeluTanhMul(float* out, const float* gate, const float* up, int64_t n);
 // x[t] += bias for each row t (an nn.Linear bias).
 //   x [n_rows, dim], bias [dim]
 void AddBias(float* x, const float* bias, int64_t n_rows, int64_t dim);
+// Its backward: d_bias += the sum of dx over the rows.
+//   d_bias [dim], dx [n_rows, dim]
+void AddBiasBackward(float* d_bias, const float* dx, int64_t n_rows, int64_t dim);
 
 }  // namespace swan

@@ -57,20 +57,22 @@ bool EndsWith(const std::string& s, const std::string& tail) {
 }  // namespace
 
 ModelShape ShapeFromConfig(const ModelConfig& c) {
-  if (c.hidden_act != "silu")
-    throw std::runtime_error("training supports hidden_act silu, the model has '" + c.hidden_act + "'");
-  if (c.attention_bias || c.mlp_bias) throw std::runtime_error("training does not support biases");
-  // The trainer lays out and exports the Llama network only: another
-  // family (Qwen2's q/k/v biases, Gemma 3's norms and GELU) would lose what
-  // it has beyond it, silently.
+  // The trainer lays out and exports the Llama network and Qwen2's (the
+  // same with q/k/v biases) only: another family (Gemma 3's norms and GELU)
+  // would lose what it has beyond it, silently.
   const bool llama = c.architecture.empty()
                          ? c.model_type.empty() || c.model_type == "llama" || c.model_type == "mistral"
                          : c.architecture == "LlamaForCausalLM" || c.architecture == "MistralForCausalLM";
-  if (!llama)
-    throw std::runtime_error("training and continual pretraining support Llama and Mistral models; this one is " +
-                             (c.architecture.empty() ? c.model_type : c.architecture) +
-                             ", whose export as a Llama model would drop what it has beyond one");
+  const bool qwen2 = c.architecture.empty() ? c.model_type == "qwen2" : c.architecture == "Qwen2ForCausalLM";
+  if (!llama && !qwen2)
+    throw std::runtime_error("training and continual pretraining support Llama, Mistral and Qwen2 models; this one "
+                             "is " + (c.architecture.empty() ? c.model_type : c.architecture) +
+                             ", whose export as one of them would drop what it has beyond it");
+  if (c.hidden_act != "silu")
+    throw std::runtime_error("training supports hidden_act silu, the model has '" + c.hidden_act + "'");
+  if (c.attention_bias || c.mlp_bias) throw std::runtime_error("training does not support biases");
   ModelShape s;
+  s.qkv_bias = qwen2;
   s.vocab = c.vocab_size;
   s.hidden = c.hidden_size;
   s.intermediate = c.intermediate_size;
@@ -200,8 +202,9 @@ void ExportHfDirectory(const std::string& dir, const TrainModel& model, const Ex
   const AttentionPlan& plan = model.plan();
 
   json c;
-  c["architectures"] = json::array({"LlamaForCausalLM"});
-  c["model_type"] = "llama";
+  // Qwen2 is the Llama network with q/k/v biases.
+  c["architectures"] = json::array({s.qkv_bias ? "Qwen2ForCausalLM" : "LlamaForCausalLM"});
+  c["model_type"] = s.qkv_bias ? "qwen2" : "llama";
   c["hidden_size"] = s.hidden;
   c["intermediate_size"] = s.intermediate;
   c["num_hidden_layers"] = s.n_layers;

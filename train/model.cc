@@ -7,6 +7,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "ops/elementwise.h"
 #include "ops/gemm.h"
 #include "attention/hedgehog.h"
 #include "attention/linear_attention.h"
@@ -116,6 +117,11 @@ void TrainModel::Layout() {
     add(p + "mlp.gate_proj.weight", {F, C});
     add(p + "mlp.up_proj.weight", {F, C});
     add(p + "mlp.down_proj.weight", {C, F});
+    if (shape_.qkv_bias) {
+      add(p + "self_attn.q_proj.bias", {shape_.q_dim()});
+      add(p + "self_attn.k_proj.bias", {shape_.kv_dim()});
+      add(p + "self_attn.v_proj.bias", {shape_.kv_dim()});
+    }
     if (routed_index_[size_t(l)] >= 0) {
       add(p + "self_attn.router.weight", {1, C});
       tensors_.back().decay = false;  // decay would pull every token's route towards the bias alone
@@ -145,17 +151,20 @@ const ParamTensor& TrainModel::tensor(const std::string& name) const {
 }
 
 TrainModel::LayerParams TrainModel::Layer(std::vector<float>& b, int32_t l) {
-  // The layer's tensors in Layout() order: 9, then a routed layer's router
-  // or a linear layer's feature maps (and a linear + window layer's factor).
+  // The layer's tensors in Layout() order: 9, the q/k/v biases if any, then
+  // a routed layer's router or a linear layer's feature maps (and a linear +
+  // window layer's factor).
   const size_t first = layer_first_[size_t(l)];
   auto p = [&](size_t i) { return At(b, tensors_[first + i].offset); };
   const bool routed = routed_index_[size_t(l)] >= 0, linear = linear_index_[size_t(l)] >= 0;
-  const bool hybrid = linear && plan_.layers[size_t(l)].span.window > 0;
+  const bool hybrid = linear && plan_.layers[size_t(l)].span.window > 0, bias = shape_.qkv_bias;
+  const size_t x = bias ? 12 : 9;  // the first extra tensor
   return LayerParams{p(0), p(1), p(2), p(3), p(4), p(5), p(6), p(7), p(8),
-                     routed ? p(9) : nullptr, routed ? p(10) : nullptr,
-                     linear ? p(9) : nullptr, linear ? p(10) : nullptr,
-                     linear ? p(11) : nullptr, linear ? p(12) : nullptr,
-                     hybrid ? p(13) : nullptr};
+                     bias ? p(9) : nullptr, bias ? p(10) : nullptr, bias ? p(11) : nullptr,
+                     routed ? p(x) : nullptr, routed ? p(x + 1) : nullptr,
+                     linear ? p(x) : nullptr, linear ? p(x + 1) : nullptr,
+                     linear ? p(x + 2) : nullptr, linear ? p(x + 3) : nullptr,
+                     hybrid ? p(x + 4) : nullptr};
 }
 
 void TrainModel::InitRandom(uint64_t seed) {
@@ -167,8 +176,8 @@ void TrainModel::InitRandom(uint64_t seed) {
     if (t.name.find(".router.") != std::string::npos) continue;  // InitRouters, no draws
     if (t.name.find(".feature_map_") != std::string::npos || t.name.find(".window_factor") != std::string::npos)
       continue;  // InitFeatureMaps, no draws
-    if (t.shape.size() == 1) {
-      std::fill(p, p + t.numel, 1.0f);
+    if (t.shape.size() == 1) {  // norm weights start at 1, q/k/v biases at 0
+      std::fill(p, p + t.numel, t.name.size() > 5 && t.name.ends_with(".bias") ? 0.0f : 1.0f);
       continue;
     }
     const bool output = t.name.find("o_proj") != std::string::npos ||
@@ -481,6 +490,11 @@ void TrainModel::ForwardLayers() {
     Project(q, xn, p.wq, N, C, QD);
     Project(k, xn, p.wk, N, C, KD);
     Project(v, xn, p.wv, N, C, KD);
+    if (p.bq) {
+      AddBias(q, p.bq, N, QD);
+      AddBias(k, p.bk, N, KD);
+      AddBias(v, p.bv, N, KD);
+    }
     for (int64_t b = 0; b < batch; ++b) {
       RopeForward(q + b * seq * QD, ropes_[size_t(l)], a.pos.data(), seq, shape_.n_heads);
       RopeForward(k + b * seq * KD, ropes_[size_t(l)], a.pos.data(), seq, shape_.n_kv_heads);
@@ -660,6 +674,11 @@ void TrainModel::BackwardLayers(float loss_scale) {
                    shape_.n_kv_heads);
     }
     const float* xn = At(a.attn_xn, l * N * C);
+    if (g.bq) {
+      AddBiasBackward(g.bq, s.dq.data(), N, QD);
+      AddBiasBackward(g.bk, s.dk.data(), N, KD);
+      AddBiasBackward(g.bv, s.dv.data(), N, KD);
+    }
     ProjectBackward(s.d_xn.data(), g.wq, s.dq.data(), xn, p.wq, N, C, QD, false);
     ProjectBackward(s.d_xn.data(), g.wk, s.dk.data(), xn, p.wk, N, C, KD, true);
     ProjectBackward(s.d_xn.data(), g.wv, s.dv.data(), xn, p.wv, N, C, KD, true);

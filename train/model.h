@@ -47,6 +47,7 @@ struct ModelShape {
   RopeSettings rope;         // the model's RoPE; the plan may turn it off per layer
   int64_t max_position = 0;  // the training context, written as max_position_embeddings
   int32_t feature_dim = 0;   // linear layers: the Hedgehog map's F (0: head_dim / 2), φ has 2F
+  bool qkv_bias = false;     // q/k/v projection biases (Qwen2; exported as Qwen2ForCausalLM)
 
   int64_t q_dim() const { return int64_t(n_heads) * head_dim; }
   int64_t kv_dim() const { return int64_t(n_kv_heads) * head_dim; }
@@ -198,6 +199,9 @@ class TrainModel {
     float* w_gate;     // (F, C)
     float* w_up;       // (F, C)
     float* w_down;     // (C, F)
+    float* bq;         // (H*D) q/k/v biases when qkv_bias; null otherwise
+    float* bk;         // (KV*D)
+    float* bv;         // (KV*D)
     float* router_w;   // (1, C) routed layers; null on others
     float* router_b;   // (1)
     float* fq_w;       // (H, D, F) linear layers; null on others

@@ -140,7 +140,13 @@ double ReferenceLoss(const TrainModel& m, const Vec& params, const std::vector<i
       const Vec xn = Norm(x, P(p + "input_layernorm.weight"), s.rms_eps, seq, C);
       Vec q = Linear(xn, P(p + "self_attn.q_proj.weight"), seq, C, H * D);
       Vec k = Linear(xn, P(p + "self_attn.k_proj.weight"), seq, C, KV * D);
-      const Vec v = Linear(xn, P(p + "self_attn.v_proj.weight"), seq, C, KV * D);
+      Vec v = Linear(xn, P(p + "self_attn.v_proj.weight"), seq, C, KV * D);
+      if (s.qkv_bias)  // Qwen2: each row plus the projection's bias
+        for (const auto& [x, name] : {std::pair<Vec*, const char*>{&q, "q"}, {&k, "k"}, {&v, "v"}}) {
+          const double* bias = P(p + "self_attn." + name + "_proj.bias");
+          const size_t width = x->size() / size_t(seq);
+          for (size_t i = 0; i < x->size(); ++i) (*x)[i] += bias[i % width];
+        }
       Rotate(q, rope, lp.rope.enabled, seq, int32_t(H), int32_t(D));
       Rotate(k, rope, lp.rope.enabled, seq, int32_t(KV), int32_t(D));
       std::vector<Span> spans;  // [KV] each KV head's span (a routed layer's full branch here)
@@ -240,9 +246,10 @@ AttentionPlan TinyPlan(const std::string& spec, int32_t n_layers, int32_t n_kv_h
 }
 
 // kv_heads > 0: that many KV heads, two query heads each (per-head plans).
-void CheckModelGradient(const std::string& spec, bool tied, int32_t kv_heads = 0) {
+void CheckModelGradient(const std::string& spec, bool tied, int32_t kv_heads = 0, bool qkv_bias = false) {
   ModelShape shape = PresetShape("tiny", 32, 16);
   shape.tied_embeddings = tied;
+  shape.qkv_bias = qkv_bias;
   if (kv_heads > 0) {
     shape.n_kv_heads = kv_heads;
     shape.n_heads = 2 * kv_heads;
@@ -312,8 +319,8 @@ void CheckModelGradient(const std::string& spec, bool tied, int32_t kv_heads = 0
     worst = std::max(worst, err);
     EXPECT_LT(err, 1e-3) << t.name;
   }
-  std::printf("  model grad check [%s%s]: worst tensor rel. error %.2e\n", spec.c_str(),
-              tied ? ", tied" : "", worst);
+  std::printf("  model grad check [%s%s%s]: worst tensor rel. error %.2e\n", spec.c_str(),
+              tied ? ", tied" : "", qkv_bias ? ", q/k/v biases" : "", worst);
 }
 
 TEST(ModelGrad, WindowSinksNopeTied) { CheckModelGradient("hybrid:1:1,window:4,sinks:1,nope:full", true); }
@@ -324,6 +331,8 @@ TEST(ModelGrad, RoutedAndFullNopeUntied) { CheckModelGradient("full,layer1:route
 TEST(ModelGrad, LinearAndWindowUntied) { CheckModelGradient("swa:4,layer1:linear", false); }
 TEST(ModelGrad, LinearGqaTied) { CheckModelGradient("linear", true, 1); }
 TEST(ModelGrad, LinearWindowGqaUntied) { CheckModelGradient("linear:3,layer0:linear", false, 1); }
+// Qwen2's q/k/v biases, under a window and a routed layer.
+TEST(ModelGrad, QkvBiasRoutedUntied) { CheckModelGradient("swa:4,layer1:routed:3", false, 0, true); }
 TEST(ModelGrad, PerHeadSinksTied) { CheckModelGradient("swa:3,sinks:1,layer0:heads:1,layer1:heads:0+2", true, 3); }
 
 // Loss weights: 0 on a token is the same as not counting it, and a weight

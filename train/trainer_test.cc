@@ -348,6 +348,52 @@ TEST(Trainer, RoutedExportLoadsWithTheSameLogits) {
   EXPECT_LT(worst, 1e-4);
 }
 
+// Qwen2 trains: a model with q/k/v biases exports as Qwen2ForCausalLM with
+// every bias, runs in the inference model with the training forward's
+// logits, and loads back into the trainer (--init) with the same parameters.
+TEST(Trainer, Qwen2ExportKeepsTheBiasesAndTheLogits) {
+  const std::string dir = TempDir("qwen2_export");
+  ModelShape shape = PresetShape("tiny", 32, 40);
+  shape.qkv_bias = true;
+  const AttentionPlan plan = [] {
+    ModelAttentionDefaults d;
+    d.n_layers = 2;
+    d.rope.base = 10000;
+    return ResolvePlan("full,layer0:swa:5", d);
+  }();
+  TrainModel model(shape, plan);
+  model.InitRandom(41);
+  EXPECT_EQ(model.params()[size_t(model.tensor("model.layers.1.self_attn.k_proj.bias").offset)], 0.0f);
+  std::mt19937_64 rng(42);
+  std::normal_distribution<float> noise(0.0f, 0.3f);
+  for (float& p : model.params()) p += noise(rng);
+  ExportHfDirectory(dir, model, ExportOptions{});
+  const ModelConfig c = LoadModelConfig(dir);
+  EXPECT_EQ(c.architecture, "Qwen2ForCausalLM");
+  const ModelShape again = ShapeFromConfig(c);
+  EXPECT_TRUE(again.qkv_bias);
+  TrainModel back(again, ResolvePlan(c.attention_plan, AttentionDefaultsFor(c)));
+  EXPECT_EQ(LoadHfWeights(back, dir), 0);
+  EXPECT_EQ(back.params(), model.params());
+
+  auto loaded = LoadModel(dir);
+  const int64_t T = 24;
+  std::vector<int32_t> tokens(T), targets(T, 0), pos(T);
+  for (int64_t i = 0; i < T; ++i) tokens[size_t(i)] = int32_t(rng() % 32), pos[size_t(i)] = int32_t(i);
+  model.Forward(tokens.data(), targets.data(), 1, T);
+  auto session = loaded->NewSession(loaded->ResolvePlan(""));
+  std::vector<float> logits(size_t(T) * 32);
+  loaded->Forward(logits.data(), Batch{tokens.data(), pos.data(), T, true}, *session);
+  double worst = 0;
+  for (size_t i = 0; i < logits.size(); ++i) worst = std::max(worst, double(std::abs(logits[i] - model.logits()[i])));
+  EXPECT_LT(worst, 1e-4);
+  // A trainer laid out without the biases refuses the directory rather than drop them.
+  ModelShape plain = shape;
+  plain.qkv_bias = false;
+  TrainModel llama(plain, plan);
+  EXPECT_THROW(LoadHfWeights(llama, dir), std::runtime_error);
+}
+
 // The linear contract: an export with a linear layer and a linear + window
 // one (LoLCATs' hybrid) runs in the inference model with the training
 // forward's logits, whole, in chunks and one token at a time; the linear
