@@ -13,6 +13,7 @@
 #include "model/cache_positions.h"
 #include "ops/elementwise.h"
 #include "ops/linear.h"
+#include "ops/router.h"
 
 namespace swan {
 
@@ -43,14 +44,9 @@ void RouteTokens(uint8_t* route_full, const float* xn, const int32_t* pos, int64
     if (!routes.router || int64_t(routes.router->weight.size()) != hidden)
       throw std::logic_error("RouteTokens: layer " + std::to_string(routes.layer) + " has no router of width " +
                              std::to_string(hidden));
-    const float* w = routes.router->weight.data();
-    for (int64_t t = 0; t < n; ++t) {
-      // The logit in double: the route is its sign, so keep it exact enough
-      // that float rounding order does not flip near-zero logits needlessly.
-      double logit = routes.router->bias;
-      for (int64_t c = 0; c < hidden; ++c) logit += double(w[c]) * double(xn[t * hidden + c]);
-      route_full[t] = logit > 0.0;
-    }
+    std::vector<float> logit(static_cast<size_t>(n));  // [n]
+    RouterForward(logit.data(), xn, routes.router->weight.data(), &routes.router->bias, n, hidden);
+    for (int64_t t = 0; t < n; ++t) route_full[t] = RoutesFull(logit[size_t(t)]);
   }
   if (routes.record) routes.record->insert(routes.record->end(), route_full, route_full + n);
 }

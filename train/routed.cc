@@ -17,33 +17,7 @@ double Softplus(double x) { return std::max(x, 0.0) + std::log1p(std::exp(-std::
 
 }  // namespace
 
-// --- router --------------------------------------------------------------------------
-
-void RouterForward(float* logit, const float* xn, const float* w, const float* b, int64_t n,
-                   int64_t dim) {
-#pragma omp parallel for if (n * dim > 65536)
-  for (int64_t t = 0; t < n; ++t) {
-    double s = b[0];
-    for (int64_t i = 0; i < dim; ++i) s += double(xn[t * dim + i]) * w[i];
-    logit[t] = float(s);
-  }
-}
-
-void RouterBackward(float* d_xn, float* d_w, float* d_b, const float* d_logit, const float* xn,
-                    const float* w, int64_t n, int64_t dim) {
-  double db = 0;
-  for (int64_t t = 0; t < n; ++t) db += d_logit[t];
-  d_b[0] += float(db);
-#pragma omp parallel for if (n * dim > 65536)
-  for (int64_t i = 0; i < dim; ++i) {
-    double s = 0;
-    for (int64_t t = 0; t < n; ++t) s += double(d_logit[t]) * xn[t * dim + i];
-    d_w[i] += float(s);
-  }
-#pragma omp parallel for if (n * dim > 65536)
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t i = 0; i < dim; ++i) d_xn[t * dim + i] += d_logit[t] * w[i];
-}
+// --- router ------------------------------------------------------------------------------
 
 void InitRouter(float* w, float* b, int64_t dim) {
   std::fill(w, w + dim, 0.0f);
