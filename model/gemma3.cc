@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/blocks.h"
+#include "model/step_decoder.h"
 #include "model/weight_source.h"
 #include "ops/elementwise.h"
 #include "ops/linear.h"
@@ -41,21 +42,19 @@ struct Gemma3Layer {
   std::vector<float> post_ff_norm;    // [hidden] 1 + weight
 };
 
-class Gemma3 : public LanguageModel {
+class Gemma3 : public StepDecoder {
  public:
   // `origin` names the checkpoint in messages.
   Gemma3(const WeightSource& weights, const ModelConfig& config, const std::string& origin);
 
   const ModelConfig& config() const override { return config_; }
   size_t WeightBytes() const override;
-  void Forward(float* logits, const Batch& batch, Session& session) const override;
-  void ForwardBatch(float* logits, const std::vector<SequenceStep>& steps) const override;
 
  private:
   // Throws when the session's plan does not fit this model.
-  void CheckSession(const Session& session) const;
+  void CheckSession(const Session& session) const override;
   // One pass over the steps' tokens, each step at most its cache's max_chunk.
-  void ForwardSteps(float* logits, const std::vector<SequenceStep>& steps) const;
+  void ForwardSteps(float* logits, const std::vector<SequenceStep>& steps) const override;
 
   ModelConfig config_;
   BlockSizes sizes_;
@@ -131,30 +130,9 @@ size_t Gemma3::WeightBytes() const {
 }
 
 void Gemma3::CheckSession(const Session& session) const {
-  if (int32_t(session.plan.layers.size()) != config_.n_layers)
-    throw std::invalid_argument("Forward: the session's plan does not fit this model");
   if (session.plan.HasLinearLayers())
     throw std::invalid_argument("attention plan '" + session.plan.spec +
                                 "': linear layers run on Llama-family models (swan train linearizes those)");
-}
-
-void Gemma3::Forward(float* logits, const Batch& batch, Session& session) const {
-  if (batch.n <= 0) throw std::invalid_argument("Forward: empty batch");
-  CheckSession(session);
-  ForwardInChunks(logits, batch, session.cache.options().max_chunk, config_.vocab_size,
-                  [&](float* part_logits, const Batch& part) {
-                    ForwardSteps(part_logits, {SequenceStep{part, &session}});
-                  });
-}
-
-void Gemma3::ForwardBatch(float* logits, const std::vector<SequenceStep>& steps) const {
-  CheckSteps(steps);
-  for (const SequenceStep& step : steps) CheckSession(*step.session);
-  // A step longer than its cache's chunk needs several passes: one by one.
-  if (!StepsFitChunks(steps))
-    LanguageModel::ForwardBatch(logits, steps);
-  else if (!steps.empty())
-    ForwardSteps(logits, steps);
 }
 
 // x += y, elementwise.  x, y [n]

@@ -7,6 +7,7 @@
 
 #include "attention/linear_attention.h"
 #include "model/blocks.h"
+#include "model/step_decoder.h"
 #include "model/weight_source.h"
 #include "ops/elementwise.h"
 #include "ops/linear.h"
@@ -24,7 +25,7 @@ struct LlamaLayer {
   std::optional<RouterWeights> router;
 };
 
-class Llama : public LanguageModel {
+class Llama : public StepDecoder {
  public:
   // `origin` names the checkpoint in messages.
   Llama(const WeightSource& weights, const ModelConfig& config, const std::string& origin,
@@ -32,14 +33,12 @@ class Llama : public LanguageModel {
 
   const ModelConfig& config() const override { return config_; }
   size_t WeightBytes() const override;
-  void Forward(float* logits, const Batch& batch, Session& session) const override;
-  void ForwardBatch(float* logits, const std::vector<SequenceStep>& steps) const override;
 
  private:
   // Throws when the session's plan does not fit or routes without routers.
-  void CheckSession(const Session& session) const;
+  void CheckSession(const Session& session) const override;
   // One pass over the steps' tokens, each step at most its cache's max_chunk.
-  void ForwardSteps(float* logits, const std::vector<SequenceStep>& steps) const;
+  void ForwardSteps(float* logits, const std::vector<SequenceStep>& steps) const override;
 
   ModelConfig config_;
   std::string origin_;          // the checkpoint directory, for messages
@@ -150,8 +149,6 @@ ModelAttentionDefaults LlamaAttentionDefaults(const ModelConfig& config) {
 namespace {
 
 void Llama::CheckSession(const Session& session) const {
-  if (int32_t(session.plan.layers.size()) != config_.n_layers)
-    throw std::invalid_argument("Forward: the session's plan does not fit this model");
   for (size_t i = 0; i < session.plan.layers.size(); ++i)
     if (session.plan.layers[i].kind == LayerKind::kLinear && layers_[i].attn.feature_dim == 0)
       throw std::runtime_error(origin_ + " has no feature maps for layer " + std::to_string(i) +
@@ -172,25 +169,6 @@ void Llama::CheckSession(const Session& session) const {
     for (const LlamaLayer& l : layers_) routers.push_back(l.router ? &*l.router : nullptr);
     RequireRouters(session, routers, origin_);
   }
-}
-
-void Llama::Forward(float* logits, const Batch& batch, Session& session) const {
-  if (batch.n <= 0) throw std::invalid_argument("Forward: empty batch");
-  CheckSession(session);
-  ForwardInChunks(logits, batch, session.cache.options().max_chunk, config_.vocab_size,
-                  [&](float* part_logits, const Batch& part) {
-                    ForwardSteps(part_logits, {SequenceStep{part, &session}});
-                  });
-}
-
-void Llama::ForwardBatch(float* logits, const std::vector<SequenceStep>& steps) const {
-  CheckSteps(steps);
-  for (const SequenceStep& step : steps) CheckSession(*step.session);
-  // A step longer than its cache's chunk needs several passes: one by one.
-  if (!StepsFitChunks(steps))
-    LanguageModel::ForwardBatch(logits, steps);
-  else if (!steps.empty())
-    ForwardSteps(logits, steps);
 }
 
 void Llama::ForwardSteps(float* logits, const std::vector<SequenceStep>& steps) const {
