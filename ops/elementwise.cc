@@ -8,7 +8,7 @@
 namespace swan {
 
 void RmsNorm(float* out, const float* x, const float* weight, float eps, int64_t n_tokens,
-             int64_t dim) {
+             int64_t dim, float* rstd) {
 #pragma omp parallel for if (n_tokens > 16)
   for (int64_t t = 0; t < n_tokens; ++t) {
     const float* xt = x + t * dim;
@@ -16,9 +16,39 @@ void RmsNorm(float* out, const float* x, const float* weight, float eps, int64_t
     double sum_sq = 0;
     for (int64_t i = 0; i < dim; ++i) sum_sq += double(xt[i]) * xt[i];
     const float inv = float(1.0 / std::sqrt(sum_sq / double(dim) + double(eps)));
+    if (rstd) rstd[t] = inv;
     for (int64_t i = 0; i < dim; ++i) ot[i] = xt[i] * inv * weight[i];
   }
 }
+
+void RmsNormBackward(float* dx, float* d_weight, const float* d_out, const float* x,
+                     const float* rstd, const float* weight, int64_t n, int64_t dim,
+                     bool accumulate_dx) {
+  // With g = d_out * weight and xhat = x * rstd:
+  //   dx = rstd * (g - xhat * mean(g * xhat)),   d_weight += sum_t d_out * xhat
+#pragma omp parallel for if (n > 64)
+  for (int64_t t = 0; t < n; ++t) {
+    const float* xt = x + t * dim;
+    const float* gt = d_out + t * dim;
+    float* dxt = dx + t * dim;
+    const float r = rstd[t];
+    double dot = 0;
+    for (int64_t i = 0; i < dim; ++i) dot += double(gt[i]) * weight[i] * xt[i] * r;
+    const float mean = float(dot / double(dim));
+    for (int64_t i = 0; i < dim; ++i) {
+      const float v = r * (gt[i] * weight[i] - xt[i] * r * mean);
+      dxt[i] = accumulate_dx ? dxt[i] + v : v;
+    }
+  }
+  if (!d_weight) return;
+#pragma omp parallel for if (n * dim > 65536)
+  for (int64_t i = 0; i < dim; ++i) {
+    double acc = 0;
+    for (int64_t t = 0; t < n; ++t) acc += double(d_out[t * dim + i]) * x[t * dim + i] * rstd[t];
+    d_weight[i] += float(acc);
+  }
+}
+
 
 void AddBias(float* x, const float* bias, int64_t n_rows, int64_t dim) {
   for (int64_t t = 0; t < n_rows; ++t) {
@@ -31,6 +61,20 @@ void AddBiasBackward(float* d_bias, const float* dx, int64_t n_rows, int64_t dim
   for (int64_t t = 0; t < n_rows; ++t) {
     const float* row = dx + t * dim;
     for (int64_t i = 0; i < dim; ++i) d_bias[i] += row[i];
+  }
+}
+
+void SiluMulBackward(float* d_gate, float* d_up, const float* d_out, const float* gate,
+                     const float* up, int64_t n) {
+#pragma omp parallel for if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    const float sig = 1.0f / (1.0f + std::exp(-g));
+    const float silu = g * sig;
+    // silu'(g) = sig * (1 + g * (1 - sig))
+    const float d = d_out[i];
+    d_up[i] = d * silu;
+    d_gate[i] = d * up[i] * sig * (1.0f + g * (1.0f - sig));
   }
 }
 

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "attention/attention.h"
+#include "ops/elementwise.h"
 #include "ops/rope.h"
 
 namespace swan {
@@ -37,15 +38,7 @@ void EmbeddingForward(float* out, const int32_t* ids, const float* table, int64_
 void EmbeddingBackward(float* d_table, const float* d_out, const int32_t* ids, int64_t n,
                        int64_t dim);
 
-// --- RMSNorm (HF LlamaRMSNorm; QK-norm is the same over [n * heads, head_dim]) ---
-// out = x * rstd * weight, rstd = 1 / sqrt(mean(x²) + eps)
-//   out, x [n, dim], rstd [n] (saved), weight [dim]. out may not alias x.
-void RmsNormForward(float* out, float* rstd, const float* x, const float* weight, float eps,
-                    int64_t n, int64_t dim);
-//   dx [n, dim] (= or +=), d_weight [dim] (+=; null: a frozen weight)
-void RmsNormBackward(float* dx, float* d_weight, const float* d_out, const float* x,
-                     const float* rstd, const float* weight, int64_t n, int64_t dim,
-                     bool accumulate_dx);
+// RMSNorm and SwiGLU, forward and backward: ops/elementwise.h.
 
 // --- linear layer (no bias), through oneDNN ----------------------------------
 // y (+)= x · wᵀ     y [n, out], x [n, in], w [out, in]
@@ -79,13 +72,6 @@ void RopeForward(float* x, const Rope& rope, const int32_t* pos, int64_t n, int3
 // The rotation is orthogonal times a scale, so its transpose is the
 // rotation by the negated angle: dx = rotate(d_out, -pos), in place.
 void RopeBackward(float* dx, const Rope& rope, const int32_t* pos, int64_t n, int32_t heads);
-
-// --- SwiGLU: out = silu(gate) * up --------------------------------------------
-//   out, gate, up [n]
-void SwiGluForward(float* out, const float* gate, const float* up, int64_t n);
-//   d_gate, d_up [n] (=)
-void SwiGluBackward(float* d_gate, float* d_up, const float* d_out, const float* gate,
-                    const float* up, int64_t n);
 
 // --- GELU, tanh approximation (Gemma's gelu_pytorch_tanh) ----------------------
 // out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³)))      out, x [n]

@@ -483,7 +483,7 @@ void TrainModel::ForwardLayers() {
     float* att = At(a.att, l * N * QD);
     float* mid = At(a.attn_mid, l * N * C);
     // Attention branch.
-    RmsNormForward(xn, At(a.attn_rstd, l * N), res, p.attn_norm, shape_.rms_eps, N, C);
+    RmsNorm(xn, res, p.attn_norm, shape_.rms_eps, N, C, At(a.attn_rstd, l * N));
     const int32_t r = routed_index_[size_t(l)];
     float* logit = r >= 0 ? At(a.router_logit, r * N) : nullptr;
     if (r >= 0) RouterForward(logit, xn, p.router_w, p.router_b, N, C);
@@ -532,16 +532,16 @@ void TrainModel::ForwardLayers() {
     float* up = At(a.up, l * N * F);
     float* act = At(a.act, l * N * F);
     float* out = At(a.residual, (l + 1) * N * C);
-    RmsNormForward(mxn, At(a.mlp_rstd, l * N), mid, p.mlp_norm, shape_.rms_eps, N, C);
+    RmsNorm(mxn, mid, p.mlp_norm, shape_.rms_eps, N, C, At(a.mlp_rstd, l * N));
     Project(gate, mxn, p.w_gate, N, C, F);
     Project(up, mxn, p.w_up, N, C, F);
-    SwiGluForward(act, gate, up, N * F);
+    SiluMul(act, gate, up, N * F);
     std::copy(mid, mid + N * C, out);
     Project(out, act, p.w_down, N, F, C, /*accumulate_y=*/true);
   }
   const float* final_norm = At(params_, tensor("model.norm.weight").offset);
-  RmsNormForward(a.final_xn.data(), a.final_rstd.data(), At(a.residual, shape_.n_layers * N * C),
-                 final_norm, shape_.rms_eps, N, C);
+  RmsNorm(a.final_xn.data(), At(a.residual, shape_.n_layers * N * C), final_norm, shape_.rms_eps, N, C,
+          a.final_rstd.data());
 }
 
 std::vector<double> TrainModel::AttentionWeights(int32_t layer, int32_t head, int64_t query) const {
@@ -638,7 +638,7 @@ void TrainModel::BackwardLayers(float loss_scale) {
     // MLP branch: out = mid + act · w_downᵀ.
     ProjectBackward(s.d_act.data(), g.w_down, s.d_res.data(), At(a.act, l * N * F), p.w_down, N,
                     F, C, false);
-    SwiGluBackward(s.d_gate.data(), s.d_up.data(), s.d_act.data(), At(a.gate, l * N * F),
+    SiluMulBackward(s.d_gate.data(), s.d_up.data(), s.d_act.data(), At(a.gate, l * N * F),
                    At(a.up, l * N * F), N * F);
     const float* mxn = At(a.mlp_xn, l * N * C);
     ProjectBackward(s.d_xn.data(), g.w_gate, s.d_gate.data(), mxn, p.w_gate, N, C, F, false);
