@@ -92,6 +92,10 @@ struct BlockSizes {
   int64_t intermediate = 0;
   AttentionShape heads;
 };
+// A model's block sizes, from its config.
+inline BlockSizes BlockSizesOf(const ModelConfig& c) {
+  return BlockSizes{c.hidden_size, c.intermediate_size, AttentionShape{c.n_heads, c.n_kv_heads, c.head_dim}};
+}
 
 // What the attention block of one layer runs with.
 struct AttentionLayer {

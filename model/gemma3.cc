@@ -80,9 +80,7 @@ void CheckSupported(const ModelConfig& c, const std::string& dir) {
 Gemma3::Gemma3(const WeightSource& w, const ModelConfig& config, const std::string& origin)
     : config_(config) {
   CheckSupported(config, origin);
-  sizes_.hidden = config.hidden_size;
-  sizes_.intermediate = config.intermediate_size;
-  sizes_.heads = AttentionShape{config.n_heads, config.n_kv_heads, config.head_dim};
+  sizes_ = BlockSizesOf(config);
   const int64_t hidden = config.hidden_size, inter = config.intermediate_size;
   const int64_t head_dim = config.head_dim;
   const int64_t q_dim = int64_t(config.n_heads) * head_dim;

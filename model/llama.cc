@@ -63,9 +63,7 @@ Llama::Llama(const WeightSource& w, const ModelConfig& config, const std::string
              const LlamaVariant& variant)
     : config_(config), origin_(origin) {
   CheckSupported(config, origin, variant);
-  sizes_.hidden = config.hidden_size;
-  sizes_.intermediate = config.intermediate_size;
-  sizes_.heads = AttentionShape{config.n_heads, config.n_kv_heads, config.head_dim};
+  sizes_ = BlockSizesOf(config);
   const int64_t hidden = config.hidden_size, inter = config.intermediate_size;
   const int64_t q_dim = int64_t(config.n_heads) * config.head_dim;
   const int64_t kv_dim = int64_t(config.n_kv_heads) * config.head_dim;
