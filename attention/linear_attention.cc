@@ -103,35 +103,21 @@ void LinearAttendBackward(float* d_phi_q, float* d_phi_k, float* dv, const float
 
 void LinearAttendReference(double* out, const double* phi_q, const double* phi_k, const double* v,
                            int64_t n, const LinearAttentionShape& shape) {
-  Check(shape);
-  const int64_t H = shape.n_heads, KV = shape.n_kv_heads, D = shape.head_dim, P = shape.phi_dim;
-  for (int64_t h = 0; h < H; ++h) {
-    const int64_t g = h / (H / KV);
-    for (int64_t i = 0; i < n; ++i) {
-      double den = kLinearEps;
-      std::vector<double> num(static_cast<size_t>(D), 0.0);  // [D]
-      for (int64_t j = 0; j < n; ++j) {
-        if (j > i) continue;  // the causal mask
-        double a = 0;
-        for (int64_t p = 0; p < P; ++p) a += phi_q[(i * H + h) * P + p] * phi_k[(j * KV + g) * P + p];
-        den += a;
-        for (int64_t d = 0; d < D; ++d) num[size_t(d)] += a * v[(j * KV + g) * D + d];
-      }
-      for (int64_t d = 0; d < D; ++d) out[(i * H + h) * D + d] = num[size_t(d)] / den;
-    }
-  }
+  // Linear alone is the hybrid with no window (q, k and the factors unused).
+  LinearWindowReference(out, nullptr, nullptr, v, phi_q, phi_k, nullptr, n, shape, /*window=*/0);
 }
 
 namespace {
 
-// The window's largest logit for query row qi and the key it belongs to
-// (the first such key): m_i of LoLCATs' window weights γ e^{s_ij − m_i}.
-double WindowMax(const float* qi, const float* k, int64_t lo, int64_t i, int64_t KV, int64_t g, int64_t D,
-                 double scale, int64_t* argmax) {
+// Query row qi's logits over its window [lo, i] into s [i − lo + 1], and
+// their max m_i (LoLCATs' window weights are γ e^{s_ij − m_i}) with the
+// first key that has it.
+double WindowLogits(double* s, const float* qi, const float* k, int64_t lo, int64_t i, int64_t KV, int64_t g,
+                    int64_t D, double scale, int64_t* argmax) {
   double m = -INFINITY;
   for (int64_t j = lo; j <= i; ++j) {
-    const double s = scale * Dot(qi, k + (j * KV + g) * D, D);
-    if (s > m) m = s, *argmax = j;
+    s[j - lo] = scale * Dot(qi, k + (j * KV + g) * D, D);
+    if (s[j - lo] > m) m = s[j - lo], *argmax = j;
   }
   return m;
 }
@@ -148,17 +134,18 @@ void LinearWindowForward(float* out, float* norm, const float* q, const float* k
   const double scale = 1.0 / std::sqrt(double(D));
 #pragma omp parallel for if (KV > 1)
   for (int64_t g = 0; g < KV; ++g) {
-    std::vector<double> num(static_cast<size_t>(D));  // [D]
+    std::vector<double> num(static_cast<size_t>(D));         // [D]
+    std::vector<double> logit(static_cast<size_t>(window));  // [W] the row's window
     for (int64_t h = g * group; h < (g + 1) * group; ++h)
       for (int64_t i = 0; i < n; ++i) {
         const float* qi = q + (i * H + h) * D;
         const int64_t lo = std::max<int64_t>(0, i - window + 1);  // the window's first key
         int64_t top = lo;
-        const double m = WindowMax(qi, k, lo, i, KV, g, D, scale, &top);
+        const double m = WindowLogits(logit.data(), qi, k, lo, i, KV, g, D, scale, &top);
         std::fill(num.begin(), num.end(), 0.0);
         double den = kLinearEps;
         for (int64_t j = lo; j <= i; ++j) {
-          const double w = window_factor[h] * std::exp(scale * Dot(qi, k + (j * KV + g) * D, D) - m);
+          const double w = window_factor[h] * std::exp(logit[size_t(j - lo)] - m);
           const float* vj = v + (j * KV + g) * D;
           for (int64_t d = 0; d < D; ++d) num[size_t(d)] += w * vj[d];
           den += w;
@@ -196,7 +183,8 @@ void LinearWindowBackward(float* dq, float* dk, float* dv, float* d_phi_q, float
   //     −Σ_win da a (added to ds_ij*); dγ += Σ_win da a / γ;
   //   older:  a_ij = φq_i · φk_j, dφq_i += da φk_j, dφk_j += da φq_i.
 #pragma omp parallel for if (KV > 1)
-  for (int64_t g = 0; g < KV; ++g)
+  for (int64_t g = 0; g < KV; ++g) {
+    std::vector<double> logit(static_cast<size_t>(std::max(window, 1)));  // [W] the row's window
     for (int64_t h = g * group; h < (g + 1) * group; ++h)
       for (int64_t i = 0; i < n; ++i) {
         const float* qi = window > 0 ? q + (i * H + h) * D : nullptr;  // the window branch only
@@ -205,7 +193,7 @@ void LinearWindowBackward(float* dq, float* dk, float* dv, float* d_phi_q, float
         const double inv_n = 1.0 / norm[i * H + h];
         const int64_t lo = std::max<int64_t>(0, i - window + 1);
         int64_t top = lo;
-        const double m = window > 0 ? WindowMax(qi, k, lo, i, KV, g, D, scale, &top) : 0.0;
+        const double m = window > 0 ? WindowLogits(logit.data(), qi, k, lo, i, KV, g, D, scale, &top) : 0.0;
         double window_sum = 0;  // Σ_win da_ij a_ij
         for (int64_t j = 0; j <= i; ++j) {
           const float* vj = v + (j * KV + g) * D;
@@ -213,7 +201,7 @@ void LinearWindowBackward(float* dq, float* dk, float* dv, float* d_phi_q, float
           double a;
           if (j >= lo) {
             const float* kj = k + (j * KV + g) * D;
-            a = window_factor[h] * std::exp(scale * Dot(qi, kj, D) - m);
+            a = window_factor[h] * std::exp(logit[size_t(j - lo)] - m);
             window_sum += da * a;
             const double ds = da * a * scale;
             if (dq)
@@ -242,6 +230,7 @@ void LinearWindowBackward(float* dq, float* dk, float* dv, float* d_phi_q, float
           for (int64_t d = 0; d < D; ++d) dk[(top * KV + g) * D + d] += float(ds * qi[d]);
         if (d_window_factor) d_window_factor[h] += float(window_sum / window_factor[h]);
       }
+  }
 }
 
 void LinearWindowAttend(float* out, const float* window_out, const float* window_lse, const float* window_max,

@@ -93,37 +93,26 @@ namespace {
 //   out [n, n_heads, head_dim]
 // A linear layer: the feature maps of q and k, then linear attention over
 // the state, which the n tokens join (positions must follow the state's).
-void AttendLinear(float* out, const float* q, const float* k, const float* v, const AttentionRows& part,
-                  const BlockSizes& sizes) {
+// `window` (LoLCATs' hybrid; null for linear alone): the softmax attention
+// over the layer's ring, which holds the n tokens' keys already.
+void AttendLinear(float* out, const float* q, const float* k, const float* v, const AttentionArgs* window,
+                  const AttentionRows& part, const BlockSizes& sizes) {
   const AttentionWeights& w = *part.layer.weights;
   const AttentionShape& h = sizes.heads;
   const int64_t n = part.n, F = w.feature_dim;
   if (F <= 0) throw std::logic_error("a linear layer without feature maps");
-  LayerKvCache& cache = *part.layer.cache;
-  LinearState& state = cache.linear_state();
-  if (part.pos[0] != state.tokens)
-    throw std::invalid_argument("a linear layer's state holds " + std::to_string(state.tokens) +
-                                " tokens; the next must be at that position, not " + std::to_string(part.pos[0]));
+  LinearState& state = part.layer.cache->linear_state();
   std::vector<float> phi_q(size_t(n * h.n_heads * 2 * F));     // [n, n_heads, 2F]
   std::vector<float> phi_k(size_t(n * h.n_kv_heads * 2 * F));  // [n, n_kv_heads, 2F]
   HedgehogForward(phi_q.data(), q, w.fq_w.data(), w.fq_b.data(), n, {h.n_heads, h.head_dim, int32_t(F)});
   HedgehogForward(phi_k.data(), k, w.fk_w.data(), w.fk_b.data(), n, {h.n_kv_heads, h.head_dim, int32_t(F)});
   const LinearAttentionShape shape{h.n_heads, h.n_kv_heads, h.head_dim, int32_t(2 * F)};
-  if (part.layer.span.full()) return LinearAttend(out, nullptr, state, phi_q.data(), phi_k.data(), v, n, shape);
+  if (!window) return LinearAttend(out, nullptr, state, phi_q.data(), phi_k.data(), v, n, shape);
   // LoLCATs' hybrid: softmax over the window's ring, then the older keys.
-  cache.Write(k, v, part.pos, n);
-  AttentionArgs args;
-  args.shape = h;
-  args.q = q;
-  args.q_pos = part.pos;
-  args.n_q = n;
-  args.kv = cache.View();
-  args.span = part.layer.span;
-  args.scale = part.layer.scale;
   std::vector<float> window_out(size_t(n * h.n_heads * h.head_dim));  // [n, n_heads, head_dim]
   std::vector<float> window_lse(size_t(n * h.n_heads));               // [n, n_heads]
   std::vector<float> window_max(size_t(n * h.n_heads));               // [n, n_heads]
-  Attend(args, window_out.data(), window_lse.data(), window_max.data());
+  Attend(*window, window_out.data(), window_lse.data(), window_max.data());
   if (int64_t(w.window_factor.size()) != h.n_heads) throw std::logic_error("a linear + window layer without factors");
   LinearWindowAttend(out, window_out.data(), window_lse.data(), window_max.data(), w.window_factor.data(), state,
                      phi_q.data(), phi_k.data(), v, n, shape, part.layer.span.window);
@@ -140,7 +129,10 @@ void AttendRows(float* out, float* q, float* k, const float* v, const float* xn,
   if (cache_positions) q_unrotated.assign(q, q + n * h.n_heads * h.head_dim);
   layer.rope->Apply(q, part.pos, n, h.n_heads);
   layer.rope->Apply(k, part.pos, n, h.n_kv_heads);
-  if (layer.cache->linear()) return AttendLinear(out, q, k, v, part, sizes);
+  if (layer.cache->linear() && part.pos[0] != layer.cache->linear_state().tokens)  // before any write
+    throw std::invalid_argument("a linear layer's state holds " + std::to_string(layer.cache->linear_state().tokens) +
+                                " tokens; the next must be at that position, not " + std::to_string(part.pos[0]));
+  if (layer.cache->linear() && layer.span.full()) return AttendLinear(out, q, k, v, nullptr, part, sizes);
   layer.cache->Write(k, v, part.pos, n);
 
   AttentionArgs args;
@@ -156,7 +148,9 @@ void AttendRows(float* out, float* q, float* k, const float* v, const float* xn,
     return;
   }
   args.kv = layer.cache->View();
-  if (layer.routes) {
+  if (layer.cache->linear()) {  // linear + window
+    AttendLinear(out, q, k, v, &args, part, sizes);
+  } else if (layer.routes) {
     std::vector<uint8_t> route_full(static_cast<size_t>(n));  // [n] 1 = full attention
     RouteTokens(route_full.data(), xn, part.pos, n, sizes.hidden, *layer.routes);
     AttendRouted(args, route_full.data(), out);

@@ -147,16 +147,16 @@ ModelAttentionDefaults LlamaAttentionDefaults(const ModelConfig& config) {
 namespace {
 
 void Llama::CheckSession(const Session& session) const {
-  for (size_t i = 0; i < session.plan.layers.size(); ++i)
-    if (session.plan.layers[i].kind == LayerKind::kLinear && layers_[i].attn.feature_dim == 0)
+  for (size_t i = 0; i < session.plan.layers.size(); ++i) {
+    const LayerPlan& l = session.plan.layers[i];
+    if (l.kind != LayerKind::kLinear) continue;
+    if (layers_[i].attn.feature_dim == 0)
       throw std::runtime_error(origin_ + " has no feature maps for layer " + std::to_string(i) +
                                " (model.layers." + std::to_string(i) +
                                ".self_attn.feature_map_q.weight), which the plan '" + session.plan.spec +
                                "' makes linear: linearize it with `swan train --init " + origin_ +
                                " --attn linear --attention-transfer ...`");
-  for (size_t i = 0; i < session.plan.layers.size(); ++i) {
-    const LayerPlan& l = session.plan.layers[i];
-    if (l.kind == LayerKind::kLinear && !l.span.full() && layers_[i].attn.window_factor.empty())
+    if (!l.span.full() && layers_[i].attn.window_factor.empty())
       throw std::runtime_error(origin_ + " has no window factors for layer " + std::to_string(i) +
                                " (model.layers." + std::to_string(i) + ".self_attn.window_factor), which the plan '" +
                                session.plan.spec + "' makes linear + window: train it under that plan with `swan "

@@ -128,14 +128,14 @@ void TrainModel::Layout() {
       add(p + "self_attn.router.bias", {1});
     }
     if (linear_index_[size_t(l)] >= 0) {
+      const size_t first = tensors_.size();
       const int64_t D = shape_.head_dim, Fm = shape_.linear_features();
       add(p + "self_attn.feature_map_q.weight", {shape_.n_heads, D, Fm});
       add(p + "self_attn.feature_map_q.bias", {shape_.n_heads, Fm});
       add(p + "self_attn.feature_map_k.weight", {shape_.n_kv_heads, D, Fm});
       add(p + "self_attn.feature_map_k.bias", {shape_.n_kv_heads, Fm});
       if (plan_.layers[size_t(l)].span.window > 0) add(p + "self_attn.window_factor", {shape_.n_heads});
-      for (size_t i = tensors_.size() - (plan_.layers[size_t(l)].span.window > 0 ? 5 : 4); i < tensors_.size(); ++i)
-        tensors_[i].decay = false;
+      for (size_t i = first; i < tensors_.size(); ++i) tensors_[i].decay = false;
     }
   }
   add("model.norm.weight", {C});
@@ -382,6 +382,17 @@ double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_
   return transfer_ ? transfer_loss_ : loss;
 }
 
+namespace {
+
+// A linear + window layer's γ = σ(θ) per head; empty for other layers (null θ).
+std::vector<float> WindowFactors(const float* theta, int64_t heads) {
+  std::vector<float> factor;  // [heads]
+  for (int64_t h = 0; theta && h < heads; ++h) factor.push_back(WindowFactor(theta[h]));
+  return factor;
+}
+
+}  // namespace
+
 void TrainModel::LinearAttentionForward(int32_t l, float* out, const float* q, const float* k, const float* v) {
   Activations& a = acts_;
   const int64_t N = a.batch * a.seq, T = a.seq, H = shape_.n_heads, KV = shape_.n_kv_heads;
@@ -395,8 +406,7 @@ void TrainModel::LinearAttentionForward(int32_t l, float* out, const float* q, c
   HedgehogForward(phi_k, k, p.fk_w, p.fk_b, N, {int32_t(KV), int32_t(D), int32_t(F)});
   const LinearAttentionShape shape{int32_t(H), int32_t(KV), int32_t(D), int32_t(P)};
   const int32_t window = plan_.layers[size_t(l)].span.window;  // > 0: LoLCATs' hybrid
-  std::vector<float> factor(static_cast<size_t>(H));  // [H] γ
-  for (int64_t h = 0; h < H && window > 0; ++h) factor[size_t(h)] = WindowFactor(p.window_factor[h]);
+  const std::vector<float> factor = WindowFactors(p.window_factor, H);  // [H] γ
   const AttentionTimer timer;
   for (int64_t b = 0; b < a.batch; ++b) {  // each sequence from an empty state
     if (window > 0) {
@@ -426,8 +436,8 @@ void TrainModel::LinearAttentionBackward(int32_t l, const float* d_out, const fl
   const LinearAttentionShape shape{int32_t(H), int32_t(KV), int32_t(D), int32_t(P)};
   const int32_t window = plan_.layers[size_t(l)].span.window;  // > 0: LoLCATs' hybrid
   const bool hybrid = window > 0;
-  std::vector<float> factor(static_cast<size_t>(H)), d_factor(static_cast<size_t>(H), 0.0f);  // [H] γ and dγ
-  for (int64_t h = 0; h < H && hybrid; ++h) factor[size_t(h)] = WindowFactor(p.window_factor[h]);
+  const std::vector<float> factor = WindowFactors(p.window_factor, H);  // [H] γ
+  std::vector<float> d_factor(static_cast<size_t>(H), 0.0f);           // [H] dγ
   {
     const AttentionTimer timer;
     // Linear alone is the hybrid's backward with no window; dv is null
