@@ -12,11 +12,13 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
 #include "util/bf16.h"
 #include "util/f16.h"
+#include "util/json_integer.h"
 
 namespace swan {
 namespace {
@@ -110,12 +112,30 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : map_(path) {
       t.name = name;
       t.file = path;
       t.dtype = entry.at("dtype").get<std::string>();
-      t.shape = entry.at("shape").get<std::vector<int64_t>>();
-      const auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
+      if (!entry.at("shape").is_array() || !entry.at("data_offsets").is_array())
+        Fail(path, where + "shape and data_offsets must be arrays");
+      for (const json& d : entry.at("shape")) {
+        const std::optional<int64_t> dim = JsonInteger<int64_t>(d);
+        if (!dim) Fail(path, where + "shape entry " + d.dump() + " is not a whole number");
+        t.shape.push_back(*dim);
+      }
+      std::vector<uint64_t> offsets;  // [2]: begin, end in the data section
+      for (const json& o : entry.at("data_offsets")) {
+        const std::optional<uint64_t> at = JsonInteger<uint64_t>(o);
+        if (!at) Fail(path, where + "bad data_offsets");
+        offsets.push_back(*at);
+      }
       if (offsets.size() != 2 || offsets[0] > offsets[1])
         Fail(path, where + "bad data_offsets");
-      for (int64_t d : t.shape)
+      // Element count, refused before it can overflow: no tensor holds more
+      // elements than the file has bytes.
+      uint64_t elements = 1;
+      for (int64_t d : t.shape) {
         if (d < 0) Fail(path, where + "negative dimension in shape " + ShapeToString(t.shape));
+        if (d != 0 && elements > size / uint64_t(d))
+          Fail(path, where + "shape " + ShapeToString(t.shape) + " is larger than the file");
+        elements *= uint64_t(d);
+      }
       if (offsets[1] > data_size)
         Fail(path, where + "data ends at byte " + std::to_string(offsets[1]) +
                        " of the data section, which has only " + std::to_string(data_size) +

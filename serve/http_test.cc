@@ -208,6 +208,9 @@ TEST_F(Http, BadInputGetsOpenAiStyleErrors) {
   EXPECT_EQ(b4["error"]["code"], "context_length_exceeded");
   auto [s5, b5] = Post("/v1/completions", R"({"prompt": "hi", "max_tokens": 100000})");
   ExpectError(s5, b5, 400, "max_tokens");
+  // A float too large for an integer is refused, not cast (that was undefined).
+  auto [s5b, b5b] = Post("/v1/completions", R"({"prompt": "hi", "max_tokens": 1e300})");
+  ExpectError(s5b, b5b, 400, "max_tokens");
   auto [s6, b6] = Post("/v1/chat/completions", R"({"messages": [{"role": "wizard", "content": "x"}]})");
   ExpectError(s6, b6, 400, "messages[0].role");
   auto [s7, b7] = Post("/v1/completions", R"({"prompt": "hi", "temperature": "hot"})");

@@ -1,7 +1,10 @@
 #include "serve/openai_api.h"
 
+#include <optional>
 #include <random>
 #include <set>
+
+#include "util/json_integer.h"
 
 namespace swan {
 namespace {
@@ -35,9 +38,9 @@ double Number(const Json& body, const char* name, double fallback, double lo, do
 bool Integer(const Json& body, const char* name, int64_t* out) {
   if (!body.contains(name) || body[name].is_null()) return false;
   const Json& v = body[name];
-  if (!v.is_number_integer() && !(v.is_number_float() && v.get<double>() == double(int64_t(v.get<double>()))))
-    Bad(std::string(name) + " must be an integer, got " + v.dump(), name);
-  *out = v.is_number_integer() ? v.get<int64_t>() : int64_t(v.get<double>());
+  const std::optional<int64_t> i = JsonInteger<int64_t>(v);
+  if (!i) Bad(std::string(name) + " must be an integer, got " + v.dump(), name);
+  *out = *i;
   return true;
 }
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -12,6 +13,7 @@
 #include "tokenizer/normalizer.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/utf8.h"
+#include "util/json_integer.h"
 
 namespace swan {
 
@@ -175,11 +177,10 @@ void Tokenizer::ReadPostProcessor(const json& config, const std::string& where) 
       throw std::invalid_argument(at + ": special token '" + name +
                                   "' is not listed in special_tokens");
     for (const json& id : specials[name]["ids"]) {
-      const auto v = id.get<int32_t>();
-      if (v < 0 || v >= vocab_size_)
-        throw std::invalid_argument(at + ": id " + std::to_string(v) +
-                                    " is outside the vocabulary");
-      (after_sequence ? suffix_ids_ : prefix_ids_).push_back(v);
+      const std::optional<int32_t> v = JsonInteger<int32_t>(id);
+      if (!v || *v < 0 || *v >= vocab_size_)
+        throw std::invalid_argument(at + ": id " + id.dump() + " is outside the vocabulary");
+      (after_sequence ? suffix_ids_ : prefix_ids_).push_back(*v);
     }
   }
 }
