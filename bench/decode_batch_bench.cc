@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "model/llama.h"
+#include "model/decoder.h"
 #include "model/model.h"
 #include "model/weight_source.h"
 
@@ -39,7 +39,7 @@ ModelConfig BenchConfig() {
 const LanguageModel& Model(WeightType weights) {
   static std::unique_ptr<LanguageModel> models[2];
   std::unique_ptr<LanguageModel>& m = models[weights == WeightType::kBF16];
-  if (!m) m = BuildLlama(RandomWeights(1, weights), BenchConfig(), "decode_batch_bench");
+  if (!m) m = BuildDecoder(RandomWeights(1, weights), BenchConfig(), "decode_batch_bench");
   return *m;
 }
 

@@ -47,13 +47,16 @@ const char kUsage[] =
     "  --preset NAME        shape from scratch: tiny, mini, small (~7M at vocab 4K; default)\n"
     "  --layers L --dim C --heads H --kv-heads K --head-dim D --mlp F\n"
     "                       from scratch: replace the preset's shape (--heads alone: K = H)\n"
+    "  --arch NAME          the family from scratch: LlamaForCausalLM (default),\n"
+    "                       MistralForCausalLM, Qwen2ForCausalLM (q/k/v biases) or\n"
+    "                       Gemma3ForCausalLM (its norms, GELU, 5:1 layers of window 512)\n"
     "  --init DIR           start from a Hugging Face model directory (continual pretraining;\n"
-    "                       Llama, Mistral or Qwen2)\n"
+    "                       Llama, Mistral, Qwen2 or Gemma 3; exported as the same family)\n"
     "  --attn SPEC          attention plan, e.g. full, swa:256, hybrid:3:1,window:256,sinks:4,\n"
     "                       nope:full, routed:256, full,window:64,heads:FILE.json (per-head),\n"
     "                       linear (linear attention), linear:64 (LoLCATs' hybrid: a softmax\n"
     "                       window of 64, older keys linear), full,layer1:linear: one layer\n"
-    "                       (default full; with --init: the model's own)\n"
+    "                       (default full; with --arch or --init: the model's own)\n"
     "  --rope-base B        RoPE base from scratch (default 10000)\n"
     "  --feature-dim F      linear layers: the Hedgehog feature map's F (phi has 2F; default\n"
     "                       head dim / 2, or the --init model's)\n"
@@ -237,7 +240,7 @@ int RunTrain(const std::vector<std::string>& words) {
     std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return words.empty() ? 2 : 0;
   }
-  args.RejectUnknown({"--data", "--val", "--synthetic", "--synthetic-rate", "--preset", "--init",
+  args.RejectUnknown({"--data", "--val", "--synthetic", "--synthetic-rate", "--preset", "--arch", "--init",
                       "--attn", "--rope-base", "--tokenizer", "--context", "--batch", "--accum",
                       "--steps", "--lr", "--min-lr-ratio", "--warmup", "--weight-decay", "--clip",
                       "--seed", "--out", "--resume", "--eval-every", "--eval-seqs",
@@ -282,7 +285,10 @@ int RunTrain(const std::vector<std::string>& words) {
                                o.shape_overrides.head_dim || o.shape_overrides.intermediate))
     throw std::invalid_argument("--layers, --dim, --heads, --kv-heads, --head-dim and --mlp shape a "
                                 "model from scratch; --init takes the model's own shape");
-  o.attn = args.Get("--attn", o.init_from.empty() ? "full" : "model");
+  o.architecture = args.Get("--arch", o.architecture);
+  if (args.Has("--arch") && !o.init_from.empty())
+    throw std::invalid_argument("--arch chooses the family from scratch; --init takes the model's own");
+  o.attn = args.Get("--attn", o.init_from.empty() && !args.Has("--arch") ? "full" : "model");
   o.attention_transfer = args.Has("--attention-transfer");
   if (o.attention_transfer && o.init_from.empty())
     throw std::invalid_argument("--attention-transfer linearizes a trained model: give --init DIR and --attn linear");

@@ -143,7 +143,7 @@ int RunTrainHeadGates(const std::vector<std::string>& words) {
   auto model = LoadAnalysisModel(dir, plan);
   const uint64_t seed = 0x9a7e5 + uint64_t(args.GetInt("--seed", 1));
   const auto samples = GateSamples(dir, args, seed);
-  const int32_t L = model->shape().n_layers, KV = model->shape().n_kv_heads;
+  const int32_t L = model->config().n_layers, KV = model->config().n_kv_heads;
   std::printf("head gates of %s: %d layers x %d KV heads, window %lld + %lld sinks, %lld steps of %lld sequences\n",
               dir.c_str(), L, KV, (long long)window, (long long)sinks, (long long)o.steps, (long long)o.batch);
   double last_distill = 0;

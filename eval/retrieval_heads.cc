@@ -16,10 +16,9 @@ namespace swan {
 
 std::unique_ptr<TrainModel> LoadAnalysisModel(const std::string& dir, const std::string& attn) {
   const ModelConfig config = LoadModelConfig(dir);
-  const ModelShape shape = ShapeFromConfig(config);
   const std::string spec = !attn.empty() && attn != "model" ? attn : config.attention_plan;
   auto model = std::make_unique<TrainModel>(
-      shape, ResolvePlan(spec.empty() ? "model" : spec, AttentionDefaultsFor(config)));
+      config, ResolvePlan(spec.empty() ? "model" : spec, AttentionDefaultsFor(config)));
   LoadHfWeights(*model, dir);
   return model;
 }
@@ -28,9 +27,9 @@ namespace {
 
 RetrievalHeads EmptyHeads(const TrainModel& model, int64_t far_distance) {
   RetrievalHeads r;
-  r.layers = model.shape().n_layers;
-  r.heads = model.shape().n_heads;
-  r.kv_heads = model.shape().n_kv_heads;
+  r.layers = model.config().n_layers;
+  r.heads = model.config().n_heads;
+  r.kv_heads = model.config().n_kv_heads;
   r.far_distance = far_distance;
   r.all.assign(size_t(r.layers * r.heads), HeadMass{});
   r.far.assign(r.all.size(), HeadMass{});

@@ -33,7 +33,7 @@ TEST(RetrievalHeads, UniformAttentionGivesTheExpectedMass) {
   task.pairs = 4;
   task.queries = 4;
   task.bins = ParseDistanceBins("2-43");
-  ModelShape shape = PresetShape("tiny", RecallVocabSize(task), task.context);
+  ModelConfig shape = PresetConfig("tiny", RecallVocabSize(task), task.context);
   ModelAttentionDefaults defaults;
   defaults.n_layers = shape.n_layers;
   TrainModel model(shape, ResolvePlan("hybrid:1:1,window:6", defaults));
@@ -82,7 +82,7 @@ TEST(RetrievalHeads, UniformAttentionGivesTheExpectedMass) {
 // Needle items of a text model, with planted uniform attention: the mass
 // on the needle token an answer token copies is 1 / (keys its query sees).
 TEST(RetrievalHeads, NeedleItemsUnderUniformAttention) {
-  ModelShape shape = PresetShape("tiny", 40, 64);
+  ModelConfig shape = PresetConfig("tiny", 40, 64);
   ModelAttentionDefaults defaults;
   defaults.n_layers = shape.n_layers;
   TrainModel model(shape, ResolvePlan("full", defaults));

@@ -181,7 +181,7 @@ void AttentionBlockBatch(float* residual, const float* xn, int64_t n,
     // every token the window.
     if (!layer.routes && layer.cache->span().full() && !layer.span.full())
       throw std::invalid_argument("a routed layer (" + layer.span.ToString() +
-                                  " or full) needs routes: this model family does not run routed layers");
+                                  " or full) needs routes, and none were given");
   }
   if (covered != n) throw std::logic_error("AttentionBlockBatch: the parts do not cover the rows");
   const AttentionShape& h = sizes.heads;
@@ -210,32 +210,18 @@ void AttentionBlockBatch(float* residual, const float* xn, int64_t n,
   Linear(residual, out.data(), n, w.o, /*accumulate=*/true);
 }
 
-namespace {
-
-using GateActivation = void (*)(float* out, const float* gate, const float* up, int64_t n);
-
-// residual += down(activation(gate(xn)) * up(xn))
-void GatedMlpBlock(float* residual, const float* xn, int64_t n, const MlpWeights& w,
-                   const BlockSizes& sizes, GateActivation activation) {
+void MlpBlock(float* residual, const float* xn, int64_t n, const MlpWeights& w, const BlockSizes& sizes,
+              MlpActivation activation) {
   const int64_t inter = sizes.intermediate;
   std::vector<float> gate(size_t(n * inter));  // [n, intermediate]
   std::vector<float> up(size_t(n * inter));    // [n, intermediate]
   Linear(gate.data(), xn, n, w.gate);
   Linear(up.data(), xn, n, w.up);
-  activation(gate.data(), gate.data(), up.data(), n * inter);
+  if (activation == MlpActivation::kSilu)
+    SiluMul(gate.data(), gate.data(), up.data(), n * inter);
+  else
+    GeluTanhMul(gate.data(), gate.data(), up.data(), n * inter);
   Linear(residual, gate.data(), n, w.down, /*accumulate=*/true);
-}
-
-}  // namespace
-
-void SwiGluBlock(float* residual, const float* xn, int64_t n, const MlpWeights& w,
-                 const BlockSizes& sizes) {
-  GatedMlpBlock(residual, xn, n, w, sizes, SiluMul);
-}
-
-void GeluTanhMlpBlock(float* residual, const float* xn, int64_t n, const MlpWeights& w,
-                      const BlockSizes& sizes) {
-  GatedMlpBlock(residual, xn, n, w, sizes, GeluTanhMul);
 }
 
 std::vector<float> GemmaNormWeight(std::vector<float> weight) {

@@ -11,6 +11,7 @@
 
 #include "attention/attention.h"
 #include "kv/kv_cache.h"
+#include "model/decoder_spec.h"
 #include "model/model.h"
 #include "model/plan.h"
 #include "ops/linear.h"
@@ -142,15 +143,11 @@ struct AttentionRows {
 void AttentionBlockBatch(float* residual, const float* xn, int64_t n,
                          const std::vector<AttentionRows>& parts, const BlockSizes& sizes);
 
-// residual += down(silu(gate(xn)) * up(xn))   (HF LlamaMLP)
+// residual += down(act(gate(xn)) * up(xn)), act silu (HF LlamaMLP) or
+// gelu_tanh (HF GemmaMLP, gelu_pytorch_tanh).
 //   residual, xn [n, hidden]
-void SwiGluBlock(float* residual, const float* xn, int64_t n, const MlpWeights& w,
-                 const BlockSizes& sizes);
-
-// residual += down(gelu_tanh(gate(xn)) * up(xn))   (HF GemmaMLP, gelu_pytorch_tanh)
-//   residual, xn [n, hidden]
-void GeluTanhMlpBlock(float* residual, const float* xn, int64_t n, const MlpWeights& w,
-                      const BlockSizes& sizes);
+void MlpBlock(float* residual, const float* xn, int64_t n, const MlpWeights& w, const BlockSizes& sizes,
+              MlpActivation activation);
 
 // Gemma's RMSNorm multiplies by (1 + weight), in float32 (HF Gemma3RMSNorm):
 // RmsNorm() with the returned weight is that norm.

@@ -4,8 +4,12 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
+
+#include "util/json_integer.h"
 
 namespace swan {
 namespace {
@@ -48,11 +52,30 @@ class Fields {
  private:
   template <typename T>
   T Get(const char* name) const {
-    try {
-      return j_[name].get<T>();
-    } catch (const json::exception&) {
-      throw std::runtime_error(origin_ + ": field \"" + name + "\" has the wrong type (" +
-                               j_[name].dump() + ")");
+    const json& v = j_[name];
+    auto wrong = [&](const char* what) {
+      return std::runtime_error(origin_ + ": field \"" + name + "\" " + what + " (" + v.dump() + ")");
+    };
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      if (!v.is_number()) throw wrong("has the wrong type");
+      const std::optional<T> i = JsonInteger<T>(v);
+      if (!i) throw wrong("is not a whole number in range");
+      return *i;
+    } else if constexpr (std::is_same_v<T, std::vector<int32_t>>) {
+      if (!v.is_array()) throw wrong("has the wrong type");
+      T out;
+      for (const json& e : v) {
+        const std::optional<int32_t> i = JsonInteger<int32_t>(e);
+        if (!i) throw wrong("holds an entry that is not a whole number in range");
+        out.push_back(*i);
+      }
+      return out;
+    } else {
+      try {
+        return v.get<T>();
+      } catch (const json::exception&) {
+        throw wrong("has the wrong type");
+      }
     }
   }
   const json& j_;
@@ -100,6 +123,25 @@ RopeScaling ParseRopeScaling(const json& j, const std::string& origin, int64_t m
 
 }  // namespace
 
+void CheckModelSizes(const ModelConfig& c, const std::string& origin) {
+  auto positive = [&](const char* name, int64_t v) {
+    if (v <= 0)
+      throw std::runtime_error(origin + ": \"" + name + "\" must be positive, got " + std::to_string(v));
+  };
+  positive("hidden_size", c.hidden_size);
+  positive("intermediate_size", c.intermediate_size);
+  positive("num_hidden_layers", c.n_layers);
+  positive("num_attention_heads", c.n_heads);
+  positive("num_key_value_heads", c.n_kv_heads);
+  positive("vocab_size", c.vocab_size);
+  positive("head_dim", c.head_dim);
+  if (!(c.rms_norm_eps > 0))
+    throw std::runtime_error(origin + ": \"rms_norm_eps\" must be positive, got " + std::to_string(c.rms_norm_eps));
+  if (c.n_heads % c.n_kv_heads != 0)
+    throw std::runtime_error(origin + ": num_attention_heads (" + std::to_string(c.n_heads) +
+                             ") is not a multiple of num_key_value_heads (" + std::to_string(c.n_kv_heads) + ")");
+}
+
 ModelConfig ParseModelConfig(const std::string& config_json, const std::string& generation_json,
                              const std::string& origin) {
   const json j = ParseJson(config_json, origin);
@@ -121,7 +163,9 @@ ModelConfig ParseModelConfig(const std::string& config_json, const std::string& 
   c.rope.base = f.Optional<double>("rope_theta", 10000.0);
   if (f.Has("rope_scaling"))
     c.rope.scaling = ParseRopeScaling(f.Raw("rope_scaling"), origin, c.max_position_embeddings);
-  c.tie_word_embeddings = f.Optional<bool>("tie_word_embeddings", false);
+  // HF's default: Gemma ties its head to the embedding, the others do not.
+  const bool gemma = c.architecture == "Gemma3ForCausalLM" || c.model_type == "gemma3_text";
+  c.tie_word_embeddings = f.Optional<bool>("tie_word_embeddings", gemma);
   c.hidden_act = f.Optional<std::string>("hidden_act", "silu");
   // Gemma configs name the MLP activation hidden_activation.
   c.hidden_act = f.Optional<std::string>("hidden_activation", c.hidden_act);
@@ -142,33 +186,18 @@ ModelConfig ParseModelConfig(const std::string& config_json, const std::string& 
   c.bos_token_id = f.Optional<int32_t>("bos_token_id", -1);
   c.eos_token_ids = f.Ids("eos_token_id");
 
-  auto positive = [&](const char* name, int64_t v) {
-    if (v <= 0)
-      throw std::runtime_error(origin + ": \"" + name + "\" must be positive, got " +
-                               std::to_string(v));
-  };
-  positive("hidden_size", c.hidden_size);
-  positive("intermediate_size", c.intermediate_size);
-  positive("num_hidden_layers", c.n_layers);
-  positive("num_attention_heads", c.n_heads);
-  positive("num_key_value_heads", c.n_kv_heads);
-  positive("vocab_size", c.vocab_size);
-  if (f.Has("max_position_embeddings")) positive("max_position_embeddings", c.max_position_embeddings);
-  if (!(c.rms_norm_eps > 0))
-    throw std::runtime_error(origin + ": \"rms_norm_eps\" must be positive, got " + std::to_string(c.rms_norm_eps));
-  if (c.n_heads % c.n_kv_heads != 0)
-    throw std::runtime_error(origin + ": num_attention_heads (" + std::to_string(c.n_heads) +
-                             ") is not a multiple of num_key_value_heads (" +
-                             std::to_string(c.n_kv_heads) + ")");
+  if (f.Has("max_position_embeddings") && c.max_position_embeddings <= 0)
+    throw std::runtime_error(origin + ": \"max_position_embeddings\" must be positive, got " +
+                             std::to_string(c.max_position_embeddings));
   if (f.Has("head_dim")) {
     c.head_dim = f.Required<int32_t>("head_dim");
   } else {
-    if (c.hidden_size % c.n_heads != 0)
+    if (c.n_heads <= 0 || c.hidden_size % c.n_heads != 0)
       throw std::runtime_error(origin + ": hidden_size is not a multiple of num_attention_heads " +
                                "and there is no head_dim");
     c.head_dim = int32_t(c.hidden_size / c.n_heads);
   }
-  positive("head_dim", c.head_dim);
+  CheckModelSizes(c, origin);
   if (!c.layer_types.empty() && int32_t(c.layer_types.size()) != c.n_layers)
     throw std::runtime_error(origin + ": layer_types has " + std::to_string(c.layer_types.size()) +
                              " entries for " + std::to_string(c.n_layers) + " layers");
@@ -189,6 +218,72 @@ ModelConfig ParseModelConfig(const std::string& config_json, const std::string& 
         c.eos_token_ids.push_back(id);
   }
   return c;
+}
+
+namespace {
+
+json RopeScalingJson(const RopeScaling& s) {
+  if (s.kind == RopeScaling::Kind::kNone) return nullptr;
+  json j;
+  j["factor"] = s.factor;
+  j["original_max_position_embeddings"] = s.original_max_position_embeddings;
+  switch (s.kind) {
+    case RopeScaling::Kind::kLinear: j["rope_type"] = "linear"; break;
+    case RopeScaling::Kind::kYarn:
+      j["rope_type"] = "yarn";
+      j["beta_fast"] = s.beta_fast;
+      j["beta_slow"] = s.beta_slow;
+      if (s.attention_factor > 0) j["attention_factor"] = s.attention_factor;
+      break;
+    case RopeScaling::Kind::kLlama3:
+      j["rope_type"] = "llama3";
+      j["low_freq_factor"] = s.low_freq_factor;
+      j["high_freq_factor"] = s.high_freq_factor;
+      break;
+    case RopeScaling::Kind::kNone: break;
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string ModelConfigJson(const ModelConfig& c) {
+  json j;
+  if (!c.architecture.empty()) j["architectures"] = json::array({c.architecture});
+  if (!c.model_type.empty()) j["model_type"] = c.model_type;
+  j["hidden_size"] = c.hidden_size;
+  j["intermediate_size"] = c.intermediate_size;
+  j["num_hidden_layers"] = c.n_layers;
+  j["num_attention_heads"] = c.n_heads;
+  j["num_key_value_heads"] = c.n_kv_heads;
+  j["head_dim"] = c.head_dim;
+  j["vocab_size"] = c.vocab_size;
+  if (c.max_position_embeddings > 0) j["max_position_embeddings"] = c.max_position_embeddings;
+  j["rms_norm_eps"] = c.rms_norm_eps;
+  j["rope_theta"] = c.rope.base;
+  j["rope_scaling"] = RopeScalingJson(c.rope.scaling);
+  j["tie_word_embeddings"] = c.tie_word_embeddings;
+  j["hidden_act"] = c.hidden_act;
+  // Gemma's configs name it so, and the parser lets that name win.
+  if (c.hidden_act != "silu") j["hidden_activation"] = c.hidden_act;
+  j["attention_bias"] = c.attention_bias;
+  j["mlp_bias"] = c.mlp_bias;
+  if (c.sliding_window > 0) j["sliding_window"] = c.sliding_window;
+  if (!c.layer_types.empty()) j["layer_types"] = c.layer_types;
+  if (c.use_sliding_window) j["use_sliding_window"] = true;
+  if (c.max_window_layers >= 0) j["max_window_layers"] = c.max_window_layers;
+  if (c.sliding_window_pattern > 0) j["sliding_window_pattern"] = c.sliding_window_pattern;
+  if (c.rope_local_base_freq > 0) j["rope_local_base_freq"] = c.rope_local_base_freq;
+  if (c.query_pre_attn_scalar > 0) j["query_pre_attn_scalar"] = c.query_pre_attn_scalar;
+  if (c.attn_logit_softcapping != 0) j["attn_logit_softcapping"] = c.attn_logit_softcapping;
+  if (c.final_logit_softcapping != 0) j["final_logit_softcapping"] = c.final_logit_softcapping;
+  if (!c.attention_plan.empty()) j["swan_attention_plan"] = c.attention_plan;
+  if (c.linear_feature_dim > 0) j["swan_linear_feature_dim"] = c.linear_feature_dim;
+  if (c.bos_token_id >= 0) j["bos_token_id"] = c.bos_token_id;
+  if (c.eos_token_ids.size() == 1) j["eos_token_id"] = c.eos_token_ids[0];
+  if (c.eos_token_ids.size() > 1) j["eos_token_id"] = c.eos_token_ids;
+  j["torch_dtype"] = "float32";
+  return j.dump(2) + "\n";
 }
 
 ModelConfig LoadModelConfig(const std::string& dir) {

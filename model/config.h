@@ -67,6 +67,16 @@ struct ModelConfig {
 // std::runtime_error naming the file and field on missing or bad values.
 ModelConfig LoadModelConfig(const std::string& dir);
 
+// Throws std::runtime_error naming `origin` and the HF field unless the
+// sizes make a model: positive sizes and eps, heads a multiple of KV heads.
+void CheckModelSizes(const ModelConfig& config, const std::string& origin);
+
+// The text of a config.json that ParseModelConfig reads back as `config`
+// (the inverse of the parser; generation defaults are not part of it).
+// Fields at their "not given" value are left out; "torch_dtype" is
+// float32.
+std::string ModelConfigJson(const ModelConfig& config);
+
 // Parses the text of a config.json (and of a generation_config.json, or ""),
 // `origin` names the source in messages.
 ModelConfig ParseModelConfig(const std::string& config_json, const std::string& generation_json,

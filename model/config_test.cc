@@ -55,6 +55,23 @@ TEST(Config, RejectsMissingAndBadFields) {
               ParseModelConfig(R"({"hidden_size": "big", "intermediate_size": 1})", "", "cfg.json");
             }).find("\"hidden_size\" has the wrong type"),
             std::string::npos);
+  // Whole floats are integers; fractions, out-of-range values (1e26 as an
+  // int used to be undefined behaviour) and bad list entries are refused.
+  std::string whole = kLlama;
+  whole.replace(whole.find("\"hidden_size\": 64"), 17, "\"hidden_size\": 64.0");
+  EXPECT_EQ(ParseModelConfig(whole, "", "c").hidden_size, 64);
+  for (const char* bad : {"64.5", "1.7e26", "-1e300", "4294967297"}) {
+    std::string cfg = kLlama;
+    cfg.replace(cfg.find("\"num_hidden_layers\": 2"), 22, std::string("\"num_hidden_layers\": ") + bad);
+    EXPECT_NE(ErrorOf([&] { ParseModelConfig(cfg, "", "c"); })
+                  .find("\"num_hidden_layers\" is not a whole number in range"),
+              std::string::npos)
+        << bad;
+  }
+  std::string bad_eos = kLlama;
+  bad_eos.replace(bad_eos.find("[2, 3]"), 6, "[2, 3e30]");
+  EXPECT_NE(ErrorOf([&] { ParseModelConfig(bad_eos, "", "c"); }).find("\"eos_token_id\" holds an entry"),
+            std::string::npos);
   EXPECT_NE(ErrorOf([] { ParseModelConfig("{not json", "", "cfg.json"); }).find("not valid JSON"),
             std::string::npos);
   std::string bad_heads = kLlama;
@@ -83,7 +100,7 @@ TEST(Config, LoadModelNamesMissingTensor) {
                   test::SafetensorsBytes({test::F32Tensor("model.embed_tokens.weight", {100, 64},
                                                           std::vector<float>(6400, 0.f))}));
   const std::string msg = ErrorOf([&] { LoadModel(dir.string()); });
-  EXPECT_NE(msg.find("model.norm.weight"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("missing tensor 'model.layers.0.input_layernorm.weight'"), std::string::npos) << msg;
   EXPECT_NE(msg.find(dir.string()), std::string::npos) << msg;
   // No config at all.
   fs::remove(dir / "config.json");

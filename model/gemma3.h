@@ -10,20 +10,13 @@
 // rope_local_base_freq, global ones rope_theta with the config's scaling.
 #pragma once
 
-#include <memory>
-#include <string>
-
 #include "model/config.h"
+#include "model/decoder_spec.h"
 #include "model/model.h"
 
 namespace swan {
 
-class WeightSource;
-// A Gemma 3 text model from its weights. Throws std::runtime_error for
-// unsupported settings (soft-capping, biases, other activations) and
-// missing or misshapen tensors (naming the origin and the tensor).
-std::unique_ptr<LanguageModel> BuildGemma3(const WeightSource& weights, const ModelConfig& config,
-                                           const std::string& origin);
+DecoderFamily Gemma3Family();
 
 // The family's layers: window sliding_window on local layers, full on
 // every sliding_window_pattern-th (default 6) or as layer_types says; the

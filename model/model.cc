@@ -4,49 +4,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "model/gemma3.h"
-#include "model/llama.h"
-#include "model/qwen2.h"
+#include "model/decoder.h"
+#include "model/decoder_spec.h"
 #include "model/gguf_weights.h"
 #include "model/weight_source.h"
 
 namespace swan {
-namespace {
-
-using Builder = std::unique_ptr<LanguageModel> (*)(const WeightSource& weights, const ModelConfig& config,
-                                                   const std::string& origin);
-
-std::unique_ptr<LanguageModel> BuildLlamaOrMistral(const WeightSource& weights, const ModelConfig& config,
-                                                   const std::string& origin) {
-  return BuildLlama(weights, config, origin);
-}
-
-struct Family {
-  const char* architecture;  // config.json "architectures"[0]
-  Builder build;
-  ModelAttentionDefaults (*attention)(const ModelConfig& config);
-};
-
-// The one place that maps an architecture name to its implementation.
-const Family kFamilies[] = {
-    {"LlamaForCausalLM", BuildLlamaOrMistral, LlamaAttentionDefaults},
-    {"MistralForCausalLM", BuildLlamaOrMistral, LlamaAttentionDefaults},
-    {"Qwen2ForCausalLM", BuildQwen2, Qwen2AttentionDefaults},
-    {"Gemma3ForCausalLM", BuildGemma3, Gemma3AttentionDefaults},
-};
-
-const Family& FamilyOf(const ModelConfig& config, const std::string& origin) {
-  std::string known;
-  for (const Family& f : kFamilies) {
-    if (config.architecture == f.architecture) return f;
-    known += std::string(known.empty() ? "" : ", ") + f.architecture;
-  }
-  throw std::runtime_error(origin + ": architecture '" + config.architecture +
-                           "' is not supported (supported: " + known + ")");
-}
-
-}  // namespace
-
 Session::Session(const AttentionPlan& plan_in, const KvShape& shape, const KvCacheOptions& options)
     : plan(plan_in), cache([&] {
         std::vector<Span> spans;   // [n_layers]
@@ -140,9 +103,8 @@ namespace {
 // A built model from `stored`, its linear layers converted as options say.
 std::unique_ptr<LanguageModel> BuildFrom(const WeightSource& stored, const ModelConfig& config,
                                          const std::string& origin, const LoadOptions& options) {
-  const Family& family = FamilyOf(config, origin);
-  if (!options.weights) return family.build(stored, config, origin);
-  return family.build(ConvertedWeights(stored, *options.weights), config, origin);
+  if (!options.weights) return BuildDecoder(stored, config, origin);
+  return BuildDecoder(ConvertedWeights(stored, *options.weights), config, origin);
 }
 
 }  // namespace

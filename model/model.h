@@ -1,8 +1,8 @@
 // A loaded language model and the per-sequence state it runs with.
 //
-// Every architecture family is one class in its own file (model/llama.cc)
-// built from the shared blocks in model/blocks.h; LoadModel() picks the
-// family from config.json's "architectures" in one table (model/model.cc).
+// Every architecture family is data (model/decoder_spec.h) that the one
+// decoder (model/decoder.cc) runs; LoadModel() picks the family from
+// config.json's "architectures" in one table (DecoderFamilies()).
 #pragma once
 
 #include <cstdint>

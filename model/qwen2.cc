@@ -3,7 +3,6 @@
 #include <stdexcept>
 
 #include "model/llama.h"
-#include "model/weight_source.h"
 
 namespace swan {
 
@@ -26,11 +25,12 @@ ModelAttentionDefaults Qwen2AttentionDefaults(const ModelConfig& config) {
   return d;
 }
 
-std::unique_ptr<LanguageModel> BuildQwen2(const WeightSource& weights, const ModelConfig& config,
-                                          const std::string& origin) {
-  LlamaVariant variant;
-  variant.qkv_bias = true;
-  return BuildLlama(weights, config, origin, variant);
+DecoderFamily Qwen2Family() {
+  DecoderSpec spec;
+  spec.architecture = "Qwen2ForCausalLM";
+  spec.model_type = "qwen2";
+  spec.qkv_bias = true;
+  return {spec, Qwen2AttentionDefaults};
 }
 
 }  // namespace swan

@@ -292,8 +292,7 @@ TEST_F(RoutedLlama, ForcedRatioHitsItsTargetWhateverTheChunks) {
 }
 
 TEST(RoutedBlock, RoutedLayerWithoutRoutesIsAnError) {
-  // A family that does not pass routes must not run a routed layer as a
-  // window layer.
+  // A block given no routes must not run a routed layer as a window layer.
   ModelAttentionDefaults one_layer;
   one_layer.n_layers = 1;
   const AttentionPlan plan = ResolvePlan("routed:4", one_layer);
@@ -310,7 +309,7 @@ TEST(RoutedBlock, RoutedLayerWithoutRoutesIsAnError) {
   BlockSizes sizes{4, 8, AttentionShape{1, 1, 4}};
   EXPECT_NE(ErrorOf([&] {
               AttentionBlock(residual.data(), xn.data(), &pos, 1, layer, sizes);
-            }).find("does not run routed layers"),
+            }).find("needs routes, and none were given"),
             std::string::npos);
 }
 

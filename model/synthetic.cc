@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "model/llama.h"
+#include "model/decoder.h"
 #include "model/weight_source.h"
 
 namespace swan {
@@ -77,7 +77,7 @@ size_t SyntheticWeightBytes(const std::string& name, WeightType weight_type) {
 
 std::unique_ptr<LanguageModel> LoadSyntheticModel(const std::string& name, WeightType weight_type,
                                                   uint64_t seed) {
-  return BuildLlama(RandomWeights(seed, weight_type), SyntheticConfig(name), "synthetic " + name);
+  return BuildDecoder(RandomWeights(seed, weight_type), SyntheticConfig(name), "synthetic " + name);
 }
 
 }  // namespace swan

@@ -78,4 +78,21 @@ void SiluMulBackward(float* d_gate, float* d_up, const float* d_out, const float
   }
 }
 
+void GeluTanhMulBackward(float* d_gate, float* d_up, const float* d_out, const float* gate,
+                         const float* up, int64_t n) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  constexpr float kCubic = 0.044715f;
+#pragma omp parallel for if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    const float th = std::tanh(kSqrt2OverPi * (g + kCubic * g * g * g));
+    const float gelu = 0.5f * g * (1.0f + th);
+    // gelu'(g) = (1 + th) / 2 + g / 2 (1 - th²) sqrt(2/pi) (1 + 3 · 0.044715 g²)
+    const float d_inner = kSqrt2OverPi * (1.0f + 3.0f * kCubic * g * g);
+    const float d = d_out[i];
+    d_up[i] = d * gelu;
+    d_gate[i] = d * up[i] * (0.5f * (1.0f + th) + 0.5f * g * (1.0f - th * th) * d_inner);
+  }
+}
+
 }  // namespace swan

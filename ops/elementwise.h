@@ -30,6 +30,9 @@ void SiluMulBackward(float* d_gate, float* d_up, const float* d_out, const float
 // gelu(g) = g/2 * (1 + tanh(sqrt(2/pi) * (g + 0.044715 g³)))). out may alias gate.
 //   out, gate, up [n]
 void GeluTanhMul(float* out, const float* gate, const float* up, int64_t n);
+// Its backward: d_gate, d_up [n] (=).
+void GeluTanhMulBackward(float* d_gate, float* d_up, const float* d_out, const float* gate,
+                         const float* up, int64_t n);
 
 // x[t] += bias for each row t (an nn.Linear bias).
 //   x [n_rows, dim], bias [dim]

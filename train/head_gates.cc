@@ -87,8 +87,8 @@ HeadGates TrainHeadGates(TrainModel& model,
                                   const std::function<void(const HeadGateProgress&)>& progress) {
   if (o.steps <= 0 || o.batch <= 0 || !(o.lr > 0) || !(o.l1 >= 0))
     throw std::invalid_argument("head gates: steps, batch and lr must be positive, λ >= 0");
-  const int64_t n_gates = int64_t(model.shape().n_layers) * model.shape().n_kv_heads;
-  const int64_t C = model.shape().hidden;
+  const int64_t n_gates = int64_t(model.config().n_layers) * model.config().n_kv_heads;
+  const int64_t C = model.config().hidden_size;
   HeadGates result;
   std::vector<float>& gates = result.gates;
   gates.assign(size_t(n_gates), 1.0f);             // [L * KV]

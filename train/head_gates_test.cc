@@ -99,7 +99,7 @@ TEST(HeadGates, DistillationIsTheWeightedMeanSquaredDistance) {
 
 // A tiny model with two KV heads per layer and a window on every layer.
 TrainModel TinyGatedModel(const std::string& spec) {
-  ModelShape shape = PresetShape("tiny", 32, 16);
+  ModelConfig shape = PresetConfig("tiny", 32, 16);
   shape.n_kv_heads = 2;
   shape.n_heads = 4;
   ModelAttentionDefaults d;
@@ -125,20 +125,20 @@ TEST(HeadGates, AllOnesIsFullAttentionAndAllZerosTheWindow) {
   const int64_t T = 12;
   const std::vector<int32_t> tokens = RandomTokens(T, 1);
   TrainModel gated = TinyGatedModel("swa:3,sinks:1");
-  const int64_t n_gates = int64_t(gated.shape().n_layers) * gated.shape().n_kv_heads;
+  const int64_t n_gates = int64_t(gated.config().n_layers) * gated.config().n_kv_heads;
   for (const auto& [gate, spec] : {std::pair{1.0f, "full"}, std::pair{0.0f, "swa:3,sinks:1"}}) {
     TrainModel plain = TinyGatedModel(spec);
     const float* want = plain.ForwardHidden(tokens.data(), 1, T);
     gated.set_head_gates(std::vector<float>(size_t(n_gates), gate));
     const float* got = gated.ForwardHidden(tokens.data(), 1, T);
-    const int64_t C = gated.shape().hidden;
+    const int64_t C = gated.config().hidden_size;
     for (int64_t i = 0; i < T * C; ++i) ASSERT_NEAR(got[i], want[i], 1e-5) << spec << " at " << i;
   }
 }
 
 TEST(HeadGatesGrad, ThroughTheFrozenModel) {
   TrainModel model = TinyGatedModel("swa:3,sinks:1");
-  const int64_t T = 12, C = model.shape().hidden;
+  const int64_t T = 12, C = model.config().hidden_size;
   const std::vector<int32_t> tokens = RandomTokens(T, 2);
   const std::vector<float> weights = {0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 2, 1};  // [T]
   std::vector<float> target(model.ForwardHidden(tokens.data(), 1, T),

@@ -10,6 +10,7 @@
 
 #include "attention/hedgehog.h"
 #include "attention/linear_attention.h"
+#include "model/model.h"
 #include "model/safetensors.h"
 #include "train/checkpoint.h"
 #include "train/routed.h"
@@ -27,67 +28,11 @@ std::string ReadText(const std::string& path) {
   return s.str();
 }
 
-json RopeScalingJson(const RopeScaling& s) {
-  if (s.kind == RopeScaling::Kind::kNone) return nullptr;
-  json j;
-  j["factor"] = s.factor;
-  j["original_max_position_embeddings"] = s.original_max_position_embeddings;
-  switch (s.kind) {
-    case RopeScaling::Kind::kLinear: j["rope_type"] = "linear"; break;
-    case RopeScaling::Kind::kYarn:
-      j["rope_type"] = "yarn";
-      j["beta_fast"] = s.beta_fast;
-      j["beta_slow"] = s.beta_slow;
-      if (s.attention_factor > 0) j["attention_factor"] = s.attention_factor;
-      break;
-    case RopeScaling::Kind::kLlama3:
-      j["rope_type"] = "llama3";
-      j["low_freq_factor"] = s.low_freq_factor;
-      j["high_freq_factor"] = s.high_freq_factor;
-      break;
-    case RopeScaling::Kind::kNone: break;
-  }
-  return j;
-}
-
 bool EndsWith(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
 }  // namespace
-
-ModelShape ShapeFromConfig(const ModelConfig& c) {
-  // The trainer lays out and exports the Llama network and Qwen2's (the
-  // same with q/k/v biases) only: another family (Gemma 3's norms and GELU)
-  // would lose what it has beyond it, silently.
-  const bool llama = c.architecture.empty()
-                         ? c.model_type.empty() || c.model_type == "llama" || c.model_type == "mistral"
-                         : c.architecture == "LlamaForCausalLM" || c.architecture == "MistralForCausalLM";
-  const bool qwen2 = c.architecture.empty() ? c.model_type == "qwen2" : c.architecture == "Qwen2ForCausalLM";
-  if (!llama && !qwen2)
-    throw std::runtime_error("training and continual pretraining support Llama, Mistral and Qwen2 models; this one "
-                             "is " + (c.architecture.empty() ? c.model_type : c.architecture) +
-                             ", whose export as one of them would drop what it has beyond it");
-  if (c.hidden_act != "silu")
-    throw std::runtime_error("training supports hidden_act silu, the model has '" + c.hidden_act + "'");
-  if (c.attention_bias || c.mlp_bias) throw std::runtime_error("training does not support biases");
-  ModelShape s;
-  s.qkv_bias = qwen2;
-  s.vocab = c.vocab_size;
-  s.hidden = c.hidden_size;
-  s.intermediate = c.intermediate_size;
-  s.n_layers = c.n_layers;
-  s.n_heads = c.n_heads;
-  s.n_kv_heads = c.n_kv_heads;
-  s.head_dim = c.head_dim;
-  s.rms_eps = float(c.rms_norm_eps);
-  s.tied_embeddings = c.tie_word_embeddings;
-  s.rope = c.rope;
-  s.max_position = c.max_position_embeddings;
-  s.feature_dim = c.linear_feature_dim;
-  s.Validate();
-  return s;
-}
 
 int32_t LoadHfWeights(TrainModel& model, const std::string& dir, int32_t* new_feature_maps) {
   const TensorStore store = TensorStore::OpenDirectory(dir);
@@ -102,10 +47,10 @@ int32_t LoadHfWeights(TrainModel& model, const std::string& dir, int32_t* new_fe
         if (store.Has(tensors.at(j).name))
           throw std::runtime_error(dir + " has " + tensors[j].name + " but not " + t.name);
       float* p = model.params().data();
-      const ModelShape& s = model.shape();
-      InitHedgehog(p + t.offset, p + tensors[i + 1].offset, {s.n_heads, s.head_dim, s.linear_features()});
-      InitHedgehog(p + tensors[i + 2].offset, p + tensors[i + 3].offset,
-                   {s.n_kv_heads, s.head_dim, s.linear_features()});
+      const ModelConfig& c = model.config();
+      const int32_t F = LinearPhiDim(c) / 2;
+      InitHedgehog(p + t.offset, p + tensors[i + 1].offset, {c.n_heads, c.head_dim, F});
+      InitHedgehog(p + tensors[i + 2].offset, p + tensors[i + 3].offset, {c.n_kv_heads, c.head_dim, F});
       ++new_maps;
       i += 3;
       continue;
@@ -136,7 +81,7 @@ int32_t LoadHfWeights(TrainModel& model, const std::string& dir, int32_t* new_fe
   std::vector<std::string> dropped;
   for (const std::string& name : store.Names()) {
     const bool buffer = EndsWith(name, "rotary_emb.inv_freq");
-    const bool tied_head = model.shape().tied_embeddings && name == "lm_head.weight";
+    const bool tied_head = model.config().tie_word_embeddings && name == "lm_head.weight";
     bool used = buffer || tied_head;
     for (const ParamTensor& t : tensors) used = used || t.name == name;
     if (!used) dropped.push_back(name);
@@ -198,50 +143,39 @@ int32_t AddedTokenId(const std::string& path, const std::string& token) {
 void ExportHfDirectory(const std::string& dir, const TrainModel& model, const ExportOptions& options) {
   namespace fs = std::filesystem;
   fs::create_directories(dir);
-  const ModelShape& s = model.shape();
   const AttentionPlan& plan = model.plan();
-
-  json c;
-  // Qwen2 is the Llama network with q/k/v biases.
-  c["architectures"] = json::array({s.qkv_bias ? "Qwen2ForCausalLM" : "LlamaForCausalLM"});
-  c["model_type"] = s.qkv_bias ? "qwen2" : "llama";
-  c["hidden_size"] = s.hidden;
-  c["intermediate_size"] = s.intermediate;
-  c["num_hidden_layers"] = s.n_layers;
-  c["num_attention_heads"] = s.n_heads;
-  c["num_key_value_heads"] = s.n_kv_heads;
-  c["head_dim"] = s.head_dim;
-  c["vocab_size"] = s.vocab;
-  c["max_position_embeddings"] = s.max_position;
-  c["rms_norm_eps"] = s.rms_eps;
-  c["rope_theta"] = s.rope.base;
-  c["rope_scaling"] = RopeScalingJson(s.rope.scaling);
-  c["tie_word_embeddings"] = s.tied_embeddings;
-  c["hidden_act"] = "silu";
-  c["attention_bias"] = false;
-  c["mlp_bias"] = false;
-  c["torch_dtype"] = "float32";
-  if (options.bos_token_id >= 0) c["bos_token_id"] = options.bos_token_id;
-  if (options.eos_token_id >= 0) c["eos_token_id"] = options.eos_token_id;
-  // The window layers in HF's own terms, when they share one window.
-  int32_t window = 0;
-  bool one_window = true;
-  for (const LayerPlan& l : plan.layers)
-    if (l.kind == LayerKind::kWindow) {
-      one_window &= window == 0 || window == l.span.window;
-      window = l.span.window;
-    }
-  if (window > 0 && one_window) {
-    c["sliding_window"] = window;
-    json types = json::array();
+  ModelConfig c = model.config();
+  c.architecture = model.spec().architecture;
+  c.model_type = model.spec().model_type;
+  c.bos_token_id = options.bos_token_id;
+  c.eos_token_ids.clear();
+  if (options.eos_token_id >= 0) c.eos_token_ids.push_back(options.eos_token_id);
+  // The window layers in HF's own terms, when they share one window. A
+  // family whose layers differ by more than their window (Gemma 3's local
+  // and global RoPE bases) keeps its own layout: the plan, below, says
+  // what runs, and the layout which layer is which.
+  if (AttentionDefaultsFor(c).layer_ropes.empty()) {
+    int32_t window = 0;
+    bool one_window = true;
     for (const LayerPlan& l : plan.layers)
-      types.push_back(l.kind == LayerKind::kWindow ? "sliding_attention" : "full_attention");
-    c["layer_types"] = types;
+      if (l.kind == LayerKind::kWindow) {
+        one_window &= window == 0 || window == l.span.window;
+        window = l.span.window;
+      }
+    c.sliding_window = one_window ? window : 0;
+    if (model.spec().architecture == "Qwen2ForCausalLM") {  // whose window is off unless asked for
+      c.use_sliding_window = c.sliding_window > 0;
+      c.max_window_layers = c.use_sliding_window ? 0 : -1;
+    }
+    c.layer_types.clear();
+    for (const LayerPlan& l : plan.layers)
+      c.layer_types.push_back(l.kind == LayerKind::kWindow && c.sliding_window > 0 ? "sliding_attention"
+                                                                                   : "full_attention");
   }
   const std::string spec = CanonicalPlanSpec(plan);
-  c["swan_attention_plan"] = spec;
-  if (plan.HasLinearLayers()) c["swan_linear_feature_dim"] = s.linear_features();
-  WriteFileAtomic((fs::path(dir) / "config.json").string(), c.dump(2) + "\n");
+  c.attention_plan = spec;
+  c.linear_feature_dim = plan.HasLinearLayers() ? LinearPhiDim(c) / 2 : 0;
+  WriteFileAtomic((fs::path(dir) / "config.json").string(), ModelConfigJson(c));
 
   json p;
   p["spec"] = spec;

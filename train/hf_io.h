@@ -10,10 +10,6 @@
 
 namespace swan {
 
-// The training shape of a Llama-family config. Throws std::runtime_error
-// for what training does not cover (biases, activations other than silu).
-ModelShape ShapeFromConfig(const ModelConfig& config);
-
 // Copies every parameter from DIR's safetensors into the model. A routed
 // layer whose router DIR lacks (continual pretraining of a full-attention
 // model) gets InitRouter's: weight 0, bias +2, every token on full
@@ -33,12 +29,13 @@ struct ExportOptions {
   int32_t eos_token_id = -1;
 };
 
-// Writes DIR/config.json (LlamaForCausalLM; the plan's window layers as
-// sliding_window + layer_types, routed layers there as full attention, and
-// the whole plan as "swan_attention_plan"), DIR/model.safetensors (F32,
-// routers included), DIR/tokenizer.json and DIR/attention_plan.json (spec
-// and per-layer description: kind full, window or routed). Every file is
-// written atomically.
+// Writes DIR/config.json (the model's own config and architecture; the
+// plan's window layers as sliding_window + layer_types, routed layers there
+// as full attention, and the whole plan as "swan_attention_plan"),
+// DIR/model.safetensors (F32, every tensor of the model's table: biases,
+// norms, routers, feature maps), DIR/tokenizer.json and
+// DIR/attention_plan.json (spec and per-layer description: kind full,
+// window or routed). Every file is written atomically.
 void ExportHfDirectory(const std::string& dir, const TrainModel& model, const ExportOptions& options);
 
 // The id of `token` among tokenizer.json's added tokens, or -1.

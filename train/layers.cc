@@ -107,34 +107,6 @@ void RopeBackward(float* dx, const Rope& rope, const int32_t* pos, int64_t n, in
   rope.Apply(dx, neg.data(), n, heads);
 }
 
-// --- SwiGLU ----------------------------------------------------------------------
-
-
-// --- GELU (tanh) -------------------------------------------------------------------
-
-namespace {
-constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
-constexpr float kGeluCubic = 0.044715f;
-}  // namespace
-
-void GeluTanhForward(float* out, const float* x, int64_t n) {
-#pragma omp parallel for if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    out[i] = 0.5f * v * (1.0f + std::tanh(kGeluScale * (v + kGeluCubic * v * v * v)));
-  }
-}
-
-void GeluTanhBackward(float* dx, const float* d_out, const float* x, int64_t n) {
-#pragma omp parallel for if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    const float th = std::tanh(kGeluScale * (v + kGeluCubic * v * v * v));
-    const float d_inner = kGeluScale * (1.0f + 3.0f * kGeluCubic * v * v);
-    dx[i] = d_out[i] * (0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * d_inner);
-  }
-}
-
 // --- attention -----------------------------------------------------------------------
 
 AttentionArgs SequenceArgs(const float* q, const float* k, const float* v,
@@ -150,6 +122,7 @@ AttentionArgs SequenceArgs(const float* q, const float* k, const float* v,
   args.kv.v = v + b * a.seq * kv_row;
   args.kv.pos = a.pos;
   args.kv.n_rows = a.seq;
+  args.scale = a.scale;
   args.kv.type = KvType::kF32;
   args.span = a.span;
   return args;

@@ -73,11 +73,6 @@ void RopeForward(float* x, const Rope& rope, const int32_t* pos, int64_t n, int3
 // rotation by the negated angle: dx = rotate(d_out, -pos), in place.
 void RopeBackward(float* dx, const Rope& rope, const int32_t* pos, int64_t n, int32_t heads);
 
-// --- GELU, tanh approximation (Gemma's gelu_pytorch_tanh) ----------------------
-// out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³)))      out, x [n]
-void GeluTanhForward(float* out, const float* x, int64_t n);
-void GeluTanhBackward(float* dx, const float* d_out, const float* x, int64_t n);
-
 // --- causal attention over packed sequences -------------------------------------
 // q [B*T, heads, head_dim], k, v [B*T, kv_heads, head_dim]: B sequences of
 // T tokens, token t of each at position t, each attending within itself
@@ -91,6 +86,7 @@ struct SequenceAttention {
   // A per-head layer's span of each KV head (attention/head_groups.h);
   // empty = `span` for every head.
   std::vector<Span> head_spans;  // [kv_heads] or empty
+  float scale = 0.0f;            // logit scale; 0 = 1/sqrt(head_dim)
 };
 //   out [B*T, heads, head_dim], lse [B*T, heads] (saved)
 void AttentionForward(float* out, float* lse, const float* q, const float* k, const float* v,

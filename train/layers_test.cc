@@ -220,39 +220,39 @@ TEST(LayersGrad, Rope) {
   CheckRope("nope dx", nope);
 }
 
-TEST(LayersGrad, SwiGlu) {
+using Gate = void (*)(float* out, const float* gate, const float* up, int64_t n);
+using GateBackward = void (*)(float* d_gate, float* d_up, const float* d_out, const float* gate, const float* up,
+                              int64_t n);
+
+// A gated MLP activation out = act(gate) * up (ops/elementwise.h) against
+// its float64 form, and its backward against central differences.
+void CheckGate(const char* what, double (*act)(double), Gate forward, GateBackward backward) {
   std::mt19937_64 rng(5);
-  const int64_t n = 20;
+  const int64_t n = 40;  // past one SIMD vector, with a tail
   const auto gate = RandomVector(rng, size_t(n), 2.0), up = RandomVector(rng, size_t(n)), r = RandomVector(rng, size_t(n));
   auto ref = [&](const std::vector<double>& g, const std::vector<double>& u) {
     std::vector<double> o(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) o[size_t(i)] = g[size_t(i)] / (1 + std::exp(-g[size_t(i)])) * u[size_t(i)];
+    for (int64_t i = 0; i < n; ++i) o[size_t(i)] = act(g[size_t(i)]) * u[size_t(i)];
     return o;
   };
   std::vector<float> dg(static_cast<size_t>(n)), du(static_cast<size_t>(n));
   std::vector<float> out(static_cast<size_t>(n));
-  SiluMul(out.data(), ToFloat(gate).data(), ToFloat(up).data(), n);
-  Report("swiglu forward", RelativeError(out, ref(gate, up)));
-  SiluMulBackward(dg.data(), du.data(), ToFloat(r).data(), ToFloat(gate).data(), ToFloat(up).data(), n);
-  Report("swiglu d_gate", RelativeError(dg, NumericGradient([&](const std::vector<double>& v) { return Dot(ref(v, up), r); }, gate)));
-  Report("swiglu d_up", RelativeError(du, NumericGradient([&](const std::vector<double>& v) { return Dot(ref(gate, v), r); }, up)));
+  forward(out.data(), ToFloat(gate).data(), ToFloat(up).data(), n);
+  EXPECT_LT(RelativeError(out, ref(gate, up)), 1e-5) << what;
+  backward(dg.data(), du.data(), ToFloat(r).data(), ToFloat(gate).data(), ToFloat(up).data(), n);
+  Report((std::string(what) + " d_gate").c_str(),
+         RelativeError(dg, NumericGradient([&](const std::vector<double>& v) { return Dot(ref(v, up), r); }, gate)));
+  Report((std::string(what) + " d_up").c_str(),
+         RelativeError(du, NumericGradient([&](const std::vector<double>& v) { return Dot(ref(gate, v), r); }, up)));
 }
 
-TEST(LayersGrad, GeluTanh) {
-  std::mt19937_64 rng(6);
-  const int64_t n = 20;
-  const auto x = RandomVector(rng, size_t(n), 2.0), r = RandomVector(rng, size_t(n));
-  auto ref = [&](const std::vector<double>& v) {
-    std::vector<double> o(v.size());
-    for (size_t i = 0; i < v.size(); ++i)
-      o[i] = 0.5 * v[i] * (1 + std::tanh(std::sqrt(2 / M_PI) * (v[i] + 0.044715 * v[i] * v[i] * v[i])));
-    return o;
-  };
-  std::vector<float> y(static_cast<size_t>(n)), dx(static_cast<size_t>(n));
-  GeluTanhForward(y.data(), ToFloat(x).data(), n);
-  EXPECT_LT(RelativeError(y, ref(x)), 1e-6);
-  GeluTanhBackward(dx.data(), ToFloat(r).data(), ToFloat(x).data(), n);
-  Report("gelu-tanh dx", RelativeError(dx, NumericGradient([&](const std::vector<double>& v) { return Dot(ref(v), r); }, x)));
+TEST(LayersGrad, SwiGlu) {
+  CheckGate("swiglu", [](double g) { return g / (1 + std::exp(-g)); }, SiluMul, SiluMulBackward);
+}
+
+TEST(LayersGrad, GeluTanhGate) {
+  CheckGate("gelu-tanh gate", [](double g) { return 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g))); },
+            GeluTanhMul, GeluTanhMulBackward);
 }
 
 void CheckAttention(const char* what, Span span) {

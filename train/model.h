@@ -1,13 +1,17 @@
-// A Llama-family language model for training: float32 master weights in one
+// A decoder language model for training: float32 master weights in one
 // flat buffer, their gradients in another of the same layout, the
 // activations of the last forward pass kept for the backward pass. The
 // linear layers' products may run in bfloat16 (set_matmul) from a bf16 copy
 // of the weights; everything else, the optimizer included, stays float32.
 //
-// The network is exactly the one model/llama.cc runs for inference (HF
-// LlamaForCausalLM): embedding, per layer RMSNorm -> Q, K, V -> RoPE or
-// NoPE -> attention under the layer's span -> O -> residual -> RMSNorm ->
-// SwiGLU MLP -> residual; final RMSNorm; tied or separate lm_head.
+// The network is exactly the one model/decoder.cc runs for inference, for
+// every family it runs (model/decoder_spec.h: Llama, Mistral, Qwen2's q/k/v
+// biases, Gemma 3's QK-norms, sandwich norms, 1 + w norms, embedding scale,
+// GELU-tanh and logit scale), and its tensors are the spec's table:
+// embedding, per layer norm -> Q, K, V (+ biases) -> QK-norm -> RoPE or
+// NoPE -> attention under the layer's span -> O (-> norm) -> residual ->
+// norm -> gated MLP (-> norm) -> residual; final norm; tied or separate
+// lm_head.
 //
 // A linear layer (attention/linear_attention.h) adds Hedgehog feature maps
 // (self_attn.feature_map_q.{weight [H, D, F], bias [H, F]},
@@ -27,6 +31,8 @@
 #include <string>
 #include <vector>
 
+#include "model/config.h"
+#include "model/decoder_spec.h"
 #include "model/plan.h"
 #include "ops/rope.h"
 #include "train/layers.h"
@@ -34,31 +40,13 @@
 
 namespace swan {
 
-struct ModelShape {
-  int64_t vocab = 0;
-  int64_t hidden = 0;        // C
-  int64_t intermediate = 0;  // F
-  int32_t n_layers = 0;      // L
-  int32_t n_heads = 0;       // H
-  int32_t n_kv_heads = 0;    // KV
-  int32_t head_dim = 0;      // D
-  float rms_eps = 1e-5f;
-  bool tied_embeddings = true;
-  RopeSettings rope;         // the model's RoPE; the plan may turn it off per layer
-  int64_t max_position = 0;  // the training context, written as max_position_embeddings
-  int32_t feature_dim = 0;   // linear layers: the Hedgehog map's F (0: head_dim / 2), φ has 2F
-  bool qkv_bias = false;     // q/k/v projection biases (Qwen2; exported as Qwen2ForCausalLM)
-
-  int64_t q_dim() const { return int64_t(n_heads) * head_dim; }
-  int64_t kv_dim() const { return int64_t(n_kv_heads) * head_dim; }
-  int32_t linear_features() const { return feature_dim > 0 ? feature_dim : head_dim / 2; }
-  // Throws std::invalid_argument naming the bad field.
-  void Validate() const;
-};
-
-// Named shapes for training from scratch: "tiny" (tests), "small" (~7M
-// parameters at vocab 4096: 8 layers, dim 256). Throws for unknown names.
-ModelShape PresetShape(const std::string& name, int64_t vocab, int64_t context);
+// Named shapes for training from scratch, as the config of a model of
+// `architecture` (a family of model/decoder_spec.h, with its activation;
+// Gemma 3 with its 5:1 layers of window 512 and RoPE bases): "tiny"
+// (tests), "mini", "small" (~7M parameters at vocab 4096: 8 layers, dim
+// 256). Throws std::invalid_argument for unknown names.
+ModelConfig PresetConfig(const std::string& name, int64_t vocab, int64_t context,
+                         const std::string& architecture = "LlamaForCausalLM");
 
 // One parameter tensor inside the flat buffer.
 struct ParamTensor {
@@ -68,6 +56,7 @@ struct ParamTensor {
   int64_t numel = 0;
   bool decay = false;           // AdamW weight decay: matrices yes, norms, routers and feature maps no
   bool frozen = false;          // AdamW leaves it as it is (attention transfer: all but the feature maps)
+  TensorRole role = TensorRole::kEmbedding;  // what it is in the network (model/decoder_spec.h)
 };
 
 // How the routed layers routed in the last forward pass.
@@ -79,10 +68,13 @@ struct RoutingStats {
 
 class TrainModel {
  public:
-  // Throws std::invalid_argument when the plan's layer count differs.
-  TrainModel(const ModelShape& shape, const AttentionPlan& plan);
+  // Throws std::invalid_argument when the plan's layer count differs,
+  // std::runtime_error when the config's sizes make no model
+  // (CheckModelSizes) or its family does not cover it (DecoderSpecOf).
+  TrainModel(const ModelConfig& config, const AttentionPlan& plan);
 
-  const ModelShape& shape() const { return shape_; }
+  const ModelConfig& config() const { return config_; }
+  const DecoderSpec& spec() const { return spec_; }
   const AttentionPlan& plan() const { return plan_; }
   const std::vector<ParamTensor>& tensors() const { return tensors_; }
   const ParamTensor& tensor(const std::string& name) const;  // throws if absent
@@ -99,7 +91,7 @@ class TrainModel {
   std::vector<float>& grads() { return grads_; }    // [num_params]
 
   // Normal(0, 0.02) matrices, output projections scaled by 1/sqrt(2L),
-  // norms 1, routers as InitRouters. Deterministic in `seed`; the draws do
+  // norms 1 (stored as 0 under 1 + w norms), biases 0, routers as InitRouters. Deterministic in `seed`; the draws do
   // not depend on which layers are routed.
   void InitRandom(uint64_t seed);
   // Every router to weight 0, bias +2: every token starts on full attention.
@@ -189,26 +181,32 @@ class TrainModel {
   // Layer l's attention over the batch's sequences: its span, or a span per
   // KV head on a per-head layer.
   SequenceAttention LayerAttention(int32_t l, int64_t batch, int64_t seq, const int32_t* pos) const;
+  // One layer's tensors inside a buffer (params_ or grads_); null where
+  // the spec or the plan gives the layer none. Norms hold the stored w.
   struct LayerParams {
-    float* attn_norm;  // (C)
-    float* wq;         // (H*D, C)
-    float* wk;         // (KV*D, C)
-    float* wv;         // (KV*D, C)
-    float* wo;         // (C, H*D)
-    float* mlp_norm;   // (C)
-    float* w_gate;     // (F, C)
-    float* w_up;       // (F, C)
-    float* w_down;     // (C, F)
-    float* bq;         // (H*D) q/k/v biases when qkv_bias; null otherwise
-    float* bk;         // (KV*D)
-    float* bv;         // (KV*D)
-    float* router_w;   // (1, C) routed layers; null on others
-    float* router_b;   // (1)
-    float* fq_w;       // (H, D, F) linear layers; null on others
-    float* fq_b;       // (H, F)
-    float* fk_w;       // (KV, D, F)
-    float* fk_b;       // (KV, F)
-    float* window_factor;  // (H) θ, γ = σ(θ): linear + window layers; null on others
+    float* attn_norm = nullptr;  // (C)
+    float* wq = nullptr;         // (H*D, C)
+    float* wk = nullptr;         // (KV*D, C)
+    float* wv = nullptr;         // (KV*D, C)
+    float* wo = nullptr;         // (C, H*D)
+    float* mlp_norm = nullptr;   // (C) the MLP's input norm
+    float* w_gate = nullptr;     // (F, C)
+    float* w_up = nullptr;       // (F, C)
+    float* w_down = nullptr;     // (C, F)
+    float* bq = nullptr;         // (H*D) q/k/v biases (qkv_bias)
+    float* bk = nullptr;         // (KV*D)
+    float* bv = nullptr;         // (KV*D)
+    float* q_norm = nullptr;     // (D) QK-norms (qk_norm)
+    float* k_norm = nullptr;     // (D)
+    float* post_attn_norm = nullptr;  // (C) sandwich norms
+    float* post_mlp_norm = nullptr;   // (C)
+    float* router_w = nullptr;   // (1, C) routed layers
+    float* router_b = nullptr;   // (1)
+    float* fq_w = nullptr;       // (H, D, F) linear layers
+    float* fq_b = nullptr;       // (H, F)
+    float* fk_w = nullptr;       // (KV, D, F)
+    float* fk_b = nullptr;       // (KV, F)
+    float* window_factor = nullptr;  // (H) θ, γ = σ(θ): linear + window layers
   };
   // Every activation of one forward pass; N = B * T tokens.
   struct Activations {
@@ -221,15 +219,26 @@ class TrainModel {
     std::vector<float> attn_rstd;    // (L, N)
     std::vector<float> q;            // (L, N, H*D) after RoPE
     std::vector<float> k;            // (L, N, KV*D) after RoPE
+    // QK-norm only (else empty): q and k before it, and its 1/rms per head row.
+    std::vector<float> q_raw;        // (L, N, H*D)
+    std::vector<float> k_raw;        // (L, N, KV*D)
+    std::vector<float> q_rstd;       // (L, N, H)
+    std::vector<float> k_rstd;       // (L, N, KV)
     std::vector<float> v;            // (L, N, KV*D)
     std::vector<float> att;          // (L, N, H*D) attention output
     std::vector<float> lse;          // (L, N, H)
     std::vector<float> attn_mid;     // (L, N, C) stream after the attention residual
+    // Sandwich norms only (else empty): the attention's and the MLP's
+    // outputs before their norms, and those norms' 1/rms.
+    std::vector<float> attn_out;     // (L, N, C)
+    std::vector<float> attn_out_rstd;  // (L, N)
+    std::vector<float> mlp_out;      // (L, N, C)
+    std::vector<float> mlp_out_rstd;   // (L, N)
     std::vector<float> mlp_xn;       // (L, N, C)
     std::vector<float> mlp_rstd;     // (L, N)
     std::vector<float> gate;         // (L, N, F)
     std::vector<float> up;           // (L, N, F)
-    std::vector<float> act;          // (L, N, F) silu(gate) * up
+    std::vector<float> act;          // (L, N, F) act(gate) * up
     std::vector<float> final_xn;     // (N, C)
     std::vector<float> final_rstd;   // (N)
     std::vector<float> logits;       // (N, V); d_logits in place during Backward
@@ -252,6 +261,9 @@ class TrainModel {
   struct Scratch {
     std::vector<float> d_res;   // (N, C) gradient of the residual stream
     std::vector<float> d_xn;    // (N, C)
+    std::vector<float> d_out;   // (N, C) at a branch's output before its norm (sandwich norms);
+                                //        in the forward, the normed branch output
+    std::vector<float> d_raw;   // (N, H*D) q or k before its QK-norm
     std::vector<float> d_att;   // (N, H*D)
     std::vector<float> dq;      // (N, H*D)
     std::vector<float> dk;      // (N, KV*D)
@@ -266,6 +278,22 @@ class TrainModel {
 
   void Layout();
   LayerParams Layer(std::vector<float>& buffer, int32_t l);
+  // The weight a norm multiplies by: w itself, or 1 + w (in `applied`)
+  // under unit-offset norms.   w, applied [n]
+  const float* NormWeight(const float* w, int64_t n, std::vector<float>& applied) const;
+  // next = prev + x · wᵀ, or prev + norm(x · wᵀ) when the branch has an
+  // output norm (sandwich norms; x · wᵀ and the norm's 1/rms saved in out
+  // and rstd).   next, prev, out [N, C]; x [N, in]; w [C, in]; rstd [N]
+  void BranchForward(float* next, const float* prev, const float* x, const float* w, int64_t in,
+                     const float* out_norm, float* out, float* rstd);
+  // The gradient at x · wᵀ from the stream's (scratch_.d_res): itself, or
+  // back through the output norm (its weight's gradient into d_out_norm).
+  // [N, C], valid until the next call.
+  const float* BranchBackward(const float* out_norm, float* d_out_norm, const float* out, const float* rstd);
+  // The gated MLP's activation and its backward, as the spec says.   [n]
+  void GateForward(float* act, const float* gate, const float* up, int64_t n) const;
+  void GateBackward(float* d_gate, float* d_up, const float* d_act, const float* gate, const float* up,
+                    int64_t n) const;
   // y (+)= x · wᵀ and its backward (train/layers.h) in the model's
   // precision, for a weight w [out, in] inside params_.
   void Project(float* y, const float* x, const float* w, int64_t n, int64_t in, int64_t out,
@@ -285,8 +313,11 @@ class TrainModel {
   void LinearAttentionBackward(int32_t l, const float* d_out, const float* out, const float* q, const float* k,
                       const float* v, float* dq, float* dk, float* dv, const LayerParams& g);
 
-  ModelShape shape_;
+  ModelConfig config_;
+  DecoderSpec spec_;
   AttentionPlan plan_;
+  float attention_scale_ = 0;  // AttentionScaleOf; 0 = 1/sqrt(D)
+  float embed_scale_ = 1;      // sqrt(C) under scale_embeddings
   std::vector<Rope> ropes_;  // [L]
   std::vector<int32_t> routed_index_;  // [L] among the routed layers; -1 on others
   int32_t n_routed_ = 0;               // R
@@ -297,6 +328,7 @@ class TrainModel {
   std::vector<float> head_gates_;      // [L * KV] or empty: train/head_gates.h
   std::vector<float> head_gate_grads_; // [L * KV]
   std::vector<size_t> layer_first_;    // [L] index into tensors_ of the layer's first tensor
+  std::vector<size_t> layer_end_;      // [L] one past its last
   RouterRegularizer router_reg_;
   RoutingStats routing_;
   std::vector<ParamTensor> tensors_;

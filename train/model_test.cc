@@ -88,7 +88,7 @@ struct RoutedTrace {
 
 // out [seq, H*D]: attention of one sequence, KV head kh under spans[kh].
 Vec Attention(const Vec& q, const Vec& k, const Vec& v, const std::vector<Span>& spans, int64_t seq, int64_t H,
-              int64_t KV, int64_t D) {
+              int64_t KV, int64_t D, double scale) {
   Vec att(size_t(seq * H * D), 0.0);
   for (int64_t i = 0; i < seq; ++i)
     for (int64_t h = 0; h < H; ++h) {
@@ -100,7 +100,7 @@ Vec Attention(const Vec& q, const Vec& k, const Vec& v, const std::vector<Span>&
         if (!Sees(span, i, j)) continue;
         double d = 0;
         for (int64_t c = 0; c < D; ++c) d += q[size_t((i * H + h) * D + c)] * k[size_t((j * KV + kh) * D + c)];
-        w[size_t(j)] = d / std::sqrt(double(D));
+        w[size_t(j)] = d * scale;
         max = std::max(max, w[size_t(j)]);
       }
       for (int64_t j = 0; j <= i; ++j)
@@ -121,10 +121,22 @@ Vec Attention(const Vec& q, const Vec& k, const Vec& v, const std::vector<Span>&
 double ReferenceLoss(const TrainModel& m, const Vec& params, const std::vector<int32_t>& tokens,
                      const std::vector<int32_t>& targets, int64_t batch, int64_t seq,
                      const RoutedFrozen* frozen = nullptr, RoutedTrace* trace = nullptr) {
-  const ModelShape& s = m.shape();
-  const int64_t C = s.hidden, F = s.intermediate, V = s.vocab, H = s.n_heads, KV = s.n_kv_heads;
+  const ModelConfig& s = m.config();
+  const DecoderSpec& spec = m.spec();
+  const int64_t C = s.hidden_size, F = s.intermediate_size, V = s.vocab_size, H = s.n_heads, KV = s.n_kv_heads;
   const int64_t D = s.head_dim;
+  const double eps = s.rms_norm_eps;
+  const double scale = spec.default_query_pre_attn_scalar > 0 ? 1 / std::sqrt(s.query_pre_attn_scalar)
+                                                                : 1 / std::sqrt(double(D));
   auto P = [&](const std::string& name) { return params.data() + m.tensor(name).offset; };
+  // A norm by its weight w, applied as w or as 1 + w (Gemma).
+  auto norm = [&](const Vec& x, const std::string& name, int64_t n, int64_t dim) {
+    const double* w = P(name);
+    Vec applied(w, w + dim);
+    if (spec.unit_offset_norms)
+      for (double& a : applied) a += 1;
+    return Norm(x, applied.data(), eps, n, dim);
+  };
   double total = 0, regularizer = 0;
   int64_t counted = 0;
   if (trace) trace->nll.assign(size_t(batch * seq), 0.0);
@@ -132,28 +144,33 @@ double ReferenceLoss(const TrainModel& m, const Vec& params, const std::vector<i
     Vec x(size_t(seq * C));
     for (int64_t t = 0; t < seq; ++t)
       for (int64_t i = 0; i < C; ++i)
-        x[size_t(t * C + i)] = P("model.embed_tokens.weight")[tokens[size_t(b * seq + t)] * C + i];
+        x[size_t(t * C + i)] = P("model.embed_tokens.weight")[tokens[size_t(b * seq + t)] * C + i] *
+                               (spec.scale_embeddings ? std::sqrt(double(C)) : 1.0);
     for (int32_t l = 0; l < s.n_layers; ++l) {
       const std::string p = "model.layers." + std::to_string(l) + ".";
       const LayerPlan& lp = m.plan().layers[size_t(l)];
       const Rope rope(lp.rope, int32_t(D));
-      const Vec xn = Norm(x, P(p + "input_layernorm.weight"), s.rms_eps, seq, C);
+      const Vec xn = norm(x, p + "input_layernorm.weight", seq, C);
       Vec q = Linear(xn, P(p + "self_attn.q_proj.weight"), seq, C, H * D);
       Vec k = Linear(xn, P(p + "self_attn.k_proj.weight"), seq, C, KV * D);
       Vec v = Linear(xn, P(p + "self_attn.v_proj.weight"), seq, C, KV * D);
-      if (s.qkv_bias)  // Qwen2: each row plus the projection's bias
+      if (spec.qkv_bias)  // Qwen2: each row plus the projection's bias
         for (const auto& [x, name] : {std::pair<Vec*, const char*>{&q, "q"}, {&k, "k"}, {&v, "v"}}) {
           const double* bias = P(p + "self_attn." + name + "_proj.bias");
           const size_t width = x->size() / size_t(seq);
           for (size_t i = 0; i < x->size(); ++i) (*x)[i] += bias[i % width];
         }
+      if (spec.qk_norm) {  // Gemma 3: each head's vector normed
+        q = norm(q, p + "self_attn.q_norm.weight", seq * H, D);
+        k = norm(k, p + "self_attn.k_norm.weight", seq * KV, D);
+      }
       Rotate(q, rope, lp.rope.enabled, seq, int32_t(H), int32_t(D));
       Rotate(k, rope, lp.rope.enabled, seq, int32_t(KV), int32_t(D));
       std::vector<Span> spans;  // [KV] each KV head's span (a routed layer's full branch here)
       for (int32_t h = 0; h < KV; ++h) spans.push_back(lp.kind == LayerKind::kRouted ? Span{} : lp.HeadSpan(h));
-      Vec att = Attention(q, k, v, spans, seq, H, KV, D);
+      Vec att = Attention(q, k, v, spans, seq, H, KV, D, scale);
       if (lp.kind == LayerKind::kLinear) {  // linear attention through the feature maps
-        const int32_t Fm = s.linear_features();
+        const int32_t Fm = LinearPhiDim(s) / 2;
         Vec phi_q(size_t(seq * H * 2 * Fm)), phi_k(size_t(seq * KV * 2 * Fm));
         HedgehogReference(phi_q.data(), q.data(), P(p + "self_attn.feature_map_q.weight"),
                           P(p + "self_attn.feature_map_q.bias"), seq, {int32_t(H), int32_t(D), Fm});
@@ -170,7 +187,7 @@ double ReferenceLoss(const TrainModel& m, const Vec& params, const std::vector<i
         }
       }
       if (lp.kind == LayerKind::kRouted) {  // att holds the full branch
-        const Vec window = Attention(q, k, v, std::vector<Span>(size_t(KV), lp.span), seq, H, KV, D);
+        const Vec window = Attention(q, k, v, std::vector<Span>(size_t(KV), lp.span), seq, H, KV, D, scale);
         const double* w = P(p + "self_attn.router.weight");
         const double bias = *P(p + "self_attn.router.bias");
         for (int64_t t = 0; t < seq; ++t) {
@@ -197,17 +214,25 @@ double ReferenceLoss(const TrainModel& m, const Vec& params, const std::vector<i
           }
         }
       }
-      const Vec o = Linear(att, P(p + "self_attn.o_proj.weight"), seq, H * D, C);
+      Vec o = Linear(att, P(p + "self_attn.o_proj.weight"), seq, H * D, C);
+      if (spec.sandwich_norms) o = norm(o, p + "post_attention_layernorm.weight", seq, C);
       for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
-      const Vec mxn = Norm(x, P(p + "post_attention_layernorm.weight"), s.rms_eps, seq, C);
+      const Vec mxn = norm(x, p + (spec.sandwich_norms ? "pre_feedforward_layernorm.weight"
+                                                       : "post_attention_layernorm.weight"), seq, C);
       const Vec gate = Linear(mxn, P(p + "mlp.gate_proj.weight"), seq, C, F);
       Vec up = Linear(mxn, P(p + "mlp.up_proj.weight"), seq, C, F);
-      for (size_t i = 0; i < up.size(); ++i) up[i] *= gate[i] / (1 + std::exp(-gate[i]));
-      const Vec down = Linear(up, P(p + "mlp.down_proj.weight"), seq, F, C);
+      for (size_t i = 0; i < up.size(); ++i) {
+        const double g = gate[i];
+        up[i] *= spec.activation == MlpActivation::kSilu
+                     ? g / (1 + std::exp(-g))
+                     : 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g)));
+      }
+      Vec down = Linear(up, P(p + "mlp.down_proj.weight"), seq, F, C);
+      if (spec.sandwich_norms) down = norm(down, p + "post_feedforward_layernorm.weight", seq, C);
       for (size_t i = 0; i < x.size(); ++i) x[i] += down[i];
     }
-    const Vec xn = Norm(x, P("model.norm.weight"), s.rms_eps, seq, C);
-    const Vec logits = Linear(xn, s.tied_embeddings ? P("model.embed_tokens.weight") : P("lm_head.weight"), seq, C, V);
+    const Vec xn = norm(x, "model.norm.weight", seq, C);
+    const Vec logits = Linear(xn, s.tie_word_embeddings ? P("model.embed_tokens.weight") : P("lm_head.weight"), seq, C, V);
     for (int64_t t = 0; t < seq; ++t) {
       const int32_t target = targets[size_t(b * seq + t)];
       if (target < 0) continue;
@@ -245,16 +270,22 @@ AttentionPlan TinyPlan(const std::string& spec, int32_t n_layers, int32_t n_kv_h
   return ResolvePlan(spec, d);
 }
 
-// kv_heads > 0: that many KV heads, two query heads each (per-head plans).
-void CheckModelGradient(const std::string& spec, bool tied, int32_t kv_heads = 0, bool qkv_bias = false) {
-  ModelShape shape = PresetShape("tiny", 32, 16);
-  shape.tied_embeddings = tied;
-  shape.qkv_bias = qkv_bias;
+// The tiny preset of a family; kv_heads > 0: that many KV heads, two query
+// heads each (per-head plans). Gemma 3's logit scale is made 1/sqrt(12),
+// not its head_dim's, so that the scale is seen.
+ModelConfig TinyConfig(const std::string& architecture, bool tied, int32_t kv_heads = 0) {
+  ModelConfig c = PresetConfig("tiny", 32, 16, architecture);
+  c.tie_word_embeddings = tied;
   if (kv_heads > 0) {
-    shape.n_kv_heads = kv_heads;
-    shape.n_heads = 2 * kv_heads;
+    c.n_kv_heads = kv_heads;
+    c.n_heads = 2 * kv_heads;
   }
-  TrainModel model(shape, TinyPlan(spec, shape.n_layers, shape.n_kv_heads));
+  if (c.query_pre_attn_scalar > 0) c.query_pre_attn_scalar = 12;
+  return c;
+}
+
+void CheckModelGradient(const std::string& spec, const ModelConfig& config) {
+  TrainModel model(config, TinyPlan(spec, config.n_layers, config.n_kv_heads));
   model.InitRandom(7);
   // Larger weights than the init, so every path carries a visible gradient.
   std::mt19937_64 rng(11);
@@ -319,8 +350,11 @@ void CheckModelGradient(const std::string& spec, bool tied, int32_t kv_heads = 0
     worst = std::max(worst, err);
     EXPECT_LT(err, 1e-3) << t.name;
   }
-  std::printf("  model grad check [%s%s%s]: worst tensor rel. error %.2e\n", spec.c_str(),
-              tied ? ", tied" : "", qkv_bias ? ", q/k/v biases" : "", worst);
+  std::printf("  model grad check [%s, %s%s]: worst tensor rel. error %.2e\n", config.architecture.c_str(),
+              spec.c_str(), config.tie_word_embeddings ? ", tied" : "", worst);
+}
+void CheckModelGradient(const std::string& spec, bool tied, int32_t kv_heads = 0) {
+  CheckModelGradient(spec, TinyConfig("LlamaForCausalLM", tied, kv_heads));
 }
 
 TEST(ModelGrad, WindowSinksNopeTied) { CheckModelGradient("hybrid:1:1,window:4,sinks:1,nope:full", true); }
@@ -332,13 +366,22 @@ TEST(ModelGrad, LinearAndWindowUntied) { CheckModelGradient("swa:4,layer1:linear
 TEST(ModelGrad, LinearGqaTied) { CheckModelGradient("linear", true, 1); }
 TEST(ModelGrad, LinearWindowGqaUntied) { CheckModelGradient("linear:3,layer0:linear", false, 1); }
 // Qwen2's q/k/v biases, under a window and a routed layer.
-TEST(ModelGrad, QkvBiasRoutedUntied) { CheckModelGradient("swa:4,layer1:routed:3", false, 0, true); }
+TEST(ModelGrad, Qwen2RoutedUntied) { CheckModelGradient("swa:4,layer1:routed:3", TinyConfig("Qwen2ForCausalLM", false)); }
+// Gemma 3: QK-norms, sandwich norms, 1 + w norms, embedding scale, GELU-tanh
+// and its logit scale, under a hybrid with sinks, a routed plan and per-head.
+TEST(ModelGrad, Gemma3HybridTied) {
+  CheckModelGradient("hybrid:1:1,window:4,sinks:1,nope:full", TinyConfig("Gemma3ForCausalLM", true));
+}
+TEST(ModelGrad, Gemma3RoutedUntied) { CheckModelGradient("routed:4,sinks:1", TinyConfig("Gemma3ForCausalLM", false)); }
+TEST(ModelGrad, Gemma3PerHeadTied) {
+  CheckModelGradient("swa:3,layer0:heads:1,layer1:full", TinyConfig("Gemma3ForCausalLM", true, 2));
+}
 TEST(ModelGrad, PerHeadSinksTied) { CheckModelGradient("swa:3,sinks:1,layer0:heads:1,layer1:heads:0+2", true, 3); }
 
 // Loss weights: 0 on a token is the same as not counting it, and a weight
 // scales its token's share of the loss and of every gradient.
 TEST(ModelWeights, ZeroWeightDropsATokenAndWeightsScaleItsShare) {
-  ModelShape shape = PresetShape("tiny", 32, 16);
+  const ModelConfig shape = PresetConfig("tiny", 32, 16);
   TrainModel model(shape, TinyPlan("hybrid:1:1,window:4", shape.n_layers));
   model.InitRandom(5);
   const int64_t batch = 2, seq = 8, n = batch * seq;
@@ -375,7 +418,7 @@ TEST(ModelWeights, ZeroWeightDropsATokenAndWeightsScaleItsShare) {
 }
 
 TEST(ModelGrad, FirstNonFiniteNamesTheLayer) {
-  const ModelShape shape = PresetShape("tiny", 32, 16);
+  const ModelConfig shape = PresetConfig("tiny", 32, 16);
   TrainModel model(shape, TinyPlan("full", shape.n_layers));
   model.InitRandom(1);
   const std::vector<int32_t> tokens = {1, 2, 3, 4}, targets = {2, 3, 4, 5};
@@ -390,7 +433,7 @@ TEST(ModelGrad, FirstNonFiniteNamesTheLayer) {
 // float32 model to bf16 precision, and the bf16 copy of the weights follows
 // changes made through params().
 TEST(ModelBF16, FollowsFloat32AndParameterChanges) {
-  const ModelShape shape = PresetShape("tiny", 32, 16);
+  const ModelConfig shape = PresetConfig("tiny", 32, 16);
   TrainModel model(shape, TinyPlan("hybrid:1:1,window:4,sinks:1", shape.n_layers));
   model.InitRandom(5);
   std::mt19937_64 rng(6);
@@ -444,7 +487,7 @@ std::string TempDir(const std::string& name) {
 // A tiny full-attention model with visible weights, exported to `dir` (the
 // start of continual pretraining under another plan).
 TrainModel ExportedFullModel(const std::string& dir, std::mt19937_64& rng) {
-  const ModelShape shape = PresetShape("tiny", 32, 16);
+  const ModelConfig shape = PresetConfig("tiny", 32, 16);
   TrainModel full(shape, TinyPlan("full", shape.n_layers));
   full.InitRandom(3);
   std::normal_distribution<float> noise(0.0f, 0.2f);
@@ -457,14 +500,14 @@ TEST(RoutedCpt, NewRoutersStartAsTheFullModel) {
   std::mt19937_64 rng(4);
   const std::string dir = TempDir("cpt");
   TrainModel full = ExportedFullModel(dir, rng);
-  const ModelShape shape = full.shape();
+  const ModelConfig shape = full.config();
 
   TrainModel routed(shape, TinyPlan("routed:4,sinks:1", shape.n_layers));
   EXPECT_EQ(LoadHfWeights(routed, dir), 2);
   for (int l = 0; l < 2; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".self_attn.router.";
     const ParamTensor& w = routed.tensor(p + "weight");
-    EXPECT_EQ(w.shape, (std::vector<int64_t>{1, shape.hidden}));
+    EXPECT_EQ(w.shape, (std::vector<int64_t>{1, shape.hidden_size}));
     EXPECT_FALSE(w.decay);
     for (int64_t i = 0; i < w.numel; ++i) EXPECT_EQ(routed.params()[size_t(w.offset + i)], 0.0f);
     EXPECT_EQ(routed.params()[size_t(routed.tensor(p + "bias").offset)], 2.0f);
@@ -507,7 +550,7 @@ TEST(LinearCpt, AttentionTransferTrainsTheFeatureMapsOnly) {
   std::mt19937_64 rng(4);
   const std::string dir = TempDir("linearize");
   TrainModel full = ExportedFullModel(dir, rng);
-  const ModelShape shape = full.shape();
+  const ModelConfig shape = full.config();
 
   TrainModel linear(shape, TinyPlan("linear,layer1:linear:4", shape.n_layers));
   int32_t new_maps = -1;
@@ -572,7 +615,7 @@ TEST(LinearCpt, AttentionTransferTrainsTheFeatureMapsOnly) {
   const ModelConfig c = LoadModelConfig(out);
   EXPECT_EQ(c.attention_plan, "full,layer0:linear,layer1:linear:4");
   EXPECT_EQ(c.linear_feature_dim, shape.head_dim / 2);
-  TrainModel back(ShapeFromConfig(c), TinyPlan(c.attention_plan, shape.n_layers));
+  TrainModel back(c, TinyPlan(c.attention_plan, shape.n_layers));
   EXPECT_EQ(LoadHfWeights(back, out, &new_maps), 0);
   EXPECT_EQ(new_maps, 0);
   EXPECT_EQ(back.params(), linear.params());
@@ -581,7 +624,7 @@ TEST(LinearCpt, AttentionTransferTrainsTheFeatureMapsOnly) {
 // Export writes the routers and the plan; loading the directory back gives
 // the same plan and the same parameters, routers included.
 TEST(RoutedCpt, ExportKeepsRoutersAndThePlan) {
-  const ModelShape shape = PresetShape("tiny", 32, 16);
+  const ModelConfig shape = PresetConfig("tiny", 32, 16);
   const AttentionPlan plan = TinyPlan("hybrid:1:1,window:4,layer1:routed:3,sinks:1", shape.n_layers);
   TrainModel model(shape, plan);
   model.InitRandom(5);
@@ -612,14 +655,14 @@ TEST(RoutedCpt, ExportKeepsRoutersAndThePlan) {
   EXPECT_TRUE(store.Has("model.layers.1.self_attn.router.weight"));
   EXPECT_TRUE(store.Has("model.layers.1.self_attn.router.bias"));
   EXPECT_FALSE(store.Has("model.layers.0.self_attn.router.weight"));
-  TrainModel back(ShapeFromConfig(config), again);
+  TrainModel back(config, again);
   EXPECT_EQ(LoadHfWeights(back, dir), 0);
   EXPECT_EQ(back.params(), model.params());
 }
 
 }  // namespace
 TEST(PerHeadExport, ThePlanRoundTripsThroughConfig) {
-  ModelShape shape = PresetShape("tiny", 32, 16);
+  ModelConfig shape = PresetConfig("tiny", 32, 16);
   shape.n_heads = 4;
   shape.n_kv_heads = 4;
   const AttentionPlan plan = TinyPlan("full,window:5,sinks:2,layer1:heads:3+1", shape.n_layers, 4);

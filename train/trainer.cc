@@ -71,10 +71,12 @@ int64_t GlobalBatch(const TrainOptions& o) { return int64_t(DataParallel::Get().
 // another number of ranks that keeps it.
 std::string Fingerprint(const TrainModel& model, const TrainOptions& o, uint64_t train_tokens,
                         int64_t schedule_steps) {
-  const ModelShape& s = model.shape();
+  const ModelConfig& s = model.config();
   nlohmann::json j;
-  j["shape"] = {s.vocab, s.hidden, s.intermediate, s.n_layers, s.n_heads, s.n_kv_heads, s.head_dim};
-  j["tied_embeddings"] = s.tied_embeddings;
+  j["shape"] = {s.vocab_size, s.hidden_size, s.intermediate_size, s.n_layers, s.n_heads, s.n_kv_heads, s.head_dim};
+  j["tied_embeddings"] = s.tie_word_embeddings;
+  // Only for other families, so that Llama checkpoints from before resume.
+  if (model.spec().architecture != "LlamaForCausalLM") j["architecture"] = model.spec().architecture;
   j["attention_plan"] = CanonicalPlanSpec(model.plan());
   j["context"] = o.context;
   j["global_batch"] = GlobalBatch(o);
@@ -87,7 +89,7 @@ std::string Fingerprint(const TrainModel& model, const TrainOptions& o, uint64_t
   if (!o.context_schedule.empty()) j["context_schedule"] = o.context_schedule;
   if (!o.recall_task.empty()) j["recall_task"] = ReadRecallJson(o.recall_task).dump();
   if (o.attention_transfer) j["attention_transfer"] = true;
-  if (s.feature_dim > 0) j["feature_dim"] = s.feature_dim;
+  if (s.linear_feature_dim > 0) j["feature_dim"] = s.linear_feature_dim;
   return j.dump();
 }
 
@@ -177,41 +179,41 @@ TrainResult Train(const TrainOptions& o) {
   DataLoader loader(d);
 
   // The model and its plan.
-  ModelShape shape;
+  ModelConfig config;
   AttentionPlan plan;
   ExportOptions export_options;
   export_options.tokenizer_json = TokenizerJson(o);
   if (!o.init_from.empty()) {
-    const ModelConfig config = LoadModelConfig(o.init_from);
-    shape = ShapeFromConfig(config);
-    if (int64_t(loader.vocab_size()) > shape.vocab)
+    config = LoadModelConfig(o.init_from);
+    if (int64_t(loader.vocab_size()) > config.vocab_size)
       throw std::runtime_error("the token files' vocabulary (" + std::to_string(loader.vocab_size()) +
-                               ") is larger than the model's (" + std::to_string(shape.vocab) +
+                               ") is larger than the model's (" + std::to_string(config.vocab_size) +
                                "); tokenize with the model's tokenizer");
-    shape.max_position = std::max<int64_t>(shape.max_position, o.context);
-    if (o.feature_dim > 0) shape.feature_dim = o.feature_dim;
+    config.max_position_embeddings = std::max<int64_t>(config.max_position_embeddings, o.context);
+    if (o.feature_dim > 0) config.linear_feature_dim = o.feature_dim;
     // A model swan trained keeps its own plan (routed layers included) in config.json.
     const bool own_plan = (o.attn.empty() || o.attn == "model") && !config.attention_plan.empty();
     plan = ResolvePlan(own_plan ? config.attention_plan : o.attn, AttentionDefaultsFor(config));
     export_options.bos_token_id = config.bos_token_id;
     if (!config.eos_token_ids.empty()) export_options.eos_token_id = config.eos_token_ids[0];
   } else {
-    shape = PresetShape(o.preset, loader.vocab_size(), o.context);
+    config = PresetConfig(o.preset, loader.vocab_size(), o.context, o.architecture);
     const TrainOptions::ShapeOverrides& so = o.shape_overrides;
-    if (so.layers > 0) shape.n_layers = so.layers;
-    if (so.heads > 0) shape.n_heads = so.heads;
-    if (so.kv_heads > 0) shape.n_kv_heads = so.kv_heads;
-    if (so.head_dim > 0) shape.head_dim = so.head_dim;
-    if (so.hidden > 0) shape.hidden = so.hidden;
-    if (so.intermediate > 0) shape.intermediate = so.intermediate;
-    if (so.heads > 0 && so.kv_heads == 0) shape.n_kv_heads = so.heads;  // no grouping unless asked
-    shape.Validate();
-    shape.rope.base = o.rope_base;
-    shape.feature_dim = o.feature_dim;
-    ModelAttentionDefaults defaults;
-    defaults.n_layers = shape.n_layers;
-    defaults.rope = shape.rope;
-    defaults.n_kv_heads = shape.n_kv_heads;
+    if (so.layers > 0) config.n_layers = so.layers;
+    if (so.heads > 0) config.n_heads = so.heads;
+    if (so.kv_heads > 0) config.n_kv_heads = so.kv_heads;
+    if (so.head_dim > 0) config.head_dim = so.head_dim;
+    if (so.hidden > 0) config.hidden_size = so.hidden;
+    if (so.intermediate > 0) config.intermediate_size = so.intermediate;
+    if (so.heads > 0 && so.kv_heads == 0) config.n_kv_heads = so.heads;  // no grouping unless asked
+    if (so.head_dim > 0 && config.query_pre_attn_scalar > 0) config.query_pre_attn_scalar = so.head_dim;
+    // Gemma's global layers keep their own base; the others take --rope-base.
+    if (config.rope_local_base_freq > 0)
+      config.rope_local_base_freq = o.rope_base;
+    else
+      config.rope.base = o.rope_base;
+    config.linear_feature_dim = o.feature_dim;
+    ModelAttentionDefaults defaults = AttentionDefaultsFor(config);
     plan = ResolvePlan(o.attn, defaults);
     if (!export_options.tokenizer_json.empty())
       export_options.eos_token_id = AddedTokenId(export_options.tokenizer_json, "<|endoftext|>");
@@ -227,7 +229,7 @@ TrainResult Train(const TrainOptions& o) {
                              (o.tokenizer.empty() ? o.init_from : o.tokenizer) +
                              "'s; tokenize the text with it (swan tokenize -t " +
                              (o.tokenizer.empty() ? o.init_from : o.tokenizer) + " ...)");
-  TrainModel model(shape, plan);
+  TrainModel model(config, plan);
   model.set_router_regularizer(o.router);
   model.set_matmul(o.matmul);
   if (o.attention_transfer) model.set_attention_transfer(true);
@@ -289,16 +291,16 @@ TrainResult Train(const TrainOptions& o) {
                    new_routers);
     if (new_maps > 0 && !quiet)
       std::fprintf(stderr, "%d new linear layers: Hedgehog feature maps (F = %d) from the identity start\n",
-                   new_maps, shape.linear_features());
+                   new_maps, LinearPhiDim(config) / 2);
   } else {
     model.InitRandom(o.seed);
   }
   if (!quiet)
     std::fprintf(stderr,
-                 "model: %.2fM parameters, %d layers, dim %lld, vocab %lld; plan %s; "
+                 "model: %s, %.2fM parameters, %d layers, dim %lld, vocab %lld; plan %s; "
                  "%s matmuls%s\n",
-                 double(model.num_params()) / 1e6, shape.n_layers, (long long)shape.hidden,
-                 (long long)shape.vocab, CanonicalPlanSpec(plan).c_str(),
+                 config.architecture.c_str(), double(model.num_params()) / 1e6, config.n_layers,
+                 (long long)config.hidden_size, (long long)config.vocab_size, CanonicalPlanSpec(plan).c_str(),
                  MatmulPrecisionName(o.matmul),
                  o.resume ? (", resumed at step " + std::to_string(start_step)).c_str() : "");
   if (!quiet && R > 1)
@@ -350,7 +352,7 @@ TrainResult Train(const TrainOptions& o) {
     const int64_t n = std::min(o.eval_sequences, loader.val_sequences());
     double total = 0, total_weight = 0;
     int64_t batches = 0;
-    std::vector<int64_t> full(size_t(shape.n_layers), 0);  // [L] tokens on full attention
+    std::vector<int64_t> full(size_t(config.n_layers), 0);  // [L] tokens on full attention
     const BatchBuffers buf = micro(0);
     for (int64_t first = 0; first < n; first += B, ++batches) {
       loader.ValBatch(first, B, buf);
@@ -358,7 +360,7 @@ TrainResult Train(const TrainOptions& o) {
                                         loader.has_val_labels() ? buf.weights : nullptr);
       total += loss * model.counted_weight();
       total_weight += model.counted_weight();
-      if (recall) tally.Add(model.logits().data(), buf.targets, buf.distances, B, T_max, shape.vocab);
+      if (recall) tally.Add(model.logits().data(), buf.targets, buf.distances, B, T_max, config.vocab_size);
       for (size_t l = 0; l < full.size(); ++l) full[l] += model.routing().full_tokens[l];
     }
     loader.set_context(train_context);
@@ -367,7 +369,7 @@ TrainResult Train(const TrainOptions& o) {
     const double tokens_per_layer = double(batches * N_max);
     int64_t routed_full = 0;
     row.val_full_ratio_by_layer.clear();
-    for (int32_t l = 0; l < shape.n_layers; ++l) {
+    for (int32_t l = 0; l < config.n_layers; ++l) {
       // Static layers: all (full) or none (window) of their tokens.
       const LayerKind kind = plan.layers[size_t(l)].kind;
       const double ratio = kind == LayerKind::kRouted ? double(full[size_t(l)]) / tokens_per_layer

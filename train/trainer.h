@@ -30,6 +30,7 @@ struct TrainOptions {
   double synthetic_rate = 0.0;
   // Model: from scratch with a preset shape, or from a Hugging Face directory.
   std::string preset = "small";
+  std::string architecture = "LlamaForCausalLM";  // from scratch: the family (model/decoder_spec.h)
   // From scratch: these replace the preset's value when > 0.
   struct ShapeOverrides {
     int32_t layers = 0, heads = 0, kv_heads = 0, head_dim = 0;

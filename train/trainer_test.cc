@@ -233,7 +233,7 @@ TEST(Trainer, RoutersLearnAtTheirOwnRate) {
   Train(o);
 
   // The initial parameters, as Train makes them from scratch.
-  ModelShape shape = PresetShape(o.preset, 32, o.context);
+  ModelConfig shape = PresetConfig(o.preset, 32, o.context);
   shape.rope.base = o.rope_base;
   ModelAttentionDefaults defaults;
   defaults.n_layers = shape.n_layers;
@@ -295,7 +295,7 @@ TEST(Trainer, ExportLoadsWithTheSameLogits) {
   EXPECT_TRUE(plan.layers[0].rope.enabled);
   EXPECT_FALSE(plan.layers[1].rope.enabled);
 
-  TrainModel model(PresetShape("tiny", 32, 16), plan);
+  TrainModel model(PresetConfig("tiny", 32, 16), plan);
   LoadHfWeights(model, r.export_dir);
   const std::vector<int32_t> tokens = {1, 4, 7, 10, 13, 16, 31, 2, 5, 8, 11, 14, 17, 20, 23, 26};
   std::vector<int32_t> targets(tokens.size(), 0);
@@ -322,7 +322,7 @@ TEST(Trainer, RoutedExportLoadsWithTheSameLogits) {
     d.rope.base = 10000;
     return ResolvePlan("routed:4,sinks:1,nope:window", d);
   }();
-  ModelShape shape = PresetShape("tiny", 32, 32);
+  ModelConfig shape = PresetConfig("tiny", 32, 32);
   TrainModel model(shape, plan);
   model.InitRandom(21);
   std::mt19937_64 rng(22);
@@ -353,8 +353,7 @@ TEST(Trainer, RoutedExportLoadsWithTheSameLogits) {
 // logits, and loads back into the trainer (--init) with the same parameters.
 TEST(Trainer, Qwen2ExportKeepsTheBiasesAndTheLogits) {
   const std::string dir = TempDir("qwen2_export");
-  ModelShape shape = PresetShape("tiny", 32, 40);
-  shape.qkv_bias = true;
+  ModelConfig shape = PresetConfig("tiny", 32, 40, "Qwen2ForCausalLM");
   const AttentionPlan plan = [] {
     ModelAttentionDefaults d;
     d.n_layers = 2;
@@ -370,9 +369,8 @@ TEST(Trainer, Qwen2ExportKeepsTheBiasesAndTheLogits) {
   ExportHfDirectory(dir, model, ExportOptions{});
   const ModelConfig c = LoadModelConfig(dir);
   EXPECT_EQ(c.architecture, "Qwen2ForCausalLM");
-  const ModelShape again = ShapeFromConfig(c);
-  EXPECT_TRUE(again.qkv_bias);
-  TrainModel back(again, ResolvePlan(c.attention_plan, AttentionDefaultsFor(c)));
+  EXPECT_TRUE(TrainModel(c, plan).spec().qkv_bias);
+  TrainModel back(c, ResolvePlan(c.attention_plan, AttentionDefaultsFor(c)));
   EXPECT_EQ(LoadHfWeights(back, dir), 0);
   EXPECT_EQ(back.params(), model.params());
 
@@ -388,8 +386,8 @@ TEST(Trainer, Qwen2ExportKeepsTheBiasesAndTheLogits) {
   for (size_t i = 0; i < logits.size(); ++i) worst = std::max(worst, double(std::abs(logits[i] - model.logits()[i])));
   EXPECT_LT(worst, 1e-4);
   // A trainer laid out without the biases refuses the directory rather than drop them.
-  ModelShape plain = shape;
-  plain.qkv_bias = false;
+  ModelConfig plain = shape;
+  plain.architecture = "LlamaForCausalLM";
   TrainModel llama(plain, plan);
   EXPECT_THROW(LoadHfWeights(llama, dir), std::runtime_error);
 }
@@ -408,7 +406,7 @@ TEST(Trainer, LinearExportLoadsWithTheSameLogits) {
     d.rope.base = 10000;
     return ResolvePlan("full,layer0:linear,layer1:linear:5", d);
   }();
-  ModelShape shape = PresetShape("tiny", 32, 40);
+  ModelConfig shape = PresetConfig("tiny", 32, 40);
   shape.n_heads = 4;
   shape.n_kv_heads = 2;
   TrainModel model(shape, plan);
