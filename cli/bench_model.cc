@@ -6,12 +6,9 @@
 // the same run. Routed plans (Switch Attention) run with their learned
 // routers, or with a forced full ratio (--route-ratio) on any model.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -66,47 +63,6 @@ const char kUsage[] =
     "is measured before the model loads, over a buffer the size of its weights (16 MiB to\n"
     "512 MiB), so a model that fits in a cache gets that cache's rate. The last line gives\n"
     "the peak RSS (JSON: peak_rss_bytes).\n";
-
-double Seconds(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Writes random K/V rows for positions [0, depth) into every layer; a
-// linear layer's state gets random positive sums of `depth` tokens (what a
-// decode step costs does not depend on them).
-void FillRandom(Session& session, const KvShape& shape, int64_t depth, int64_t chunk) {
-  for (int32_t l = 0; l < session.cache.n_layers(); ++l) {
-    if (!session.cache.layer(l).linear()) continue;
-    LinearState& state = session.cache.layer(l).linear_state();
-    std::mt19937 rng(11);
-    std::uniform_real_distribution<float> positive(0.0f, 1.0f);
-    for (float& x : state.s) x = positive(rng) * float(depth);
-    for (float& x : state.z) x = positive(rng) * float(depth);
-    state.tokens = depth;
-    const int32_t window = session.plan.layers[size_t(l)].span.window;
-    if (window > 0) {  // LoLCATs' hybrid: the newest W - 1 tokens wait outside S and z
-      state.folded = std::max<int64_t>(0, depth - window + 1);
-      const int64_t pending = depth - state.folded;
-      state.pending_phi.resize(size_t(pending * shape.n_kv_heads * shape.linear_phi_dim));
-      state.pending_v.resize(size_t(pending * shape.n_kv_heads * shape.head_dim));
-      for (float& x : state.pending_phi) x = positive(rng);
-      for (float& x : state.pending_v) x = positive(rng);
-    }
-  }
-  const int64_t row = int64_t(shape.n_kv_heads) * shape.head_dim;
-  std::vector<float> k(size_t(chunk * row)), v(size_t(chunk * row));  // [chunk, kv_heads, head_dim]
-  std::mt19937 rng(7);
-  std::normal_distribution<float> normal;
-  for (auto& x : k) x = normal(rng);
-  for (auto& x : v) x = normal(rng);
-  std::vector<int32_t> pos(static_cast<size_t>(chunk));  // [chunk]
-  for (int64_t start = 0; start < depth; start += chunk) {
-    const int64_t n = std::min(chunk, depth - start);
-    for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t(start + i);
-    for (int32_t l = 0; l < session.cache.n_layers(); ++l)
-      if (session.cache.layer(l).n_stores() > 0) session.cache.layer(l).Write(k.data(), v.data(), pos.data(), n);
-  }
-}
 
 // K and V bytes one decode step at position `pos` reads in layer spans; a
 // routed layer reads all keys with its full ratio, else its window's.
@@ -205,110 +161,45 @@ int RunBenchModel(const std::vector<std::string>& words) {
   log("loading " + source + " ...");
   const std::unique_ptr<LanguageModel> model =
       args.Has("-m") ? LoadModel(args.Get("-m", ""), load) : LoadSyntheticModel(args.Get("--synthetic", ""), weight_type);
-  const ModelConfig& config = model->config();
   const std::vector<std::string> specs = SplitPlanList(args.Get("--attn", "model"));
   const double weight_bytes = double(model->WeightBytes());
 
+  CostOptions cost;
+  cost.depths.assign(depths.begin(), depths.end());
+  cost.prompt_tokens = prompt;
+  cost.decode_tokens = int32_t(gen);
+  cost.repeats = int32_t(repeats);
+  cost.random_fill = fill == "random";
+  cost.forced_full_ratio = route_ratio;
+  cost.seed = 11;
+  cost.kv.type = kv_type;
+  cost.kv.max_chunk = int32_t(batch);
   std::vector<Row> rows;
   for (const std::string& spec : specs) {
     const AttentionPlan plan = model->ResolvePlan(spec);
-    for (long long depth : depths) {
-      KvCacheOptions options;
-      options.type = kv_type;
-      options.max_chunk = int32_t(std::max<int64_t>(batch, 1));
-      options.max_context = depth + prompt + gen * repeats + 2;
-      auto new_session = [&] {
-        std::unique_ptr<Session> s = model->NewSession(plan, options);
-        s->routing.forced_full_ratio = route_ratio;
-        return s;
-      };
-      std::unique_ptr<Session> session = new_session();
+    log("  " + spec + " ...");
+    for (const CostPoint& point : MeasureCost(*model, plan, cost)) {
       Row row;
       row.plan = spec;
-      row.depth = depth;
-      log("  " + spec + " depth " + std::to_string(depth) + ": filling ...");
-      std::mt19937 rng(11);
-      std::uniform_int_distribution<int32_t> token(3, int32_t(config.vocab_size - 1));
-      std::vector<float> logits(static_cast<size_t>(config.vocab_size));  // [1, vocab]
-      auto run = [&](int64_t start, int64_t n) {
-        std::vector<int32_t> tokens(static_cast<size_t>(n)), pos(static_cast<size_t>(n));  // [n]
-        for (int64_t i = 0; i < n; ++i) {
-          tokens[size_t(i)] = token(rng);
-          pos[size_t(i)] = int32_t(start + i);
-        }
-        Batch b{tokens.data(), pos.data(), n, /*all_logits=*/false};
-        model->Forward(logits.data(), b, *session);
-      };
-      if (fill == "random")
-        FillRandom(*session, model->kv_shape(), depth, options.max_chunk);
-      else if (depth > 0)
-        run(0, depth);
-      if (prompt > 0) {
-        // Warm-up on a scratch session: oneDNN builds (JIT-compiles) a
-        // primitive per shape on first use, which is not prefill speed.
-        {
-          std::unique_ptr<Session> scratch = new_session();
-          std::swap(scratch, session);
-          run(0, prompt);
-          std::swap(scratch, session);
-        }
-        log("  " + spec + " depth " + std::to_string(depth) + ": prefill ...");
-        TakeLinearStats();
-        EnableLinearStats(true);
-        for (int64_t r = 0; r < repeats; ++r) {
-          if (r > 0) {  // each run from a cache filled to `depth` again
-            session = new_session();
-            if (fill == "random")
-              FillRandom(*session, model->kv_shape(), depth, options.max_chunk);
-            else if (depth > 0) {
-              EnableLinearStats(false);
-              run(0, depth);
-              EnableLinearStats(true);
-            }
-          }
-          ThreadsForNextStep();
-          const auto start = std::chrono::steady_clock::now();
-          run(depth, prompt);
-          row.prefill_runs.push_back(double(prompt) / Seconds(start));
-        }
-        std::tie(row.prefill_tps, row.prefill_spread) = MedianAndSpread(row.prefill_runs);
-        EnableLinearStats(false);
-        const LinearStats ls = TakeLinearStats();
-        row.linear_gflops = ls.seconds > 0 ? ls.flops / ls.seconds * 1e-9 : 0;
+      row.depth = point.depth;
+      row.prefill_runs = point.prefill_runs;
+      row.decode_runs = point.decode_runs;
+      row.prefill_tps = point.prefill_tokens_per_s;
+      row.prefill_spread = point.prefill_spread;
+      row.decode_tps = point.decode_tokens_per_s;
+      row.decode_spread = point.decode_spread;
+      row.full_ratio = point.routed_full_ratio;
+      row.kv_mib = point.kv_bytes / (1 << 20);
+      if (point.linear_seconds > 0) {
+        row.linear_gflops = point.linear_flops / point.linear_seconds * 1e-9;
+        // The same mix of f32 and bf16 products at the GEMM rates, against the time taken.
         const double gemm_seconds =
-            ((ls.flops - ls.bf16_flops) / gemm + ls.bf16_flops / gemm_bf16) * 1e-9;
-        row.linear_vs_gemm = ls.seconds > 0 ? gemm_seconds / ls.seconds : 0;
+            ((point.linear_flops - point.linear_bf16_flops) / gemm + point.linear_bf16_flops / gemm_bf16) * 1e-9;
+        row.linear_vs_gemm = gemm_seconds / point.linear_seconds;
       }
-      log("  " + spec + " depth " + std::to_string(depth) + ": decode ...");
-      run(depth + prompt, 1);  // warm-up step
-      // The routes the timed decode takes, per layer (routed layers only).
-      std::vector<std::vector<uint8_t>> routes(plan.layers.size());  // [n_layers][gen]
-      for (auto& r : routes) session->routing.record.push_back(&r);
-      for (int64_t r = 0; r < repeats; ++r) {
-        const auto start = std::chrono::steady_clock::now();
-        for (int64_t i = 0; i < gen; ++i) {
-          ThreadsForNextStep();  // as swan generate decodes: on the cores others leave idle
-          run(depth + prompt + 1 + r * gen + i, 1);
-        }
-        row.decode_runs.push_back(double(gen) / Seconds(start));
-      }
-      std::tie(row.decode_tps, row.decode_spread) = MedianAndSpread(row.decode_runs);
-      session->routing.record.clear();
-      std::vector<double> full_ratio(plan.layers.size(), 0.0);  // [n_layers]
-      int64_t routed_pairs = 0, full_pairs = 0;
-      for (size_t l = 0; l < routes.size(); ++l) {
-        int64_t full = 0;
-        for (uint8_t g : routes[l]) full += g;
-        if (!routes[l].empty()) full_ratio[l] = double(full) / double(routes[l].size());
-        routed_pairs += int64_t(routes[l].size());
-        full_pairs += full;
-      }
-      if (routed_pairs > 0) row.full_ratio = double(full_pairs) / double(routed_pairs);
-      const double bytes = weight_bytes + KvBytesPerToken(plan, full_ratio, model->kv_shape(),
-                                                          depth + prompt + gen * repeats / 2,
-                                                          kv_type);
+      const double bytes = weight_bytes + KvBytesPerToken(plan, point.full_ratio, model->kv_shape(),
+                                                          point.depth + prompt + gen / 2, kv_type);
       row.decode_roofline_tps = bandwidth * 1e9 / bytes;
-      row.kv_mib = double(session->cache.Bytes()) / (1 << 20);
       rows.push_back(row);
     }
   }

@@ -1,7 +1,6 @@
 // `swan compare`: one table of what each attention plan costs and loses,
 // from the task suite in eval/ and a small benchmark, with JSON, SVG and
 // HTML output.
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +15,7 @@
 #include "cli/args.h"
 #include "cli/input_files.h"
 #include "cli/threads_option.h"
+#include "eval/compare.h"
 #include "eval/recall_suite.h"
 #include "eval/report.h"
 #include "eval/sample_text.h"
@@ -78,13 +78,6 @@ std::vector<std::string> SplitPlans(const std::string& list) {
   }
   if (plans.empty()) throw std::invalid_argument("--attn: no plan given");
   return plans;
-}
-
-int32_t SmallestWindow(const AttentionPlan& plan) {
-  int32_t w = 0;
-  for (const LayerPlan& l : plan.layers)
-    if (l.kind == LayerKind::kWindow && l.span.window > 0 && (w == 0 || l.span.window < w)) w = l.span.window;
-  return w;
 }
 
 std::vector<int64_t> Positive(const Args& args, const std::string& name, std::vector<long long> fallback) {
@@ -183,7 +176,8 @@ int CompareRecallModel(const Args& args, const std::string& dir, const LanguageM
     // What the plan costs at the task's context (random tokens: timing does
     // not depend on them).
     CostOptions cost;
-    cost.depths = {ctx};
+    cost.depths = {0};
+    cost.prompt_tokens = ctx;
     cost.kv = kv;
     const CostPoint point = MeasureCost(model, plans[i], cost).front();
     results.back().kv_bytes = point.kv_bytes;
@@ -305,41 +299,15 @@ int RunCompare(const std::vector<std::string>& words) {
                          std::to_string(suite.seed) + ")";
   }
 
-  CostOptions cost;
-  cost.depths = Positive(args, "--bench-depths", {ctx / 4, ctx});
-  cost.kv = kv;
-
-  for (size_t i = 0; i < plans.size(); ++i) {
-    PlanReport p;
-    p.spec = specs[i];
-    p.window = SmallestWindow(plans[i]);
-    if (p.window > 0 && (report.window == 0 || p.window < report.window)) report.window = p.window;
-    const std::string head = "[compare] plan " + std::to_string(i + 1) + "/" + std::to_string(plans.size()) + " " +
-                             specs[i] + ": ";
-    const auto start = std::chrono::steady_clock::now();
-    PerplexityOptions po;
-    po.context = ctx;
-    po.bos_id = bos;
-    po.kv = kv;
-    po.bucket_width = std::max(1, std::min(ctx / 32, window / 4));
-    if (limit > 0) po.max_windows = 2;
-    po.progress = [&](const PerplexityProgress& pr) {
-      log(head + "perplexity window " + std::to_string(pr.windows_done) + "/" + std::to_string(pr.windows_total));
-    };
-    p.perplexity = EvaluatePerplexity(*model, plans[i], text, po);
-    const std::span<const int32_t> scored(text.data() + p.perplexity.text_begin,
-                                          size_t(p.perplexity.text_end - p.perplexity.text_begin));
-    const size_t bytes = tokenizer.DecodeRaw(scored).size();
-    p.bits_per_byte = bytes ? p.perplexity.nll_sum / std::log(2.0) / double(bytes) : 0.0;
-    p.answers = ScoreSuite(*model, plans[i], items, kv, [&](size_t done, size_t total) {
-      if (done % 8 == 0 || done == total)
-        log(head + "tasks " + std::to_string(done) + "/" + std::to_string(total));
-    });
-    log(head + "benchmark ...");
-    p.cost = MeasureCost(*model, plans[i], cost);
-    p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    report.plans.push_back(std::move(p));
-  }
+  CompareOptions co;
+  co.context = ctx;
+  co.window = window;
+  co.bos_id = bos;
+  co.quick = limit > 0;
+  co.cost_contexts = Positive(args, "--bench-depths", {ctx / 4, ctx});
+  co.kv = kv;
+  co.progress = log;
+  RunComparison(report, *model, tokenizer, plans, specs, text, items, co);
   if (!quiet) std::fprintf(stderr, "\r%-100s\r", "");
 
   if (args.Has("--svg")) {

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "model/sampler.h"
+#include "ops/linear.h"
 #include "util/threads.h"
 
 namespace swan {
@@ -26,41 +26,106 @@ std::pair<double, double> MedianAndSpread(std::vector<double> runs) {
   return {median, median > 0 ? (runs.back() - runs.front()) / median : 0};
 }
 
-std::vector<CostPoint> MeasureCost(const LanguageModel& model, const AttentionPlan& plan, const CostOptions& options) {
-  const int64_t vocab = model.config().vocab_size;
+void FillRandom(Session& session, const KvShape& shape, int64_t depth, int64_t chunk) {
+  for (int32_t l = 0; l < session.cache.n_layers(); ++l) {
+    if (!session.cache.layer(l).linear()) continue;
+    LinearState& state = session.cache.layer(l).linear_state();
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> positive(0.0f, 1.0f);
+    for (float& x : state.s) x = positive(rng) * float(depth);
+    for (float& x : state.z) x = positive(rng) * float(depth);
+    state.tokens = depth;
+    const int32_t window = session.plan.layers[size_t(l)].span.window;
+    if (window > 0) {  // LoLCATs' hybrid: the newest W - 1 tokens wait outside S and z
+      state.folded = std::max<int64_t>(0, depth - window + 1);
+      const int64_t pending = depth - state.folded;
+      state.pending_phi.resize(size_t(pending * shape.n_kv_heads * shape.linear_phi_dim));
+      state.pending_v.resize(size_t(pending * shape.n_kv_heads * shape.head_dim));
+      for (float& x : state.pending_phi) x = positive(rng);
+      for (float& x : state.pending_v) x = positive(rng);
+    }
+  }
+  const int64_t row = int64_t(shape.n_kv_heads) * shape.head_dim;
+  std::vector<float> k(size_t(chunk * row)), v(size_t(chunk * row));  // [chunk, kv_heads, head_dim]
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  for (auto& x : k) x = normal(rng);
+  for (auto& x : v) x = normal(rng);
+  std::vector<int32_t> pos(static_cast<size_t>(chunk));  // [chunk]
+  for (int64_t start = 0; start < depth; start += chunk) {
+    const int64_t n = std::min(chunk, depth - start);
+    for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t(start + i);
+    for (int32_t l = 0; l < session.cache.n_layers(); ++l)
+      if (session.cache.layer(l).n_stores() > 0) session.cache.layer(l).Write(k.data(), v.data(), pos.data(), n);
+  }
+}
+
+std::vector<CostPoint> MeasureCost(const LanguageModel& model, const AttentionPlan& plan, const CostOptions& o) {
+  const int64_t vocab = model.config().vocab_size, prompt = o.prompt_tokens;
+  if (prompt < 0 || o.decode_tokens < 0) throw std::invalid_argument("cost: negative prompt or decode tokens");
+  std::mt19937_64 rng(o.seed);
+  std::vector<float> logits(static_cast<size_t>(vocab));  // [1, vocab] of the last token
+  // Runs n random tokens at positions start.. (logits of the last only).
+  auto run = [&](Session& session, int64_t start, int64_t n) {
+    std::vector<int32_t> tokens(static_cast<size_t>(n)), pos(static_cast<size_t>(n));  // [n]
+    for (int64_t i = 0; i < n; ++i) {
+      tokens[size_t(i)] = int32_t(rng() % uint64_t(vocab));
+      pos[size_t(i)] = int32_t(start + i);
+    }
+    ThreadsForNextStep();  // the cores other programs leave idle
+    model.Forward(logits.data(), Batch{tokens.data(), pos.data(), n, false}, session);
+  };
   std::vector<CostPoint> points;
-  for (int64_t depth : options.depths) {
-    if (depth < 1) throw std::invalid_argument("cost: depths must be positive");
-    std::mt19937_64 rng(options.seed);
-    std::vector<int32_t> tokens(static_cast<size_t>(depth));  // [depth] random ids
-    for (int32_t& t : tokens) t = int32_t(rng() % uint64_t(vocab));
-    std::vector<int32_t> pos(static_cast<size_t>(depth));  // [depth]
-    for (int64_t i = 0; i < depth; ++i) pos[size_t(i)] = int32_t(i);
-    std::vector<float> logits(static_cast<size_t>(vocab));  // [vocab] of the last token
+  for (int64_t depth : o.depths) {
+    if (depth < 0) throw std::invalid_argument("cost: depths must be >= 0");
+    if (depth + prompt == 0) throw std::invalid_argument("cost: nothing to decode after at depth 0 without a prompt");
+    KvCacheOptions kv = o.kv;
+    kv.max_context = std::max<int64_t>(kv.max_context, depth + prompt + o.decode_tokens + 1);
     CostPoint point;
     point.depth = depth;
-    std::vector<double> prefill, decode;  // [repeats] tokens/s of each timed run
-    for (int32_t r = -1; r < std::max(1, options.repeats); ++r) {  // r = -1: the warm-up
-      auto session = model.NewSession(plan, options.kv);
-      ThreadsForNextStep();  // the cores other programs leave idle
-      auto t0 = std::chrono::steady_clock::now();
-      model.Forward(logits.data(), Batch{tokens.data(), pos.data(), depth, false}, *session);
-      const double prefill_s = SecondsSince(t0);
-      t0 = std::chrono::steady_clock::now();
-      for (int32_t i = 0; i < options.decode_tokens; ++i) {
-        const int32_t next = Argmax(logits.data(), vocab);
-        const int32_t p = int32_t(depth + i);
-        ThreadsForNextStep();  // the cores other programs leave idle
-        model.Forward(logits.data(), Batch{&next, &p, 1, false}, *session);
+    point.prompt = prompt;
+    std::vector<std::vector<uint8_t>> routes(plan.layers.size());  // [n_layers] the timed decodes' routes
+    TakeLinearStats();
+    for (int32_t r = -1; r < std::max(1, o.repeats); ++r) {  // r = -1: the warm-up
+      auto session = model.NewSession(plan, kv);
+      session->routing.forced_full_ratio = o.forced_full_ratio;
+      session->routing.seed = o.seed;
+      if (o.random_fill)
+        FillRandom(*session, model.kv_shape(), depth, std::max<int64_t>(kv.max_chunk, 1));
+      else if (depth > 0)
+        run(*session, 0, depth);
+      if (prompt > 0) {
+        EnableLinearStats(r >= 0);
+        const auto t0 = std::chrono::steady_clock::now();
+        run(*session, depth, prompt);
+        if (r >= 0) point.prefill_runs.push_back(double(prompt) / std::max(SecondsSince(t0), 1e-9));
+        EnableLinearStats(false);
       }
-      const double decode_s = SecondsSince(t0);
+      if (r >= 0)
+        for (auto& l : routes) session->routing.record.push_back(&l);
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int32_t i = 0; i < o.decode_tokens; ++i) run(*session, depth + prompt + i, 1);
+      if (r >= 0 && o.decode_tokens > 0)
+        point.decode_runs.push_back(double(o.decode_tokens) / std::max(SecondsSince(t0), 1e-9));
+      session->routing.record.clear();
       point.kv_bytes = double(session->cache.Bytes());
-      if (r < 0) continue;
-      prefill.push_back(double(depth) / std::max(prefill_s, 1e-9));
-      decode.push_back(double(options.decode_tokens) / std::max(decode_s, 1e-9));
     }
-    std::tie(point.prefill_tokens_per_s, point.prefill_spread) = MedianAndSpread(prefill);
-    std::tie(point.decode_tokens_per_s, point.decode_spread) = MedianAndSpread(decode);
+    const LinearStats ls = TakeLinearStats();
+    point.linear_seconds = ls.seconds;
+    point.linear_flops = ls.flops;
+    point.linear_bf16_flops = ls.bf16_flops;
+    std::tie(point.prefill_tokens_per_s, point.prefill_spread) = MedianAndSpread(point.prefill_runs);
+    std::tie(point.decode_tokens_per_s, point.decode_spread) = MedianAndSpread(point.decode_runs);
+    point.full_ratio.assign(plan.layers.size(), 0.0);
+    int64_t routed_pairs = 0, full_pairs = 0;
+    for (size_t l = 0; l < routes.size(); ++l) {
+      int64_t full = 0;
+      for (uint8_t g : routes[l]) full += g;
+      if (!routes[l].empty()) point.full_ratio[l] = double(full) / double(routes[l].size());
+      routed_pairs += int64_t(routes[l].size());
+      full_pairs += full;
+    }
+    if (routed_pairs > 0) point.routed_full_ratio = double(full_pairs) / double(routed_pairs);
     points.push_back(point);
   }
   return points;

@@ -1,36 +1,58 @@
 // What a plan costs on this machine: prefill and decode speed at several
-// depths, and the KV cache it holds there.
+// depths, the KV cache it holds there, and how routed layers routed. The one
+// meter behind `swan bench` and `swan compare`.
 #pragma once
 
 #include <cstdint>
 #include <utility>
 #include <vector>
 
+#include "kv/kv_cache.h"
 #include "model/model.h"
 
 namespace swan {
 
 struct CostOptions {
-  std::vector<int64_t> depths;    // prompt lengths to prefill
-  int32_t decode_tokens = 16;     // tokens decoded one by one after each prefill
-  int32_t repeats = 3;            // timed runs after an untimed warm-up; the median is reported
-  uint64_t seed = 1;              // of the random prompt tokens
-  KvCacheOptions kv;              // kv.max_chunk is the prefill chunk
+  std::vector<int64_t> depths;     // tokens in the cache before the timed prompt
+  int64_t prompt_tokens = 512;     // timed as prefill at each depth (0: none)
+  int32_t decode_tokens = 16;      // timed one by one after the prompt
+  int32_t repeats = 3;             // timed runs after an untimed warm-up; the median is reported
+  // How a depth gets into the cache: random K/V rows (seconds even at 128K;
+  // what a step costs does not depend on them), or a real prefill of
+  // random tokens. Neither is timed.
+  bool random_fill = true;
+  double forced_full_ratio = -1;   // >= 0: routed layers draw their routes (RouteOptions)
+  uint64_t seed = 1;               // of the random tokens
+  KvCacheOptions kv;               // kv.max_chunk is the prefill chunk; max_context is set to fit
 };
 
 struct CostPoint {
   int64_t depth = 0;
-  double prefill_tokens_per_s = 0;
-  double decode_tokens_per_s = 0;  // decoding right after `depth` tokens
-  double prefill_spread = 0, decode_spread = 0;  // (max - min) / median of the runs
-  double kv_bytes = 0;             // cache bytes after the prefill and the decode
+  int64_t prompt = 0;              // the timed prefill's tokens; decode ran at depth + prompt
+  std::vector<double> prefill_runs, decode_runs;  // [repeats] tokens/s of each timed run
+  double prefill_tokens_per_s = 0; // medians
+  double decode_tokens_per_s = 0;
+  double prefill_spread = 0, decode_spread = 0;   // (max - min) / median of the runs
+  double kv_bytes = 0;             // cache bytes after the prompt and the decode
+  // Routed layers: the share of the timed decode's tokens each sent to full
+  // attention (0 on other layers), and over all routed layers (-1: none).
+  std::vector<double> full_ratio;  // [n_layers]
+  double routed_full_ratio = -1;
+  // The matrix products of the timed prefills (ops/linear.h LinearStats).
+  double linear_seconds = 0, linear_flops = 0, linear_bf16_flops = 0;
 };
 
 // The median of `runs` and their spread (max - min) / median; {0, 0} for none.
 std::pair<double, double> MedianAndSpread(std::vector<double> runs);
 
 // Times the model under `plan` on random tokens (timing does not depend on
-// the text).
+// the text). Throws std::invalid_argument for a negative depth or prompt,
+// or no prompt and no decode at a depth of 0.
 std::vector<CostPoint> MeasureCost(const LanguageModel& model, const AttentionPlan& plan, const CostOptions& options);
+
+// Writes random K/V rows for positions [0, depth) into every layer of the
+// session's cache; a linear layer's state gets random positive sums of
+// `depth` tokens.   chunk: rows written per call
+void FillRandom(Session& session, const KvShape& shape, int64_t depth, int64_t chunk);
 
 }  // namespace swan

@@ -86,7 +86,8 @@ std::vector<Row> Rows(const CompareReport& r) {
   }
   if (!r.plans.empty())
     for (size_t i = 0; i < r.plans[0].cost.size(); ++i) {
-      const std::string depth = std::to_string(r.plans[0].cost[i].depth);
+      // The context the decode ran at: the cache's depth and the timed prompt.
+      const std::string depth = std::to_string(r.plans[0].cost[i].depth + r.plans[0].cost[i].prompt);
       // The median of the timed runs, ± their spread.
       add("prefill tok/s @ " + depth, [&](const PlanReport& p) {
         return i < p.cost.size() ? Format("%.0f", p.cost[i].prefill_tokens_per_s) + Format(" ±%.0f%%", 100 * p.cost[i].prefill_spread) : "-";
@@ -188,7 +189,7 @@ nlohmann::json ReportJson(const CompareReport& r) {
       jp["recall"].push_back({{"distance", d}, {"answers", t.answers}, {"accuracy", t.Accuracy()},
                               {"answer_nll", t.MeanNll()}});
     for (const CostPoint& c : p.cost)
-      jp["cost"].push_back({{"depth", c.depth}, {"prefill_tokens_per_s", c.prefill_tokens_per_s},
+      jp["cost"].push_back({{"depth", c.depth + c.prompt}, {"prefill_tokens_per_s", c.prefill_tokens_per_s},
                             {"decode_tokens_per_s", c.decode_tokens_per_s}, {"prefill_spread", c.prefill_spread},
                             {"decode_spread", c.decode_spread}, {"kv_bytes", c.kv_bytes}});
     j["plans"].push_back(jp);

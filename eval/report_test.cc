@@ -36,7 +36,12 @@ CompareReport MakeReport() {
     p.answers.push_back({TaskKind::kNiahSingle, 8, 0.0, 0, 6, false, 3.0, 2});
     p.answers.push_back({TaskKind::kRecall, 8, 0.0, 2, 2, true, 0.1, 1});
     p.answers.push_back({TaskKind::kRecall, 8, 0.0, 6, 7, false, 2.0, 1});
-    p.cost.push_back({8, 1000, 100, 2.0 * 1024 * 1024});
+    CostPoint cost;
+    cost.prompt = 8;
+    cost.prefill_tokens_per_s = 1000;
+    cost.decode_tokens_per_s = 100;
+    cost.kv_bytes = 2.0 * 1024 * 1024;
+    p.cost.push_back(cost);
     r.plans.push_back(p);
   }
   return r;

@@ -1,0 +1,79 @@
+// The cost meter behind swan bench and swan compare: what it times and
+// what it counts, on a tiny random model (the rates themselves are the
+// machine's).
+#include "eval/cost.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <numeric>
+
+#include "model/decoder.h"
+#include "model/weight_source.h"
+
+namespace swan {
+namespace {
+
+ModelConfig TinyConfig() {
+  ModelConfig c;
+  c.architecture = "LlamaForCausalLM";
+  c.hidden_size = 32;
+  c.intermediate_size = 64;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.head_dim = 8;
+  c.vocab_size = 50;
+  c.max_position_embeddings = 4096;
+  c.tie_word_embeddings = true;
+  return c;
+}
+
+TEST(Cost, PointsCountTheCacheTheRunsAndTheRoutes) {
+  // Random weights have a router on every layer: a routed plan runs.
+  const std::unique_ptr<LanguageModel> model = BuildDecoder(RandomWeights(3, WeightType::kF32), TinyConfig(), "tiny");
+  const AttentionPlan plan = model->ResolvePlan("full,layer1:routed:8");
+  CostOptions o;
+  o.depths = {0, 40};
+  o.prompt_tokens = 24;
+  o.decode_tokens = 5;
+  o.repeats = 2;
+  o.kv.max_chunk = 16;
+  std::vector<double> random_bytes;  // [depths] the cache bytes after a random fill
+  for (const double forced : {0.0, 1.0}) {
+    o.forced_full_ratio = forced;
+    for (const bool random_fill : {true, false}) {
+      o.random_fill = random_fill;
+      const std::vector<CostPoint> points = MeasureCost(*model, plan, o);
+      ASSERT_EQ(points.size(), 2u);
+      // Random rows fill the cache as a prefill would; a deeper cache holds more.
+      if (random_fill) random_bytes = {points[0].kv_bytes, points[1].kv_bytes};
+      EXPECT_EQ(points[0].kv_bytes, random_bytes[0]);
+      EXPECT_EQ(points[1].kv_bytes, random_bytes[1]);
+      EXPECT_GT(points[1].kv_bytes, points[0].kv_bytes);
+      for (const CostPoint& p : points) {
+        EXPECT_EQ(p.prompt, 24);
+        EXPECT_EQ(p.prefill_runs.size(), 2u);
+        EXPECT_EQ(p.decode_runs.size(), 2u);
+        EXPECT_GT(p.prefill_tokens_per_s, 0);
+        EXPECT_GT(p.decode_tokens_per_s, 0);
+        EXPECT_GT(p.linear_flops, 0);  // the timed prefills' products were counted
+        // Only layer 1 routes; the forced draw sends every token its way.
+        EXPECT_EQ(p.full_ratio[0], 0.0);
+        EXPECT_EQ(p.full_ratio[1], forced);
+        EXPECT_EQ(p.routed_full_ratio, forced);
+      }
+    }
+  }
+  // A full plan has no routes.
+  o.forced_full_ratio = -1;
+  EXPECT_EQ(MeasureCost(*model, model->ResolvePlan("full"), o).front().routed_full_ratio, -1.0);
+  o.depths = {0};
+  o.prompt_tokens = 0;
+  EXPECT_THROW(MeasureCost(*model, plan, o), std::invalid_argument);
+  o.depths = {-1};
+  EXPECT_THROW(MeasureCost(*model, plan, o), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace swan
