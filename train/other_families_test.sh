@@ -64,4 +64,15 @@ for attn in model routed:8; do
   grep -q '^1,2,3 | [0-9]* [0-9]* [0-9]* [0-9]*' "$TMP/gen.txt" || { cat "$TMP/gen.txt"; exit 1; }
   rm -rf "$TMP/run"
 done
+# From scratch: --arch makes a Gemma 3 under its own plan (5 window layers : 1 full).
+"$SWAN" train --arch Gemma3ForCausalLM --preset tiny --layers 6 --data "$TMP/data.bin" --context 32 --steps 1 \
+  --out "$TMP/run" --quiet > /dev/null
+grep -q '"Gemma3ForCausalLM"' "$TMP/run/model/config.json" || { echo "--arch Gemma3ForCausalLM made another family"; exit 1; }
+"$SWAN" inspect -m "$TMP/run/model" > "$TMP/inspect.txt"
+grep -q "4  window" "$TMP/inspect.txt" && grep -q "5  full" "$TMP/inspect.txt" || { cat "$TMP/inspect.txt"; exit 1; }
+if "$SWAN" train --arch FalconForCausalLM --preset tiny --data "$TMP/data.bin" --steps 1 --out "$TMP/bad" --quiet \
+     > "$TMP/out.txt" 2>&1; then
+  echo "an unknown --arch was taken"; exit 1
+fi
+grep -q "FalconForCausalLM' is not supported (supported: LlamaForCausalLM" "$TMP/out.txt" || { cat "$TMP/out.txt"; exit 1; }
 echo "dropped tensors are refused; the Llama twin, Qwen2 and Gemma 3 train and export as themselves"
