@@ -65,6 +65,19 @@ bool IsNormRole(TensorRole role) {
   }
 }
 
+bool IsRouterRole(TensorRole role) { return role == TensorRole::kRouterWeight || role == TensorRole::kRouterBias; }
+
+bool IsLinearLayerRole(TensorRole role) {
+  switch (role) {
+    case TensorRole::kFeatureMapQWeight:
+    case TensorRole::kFeatureMapQBias:
+    case TensorRole::kFeatureMapKWeight:
+    case TensorRole::kFeatureMapKBias:
+    case TensorRole::kWindowFactor: return true;
+    default: return false;
+  }
+}
+
 std::vector<LayerExtras> PlanExtras(const AttentionPlan& plan) {
   std::vector<LayerExtras> extras;  // [n_layers]
   for (const LayerPlan& l : plan.layers) {

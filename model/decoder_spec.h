@@ -101,6 +101,10 @@ enum class TensorRole {
 
 // Whether the role is a norm weight (stored as w or as 1 + w by the spec).
 bool IsNormRole(TensorRole role);
+// A router's weight or bias.
+bool IsRouterRole(TensorRole role);
+// What a linear layer adds: its feature maps and window factor.
+bool IsLinearLayerRole(TensorRole role);
 
 struct DecoderTensor {
   std::string name;            // HF name, "model.layers.0.mlp.up_proj.weight"

@@ -40,7 +40,7 @@ int32_t LoadHfWeights(TrainModel& model, const std::string& dir, int32_t* new_fe
   int32_t new_routers = 0, new_maps = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const ParamTensor& t = tensors[i];
-    if (EndsWith(t.name, ".feature_map_q.weight") && !store.Has(t.name)) {
+    if (t.role == TensorRole::kFeatureMapQWeight && !store.Has(t.name)) {
       // A softmax layer becoming linear: its four feature-map tensors
       // (q weight, q bias, k weight, k bias) follow one another.
       for (size_t j = i; j < i + 4; ++j)
@@ -55,16 +55,16 @@ int32_t LoadHfWeights(TrainModel& model, const std::string& dir, int32_t* new_fe
       i += 3;
       continue;
     }
-    if (EndsWith(t.name, ".window_factor") && !store.Has(t.name)) {
+    if (t.role == TensorRole::kWindowFactor && !store.Has(t.name)) {
       // A layer becoming LoLCATs' hybrid: its window starts at weight 0.1.
       std::fill_n(model.params().data() + t.offset, t.numel, kInitialWindowFactorLogit);
       continue;
     }
-    if (EndsWith(t.name, ".router.weight") && !store.Has(t.name)) {
+    if (t.role == TensorRole::kRouterWeight && !store.Has(t.name)) {
       // A full-attention model becoming routed: TrainModel lays the bias out
       // right after the weight.
       const ParamTensor& bias = tensors.at(i + 1);
-      if (!EndsWith(bias.name, ".router.bias"))
+      if (bias.role != TensorRole::kRouterBias)
         throw std::logic_error("LoadHfWeights: " + t.name + " is not followed by its bias");
       if (store.Has(bias.name))
         throw std::runtime_error(dir + " has " + bias.name + " but not " + t.name);

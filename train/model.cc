@@ -211,16 +211,13 @@ void TrainModel::InitRandom(uint64_t seed) {
   const float out_scale = 1.0f / std::sqrt(2.0f * float(config_.n_layers));
   for (const ParamTensor& t : tensors_) {
     float* p = At(params_, t.offset);
-    if (t.name.find(".router.") != std::string::npos) continue;  // InitRouters, no draws
-    if (t.name.find(".feature_map_") != std::string::npos || t.name.find(".window_factor") != std::string::npos)
-      continue;  // InitFeatureMaps, no draws
+    if (IsRouterRole(t.role) || IsLinearLayerRole(t.role)) continue;  // InitRouters, InitFeatureMaps: no draws
     if (t.shape.size() == 1) {  // norms apply 1 (stored as 0 under 1 + w norms), q/k/v biases 0
       const bool norm = IsNormRole(t.role);
       std::fill(p, p + t.numel, norm && !spec_.unit_offset_norms ? 1.0f : 0.0f);
       continue;
     }
-    const bool output = t.name.find("o_proj") != std::string::npos ||
-                        t.name.find("down_proj") != std::string::npos;
+    const bool output = t.role == TensorRole::kO || t.role == TensorRole::kDown;
     std::normal_distribution<float> dist(0.0f, 0.02f * (output ? out_scale : 1.0f));
     for (int64_t i = 0; i < t.numel; ++i) p[i] = dist(rng);
   }
@@ -247,7 +244,7 @@ void TrainModel::set_attention_transfer(bool on) {
                                 "' has no linear layer");
   transfer_ = on;
   for (ParamTensor& t : tensors_)
-    t.frozen = on && t.name.find(".feature_map_") == std::string::npos && t.name.find(".window_factor") == std::string::npos;
+    t.frozen = on && !IsLinearLayerRole(t.role);
   acts_.batch = 0;  // lin_out is allocated only under transfer
 }
 

@@ -27,7 +27,7 @@ double AdamW::GradNorm(const std::vector<float>& grads) {
 }
 
 bool IsRouterTensor(const ParamTensor& t) {
-  return t.name.find(".self_attn.router.") != std::string::npos;
+  return IsRouterRole(t.role);
 }
 
 double AdamW::Step(TrainModel& model, double base_lr, double router_lr) {
