@@ -192,9 +192,7 @@ void AttentionBlockBatch(float* residual, const float* xn, int64_t n,
   std::vector<float> v(size_t(n * kv_dim));   // [n, n_kv_heads, head_dim]
   std::vector<float> out(size_t(n * q_dim));  // [n, n_heads, head_dim]
   const AttentionWeights& w = *shared.weights;
-  Linear(q.data(), xn, n, w.q);
-  Linear(k.data(), xn, n, w.k);
-  Linear(v.data(), xn, n, w.v);
+  LinearSameInput(xn, n, {{q.data(), &w.q}, {k.data(), &w.k}, {v.data(), &w.v}});
   if (!w.q_bias.empty()) AddBias(q.data(), w.q_bias.data(), n, q_dim);
   if (!w.k_bias.empty()) AddBias(k.data(), w.k_bias.data(), n, kv_dim);
   if (!w.v_bias.empty()) AddBias(v.data(), w.v_bias.data(), n, kv_dim);
@@ -215,8 +213,7 @@ void MlpBlock(float* residual, const float* xn, int64_t n, const MlpWeights& w, 
   const int64_t inter = sizes.intermediate;
   std::vector<float> gate(size_t(n * inter));  // [n, intermediate]
   std::vector<float> up(size_t(n * inter));    // [n, intermediate]
-  Linear(gate.data(), xn, n, w.gate);
-  Linear(up.data(), xn, n, w.up);
+  LinearSameInput(xn, n, {{gate.data(), &w.gate}, {up.data(), &w.up}});
   if (activation == MlpActivation::kSilu)
     SiluMul(gate.data(), gate.data(), up.data(), n * inter);
   else

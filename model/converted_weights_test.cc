@@ -10,6 +10,7 @@
 
 #include "model/model.h"
 #include "model/test_files.h"
+#include "ops/gemm.h"
 
 namespace swan {
 namespace {
@@ -47,10 +48,11 @@ TEST(ConvertedWeights, LogitsStayWithinTheFormatsError) {
   const auto f32 = LoadModel(test::Stories260K());
   const int64_t n = 40;
   const std::vector<float> ref = Logits(*f32, n, false);
-  // Measured (the tied embedding table converted too): f16 1.4e-4, q8_0
-  // 3.4e-3 (prefill) and 5.5e-3 (decode, x quantized too), q4_0 5.7e-2; the
-  // bounds are 2.6-7x those. A wrong nibble or scale order gives errors
-  // near 1.
+  // Measured (the tied embedding table converted too): f16 1.4e-4 (2.0e-3
+  // in a prefill that multiplies in bf16, where oneDNN has bf16 products:
+  // the weights rounded on to bf16, x to bf16), q8_0 5.5e-3 (x quantized
+  // too), q4_0 5.7e-2; the bounds are 2.5-7x those. A wrong nibble or
+  // scale order gives errors near 1.
   struct Case {
     WeightType type;
     double bound;
@@ -65,7 +67,8 @@ TEST(ConvertedWeights, LogitsStayWithinTheFormatsError) {
       const double err = RelativeRms(Logits(*model, n, one_at_a_time), ref);
       std::printf("%s %s: relative RMS logit error %.2e\n", WeightTypeName(c.type),
                   one_at_a_time ? "decode" : "prefill", err);
-      EXPECT_LE(err, c.bound) << WeightTypeName(c.type);
+      const bool in_bf16 = c.type == WeightType::kF16 && !one_at_a_time && OneDnnHasBF16Matmul();
+      EXPECT_LE(err, in_bf16 ? 5e-3 : c.bound) << WeightTypeName(c.type);
       EXPECT_GT(err, 0.0) << WeightTypeName(c.type) << ": the weights did not change";
     }
     // down_proj's rows (172 values) cannot be blocks; they stay f32, so the

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "ops/quant_blocks.h"
+#include "util/memory.h"
 
 namespace swan {
 namespace {
@@ -111,14 +112,23 @@ LinearWeight GgufWeights::Linear(const std::string& name, int64_t out, int64_t i
                              " is not supported (F32, F16, BF16, Q8_0, Q4_0)");
   const bool permuted = config_.model_type == "llama" &&
                         (EndsWith(name, "self_attn.q_proj.weight") || EndsWith(name, "self_attn.k_proj.weight"));
-  if (!permuted) return LinearWeight::Borrow(file_.owner(), t.data, *type, out, in);
+  if (!permuted) {
+    LinearWeight w = LinearWeight::Borrow(file_.owner(), t.data, *type, out, in);
+    if (IsBlockQuantized(*type)) Evict(name);  // packed into a copy: the file's bytes are not read again
+    return w;
+  }
   // rows back in Hugging Face's order (whole rows, so blocks too)
-  const size_t row_bytes = WeightRowBytes(*type, in);
-  std::vector<uint8_t> rows(size_t(out) * row_bytes);  // [out, row_bytes]
-  for (int64_t g = 0; g < out; ++g)
-    std::memcpy(rows.data() + size_t(LlamaQkHfRow(g, config_.head_dim)) * row_bytes, t.data + size_t(g) * row_bytes,
-                row_bytes);
-  return LinearWeight::FromBytes(std::move(rows), out, in, *type);
+  std::vector<int64_t> order(static_cast<size_t>(out));  // [out] Hugging Face's row r is the file's row order[r]
+  for (int64_t g = 0; g < out; ++g) order[size_t(LlamaQkHfRow(g, config_.head_dim))] = g;
+  LinearWeight w = LinearWeight::Reordered(t.data, *type, out, in, order.data());
+  Evict(name);  // reordered into a copy
+  return w;
+}
+
+void GgufWeights::Evict(const std::string& name) const {
+  if (!file_.owner()) return;  // the caller's bytes, not a mapping: dropping them would lose them
+  const std::string g = GgufTensorName(name, config_.model_type);
+  if (const GgufTensor* t = g.empty() ? nullptr : file_.Tensor(g)) EvictMappedPages(t->data, t->n_bytes);
 }
 
 void GgufWeights::RequireAllUsed() const {

@@ -1,7 +1,9 @@
 // A GGUF file as a model swan runs: its metadata as a ModelConfig, and its
 // tensors under the Hugging Face names the families read (token_embd ->
 // model.embed_tokens, blk.N.attn_q -> model.layers.N.self_attn.q_proj, ...),
-// in their own types (F32, F16, BF16, Q8_0 and Q4_0 used in place).
+// in their own types (F32, F16 and BF16 used in place; Q8_0 and Q4_0
+// packed into a copy of the same size for the integer kernels, the mapped
+// pages then let go).
 // Undone on the way in, as llama.cpp's converter did them on the way out:
 // the q/k row permutation of "llama" files (interleaved RoPE pairs back to
 // halves) and the +1 of Gemma 3's norm weights.
@@ -24,6 +26,7 @@ class GgufWeights : public WeightSource {
   std::vector<float> F32(const std::string& name, const std::vector<int64_t>& shape) const override;
   LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const override;
   WeightType LinearType(const std::string& name) const override;
+  void Evict(const std::string& name) const override;
   // Throws when the file holds tensors the model did not read.
   void RequireAllUsed() const;
 

@@ -19,6 +19,7 @@
 #include "util/bf16.h"
 #include "util/f16.h"
 #include "util/json_integer.h"
+#include "util/memory.h"
 
 namespace swan {
 namespace {
@@ -258,11 +259,7 @@ std::shared_ptr<const void> TensorStore::Owner(const std::string& name) const {
 
 void TensorStore::EvictPages(const std::string& name) const {
   const TensorInfo& t = Info(name);
-  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(t.data) + page - 1) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(t.data) + t.n_bytes) / page * page;
-  // Advice only: when the kernel declines, the pages stay resident.
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  EvictMappedPages(t.data, t.n_bytes);
 }
 
 std::vector<std::string> TensorStore::Names() const {

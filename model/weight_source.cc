@@ -6,7 +6,6 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "ops/quant_blocks.h"
 #include "util/bf16.h"
 
 namespace swan {
@@ -55,7 +54,7 @@ LinearWeight ConvertedWeights::Linear(const std::string& name, int64_t out, int6
   if (stored.type() == type_ || !RowFits(type_, in)) return stored;
   LinearWeight converted =
       IsBlockQuantized(type_) && stored.f32()  // quantized from where it lies (a mapped checkpoint)
-          ? LinearWeight::FromBytes(QuantizeRows(type_, stored.f32(), out, in), out, in, type_)
+          ? LinearWeight::Quantized(stored.f32(), out, in, type_)
           : LinearWeight(stored.ToF32(), out, in, type_);
   stored = LinearWeight();
   // The stored bytes are not read again: a mapping's pages leave the

@@ -1,6 +1,8 @@
 #include "ops/linear.h"
 
 #include <algorithm>
+#include <cstring>
+#include <functional>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -8,7 +10,9 @@
 #include <string>
 
 #include "ops/bf16_round.h"
-#include "ops/quant_blocks.h"
+#include "ops/block_product.h"
+#include "ops/packed_blocks.h"
+#include "ops/gemm.h"
 #include "ops/matmul.h"
 #include "util/bf16.h"
 #include "util/f16.h"
@@ -33,7 +37,7 @@ LinearWeight::LinearWeight(std::vector<float> w, int64_t out, int64_t in, Weight
     data_ = owned->data();
     owner_ = std::move(owned);
   } else if (IsBlockQuantized(type)) {
-    *this = FromBytes(QuantizeRows(type, w.data(), out, in), out, in, type);
+    *this = Quantized(w.data(), out, in, type);
   } else {
     auto owned = std::make_shared<std::vector<uint16_t>>(w.size());
     for (size_t i = 0; i < w.size(); ++i) (*owned)[i] = type == WeightType::kF16 ? F32ToF16(w[i]) : F32ToBF16(w[i]);
@@ -57,6 +61,7 @@ LinearWeight LinearWeight::Borrow(std::shared_ptr<const void> owner, const void*
   if (!RowFits(type, in))
     throw std::invalid_argument(std::string("LinearWeight: ") + WeightTypeName(type) + " rows of " +
                                 std::to_string(in) + " values (a multiple of 32 is needed)");
+  if (IsBlockQuantized(type)) return Reordered(data, type, out, in, nullptr);
   LinearWeight w;
   w.owner_ = std::move(owner);
   w.data_ = data;
@@ -70,16 +75,56 @@ LinearWeight LinearWeight::FromBytes(std::vector<uint8_t> blocks, int64_t out, i
   if (!RowFits(type, in) || blocks.size() != size_t(out) * WeightRowBytes(type, in))
     throw std::invalid_argument("LinearWeight: " + std::to_string(blocks.size()) + " bytes are not [" +
                                 std::to_string(out) + ", " + std::to_string(in) + "] of " + WeightTypeName(type));
+  if (IsBlockQuantized(type)) return Reordered(blocks.data(), type, out, in, nullptr);
   auto owned = std::make_shared<const std::vector<uint8_t>>(std::move(blocks));
   LinearWeight w = Borrow(owned, owned->data(), type, out, in);
   return w;
 }
 
+LinearWeight LinearWeight::OwningPacked(int64_t out, int64_t in, WeightType type,
+                                        const std::function<void(uint8_t*)>& fill) {
+  auto packed = std::make_shared<std::vector<uint8_t>>(PackedBytes(type, out, in));  // ops/packed_blocks.h
+  fill(packed->data());
+  LinearWeight w;
+  w.data_ = packed->data();
+  w.owner_ = std::move(packed);
+  w.type_ = type;
+  w.out_ = out;
+  w.in_ = in;
+  return w;
+}
+
+LinearWeight LinearWeight::Quantized(const float* w, int64_t out, int64_t in, WeightType type) {
+  if (!IsBlockQuantized(type) || !RowFits(type, in))
+    throw std::invalid_argument(std::string("LinearWeight: ") + WeightTypeName(type) + " [" + std::to_string(out) +
+                                ", " + std::to_string(in) + "] (Q8_0 or Q4_0, rows of a multiple of 32 values)");
+  return OwningPacked(out, in, type, [&](uint8_t* dst) { QuantizePacked(type, dst, w, out, in); });
+}
+
+LinearWeight LinearWeight::Reordered(const void* rows, WeightType type, int64_t out, int64_t in,
+                                     const int64_t* order) {
+  if (!RowFits(type, in))
+    throw std::invalid_argument(std::string("LinearWeight: ") + WeightTypeName(type) + " rows of " +
+                                std::to_string(in) + " values (a multiple of 32 is needed)");
+  const uint8_t* src = static_cast<const uint8_t*>(rows);  // [out, row_bytes]
+  if (IsBlockQuantized(type))
+    return OwningPacked(out, in, type, [&](uint8_t* dst) { PackBlockRows(type, dst, src, out, in, order); });
+  const size_t row_bytes = WeightRowBytes(type, in);
+  std::vector<uint8_t> copy(size_t(out) * row_bytes);  // [out, row_bytes]
+  for (int64_t r = 0; r < out; ++r)
+    std::memcpy(copy.data() + size_t(r) * row_bytes, src + size_t(order ? order[r] : r) * row_bytes, row_bytes);
+  return FromBytes(std::move(copy), out, in, type);
+}
+
 WeightView LinearWeight::view() const { return WeightView{data_, type_, out_, in_}; }
+
+size_t LinearWeight::Bytes() const {
+  return IsBlockQuantized(type_) ? PackedBytes(type_, out_, in_) : size_t(out_) * WeightRowBytes(type_, in_);
+}
 
 std::vector<float> LinearWeight::ToF32() const {
   std::vector<float> w(size_t(out_ * in_));  // [out, in]
-  DequantizeRows(type_, w.data(), data_, out_, in_);
+  WeightRowsF32(view(), w.data(), 0, out_);
   return w;
 }
 
@@ -89,7 +134,73 @@ std::atomic<bool> g_stats_on{false};
 std::mutex g_stats_mu;
 LinearStats g_stats;
 
+// Runs `products` and, while stats are on, counts its time and the flops
+// of the weights it multiplied, `m` rows each.
+template <class Products, class Weights>
+void Counted(const Products& products, int64_t m, const Weights& weights) {
+  if (!g_stats_on.load(std::memory_order_relaxed)) {
+    products();
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  products();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::lock_guard<std::mutex> lock(g_stats_mu);
+  g_stats.seconds += s;
+  for (const LinearWeight* w : weights) {
+    const double flops = 2.0 * double(m) * double(w->out()) * double(w->in());
+    g_stats.flops += flops;
+    if (w->type() == WeightType::kBF16) g_stats.bf16_flops += flops;
+  }
+}
+
+// [m, in] x in bf16, in a buffer the thread keeps for its next products (a
+// fresh one per product costs page faults at prefill sizes).
+const uint16_t* InputBF16(const float* x, int64_t m, int64_t in) {
+  thread_local std::vector<uint16_t> x16;
+  if (x16.size() < size_t(m * in)) x16.resize(size_t(m * in));
+  RoundToBF16(x16.data(), x, m * in);
+  return x16.data();
+}
+
+// f16 weights against many rows: no f16 GEMM exists here, so 256 rows of w
+// at a time are widened, and multiplied into a block of y's columns. Where
+// oneDNN has bf16 products (AVX-512 bf16, AMX) they are rounded on to bf16
+// and multiplied with x in bf16, as bf16 weights are, at about twice the
+// float32 rate (an f16 weight loses 3 of its 10 fraction bits there; decode
+// multiplies the f16 values exactly); elsewhere float32. The widening
+// reads the weights once per product, which m >= 9 rows amortize.
+void F16Product(float* y, const float* x, int64_t m, const LinearWeight& w, bool accumulate) {
+  constexpr int64_t kBlock = 256;
+  const bool bf16 = OneDnnHasBF16Matmul();
+  const uint16_t* x16 = bf16 ? InputBF16(x, m, w.in()) : nullptr;  // [m, in]
+  thread_local std::vector<float> w32, y_block;                       // [kBlock, in], [m, kBlock]
+  thread_local std::vector<uint16_t> w16;                             // [kBlock, in] bf16
+  if (w32.size() < size_t(kBlock * w.in())) w32.resize(size_t(kBlock * w.in()));
+  if (bf16 && w16.size() < size_t(kBlock * w.in())) w16.resize(size_t(kBlock * w.in()));
+  if (y_block.size() < size_t(m * kBlock)) y_block.resize(size_t(m * kBlock));
+  for (int64_t n0 = 0; n0 < w.out(); n0 += kBlock) {
+    const int64_t nb = std::min(kBlock, w.out() - n0);
+    WeightRowsF32(w.view(), w32.data(), n0, nb);
+    if (bf16) {
+      RoundToBF16(w16.data(), w32.data(), nb * w.in());
+      MatmulTransBBF16(y_block.data(), x16, w16.data(), MatmulShape{m, nb, w.in()});
+    } else {
+      MatmulTransB(y_block.data(), x, w32.data(), MatmulShape{m, nb, w.in()});
+    }
+    for (int64_t r = 0; r < m; ++r) {
+      float* dst = y + r * w.out() + n0;
+      const float* part = y_block.data() + r * nb;
+      for (int64_t c = 0; c < nb; ++c) dst[c] = accumulate ? dst[c] + part[c] : part[c];
+    }
+  }
+}
+
 void Product(float* y, const float* x, int64_t m, const LinearWeight& w, bool accumulate) {
+  if (IsBlockQuantized(w.type())) {
+    BlockProduct(y, x, w.view().packed(), m, accumulate);
+    return;
+  }
   if (m <= kGemvMaxRows) {
     Gemv(y, x, w.view(), m, accumulate);
     return;
@@ -99,62 +210,42 @@ void Product(float* y, const float* x, int64_t m, const LinearWeight& w, bool ac
     MatmulTransB(y, x, w.f32(), shape, accumulate);
     return;
   }
-  if (w.type() != WeightType::kBF16) {
-    // No f16 or block-format GEMM here: 256 rows of w at a time widened to
-    // float32, their product into a block of y's columns. The widening
-    // reads the weights once per product, which m >= 9 rows amortize.
-    constexpr int64_t kBlock = 256;
-    thread_local std::vector<float> w32, y_block;  // [kBlock, in], [m, kBlock]
-    if (w32.size() < size_t(kBlock * w.in())) w32.resize(size_t(kBlock * w.in()));
-    if (y_block.size() < size_t(m * kBlock)) y_block.resize(size_t(m * kBlock));
-    const size_t row_bytes = WeightRowBytes(w.type(), w.in());
-    for (int64_t n0 = 0; n0 < w.out(); n0 += kBlock) {
-      const int64_t nb = std::min(kBlock, w.out() - n0);
-      DequantizeRows(w.type(), w32.data(), static_cast<const uint8_t*>(w.view().data) + size_t(n0) * row_bytes, nb,
-                     w.in());
-      MatmulTransB(y_block.data(), x, w32.data(), MatmulShape{m, nb, w.in()});
-      for (int64_t r = 0; r < m; ++r) {
-        float* dst = y + r * w.out() + n0;
-        const float* part = y_block.data() + r * nb;
-        for (int64_t c = 0; c < nb; ++c) dst[c] = accumulate ? dst[c] + part[c] : part[c];
-      }
-    }
+  if (w.type() == WeightType::kF16) {
+    F16Product(y, x, m, w, accumulate);
     return;
   }
-  // [m, in] bf16, kept by the thread for its next products (a fresh one
-  // per product costs page faults at prefill sizes)
-  thread_local std::vector<uint16_t> x16;
-  if (x16.size() < size_t(m * w.in())) x16.resize(size_t(m * w.in()));
-  RoundToBF16(x16.data(), x, m * w.in());
-  MatmulTransBBF16(y, x16.data(), w.bf16(), shape, accumulate);
+  MatmulTransBBF16(y, InputBF16(x, m, w.in()), w.bf16(), shape, accumulate);
 }
 
 }  // namespace
 
 void Embed(float* out, const WeightView& table, const int32_t* ids, int64_t n_tokens) {
-  const size_t row_bytes = WeightRowBytes(table.type, table.k);
   for (int64_t t = 0; t < n_tokens; ++t) {
     if (ids[t] < 0 || ids[t] >= table.n)
       throw std::out_of_range("token id " + std::to_string(ids[t]) + " outside the vocabulary [0, " +
                               std::to_string(table.n) + ")");
-    DequantizeRows(table.type, out + t * table.k, static_cast<const uint8_t*>(table.data) + size_t(ids[t]) * row_bytes,
-                   1, table.k);
+    WeightRowsF32(table, out + t * table.k, ids[t], 1);
   }
 }
 
 void Linear(float* y, const float* x, int64_t m, const LinearWeight& w, bool accumulate) {
-  if (!g_stats_on.load(std::memory_order_relaxed)) {
-    Product(y, x, m, w, accumulate);
+  Counted([&] { Product(y, x, m, w, accumulate); }, m, std::initializer_list<const LinearWeight*>{&w});
+}
+
+void LinearSameInput(const float* x, int64_t m, std::initializer_list<LinearOutput> outs) {
+  bool blocks = true;
+  for (const LinearOutput& o : outs) blocks = blocks && IsBlockQuantized(o.w->type()) && o.w->in() == outs.begin()->w->in();
+  if (!blocks) {
+    for (const LinearOutput& o : outs) Linear(o.y, x, m, *o.w);
     return;
   }
-  const auto start = std::chrono::steady_clock::now();
-  Product(y, x, m, w, accumulate);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::lock_guard<std::mutex> lock(g_stats_mu);
-  g_stats.seconds += s;
-  const double flops = 2.0 * double(m) * double(w.out()) * double(w.in());
-  g_stats.flops += flops;
-  if (w.type() == WeightType::kBF16) g_stats.bf16_flops += flops;
+  std::vector<BlockOutput> products;     // [outs]
+  std::vector<const LinearWeight*> weights;  // [outs]
+  for (const LinearOutput& o : outs) {
+    products.push_back(BlockOutput{o.y, o.w->view().packed()});
+    weights.push_back(o.w);
+  }
+  Counted([&] { BlockProducts(x, m, products.data(), int64_t(products.size())); }, m, weights);
 }
 
 void EnableLinearStats(bool on) { g_stats_on.store(on); }

@@ -4,11 +4,15 @@
 // which reads the weights once (f16 and bf16 promoted in registers); larger
 // m (prefill, training) goes to oneDNN's GEMM, in float32 or, for bf16
 // weights, in bf16 with float32 accumulation (swan's own bf16 product where
-// oneDNN has none); f16 and block-quantized (Q8_0, Q4_0) weights are
-// widened to float32 a block of rows at a time for it.
+// oneDNN has none); f16 weights are widened to float32 a block of rows at
+// a time for it. Q8_0 and Q4_0 weights, packed as they load
+// (ops/packed_blocks.h), go to BlockProduct for every m: integer products
+// against the input quantized per 32 values, as llama.cpp computes them.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -26,18 +30,27 @@ class LinearWeight {
   LinearWeight(std::vector<float> w, int64_t out, int64_t in, WeightType type = WeightType::kF32);
   // Takes bf16 (or, with kF16, f16) bits [out, in] as they are.
   LinearWeight(std::vector<uint16_t> w, int64_t out, int64_t in, WeightType type = WeightType::kBF16);
-  // Takes rows of any type [out, WeightRowBytes(type, in)] as they are.
+  // Takes rows of any type [out, WeightRowBytes(type, in)] (Q8_0 and Q4_0
+  // then packed).
   static LinearWeight FromBytes(std::vector<uint8_t> blocks, int64_t out, int64_t in, WeightType type);
   // Uses `data` [out, WeightRowBytes(type, in)] in place (a mapped
-  // checkpoint's tensor), alive as long as `owner` is; no copy.
+  // checkpoint's tensor), alive as long as `owner` is; no copy. Q8_0 and
+  // Q4_0 rows are packed into a copy of the same size (ops/packed_blocks.h)
+  // and `data` is not kept: the caller may let the mapping's pages go.
   static LinearWeight Borrow(std::shared_ptr<const void> owner, const void* data, WeightType type, int64_t out,
                              int64_t in);
+  // A copy of rows [out, WeightRowBytes(type, in)] in another order: row r
+  // is rows' row order[r] (in turn when order is null). Block types packed.
+  static LinearWeight Reordered(const void* rows, WeightType type, int64_t out, int64_t in, const int64_t* order);
+  // w [out, in] float32 (a mapped tensor, say) quantized to Q8_0 or Q4_0
+  // straight into the packed layout: one allocation, the weight's own.
+  static LinearWeight Quantized(const float* w, int64_t out, int64_t in, WeightType type);
 
   WeightView view() const;
   int64_t out() const { return out_; }
   int64_t in() const { return in_; }
   WeightType type() const { return type_; }
-  size_t Bytes() const { return size_t(out_) * WeightRowBytes(type_, in_); }
+  size_t Bytes() const;  // what view().data holds
   // [out, in], or null when the weight is of another type
   const float* f32() const { return type_ == WeightType::kF32 ? static_cast<const float*>(data_) : nullptr; }
   const uint16_t* bf16() const {
@@ -47,8 +60,12 @@ class LinearWeight {
   std::vector<float> ToF32() const;
 
  private:
+  // A packed matrix of `type` [out, in] that `fill` writes into its
+  // PackedBytes(type, out, in) bytes.
+  static LinearWeight OwningPacked(int64_t out, int64_t in, WeightType type, const std::function<void(uint8_t*)>& fill);
+
   std::shared_ptr<const void> owner_;  // keeps data_ alive: its own vector, or a file mapping
-  const void* data_ = nullptr;         // [out, WeightRowBytes(type_, in_)] bytes
+  const void* data_ = nullptr;         // view().data: rows, or packed blocks
   int64_t out_ = 0, in_ = 0;
   WeightType type_ = WeightType::kF32;
 };
@@ -60,6 +77,15 @@ void Embed(float* out, const WeightView& table, const int32_t* ids, int64_t n_to
 
 // y = x · wᵀ, or y += x · wᵀ with accumulate.   y [m, out], x [m, in]
 void Linear(float* y, const float* x, int64_t m, const LinearWeight& w, bool accumulate = false);
+
+// y_i = x · w_iᵀ for several weights of one input (q, k and v of a normed
+// row; gate and up): with Q8_0 / Q4_0 weights one BlockProducts (x
+// quantized once, one parallel region for all), else one Linear each.
+struct LinearOutput {
+  float* y;  // [m, w->out()]
+  const LinearWeight* w;
+};
+void LinearSameInput(const float* x, int64_t m, std::initializer_list<LinearOutput> outs);
 
 // Time and FLOPs spent in Linear since the last reset, counted only while
 // enabled (benchmarks use it to report the matrix products' share).

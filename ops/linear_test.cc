@@ -6,7 +6,8 @@
 #include <random>
 #include <vector>
 
-#include "ops/quant_blocks.h"
+#include "ops/block_product.h"
+#include "ops/gemm.h"
 #include "util/bf16.h"
 #include "util/f16.h"
 
@@ -14,8 +15,9 @@ namespace swan {
 namespace {
 
 // Every path of Linear (GEMV for few rows, oneDNN f32 and bf16 for many,
-// f16, Q8_0 and Q4_0 widened in blocks of 256 rows: 300 rows take two)
-// against double loops over the values the kernel actually multiplies.
+// f16 widened in blocks of 256 rows: 300 rows take two; Q8_0 and Q4_0 in
+// integers, 300 rows being 18 groups of 16 and a part) against double loops
+// over the values the kernel actually multiplies.
 TEST(Linear, EveryPathMatchesTheReference) {
   std::mt19937 rng(std::random_device{}());
   std::normal_distribution<float> normal;
@@ -31,14 +33,17 @@ TEST(Linear, EveryPathMatchesTheReference) {
       for (auto& e : x) e = normal(rng);
       std::vector<float> y(size_t(m * out), 0.5f);  // [m, out]
       Linear(y.data(), x.data(), m, weight, /*accumulate=*/true);
-      // bf16 GEMM rounds x to bf16 too; GEMV keeps x in float32, but
-      // quantizes it per 32 values for the block formats' integer products.
-      const bool rounds_x = type == WeightType::kBF16 && m > kGemvMaxRows;
+      // bf16 GEMM rounds x to bf16 too, and f16 weights to bf16 where
+      // oneDNN has bf16 products; GEMV keeps x in float32; the block
+      // formats' integer products quantize it per 32 values.
+      const bool in_bf16 = m > kGemvMaxRows && (type == WeightType::kBF16 ||
+                                                (type == WeightType::kF16 && OneDnnHasBF16Matmul()));
       std::vector<float> xs = x;  // [m, in] x as the kernel multiplies it
-      if (IsBlockQuantized(type) && m <= kGemvMaxRows) {
-        std::vector<int16_t> q(x.size());         // [m, in]
-        std::vector<float> d(x.size() / 32);      // [m, in / 32]
-        QuantizeActivations(q.data(), d.data(), x.data(), int64_t(x.size()));
+      if (IsBlockQuantized(type)) {
+        std::vector<int8_t> q(x.size());        // [m, in]
+        std::vector<float> d(x.size() / 32);    // [m, in / 32]
+        std::vector<int32_t> sum(d.size());     // [m, in / 32]
+        QuantizeInput(q.data(), d.data(), sum.data(), x.data(), m, in);
         for (size_t i = 0; i < x.size(); ++i) xs[i] = float(q[i]) * d[i / 32];
       }
       double worst = 0, scale = 0;
@@ -46,9 +51,8 @@ TEST(Linear, EveryPathMatchesTheReference) {
         for (int64_t o = 0; o < out; ++o) {
           double ref = 0.5;
           for (int64_t c = 0; c < in; ++c) {
-            const double wv = stored[size_t(o * in + c)];
-            const float xf = xs[size_t(r * in + c)];
-            ref += wv * (rounds_x ? BF16ToF32(F32ToBF16(xf)) : xf);
+            const float wf = stored[size_t(o * in + c)], xf = xs[size_t(r * in + c)];
+            ref += in_bf16 ? double(BF16ToF32(F32ToBF16(wf))) * BF16ToF32(F32ToBF16(xf)) : double(wf) * xf;
           }
           worst = std::max(worst, std::fabs(ref - y[size_t(r * out + o)]));
           scale = std::max(scale, std::fabs(ref));
@@ -57,8 +61,9 @@ TEST(Linear, EveryPathMatchesTheReference) {
     }
   }
   EXPECT_EQ(LinearWeight(w, out, in, WeightType::kBF16).Bytes(), size_t(out * in * 2));
-  EXPECT_EQ(LinearWeight(w, out, in, WeightType::kQ8_0).Bytes(), size_t(out * in / 32 * 34));
-  EXPECT_EQ(LinearWeight(w, out, in, WeightType::kQ4_0).Bytes(), size_t(out * in / 32 * 18));
+  // the packed layout holds whole groups of 16 rows: 304 for 300
+  EXPECT_EQ(LinearWeight(w, out, in, WeightType::kQ8_0).Bytes(), size_t(304 * in / 32 * 34));
+  EXPECT_EQ(LinearWeight(w, out, in, WeightType::kQ4_0).Bytes(), size_t(304 * in / 32 * 18));
   // what a type holds: bf16 and f16 round each value, the blocks quantize
   EXPECT_EQ(LinearWeight(w, out, in, WeightType::kF16).ToF32()[7], F16ToF32(F32ToF16(w[7])));
   EXPECT_EQ(LinearWeight(w, out, in, WeightType::kBF16).ToF32()[7], BF16ToF32(F32ToBF16(w[7])));

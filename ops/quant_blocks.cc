@@ -46,16 +46,6 @@ void QuantizeRowQ4_0(BlockQ4_0* dst, const float* src, int64_t n) {
   }
 }
 
-void QuantizeActivations(int16_t* q, float* d, const float* x, int64_t n) {
-  for (int64_t b = 0; b < n / kQuantBlockValues; ++b, x += kQuantBlockValues, q += kQuantBlockValues) {
-    float amax = 0;
-    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
-    d[b] = amax / 127.0f;
-    const float id = amax != 0 ? 127.0f / amax : 0.0f;
-    for (int i = 0; i < 32; ++i) q[i] = int16_t(std::lrintf(x[i] * id));
-  }
-}
-
 namespace {
 
 void RequireRows(WeightType type, int64_t in) {
@@ -83,19 +73,26 @@ void DequantizeRowQ4_0(float* dst, const BlockQ4_0* src, int64_t n) {
 
 }  // namespace
 
+void QuantizeRowsInto(WeightType type, uint8_t* dst, const float* w, int64_t rows, int64_t in) {
+  if (!IsBlockQuantized(type)) throw std::invalid_argument("QuantizeRows: not a block format");
+  RequireRows(type, in);
+  const size_t row_bytes = WeightRowBytes(type, in);
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t* row = dst + size_t(r) * row_bytes;
+    if (type == WeightType::kQ8_0)
+      QuantizeRowQ8_0(reinterpret_cast<BlockQ8_0*>(row), w + r * in, in);
+    else
+      QuantizeRowQ4_0(reinterpret_cast<BlockQ4_0*>(row), w + r * in, in);
+  }
+}
+
 std::vector<uint8_t> QuantizeRows(WeightType type, const float* w, int64_t rows, int64_t in) {
   if (!IsBlockQuantized(type)) throw std::invalid_argument("QuantizeRows: not a block format");
   RequireRows(type, in);
   const size_t row_bytes = WeightRowBytes(type, in);
   std::vector<uint8_t> out(size_t(rows) * row_bytes);  // [rows, row_bytes]
   ParallelRanges(rows, 16, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      uint8_t* dst = out.data() + size_t(r) * row_bytes;
-      if (type == WeightType::kQ8_0)
-        QuantizeRowQ8_0(reinterpret_cast<BlockQ8_0*>(dst), w + r * in, in);
-      else
-        QuantizeRowQ4_0(reinterpret_cast<BlockQ4_0*>(dst), w + r * in, in);
-    }
+    QuantizeRowsInto(type, out.data() + size_t(begin) * row_bytes, w + begin * in, end - begin, in);
   });
   return out;
 }

@@ -32,14 +32,12 @@ static_assert(sizeof(BlockQ4_0) == QuantBlockBytes(WeightType::kQ4_0));
 void QuantizeRowQ8_0(BlockQ8_0* dst, const float* src, int64_t n);
 void QuantizeRowQ4_0(BlockQ4_0* dst, const float* src, int64_t n);
 
-// Input values for the integer dot products with Q8_0 and Q4_0 weights:
-// per 32 values, d = max |x| / 127 and q = round(x / d), so x ≈ d · q.
-// q [n], d [n / 32] from x [n]; n a multiple of 32.
-void QuantizeActivations(int16_t* q, float* d, const float* x, int64_t n);
-
 // [rows, WeightRowBytes(type, in)] bytes of w [rows, in] as `type` (Q8_0 or
 // Q4_0; in a multiple of 32). Rows in parallel.
 std::vector<uint8_t> QuantizeRows(WeightType type, const float* w, int64_t rows, int64_t in);
+
+// The same into dst [rows, WeightRowBytes(type, in)], on this thread.
+void QuantizeRowsInto(WeightType type, uint8_t* dst, const float* w, int64_t rows, int64_t in);
 
 // dst [rows, in] float32 from `rows` rows of `type` (any WeightType) at src
 // [rows, WeightRowBytes(type, in)]. Rows in parallel.

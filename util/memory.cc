@@ -4,6 +4,10 @@
 #include <malloc.h>
 #endif
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
 #include <fstream>
 #include <string>
 
@@ -36,6 +40,14 @@ AllocatorCounts AllocatorBytes() {
   c.free = m.fordblks;
 #endif
   return c;
+}
+
+void EvictMappedPages(const void* data, size_t bytes) {
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) / page * page;
+  // When the kernel declines, the pages stay resident.
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 void ReturnFreedMemory() {

@@ -1,6 +1,19 @@
 #include "util/simd_target.h"
 
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "util/simd_target.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace swan {
+namespace HWY_NAMESPACE {
+int64_t TargetBit() { return HWY_TARGET; }
+}  // namespace HWY_NAMESPACE
+}  // namespace swan
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
 #include <hwy/targets.h>
 
 #include <cstdlib>
@@ -8,6 +21,11 @@
 #include <string>
 
 namespace swan {
+
+HWY_EXPORT(TargetBit);
+
+int64_t DispatchedSimdTargetBit() { return HWY_DYNAMIC_DISPATCH(TargetBit)(); }
+
 namespace {
 
 constexpr int64_t kCappable[] = {HWY_AVX3_DL, HWY_AVX3,   HWY_AVX2,  HWY_SSE4,
@@ -48,3 +66,4 @@ std::string DispatchedSimdTarget() {
 std::string CompiledSimdTargets() { return Names(HWY_TARGETS); }
 
 }  // namespace swan
+#endif  // HWY_ONCE

@@ -5,6 +5,7 @@
 // fails where an AVX2 user would).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace swan {
@@ -16,6 +17,9 @@ void ApplySimdTargetCap();
 
 // The target the kernels dispatch to now, e.g. "AVX2".
 std::string DispatchedSimdTarget();
+// Its bit (HWY_AVX2, ...), through Highway's dispatch table: cheap enough
+// to ask before every kernel call (hwy::SupportedTargets asks the CPU).
+int64_t DispatchedSimdTargetBit();
 // Every target this binary was compiled for, best first ("AVX3_DL AVX3 ...").
 std::string CompiledSimdTargets();
 

@@ -1,0 +1,148 @@
+// BlockProduct's AVX2 kernel, and the input quantization with AVX2. A
+// vector holds 4 values of 8 rows (half a group); vpmaddubsw multiplies
+// unsigned weight bytes by signed input bytes and adds pairs into int16,
+// vpmaddwd by ones adds those pairs into each row's int32 lane.
+//   Q4_0: nibbles n in [0, 15] against q in [-127, 127]: a pair is at most
+//         3810 in magnitude, so a block's 8 chunks add up in int16 (30480)
+//         before one vpmaddwd; the offset (n = value + 8) comes out through
+//         the block's input sum.
+//   Q8_0: signed times signed, by the sign trick: |w| times q with w's sign
+//         (a pair at most 2 * 128 * 127 = 32512), each chunk widened apart.
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "ops/block_kernels.h"
+
+#define SWAN_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
+
+namespace swan::block_kernels {
+namespace {
+
+SWAN_AVX2_TARGET inline __m256i Broadcast4(const int8_t* p) {
+  int32_t four;
+  std::memcpy(&four, p, sizeof(four));
+  return _mm256_set1_epi32(four);
+}
+
+// Rows [row, row + kRows) of the input against group g: tile [kRows, 16].
+template <int kRows, bool kQ4>
+SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, float* tile) {
+  const PackedBlocks& w = job.w;
+  const int64_t blocks = w.blocks(), k = w.k;
+  constexpr int64_t kPayload = kQ4 ? 256 : 512;
+  const uint8_t* payload = w.payload + g * blocks * kPayload;  // [B, kPayload]
+  const uint16_t* scales = w.scales + g * blocks * kPackedRows;  // [B, 16]
+  const int8_t* xq = job.x.q + row * k;                         // [kRows, k]
+  const float* xd = job.x.d + row * blocks;                     // [kRows, B]
+  const int32_t* xs = job.x.sum + row * blocks;                 // [kRows, B]
+  const __m256i low = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  __m256 acc[kRows][2];
+  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* p = payload + b * kPayload;
+    for (int half = 0; half < 2; ++half) {  // rows 8 half .. 8 half + 7: bytes [32 half, 32 half + 32) of a chunk
+      const __m256 dw = _mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * kPackedRows + 8 * half)));
+      __m256i wv[8];  // chunk c: values 4c .. 4c + 3 of the 8 rows
+      if constexpr (kQ4) {
+        for (int c = 0; c < 4; ++c) {
+          const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * c + 32 * half));
+          wv[c] = _mm256_and_si256(bytes, low);
+          wv[c + 4] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low);
+        }
+      } else {
+        for (int c = 0; c < 8; ++c)
+          wv[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * c + 32 * half));
+      }
+      for (int r = 0; r < kRows; ++r) {
+        const int8_t* x = xq + r * k + b * kQuantBlockValues;
+        __m256i dot;
+        if constexpr (kQ4) {
+          __m256i pairs = _mm256_setzero_si256();
+          for (int c = 0; c < 8; ++c) pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(wv[c], Broadcast4(x + 4 * c)));
+          dot = _mm256_sub_epi32(_mm256_madd_epi16(pairs, ones), _mm256_set1_epi32(8 * xs[r * blocks + b]));
+        } else {
+          dot = _mm256_setzero_si256();
+          for (int c = 0; c < 8; ++c) {
+            const __m256i pairs =
+                _mm256_maddubs_epi16(_mm256_abs_epi8(wv[c]), _mm256_sign_epi8(Broadcast4(x + 4 * c), wv[c]));
+            dot = _mm256_add_epi32(dot, _mm256_madd_epi16(pairs, ones));
+          }
+        }
+        acc[r][half] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(xd[r * blocks + b])), acc[r][half]);
+      }
+    }
+  }
+  for (int r = 0; r < kRows; ++r)
+    for (int half = 0; half < 2; ++half) _mm256_storeu_ps(tile + r * kPackedRows + 8 * half, acc[r][half]);
+}
+
+template <bool kQ4>
+SWAN_AVX2_TARGET void Groups(const BlockJob& job, int64_t g_begin, int64_t g_end) {
+  constexpr int kTile = 4;  // input rows per pass over a group's weights
+  float tile[kTile * kPackedRows];
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    int64_t row = 0;
+    for (; row + kTile <= job.m; row += kTile) {
+      GroupTile<kTile, kQ4>(job, g, row, tile);
+      StoreGroup(job, g, row, kTile, tile);
+    }
+    const int64_t left = job.m - row;
+    if (left == 3) GroupTile<3, kQ4>(job, g, row, tile);
+    if (left == 2) GroupTile<2, kQ4>(job, g, row, tile);
+    if (left == 1) GroupTile<1, kQ4>(job, g, row, tile);
+    if (left) StoreGroup(job, g, row, left, tile);
+  }
+}
+
+}  // namespace
+
+void GroupsAvx2(const BlockJob& job, int64_t g_begin, int64_t g_end) {
+  if (job.w.type == WeightType::kQ4_0)
+    Groups<true>(job, g_begin, g_end);
+  else
+    Groups<false>(job, g_begin, g_end);
+}
+
+// Per block: amax by masking off the sign, d = amax / 127, q = x · (127 /
+// amax) rounded to nearest even (vcvtps2dq, as the scalar loop's
+// nearbyint), packed to int8 with saturation (|q| <= 127 already).
+SWAN_AVX2_TARGET void QuantizeRowsAvx2(int8_t* q, float* d, int32_t* sum, const float* x, int64_t m, int64_t k) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const int64_t blocks = m * k / kQuantBlockValues;
+  for (int64_t b = 0; b < blocks; ++b, x += kQuantBlockValues, q += kQuantBlockValues) {
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm256_loadu_ps(x + 8 * i);
+      amax = _mm256_max_ps(amax, _mm256_and_ps(v[i], abs_mask));
+    }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float max_abs = _mm_cvtss_f32(m4);
+    d[b] = max_abs / 127.0f;
+    const __m256 id = _mm256_set1_ps(max_abs != 0 ? 127.0f / max_abs : 0.0f);
+    __m256i ints[4];
+    for (int i = 0; i < 4; ++i) ints[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], id));
+    // block sum: int32 lanes added, then across the vector
+    __m256i s = _mm256_add_epi32(_mm256_add_epi32(ints[0], ints[1]), _mm256_add_epi32(ints[2], ints[3]));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+    sum[b] = _mm_cvtsi128_si32(s4);
+    // int32 -> int16 -> int8; packs interleave 128-bit lanes, undone by a permute
+    const __m256i w16a = _mm256_packs_epi32(ints[0], ints[1]), w16b = _mm256_packs_epi32(ints[2], ints[3]);
+    const __m256i w8 = _mm256_packs_epi16(w16a, w16b);
+    const __m256i ordered = _mm256_permutevar8x32_epi32(w8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), ordered);
+  }
+}
+
+}  // namespace swan::block_kernels
+
+#endif  // __x86_64__

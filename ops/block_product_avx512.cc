@@ -1,0 +1,103 @@
+// BlockProduct's AVX-512 VNNI kernel. Per group of 16 weight rows and block
+// of 32 values, 8 vpdpbusd give each row's exact int32 sum in a lane of its
+// own: unsigned weight bytes times 4 signed input values broadcast to every
+// lane. Q4_0's nibbles are unsigned already (n = value + 8); Q8_0's int8 are
+// made unsigned by flipping the top bit (w + 128). Both offsets come out
+// through the block's input sum: Σ (w + o) q = Σ w q + o Σ q, so each row's
+// sum starts at -o Σ q.
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "ops/block_kernels.h"
+
+#define SWAN_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c")))
+
+namespace swan::block_kernels {
+namespace {
+
+// The masked forms of the conversions: g++ 12 warns that the unmasked
+// ones read an uninitialized register (_mm512_undefined_ps).
+constexpr __mmask16 kAll = 0xffff;
+
+SWAN_VNNI_TARGET inline __m512i Broadcast4(const int8_t* p) {
+  int32_t four;
+  std::memcpy(&four, p, sizeof(four));
+  return _mm512_set1_epi32(four);
+}
+
+// Rows [row, row + kRows) of the input against group g: tile [kRows, 16].
+template <int kRows, bool kQ4>
+SWAN_VNNI_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, float* tile) {
+  const PackedBlocks& w = job.w;
+  const int64_t blocks = w.blocks(), k = w.k;
+  constexpr int64_t kPayload = kQ4 ? 256 : 512;
+  constexpr int32_t kOffset = kQ4 ? 8 : 128;
+  const uint8_t* payload = w.payload + g * blocks * kPayload;  // [B, kPayload]
+  const uint16_t* scales = w.scales + g * blocks * kPackedRows;  // [B, 16]
+  const int8_t* xq = job.x.q + row * k;                         // [kRows, k]
+  const float* xd = job.x.d + row * blocks;                     // [kRows, B]
+  const int32_t* xs = job.x.sum + row * blocks;                 // [kRows, B]
+  const __m512i low = _mm512_set1_epi8(0x0f), flip = _mm512_set1_epi8(char(0x80));
+  __m512 acc[kRows];
+  for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* p = payload + b * kPayload;
+    __m512i wv[8];  // chunk c: values 4c .. 4c + 3 of the 16 rows, unsigned
+    if constexpr (kQ4) {
+      for (int c = 0; c < 4; ++c) {
+        const __m512i bytes = _mm512_loadu_si512(p + 64 * c);
+        wv[c] = _mm512_and_si512(bytes, low);
+        wv[c + 4] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low);
+      }
+    } else {
+      for (int c = 0; c < 8; ++c) wv[c] = _mm512_xor_si512(_mm512_loadu_si512(p + 64 * c), flip);
+    }
+    const __m512 dw = _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kPackedRows)));
+    for (int r = 0; r < kRows; ++r) {
+      const int8_t* x = xq + r * k + b * kQuantBlockValues;
+      // two chains of 4: dpbusd's latency hides behind the other
+      __m512i even = _mm512_set1_epi32(-kOffset * xs[r * blocks + b]), odd = _mm512_setzero_si512();
+      for (int c = 0; c < 8; c += 2) {
+        even = _mm512_dpbusd_epi32(even, wv[c], Broadcast4(x + 4 * c));
+        odd = _mm512_dpbusd_epi32(odd, wv[c + 1], Broadcast4(x + 4 * c + 4));
+      }
+      const __m512 dot = _mm512_maskz_cvtepi32_ps(kAll, _mm512_add_epi32(even, odd));
+      acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(dw, _mm512_set1_ps(xd[r * blocks + b])), acc[r]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) _mm512_storeu_ps(tile + r * kPackedRows, acc[r]);
+}
+
+template <bool kQ4>
+SWAN_VNNI_TARGET void Groups(const BlockJob& job, int64_t g_begin, int64_t g_end) {
+  constexpr int kTile = 4;  // input rows per pass over a group's weights
+  float tile[kTile * kPackedRows];
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    int64_t row = 0;
+    for (; row + kTile <= job.m; row += kTile) {
+      GroupTile<kTile, kQ4>(job, g, row, tile);
+      StoreGroup(job, g, row, kTile, tile);
+    }
+    const int64_t left = job.m - row;
+    if (left == 3) GroupTile<3, kQ4>(job, g, row, tile);
+    if (left == 2) GroupTile<2, kQ4>(job, g, row, tile);
+    if (left == 1) GroupTile<1, kQ4>(job, g, row, tile);
+    if (left) StoreGroup(job, g, row, left, tile);
+  }
+}
+
+}  // namespace
+
+void GroupsAvx512Vnni(const BlockJob& job, int64_t g_begin, int64_t g_end) {
+  if (job.w.type == WeightType::kQ4_0)
+    Groups<true>(job, g_begin, g_end);
+  else
+    Groups<false>(job, g_begin, g_end);
+}
+
+}  // namespace swan::block_kernels
+
+#endif  // __x86_64__

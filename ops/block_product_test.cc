@@ -1,0 +1,181 @@
+#include "ops/block_product.h"
+
+#include <gtest/gtest.h>
+#include <hwy/targets.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "ops/packed_blocks.h"
+#include "ops/quant_blocks.h"
+
+namespace swan {
+namespace {
+
+// Random rows in the file's layout: every byte random, the scales finite
+// (random bits would give infinities and NaN) and small.
+std::vector<uint8_t> RandomRows(WeightType type, int64_t n, int64_t k, std::mt19937& rng) {
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::vector<uint8_t> rows(size_t(n) * WeightRowBytes(type, k));  // [n, row_bytes]
+  for (auto& b : rows) b = uint8_t(byte(rng));
+  for (size_t at = 0; at < rows.size(); at += QuantBlockBytes(type)) rows[at + 1] &= 0x3b;  // |d| < 2
+  return rows;
+}
+
+std::vector<uint8_t> Pack(WeightType type, const std::vector<uint8_t>& rows, int64_t n, int64_t k) {
+  std::vector<uint8_t> packed(PackedBytes(type, n, k));
+  PackBlockRows(type, packed.data(), rows.data(), n, k);
+  return packed;
+}
+
+TEST(PackedBlocks, HoldTheRowsBitForBit) {
+  std::mt19937 rng(std::random_device{}());
+  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0})
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 32}, {16, 64}, {37, 96}, {70, 256}}) {
+      const std::vector<uint8_t> rows = RandomRows(type, n, k, rng);
+      const std::vector<uint8_t> packed = Pack(type, rows, n, k);
+      EXPECT_EQ(packed.size(), size_t(PackedGroups(n) * 16) * WeightRowBytes(type, k));
+      std::vector<float> want(size_t(n * k)), got(want.size());  // [n, k]
+      DequantizeRows(type, want.data(), rows.data(), n, k);
+      DequantizePackedRows(PackedBlocksAt(packed.data(), type, n, k), got.data(), 0, n);
+      ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0) << WeightTypeName(type) << " " << n;
+      // one row from the middle
+      std::vector<float> row(static_cast<size_t>(k));
+      DequantizePackedRows(PackedBlocksAt(packed.data(), type, n, k), row.data(), n / 2, 1);
+      EXPECT_EQ(std::memcmp(row.data(), want.data() + (n / 2) * k, row.size() * sizeof(float)), 0);
+    }
+  std::vector<uint8_t> bytes(PackedBytes(WeightType::kQ4_0, 3, 32));
+  std::vector<float> row(32);
+  EXPECT_THROW(DequantizePackedRows(PackedBlocksAt(bytes.data(), WeightType::kQ4_0, 3, 32), row.data(), 3, 1),
+               std::out_of_range);
+  EXPECT_THROW(PackedBlocksAt(bytes.data(), WeightType::kQ4_0, 3, 40), std::invalid_argument);
+  EXPECT_THROW(PackedBlocksAt(bytes.data(), WeightType::kF16, 3, 32), std::invalid_argument);
+}
+
+struct Input {
+  std::vector<int8_t> q;     // [m, k]
+  std::vector<float> d;      // [m, k / 32]
+  std::vector<int32_t> sum;  // [m, k / 32]
+  QuantizedInput view() const { return {q.data(), d.data(), sum.data()}; }
+};
+
+Input Quantized(const std::vector<float>& x, int64_t m, int64_t k) {
+  Input in{std::vector<int8_t>(x.size()), std::vector<float>(x.size() / 32), std::vector<int32_t>(x.size() / 32)};
+  QuantizeInput(in.q.data(), in.d.data(), in.sum.data(), x.data(), m, k);
+  return in;
+}
+
+// y = x · wᵀ in double over the values the kernels multiply.
+std::vector<double> Reference(const Input& x, const std::vector<float>& w, int64_t m, int64_t n, int64_t k) {
+  std::vector<double> y(size_t(m * n));  // [m, n]
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t o = 0; o < n; ++o) {
+      double s = 0;
+      for (int64_t c = 0; c < k; ++c)
+        s += double(w[size_t(o * k + c)]) * double(x.q[size_t(r * k + c)]) * double(x.d[size_t((r * k + c) / 32)]);
+      y[size_t(r * n + o)] = s;
+    }
+  return y;
+}
+
+TEST(BlockProduct, EveryKernelMatchesTheReference) {
+  const unsigned seed = std::random_device()();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  for (BlockKernel kernel : BlockKernelsHere()) {
+    SCOPED_TRACE(BlockKernelName(kernel));
+    for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0})
+      for (int64_t m : {1, 2, 3, 4, 5, 9})
+        for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 32}, {16, 64}, {37, 96}, {70, 512}}) {
+          const std::vector<uint8_t> rows = RandomRows(type, n, k, rng);
+          const std::vector<uint8_t> packed = Pack(type, rows, n, k);
+          const PackedBlocks w = PackedBlocksAt(packed.data(), type, n, k);
+          std::vector<float> wf(size_t(n * k)), x(size_t(m * k));  // [n, k], [m, k]
+          DequantizeRows(type, wf.data(), rows.data(), n, k);
+          for (auto& e : x) e = normal(rng);
+          const Input in = Quantized(x, m, k);
+          const std::vector<double> ref = Reference(in, wf, m, n, k);
+          double scale = 0;
+          for (double v : ref) scale = std::max(scale, std::fabs(v));
+          std::vector<float> y(size_t(m * n), 0.25f);  // [m, n]
+          BlockProductWith(kernel, y.data(), in.view(), w, m, /*accumulate=*/true);
+          for (size_t i = 0; i < y.size(); ++i)
+            ASSERT_NEAR(y[i], ref[i] + 0.25, 1e-5 * (scale + 1)) << WeightTypeName(type) << " m " << m << " n " << n << " k " << k << " at " << i;
+          BlockProductWith(kernel, y.data(), in.view(), w, m);
+          for (size_t i = 0; i < y.size(); ++i)
+            ASSERT_NEAR(y[i], ref[i], 1e-5 * scale) << WeightTypeName(type) << " m " << m << " n " << n << " k " << k << " at " << i;
+        }
+  }
+}
+
+// The largest sums the kernels' integer steps meet: every nibble 15 (and
+// every int8 -128, which only a file from elsewhere holds) against inputs
+// of ±127. AVX2 adds a Q4_0 block's pairs in int16 (at most 30480 here).
+TEST(BlockProduct, ExtremeValuesDoNotOverflow) {
+  const int64_t n = 16, k = 64, m = 2;
+  std::vector<float> x(size_t(m * k));  // row 0 all +1, row 1 all -1: q = ±127
+  for (int64_t c = 0; c < k; ++c) x[size_t(c)] = 1, x[size_t(k + c)] = -1;
+  const Input in = Quantized(x, m, k);
+  ASSERT_EQ(in.q[0], 127);
+  ASSERT_EQ(in.q[size_t(k)], -127);
+  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
+    std::vector<uint8_t> rows(size_t(n) * WeightRowBytes(type, k), type == WeightType::kQ8_0 ? 0x80 : 0xff);
+    for (size_t at = 0; at < rows.size(); at += QuantBlockBytes(type)) rows[at] = 0x00, rows[at + 1] = 0x3c;  // d = 1
+    const std::vector<uint8_t> packed = Pack(type, rows, n, k);
+    // each value -128 (Q8_0) or 15 - 8 = 7 (Q4_0), times ±127 · d_x
+    const double value = type == WeightType::kQ8_0 ? -128 : 7;
+    for (BlockKernel kernel : BlockKernelsHere()) {
+      std::vector<float> y(size_t(m * n));
+      BlockProductWith(kernel, y.data(), in.view(), PackedBlocksAt(packed.data(), type, n, k), m);
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t o = 0; o < n; ++o)
+          EXPECT_NEAR(y[size_t(r * n + o)], value * k * in.q[size_t(r * k)] * in.d[size_t(r * k / 32)], 1e-3)
+              << BlockKernelName(kernel) << " " << WeightTypeName(type);
+    }
+  }
+}
+
+TEST(BlockProduct, QuantizesAlikeOnEveryTarget) {
+  std::mt19937 rng(std::random_device{}());
+  std::normal_distribution<float> normal;
+  const int64_t m = 5, k = 160;
+  std::vector<float> x(size_t(m * k));
+  for (auto& e : x) e = normal(rng) * 3;
+  std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // a block of zeros: d = 0, q = 0
+  const Input best = Quantized(x, m, k);
+  hwy::SetSupportedTargetsForTest(HWY_SCALAR);  // below AVX2: the C++ loop
+  ASSERT_EQ(BestBlockKernel(), BlockKernel::kScalar);
+  const Input plain = Quantized(x, m, k);
+  hwy::SetSupportedTargetsForTest(0);
+  EXPECT_EQ(best.q, plain.q);
+  EXPECT_EQ(std::memcmp(best.d.data(), plain.d.data(), best.d.size() * sizeof(float)), 0);
+  EXPECT_EQ(best.sum, plain.sum);
+  EXPECT_EQ(plain.d[1], 0.0f);
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_LE(std::fabs(x[i] - plain.q[i] * plain.d[i / 32]), plain.d[i / 32] * 0.5f + 1e-7f) << i;
+    EXPECT_LE(std::abs(int(plain.q[i])), 127);
+  }
+  int32_t s = 0;
+  for (int i = 0; i < 32; ++i) s += plain.q[size_t(i)];
+  EXPECT_EQ(plain.sum[0], s);
+}
+
+TEST(BlockProduct, RejectsBadSizes) {
+  std::vector<uint8_t> packed(PackedBytes(WeightType::kQ8_0, 16, 32));
+  const PackedBlocks w = PackedBlocksAt(packed.data(), WeightType::kQ8_0, 16, 32);
+  std::vector<float> x(32), y(16);
+  EXPECT_THROW(BlockProduct(y.data(), x.data(), w, 0), std::invalid_argument);
+  EXPECT_THROW(BlockProduct(nullptr, x.data(), w, 1), std::invalid_argument);
+  EXPECT_THROW(BlockProduct(y.data(), nullptr, w, 1), std::invalid_argument);
+  std::vector<int8_t> q(48);
+  std::vector<float> d(2);
+  std::vector<int32_t> sum(2);
+  EXPECT_THROW(QuantizeInput(q.data(), d.data(), sum.data(), x.data(), 1, 48), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace swan

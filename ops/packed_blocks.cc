@@ -1,0 +1,124 @@
+#include "ops/packed_blocks.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ops/quant_blocks.h"
+#include "util/f16.h"
+#include "util/parallel_ranges.h"
+
+namespace swan {
+
+namespace {
+
+void RequirePackable(WeightType type, int64_t n, int64_t k) {
+  if (!IsBlockQuantized(type) || n < 1 || k < 1 || k % kQuantBlockValues != 0)
+    throw std::invalid_argument(std::string("packed blocks: ") + WeightTypeName(type) + " [" + std::to_string(n) +
+                                ", " + std::to_string(k) + "] (Q8_0 or Q4_0, rows of a multiple of 32 values)");
+}
+
+// Bytes of a block's quantized values in the file's layout.
+constexpr size_t ValueBytes(WeightType type) { return QuantBlockBytes(type) - sizeof(uint16_t); }
+
+}  // namespace
+
+PackedBlocks PackedBlocksAt(const void* data, WeightType type, int64_t n, int64_t k) {
+  RequirePackable(type, n, k);
+  PackedBlocks w;
+  w.type = type;
+  w.n = n;
+  w.k = k;
+  w.payload = static_cast<const uint8_t*>(data);
+  w.scales = reinterpret_cast<const uint16_t*>(w.payload + size_t(PackedGroups(n) * w.blocks()) *
+                                                               PackedPayloadBytes(type));
+  return w;
+}
+
+namespace {
+
+// Groups [g_begin, g_end) of the packed matrix; row(r) gives the bytes of
+// row r in the file's layout, for r < n.
+template <class RowBytes>
+void PackGroups(WeightType type, uint8_t* dst, int64_t n, int64_t k, int64_t g_begin, int64_t g_end,
+                const RowBytes& row_bytes_of) {
+  const int64_t blocks = k / kQuantBlockValues, groups = PackedGroups(n);
+  const size_t block_bytes = QuantBlockBytes(type);
+  const size_t payload_bytes = PackedPayloadBytes(type), value_bytes = ValueBytes(type);
+  uint8_t* payload = dst;                                                                        // [G, B, P]
+  uint16_t* scales = reinterpret_cast<uint16_t*>(dst + size_t(groups * blocks) * payload_bytes);  // [G, B, 16]
+  for (int64_t g = g_begin; g < g_end; ++g)
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* out = payload + size_t(g * blocks + b) * payload_bytes;
+      uint16_t* out_scales = scales + (g * blocks + b) * kPackedRows;
+      for (int64_t j = 0; j < kPackedRows; ++j) {
+        const int64_t row = g * kPackedRows + j;
+        const uint8_t* block = row < n ? row_bytes_of(row) + size_t(b) * block_bytes : nullptr;
+        uint16_t scale = 0;
+        if (block) std::memcpy(&scale, block, sizeof(scale));
+        out_scales[j] = scale;
+        // chunk c: the block's value bytes 4c .. 4c + 3
+        for (size_t c = 0; c < value_bytes / 4; ++c) {
+          uint8_t* four = out + c * 64 + size_t(j) * 4;
+          if (block)
+            std::memcpy(four, block + sizeof(uint16_t) + c * 4, 4);
+          else
+            std::memset(four, 0, 4);
+        }
+      }
+    }
+}
+
+}  // namespace
+
+void PackBlockRows(WeightType type, uint8_t* dst, const uint8_t* src, int64_t n, int64_t k, const int64_t* order) {
+  RequirePackable(type, n, k);
+  const size_t row_bytes = WeightRowBytes(type, k);
+  ParallelRanges(PackedGroups(n), 8, [&](int64_t g_begin, int64_t g_end) {
+    PackGroups(type, dst, n, k, g_begin, g_end,
+               [&](int64_t r) { return src + size_t(order ? order[r] : r) * row_bytes; });
+  });
+}
+
+void QuantizePacked(WeightType type, uint8_t* dst, const float* w, int64_t n, int64_t k) {
+  RequirePackable(type, n, k);
+  const size_t row_bytes = WeightRowBytes(type, k);
+  ParallelRanges(PackedGroups(n), 8, [&](int64_t g_begin, int64_t g_end) {
+    std::vector<uint8_t> rows(size_t(kPackedRows) * row_bytes);  // [16, row_bytes] one group in the file's layout
+    for (int64_t g = g_begin; g < g_end; ++g) {
+      const int64_t first = g * kPackedRows, count = std::min(kPackedRows, n - first);
+      QuantizeRowsInto(type, rows.data(), w + first * k, count, k);
+      PackGroups(type, dst, n, k, g, g + 1, [&](int64_t r) { return rows.data() + size_t(r - first) * row_bytes; });
+    }
+  });
+}
+
+void DequantizePackedRows(const PackedBlocks& w, float* dst, int64_t row, int64_t count) {
+  if (row < 0 || count < 0 || row + count > w.n)
+    throw std::out_of_range("packed blocks: rows [" + std::to_string(row) + ", " + std::to_string(row + count) +
+                            ") of " + std::to_string(w.n));
+  const int64_t blocks = w.blocks();
+  const size_t payload_bytes = PackedPayloadBytes(w.type);
+  for (int64_t r = row; r < row + count; ++r, dst += w.k) {
+    const int64_t g = r / kPackedRows, j = r % kPackedRows;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* in = w.payload + size_t(g * blocks + b) * payload_bytes + size_t(j) * 4;
+      const float d = F16ToF32(w.scales[(g * blocks + b) * kPackedRows + j]);
+      float* out = dst + b * kQuantBlockValues;  // [32]
+      for (int c = 0; c < (w.type == WeightType::kQ8_0 ? 8 : 4); ++c)
+        for (int i = 0; i < 4; ++i) {
+          const uint8_t byte = in[c * 64 + i];
+          if (w.type == WeightType::kQ8_0) {
+            out[4 * c + i] = d * float(int8_t(byte));
+          } else {
+            out[4 * c + i] = d * float(int(byte & 0xf) - 8);
+            out[16 + 4 * c + i] = d * float(int(byte >> 4) - 8);
+          }
+        }
+    }
+  }
+}
+
+}  // namespace swan
