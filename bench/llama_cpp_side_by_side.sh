@@ -9,7 +9,7 @@
 # 2. Writes random-weight models once (scripts/random_model.mjs), a Llama
 #    (8 layers, hidden 512, 8 heads / 2 KV heads of 64, MLP 1536, vocab
 #    32000, untied: 57M parameters) and a Gemma 3 hybrid (12 layers, the same
-#    widths, tied: 5 window-512 layers per global layer, 53M), and converts
+#    widths, tied: 3 window-512 layers per global layer, 53M), and converts
 #    each to GGUF per type with `swan convert` (a model without a tokenizer
 #    gets llama.cpp's tokenizer "none"); both programs read that one file.
 # 3. Per model, type and depth, runs llama-bench and `swan bench` back to
@@ -126,7 +126,7 @@ swan=$(realpath "$swan")
 model_args() {
   case "$1" in
     llama) echo "--arch LlamaForCausalLM --layers 8 --hidden 512 --heads 8 --kv-heads 2 --inter 1536 --vocab 32000 --max-pos 32768" ;;
-    gemma3) echo "--arch Gemma3ForCausalLM --layers 12 --hidden 512 --heads 8 --kv-heads 2 --inter 1536 --vocab 32000 --tied --sliding-window 512 --pattern 6" ;;
+    gemma3) echo "--arch Gemma3ForCausalLM --layers 12 --hidden 512 --heads 8 --kv-heads 2 --inter 1536 --vocab 32000 --tied --sliding-window 512 --pattern 4" ;;
     *) echo "unknown model $1 (llama, gemma3)" >&2; return 1 ;;
   esac
 }

@@ -169,11 +169,17 @@ void RunProducts(BlockKernel kernel, const QuantizedInput& x, int64_t m, const B
       }
     }
   };
-  // One run of whole groups per thread: each streams its part of the
-  // weights once and reads every input row (small next to the weights).
+  // Pieces of about 8 per thread, handed out as threads come free: on a
+  // machine shared with other programs a thread can lose its core for a
+  // while, and the others then take its pieces instead of waiting for it
+  // (llama.cpp's products share out their chunks the same way).
   const int64_t total = first.back();
   const int64_t threads = work >= 65536 ? omp_get_max_threads() : 1;
-  ParallelRanges(total, (total + threads - 1) / threads, run);
+  if (threads == 1) return run(0, total);
+  const int64_t piece = std::max<int64_t>(1, total / (8 * threads));
+  const int64_t pieces = (total + piece - 1) / piece;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(int(threads))
+  for (int64_t p = 0; p < pieces; ++p) run(p * piece, std::min(total, (p + 1) * piece));
 }
 
 }  // namespace

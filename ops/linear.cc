@@ -163,31 +163,36 @@ const uint16_t* InputBF16(const float* x, int64_t m, int64_t in) {
   return x16.data();
 }
 
-// f16 weights against many rows: no f16 GEMM exists here, so 256 rows of w
-// at a time are widened, and multiplied into a block of y's columns. Where
+// f16 weights against many rows: no f16 GEMM exists here, so w is widened
+// (a block of rows at a time) and multiplied into y's columns. Where
 // oneDNN has bf16 products (AVX-512 bf16, AMX) they are rounded on to bf16
 // and multiplied with x in bf16, as bf16 weights are, at about twice the
 // float32 rate (an f16 weight loses 3 of its 10 fraction bits there; decode
 // multiplies the f16 values exactly); elsewhere float32. The widening
 // reads the weights once per product, which m >= 9 rows amortize.
 void F16Product(float* y, const float* x, int64_t m, const LinearWeight& w, bool accumulate) {
-  constexpr int64_t kBlock = 256;
+  // Blocks of rows: the whole matrix when it is at most 4M values (one
+  // product straight into y), else 256 rows at a time into y_block.
+  const int64_t block = w.out() * w.in() <= (int64_t(1) << 22) ? w.out() : std::min<int64_t>(256, w.out());
   const bool bf16 = OneDnnHasBF16Matmul();
   const uint16_t* x16 = bf16 ? InputBF16(x, m, w.in()) : nullptr;  // [m, in]
-  thread_local std::vector<float> w32, y_block;                       // [kBlock, in], [m, kBlock]
-  thread_local std::vector<uint16_t> w16;                             // [kBlock, in] bf16
-  if (w32.size() < size_t(kBlock * w.in())) w32.resize(size_t(kBlock * w.in()));
-  if (bf16 && w16.size() < size_t(kBlock * w.in())) w16.resize(size_t(kBlock * w.in()));
-  if (y_block.size() < size_t(m * kBlock)) y_block.resize(size_t(m * kBlock));
-  for (int64_t n0 = 0; n0 < w.out(); n0 += kBlock) {
-    const int64_t nb = std::min(kBlock, w.out() - n0);
+  thread_local std::vector<float> w32, y_block;                       // [block, in], [m, block]
+  thread_local std::vector<uint16_t> w16;                             // [block, in] bf16
+  if (w32.size() < size_t(block * w.in())) w32.resize(size_t(block * w.in()));
+  if (bf16 && w16.size() < size_t(block * w.in())) w16.resize(size_t(block * w.in()));
+  const bool whole = block == w.out();
+  if (!whole && y_block.size() < size_t(m * block)) y_block.resize(size_t(m * block));
+  for (int64_t n0 = 0; n0 < w.out(); n0 += block) {
+    const int64_t nb = std::min(block, w.out() - n0);
+    float* out = whole ? y : y_block.data();  // [m, nb]
     WeightRowsF32(w.view(), w32.data(), n0, nb);
     if (bf16) {
       RoundToBF16(w16.data(), w32.data(), nb * w.in());
-      MatmulTransBBF16(y_block.data(), x16, w16.data(), MatmulShape{m, nb, w.in()});
+      MatmulTransBBF16(out, x16, w16.data(), MatmulShape{m, nb, w.in()}, whole && accumulate);
     } else {
-      MatmulTransB(y_block.data(), x, w32.data(), MatmulShape{m, nb, w.in()});
+      MatmulTransB(out, x, w32.data(), MatmulShape{m, nb, w.in()}, whole && accumulate);
     }
+    if (whole) break;
     for (int64_t r = 0; r < m; ++r) {
       float* dst = y + r * w.out() + n0;
       const float* part = y_block.data() + r * nb;

@@ -71,5 +71,31 @@ TEST(Linear, EveryPathMatchesTheReference) {
   EXPECT_THROW(LinearWeight(w, out + 1, in), std::invalid_argument);
 }
 
+// f16 weights of more than 4M values are widened 256 rows at a time, the
+// products gathered into y (smaller ones in one product straight into y).
+TEST(Linear, LargeF16MatrixInBlocks) {
+  std::mt19937 rng(std::random_device{}());
+  std::normal_distribution<float> normal;
+  const int64_t out = 4200, in = 1024, m = 9;  // 4.3M values: 17 blocks, the last of 104 rows
+  std::vector<float> w(size_t(out * in)), x(size_t(m * in));  // [out, in], [m, in]
+  for (auto& e : w) e = normal(rng);
+  for (auto& e : x) e = normal(rng);
+  const LinearWeight weight(w, out, in, WeightType::kF16);
+  const std::vector<float> stored = weight.ToF32();  // [out, in]
+  std::vector<float> y(size_t(m * out), 0.5f);       // [m, out]
+  Linear(y.data(), x.data(), m, weight, /*accumulate=*/true);
+  const bool in_bf16 = OneDnnHasBF16Matmul();
+  auto round = [&](float v) { return in_bf16 ? BF16ToF32(F32ToBF16(v)) : v; };
+  double worst = 0, scale = 0;
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t o = 0; o < out; ++o) {
+      double ref = 0.5;
+      for (int64_t c = 0; c < in; ++c) ref += double(round(stored[size_t(o * in + c)])) * round(x[size_t(r * in + c)]);
+      worst = std::max(worst, std::fabs(ref - y[size_t(r * out + o)]));
+      scale = std::max(scale, std::fabs(ref));
+    }
+  EXPECT_LE(worst / scale, 1e-5);
+}
+
 }  // namespace
 }  // namespace swan
