@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "ops/block_product.h"
 #include "ops/gemm.h"
 #include "ops/gemm_rate.h"
 #include "util/simd_target.h"
@@ -89,6 +90,8 @@ std::string CpuReport() {
       << (isa_cap ? std::string(" (capped by MAX_CPU_ISA=") + isa_cap + ")" : "") << "\n"
       << "bf16 products: " << BF16ProductName()
       << (OneDnnHasBF16Matmul() ? "" : ", its kernel on Highway " + DispatchedSimdTarget()) << "\n"
+      << "q8_0/q4_0 products: " << BlockKernelName(BestBlockKernel()) << " integer kernel"
+      << (OneDnnHasBF16Matmul() ? "; f16 prefill in bf16" : "; f16 prefill in float32") << "\n"
       << "threads: " << ThreadLimit() << " (fewer while other programs keep the cores busy; OpenMP "
       << (policy ? std::string("OMP_WAIT_POLICY=") + policy
                  : std::string("GOMP_SPINCOUNT=") + (spin ? spin : "default"))

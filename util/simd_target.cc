@@ -59,8 +59,10 @@ void ApplySimdTargetCap() {
 }
 
 std::string DispatchedSimdTarget() {
-  const int64_t targets = hwy::SupportedTargets() & HWY_TARGETS;
-  return targets ? hwy::TargetName(targets & ~(targets - 1)) : "none";
+  // From the dispatch table, not hwy::SupportedTargets(): in Highway 1.0.3
+  // that call resets the dispatch to every target the CPU has, undoing
+  // SWAN_SIMD_TARGET's cap for the kernels that run after it.
+  return hwy::TargetName(DispatchedSimdTargetBit());
 }
 
 std::string CompiledSimdTargets() { return Names(HWY_TARGETS); }
