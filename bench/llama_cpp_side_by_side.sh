@@ -35,8 +35,9 @@
 #                    .cache/side_by_side/table-DATE.md)
 #   --adapt-threads  let swan pick threads by idle cores per step (swan's
 #                    default); without it both use exactly --threads
-#   --rounds K       run every pair K times, rounds outermost; each program's
-#                    figures come from its quietest round (default 1)
+#   --rounds K       run every pair K times, rounds outermost; the table gives
+#                    the median over rounds of each figure and of the ratio of
+#                    each round's pair, with the ratio's range (default 1)
 #   --wait-idle S    before each run, wait up to S seconds for the other
 #                    programs to leave the cores (default 0: don't)
 #   --prepare-only   fetch, build, write the models, then stop
@@ -258,8 +259,8 @@ header+=" pp$prompt / tg$gen tokens/s, medians of $reps runs (llama-bench -fa on
 [ "$adapt" = 1 ] && header+=", adaptive threads)" || header+=")"
 header+="; peak RSS: /usr/bin/time of one more run of each doing the same job, a prompt of depth + $prompt"
 header+=" tokens then $gen decoded (llama-bench -pg, swan generate)"
-[ "$rounds" -gt 1 ] && header+="; each program's quietest of $rounds rounds"
-header+="; busy: cores other programs kept busy during the two timed runs (the larger)"
+[ "$rounds" -gt 1 ] && header+="; medians over $rounds rounds, ratios per round's back-to-back pair (their range in brackets)"
+header+="; busy: cores other programs kept busy during the two timed runs (the largest)"
 HEADER=$header node - "$run_dir" "$models" "$types" "$depths" "$rounds" >"$out.tmp" <<'EOF'
 const fs = require("fs");
 const [dir, models, types, depths, roundsArg] = process.argv.slice(2);
@@ -288,30 +289,42 @@ for (const m of models.split(","))
   for (const t of types.split(","))
     for (const d of depths.split(",")) {
       const base = `${dir}/${m}-${t}-d${d}`;
-      // Each program's figures come from its quietest round: the run during
-      // which other programs kept the fewest cores busy.
-      const quietest = (prog) => {
-        let best = null;
-        for (let r = 1; r <= rounds; ++r) {
-          const f = `${base}.${prog}.r${r}.json`, j = read(f), b = busy(f + ".time");
-          if (j && (!best || b < best.busy)) best = { j, busy: Number.isFinite(b) ? b : Infinity, rss: rss(f + ".time") };
-        }
-        return best || { j: null, busy: NaN, rss: NaN };
+      // Per round, the two programs' runs back to back: its figures and
+      // their ratios. The table gives the median over rounds of each (a
+      // machine shared with other programs, or a virtual machine's host,
+      // moves both programs' speed from one round to the next; the ratio of
+      // one round's pair moves less), and with several rounds the range of
+      // the ratio.
+      const per = [];  // [rounds] {lpp, ltg, spp, stg, busy, lrss}
+      for (let r = 1; r <= rounds; ++r) {
+        const fl = `${base}.llama.r${r}.json`, fs = `${base}.swan.r${r}.json`;
+        const l = read(fl) || [], s = read(fs);
+        // llama-bench: one record per test (pp with n_gen 0, tg with
+        // n_prompt 0), each with its runs' tokens/s in samples_ts
+        const lp = l.find((x) => x.n_prompt > 0 && x.n_gen === 0), lg = l.find((x) => x.n_gen > 0 && x.n_prompt === 0);
+        const row = s && s.rows ? s.rows[0] : null;
+        per.push({
+          lpp: lp ? median(lp.samples_ts) : NaN, ltg: lg ? median(lg.samples_ts) : NaN,
+          spp: row ? row.prefill_tokens_per_s : NaN, stg: row ? row.decode_tokens_per_s : NaN,
+          busy: Math.max(busy(fl + ".time"), busy(fs + ".time")), lrss: rss(fl + ".time"),
+          srss: s ? s.peak_rss_bytes / 1048576 : NaN,
+        });
+      }
+      const med = (key) => median(per.map((p) => p[key]).filter(Number.isFinite));
+      const ratios = (a, b) => per.map((p) => p[a] / p[b]).filter((x) => Number.isFinite(x) && x > 0);
+      const ratioCell = (a, b) => {
+        const rs = ratios(a, b);
+        if (!rs.length) return "-";
+        const text = median(rs).toFixed(2) + "x";
+        return rs.length > 1 ? `${text} (${Math.min(...rs).toFixed(2)}-${Math.max(...rs).toFixed(2)})` : text;
       };
-      const L = quietest("llama"), S = quietest("swan");
-      // llama-bench: one record per test (pp with n_gen 0, tg with n_prompt 0),
-      // each with its runs' tokens/s in samples_ts
-      const l = L.j || [], s = S.j;
-      const lp = l.find((r) => r.n_prompt > 0 && r.n_gen === 0), lg = l.find((r) => r.n_gen > 0 && r.n_prompt === 0);
-      const lpp = lp ? median(lp.samples_ts) : NaN, ltg = lg ? median(lg.samples_ts) : NaN;
-      const row = s && s.rows ? s.rows[0] : null;
-      const spp = row ? row.prefill_tokens_per_s : NaN, stg = row ? row.decode_tokens_per_s : NaN;
+      const lpp = med("lpp"), ltg = med("ltg"), spp = med("spp"), stg = med("stg");
       let srss = rss(base + ".swan_rss.txt.time"), lrss = rss(base + ".llama_rss.json.time");
-      if (!Number.isFinite(lrss)) lrss = L.rss;  // with the saved KV copy
-      if (!Number.isFinite(srss) && s) srss = s.peak_rss_bytes / 1048576;  // with the probes
-      const others = Math.max(L.busy, S.busy);
-      console.log(`| ${m} | ${t} | ${d} | ${fmt(lpp)} | ${fmt(spp)} | ${ratio(spp, lpp)} | ${fmt(ltg)} | ${fmt(stg)} | ` +
-                  `${ratio(stg, ltg)} | ${fmt(lrss)} | ${fmt(srss)} | ` +
+      if (!Number.isFinite(lrss)) lrss = per[0].lrss;  // with the saved KV copy
+      if (!Number.isFinite(srss)) srss = per[0].srss;  // with the probes
+      const others = Math.max(...per.map((p) => p.busy).filter(Number.isFinite));
+      console.log(`| ${m} | ${t} | ${d} | ${fmt(lpp)} | ${fmt(spp)} | ${ratioCell("spp", "lpp")} | ${fmt(ltg)} | ${fmt(stg)} | ` +
+                  `${ratioCell("stg", "ltg")} | ${fmt(lrss)} | ${fmt(srss)} | ` +
                   `${Number.isFinite(others) ? others.toFixed(2) : "-"} |`);
     }
 EOF
