@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "ops/block_product.h"
 
@@ -27,6 +28,26 @@ void GroupsAvx512Vnni(const BlockJob& job, int64_t g_begin, int64_t g_end);
 void QuantizeRowsAvx2(int8_t* q, float* d, int32_t* sum, const float* x, int64_t m, int64_t k);
 #endif
 
+// What a tile of input rows from `row` multiplies in group g.
+struct GroupTileData {
+  int64_t blocks = 0, k = 0;
+  const uint8_t* payload = nullptr;  // [B, PackedPayloadBytes] the group's values
+  const uint16_t* scales = nullptr;  // [B, 16] its scales
+  const int8_t* xq = nullptr;        // [rows, k] the input rows, quantized
+  const float* xd = nullptr;         // [rows, B] their scales
+  const int32_t* xs = nullptr;       // [rows, B] their blocks' sums
+};
+inline GroupTileData TileData(const BlockJob& job, int64_t g, int64_t row) {
+  const int64_t blocks = job.w.blocks();
+  return {blocks,
+          job.w.k,
+          job.w.payload + size_t(g * blocks) * PackedPayloadBytes(job.w.type),
+          job.w.scales + g * blocks * kPackedRows,
+          job.x.q + row * job.w.k,
+          job.x.d + row * blocks,
+          job.x.sum + row * blocks};
+}
+
 // Writes a group's [rows, 16] results into y's columns below n.
 inline void StoreGroup(const BlockJob& job, int64_t g, int64_t row, int64_t rows, const float* tile /*[rows, 16]*/) {
   const int64_t col = g * kPackedRows;
@@ -38,6 +59,28 @@ inline void StoreGroup(const BlockJob& job, int64_t g, int64_t row, int64_t rows
       for (int64_t c = 0; c < cols; ++c) dst[c] += src[c];
     else
       for (int64_t c = 0; c < cols; ++c) dst[c] = src[c];
+  }
+}
+
+// Runs tile(rows, g, row, out) over groups [g_begin, g_end) and the input
+// rows in tiles of 4 (the last of 1-3), rows a std::integral_constant, and
+// stores each tile's out [rows, 16]. A group's weights are read once per
+// tile of input rows, from cache after the first.
+template <class Tile>
+void ForEachTile(const BlockJob& job, int64_t g_begin, int64_t g_end, const Tile& tile) {
+  constexpr int kTile = 4;
+  float out[kTile * kPackedRows];
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    int64_t row = 0;
+    for (; row + kTile <= job.m; row += kTile) {
+      tile(std::integral_constant<int, kTile>{}, g, row, out);
+      StoreGroup(job, g, row, kTile, out);
+    }
+    const int64_t left = job.m - row;
+    if (left == 3) tile(std::integral_constant<int, 3>{}, g, row, out);
+    if (left == 2) tile(std::integral_constant<int, 2>{}, g, row, out);
+    if (left == 1) tile(std::integral_constant<int, 1>{}, g, row, out);
+    if (left) StoreGroup(job, g, row, left, out);
   }
 }
 

@@ -30,22 +30,17 @@ SWAN_AVX2_TARGET inline __m256i Broadcast4(const int8_t* p) {
 // Rows [row, row + kRows) of the input against group g: tile [kRows, 16].
 template <int kRows, bool kQ4>
 SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, float* tile) {
-  const PackedBlocks& w = job.w;
-  const int64_t blocks = w.blocks(), k = w.k;
+  const GroupTileData t = TileData(job, g, row);
+  const int64_t blocks = t.blocks, k = t.k;
   constexpr int64_t kPayload = kQ4 ? 256 : 512;
-  const uint8_t* payload = w.payload + g * blocks * kPayload;  // [B, kPayload]
-  const uint16_t* scales = w.scales + g * blocks * kPackedRows;  // [B, 16]
-  const int8_t* xq = job.x.q + row * k;                         // [kRows, k]
-  const float* xd = job.x.d + row * blocks;                     // [kRows, B]
-  const int32_t* xs = job.x.sum + row * blocks;                 // [kRows, B]
   const __m256i low = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
   __m256 acc[kRows][2];
   for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* p = payload + b * kPayload;
+    const uint8_t* p = t.payload + b * kPayload;
     for (int half = 0; half < 2; ++half) {  // rows 8 half .. 8 half + 7: bytes [32 half, 32 half + 32) of a chunk
       const __m256 dw = _mm256_cvtph_ps(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * kPackedRows + 8 * half)));
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b * kPackedRows + 8 * half)));
       __m256i wv[8];  // chunk c: values 4c .. 4c + 3 of the 8 rows
       if constexpr (kQ4) {
         for (int c = 0; c < 4; ++c) {
@@ -58,12 +53,12 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
           wv[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * c + 32 * half));
       }
       for (int r = 0; r < kRows; ++r) {
-        const int8_t* x = xq + r * k + b * kQuantBlockValues;
+        const int8_t* x = t.xq + r * k + b * kQuantBlockValues;
         __m256i dot;
         if constexpr (kQ4) {
           __m256i pairs = _mm256_setzero_si256();
           for (int c = 0; c < 8; ++c) pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(wv[c], Broadcast4(x + 4 * c)));
-          dot = _mm256_sub_epi32(_mm256_madd_epi16(pairs, ones), _mm256_set1_epi32(8 * xs[r * blocks + b]));
+          dot = _mm256_sub_epi32(_mm256_madd_epi16(pairs, ones), _mm256_set1_epi32(8 * t.xs[r * blocks + b]));
         } else {
           dot = _mm256_setzero_si256();
           for (int c = 0; c < 8; ++c) {
@@ -73,7 +68,7 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
           }
         }
         acc[r][half] =
-            _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(xd[r * blocks + b])), acc[r][half]);
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(t.xd[r * blocks + b])), acc[r][half]);
       }
     }
   }
@@ -81,31 +76,16 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
     for (int half = 0; half < 2; ++half) _mm256_storeu_ps(tile + r * kPackedRows + 8 * half, acc[r][half]);
 }
 
-template <bool kQ4>
-SWAN_AVX2_TARGET void Groups(const BlockJob& job, int64_t g_begin, int64_t g_end) {
-  constexpr int kTile = 4;  // input rows per pass over a group's weights
-  float tile[kTile * kPackedRows];
-  for (int64_t g = g_begin; g < g_end; ++g) {
-    int64_t row = 0;
-    for (; row + kTile <= job.m; row += kTile) {
-      GroupTile<kTile, kQ4>(job, g, row, tile);
-      StoreGroup(job, g, row, kTile, tile);
-    }
-    const int64_t left = job.m - row;
-    if (left == 3) GroupTile<3, kQ4>(job, g, row, tile);
-    if (left == 2) GroupTile<2, kQ4>(job, g, row, tile);
-    if (left == 1) GroupTile<1, kQ4>(job, g, row, tile);
-    if (left) StoreGroup(job, g, row, left, tile);
-  }
-}
-
 }  // namespace
 
 void GroupsAvx2(const BlockJob& job, int64_t g_begin, int64_t g_end) {
-  if (job.w.type == WeightType::kQ4_0)
-    Groups<true>(job, g_begin, g_end);
-  else
-    Groups<false>(job, g_begin, g_end);
+  const bool q4 = job.w.type == WeightType::kQ4_0;
+  ForEachTile(job, g_begin, g_end, [&](auto rows, int64_t g, int64_t row, float* out) {
+    if (q4)
+      GroupTile<rows(), true>(job, g, row, out);
+    else
+      GroupTile<rows(), false>(job, g, row, out);
+  });
 }
 
 // Per block: amax by masking off the sign, d = amax / 127, q = x · (127 /

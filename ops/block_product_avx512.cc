@@ -31,20 +31,15 @@ SWAN_VNNI_TARGET inline __m512i Broadcast4(const int8_t* p) {
 // Rows [row, row + kRows) of the input against group g: tile [kRows, 16].
 template <int kRows, bool kQ4>
 SWAN_VNNI_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, float* tile) {
-  const PackedBlocks& w = job.w;
-  const int64_t blocks = w.blocks(), k = w.k;
+  const GroupTileData t = TileData(job, g, row);
+  const int64_t blocks = t.blocks, k = t.k;
   constexpr int64_t kPayload = kQ4 ? 256 : 512;
   constexpr int32_t kOffset = kQ4 ? 8 : 128;
-  const uint8_t* payload = w.payload + g * blocks * kPayload;  // [B, kPayload]
-  const uint16_t* scales = w.scales + g * blocks * kPackedRows;  // [B, 16]
-  const int8_t* xq = job.x.q + row * k;                         // [kRows, k]
-  const float* xd = job.x.d + row * blocks;                     // [kRows, B]
-  const int32_t* xs = job.x.sum + row * blocks;                 // [kRows, B]
   const __m512i low = _mm512_set1_epi8(0x0f), flip = _mm512_set1_epi8(char(0x80));
   __m512 acc[kRows];
   for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* p = payload + b * kPayload;
+    const uint8_t* p = t.payload + b * kPayload;
     __m512i wv[8];  // chunk c: values 4c .. 4c + 3 of the 16 rows, unsigned
     if constexpr (kQ4) {
       for (int c = 0; c < 4; ++c) {
@@ -55,47 +50,32 @@ SWAN_VNNI_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
     } else {
       for (int c = 0; c < 8; ++c) wv[c] = _mm512_xor_si512(_mm512_loadu_si512(p + 64 * c), flip);
     }
-    const __m512 dw = _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kPackedRows)));
+    const __m512 dw = _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.scales + b * kPackedRows)));
     for (int r = 0; r < kRows; ++r) {
-      const int8_t* x = xq + r * k + b * kQuantBlockValues;
+      const int8_t* x = t.xq + r * k + b * kQuantBlockValues;
       // two chains of 4: dpbusd's latency hides behind the other
-      __m512i even = _mm512_set1_epi32(-kOffset * xs[r * blocks + b]), odd = _mm512_setzero_si512();
+      __m512i even = _mm512_set1_epi32(-kOffset * t.xs[r * blocks + b]), odd = _mm512_setzero_si512();
       for (int c = 0; c < 8; c += 2) {
         even = _mm512_dpbusd_epi32(even, wv[c], Broadcast4(x + 4 * c));
         odd = _mm512_dpbusd_epi32(odd, wv[c + 1], Broadcast4(x + 4 * c + 4));
       }
       const __m512 dot = _mm512_maskz_cvtepi32_ps(kAll, _mm512_add_epi32(even, odd));
-      acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(dw, _mm512_set1_ps(xd[r * blocks + b])), acc[r]);
+      acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(dw, _mm512_set1_ps(t.xd[r * blocks + b])), acc[r]);
     }
   }
   for (int r = 0; r < kRows; ++r) _mm512_storeu_ps(tile + r * kPackedRows, acc[r]);
 }
 
-template <bool kQ4>
-SWAN_VNNI_TARGET void Groups(const BlockJob& job, int64_t g_begin, int64_t g_end) {
-  constexpr int kTile = 4;  // input rows per pass over a group's weights
-  float tile[kTile * kPackedRows];
-  for (int64_t g = g_begin; g < g_end; ++g) {
-    int64_t row = 0;
-    for (; row + kTile <= job.m; row += kTile) {
-      GroupTile<kTile, kQ4>(job, g, row, tile);
-      StoreGroup(job, g, row, kTile, tile);
-    }
-    const int64_t left = job.m - row;
-    if (left == 3) GroupTile<3, kQ4>(job, g, row, tile);
-    if (left == 2) GroupTile<2, kQ4>(job, g, row, tile);
-    if (left == 1) GroupTile<1, kQ4>(job, g, row, tile);
-    if (left) StoreGroup(job, g, row, left, tile);
-  }
-}
-
 }  // namespace
 
 void GroupsAvx512Vnni(const BlockJob& job, int64_t g_begin, int64_t g_end) {
-  if (job.w.type == WeightType::kQ4_0)
-    Groups<true>(job, g_begin, g_end);
-  else
-    Groups<false>(job, g_begin, g_end);
+  const bool q4 = job.w.type == WeightType::kQ4_0;
+  ForEachTile(job, g_begin, g_end, [&](auto rows, int64_t g, int64_t row, float* out) {
+    if (q4)
+      GroupTile<rows(), true>(job, g, row, out);
+    else
+      GroupTile<rows(), false>(job, g, row, out);
+  });
 }
 
 }  // namespace swan::block_kernels
