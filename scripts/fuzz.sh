@@ -39,7 +39,7 @@ compile() {
 }
 tokenizer_srcs=$(ls tokenizer/*.cc | grep -v _test.cc)
 # GGUF files with their tokenizer and chat template (serve reads templates from them too).
-gguf_srcs="model/gguf.cc model/gguf_config.cc model/gguf_tokenizer.cc model/safetensors.cc ops/rope.cc"
+gguf_srcs="model/gguf.cc model/gguf_config.cc model/gguf_tokenizer.cc model/safetensors.cc ops/rope.cc util/memory.cc"
 
 for target in "${targets[@]}"; do
   corpus="$out/corpus-$target"
@@ -47,7 +47,7 @@ for target in "${targets[@]}"; do
   case "$target" in
     load | encode) dir=tokenizer; srcs=$tokenizer_srcs ;;
     plan) dir=model; srcs="model/plan.cc attention/span.cc ops/rope.cc" ;;
-    config) dir=model; srcs="model/config.cc model/safetensors.cc ops/rope.cc" ;;
+    config) dir=model; srcs="model/config.cc model/safetensors.cc ops/rope.cc util/memory.cc" ;;
     gguf) dir=model; srcs="$gguf_srcs $tokenizer_srcs" ;;
     chat_template) dir=serve; srcs="serve/chat_template.cc serve/jinja_parse.cc serve/jinja_eval.cc $gguf_srcs $tokenizer_srcs" ;;
     request) dir=serve; srcs="serve/openai_api.cc serve/finish_reason.cc serve/chat_template.cc serve/jinja_parse.cc serve/jinja_eval.cc $gguf_srcs $tokenizer_srcs" ;;
