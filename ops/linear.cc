@@ -12,6 +12,7 @@
 #include "ops/bf16_round.h"
 #include "ops/block_product.h"
 #include "ops/packed_blocks.h"
+#include "ops/f16_widen.h"
 #include "ops/gemm.h"
 #include "ops/matmul.h"
 #include "util/bf16.h"
@@ -163,13 +164,14 @@ const uint16_t* InputBF16(const float* x, int64_t m, int64_t in) {
   return x16.data();
 }
 
-// f16 weights against many rows: no f16 GEMM exists here, so w is widened
-// (a block of rows at a time) and multiplied into y's columns. Where
-// oneDNN has bf16 products (AVX-512 bf16, AMX) they are rounded on to bf16
-// and multiplied with x in bf16, as bf16 weights are, at about twice the
-// float32 rate (an f16 weight loses 3 of its 10 fraction bits there; decode
-// multiplies the f16 values exactly); elsewhere float32. The widening
-// reads the weights once per product, which m >= 9 rows amortize.
+// f16 weights against many rows: no f16 GEMM exists here, so w is
+// converted (a block of rows at a time) and multiplied into y's columns.
+// Where oneDNN has bf16 products (AVX-512 bf16, AMX) it is rounded to bf16
+// in one pass and multiplied with x in bf16, as bf16 weights are, at about
+// twice the float32 rate (an f16 weight loses 3 of its 10 fraction bits
+// there; decode multiplies the f16 values exactly); elsewhere it is widened
+// to float32. The conversion reads the weights once per product, which
+// m >= 9 rows amortize.
 void F16Product(float* y, const float* x, int64_t m, const LinearWeight& w, bool accumulate) {
   // Blocks of rows: the whole matrix when it is at most 4M values (one
   // product straight into y), else 256 rows at a time into y_block.
@@ -178,18 +180,19 @@ void F16Product(float* y, const float* x, int64_t m, const LinearWeight& w, bool
   const uint16_t* x16 = bf16 ? InputBF16(x, m, w.in()) : nullptr;  // [m, in]
   thread_local std::vector<float> w32, y_block;                       // [block, in], [m, block]
   thread_local std::vector<uint16_t> w16;                             // [block, in] bf16
-  if (w32.size() < size_t(block * w.in())) w32.resize(size_t(block * w.in()));
   if (bf16 && w16.size() < size_t(block * w.in())) w16.resize(size_t(block * w.in()));
+  if (!bf16 && w32.size() < size_t(block * w.in())) w32.resize(size_t(block * w.in()));
   const bool whole = block == w.out();
   if (!whole && y_block.size() < size_t(m * block)) y_block.resize(size_t(m * block));
+  const uint16_t* rows = static_cast<const uint16_t*>(w.view().data);  // [out, in] f16
   for (int64_t n0 = 0; n0 < w.out(); n0 += block) {
     const int64_t nb = std::min(block, w.out() - n0);
     float* out = whole ? y : y_block.data();  // [m, nb]
-    WeightRowsF32(w.view(), w32.data(), n0, nb);
     if (bf16) {
-      RoundToBF16(w16.data(), w32.data(), nb * w.in());
+      F16ToBF16(w16.data(), rows + n0 * w.in(), nb * w.in());
       MatmulTransBBF16(out, x16, w16.data(), MatmulShape{m, nb, w.in()}, whole && accumulate);
     } else {
+      WidenF16(w32.data(), rows + n0 * w.in(), nb * w.in());
       MatmulTransB(out, x, w32.data(), MatmulShape{m, nb, w.in()}, whole && accumulate);
     }
     if (whole) break;
