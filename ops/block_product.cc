@@ -1,6 +1,7 @@
 #include "ops/block_product.h"
 
 #include <hwy/targets.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -11,8 +12,6 @@
 #include "util/f16.h"
 #include "util/parallel_ranges.h"
 #include "util/simd_target.h"
-
-#include <omp.h>
 
 namespace swan {
 
