@@ -24,7 +24,9 @@
 #
 # usage: bench/llama_cpp_side_by_side.sh [options]
 #   --models LIST    llama,gemma3 (default both)
-#   --types LIST     f16,q8_0,q4_0 (default all three)
+#   --types LIST     f16,q8_0,q4_0 (default all three), or q4_k_m: llama.cpp's
+#                    llama-quantize makes it from the f16 file (Q4_K and Q6_K;
+#                    swan holds them as Q8_0)
 #   --depths LIST    tokens already in the cache (default 0,4096,16384,32768)
 #   --reps N         timed repeats per figure, after a warm-up (default 3)
 #   -p N / -n N      prompt tokens timed as prefill / tokens timed as decode
@@ -103,12 +105,13 @@ fi
 llama_commit=$(git -C "$llama_dir/src" rev-parse HEAD)
 llama_release=$(sed -n 's/.*"release": *"\([^"]*\)".*/\1/p' "$llama_dir/package/llama/binariesGithubRelease.json")
 llama_bench=$llama_dir/build/bin/llama-bench
-if [ ! -x "$llama_bench" ]; then
+llama_quantize=$llama_dir/build/bin/llama-quantize
+if [ ! -x "$llama_bench" ] || [ ! -x "$llama_quantize" ]; then
   # CPU only, no network at build or run time: no OpenSSL (HTTPS model
   # downloads), no web UI, no server, tests or examples; static, so the
   # binary needs nothing from the build tree. (This llama.cpp has no
   # LLAMA_CURL any more; LLAMA_OPENSSL replaced it.)
-  log "building llama-bench ($llama_commit); this takes a while on 2 cores"
+  log "building llama-bench and llama-quantize ($llama_commit); this takes a while on 2 cores"
   start=$(date +%s)
   nice -n 10 cmake -S "$llama_dir/src" -B "$llama_dir/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DGGML_NATIVE=ON -DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_METAL=OFF -DGGML_BLAS=OFF \
@@ -116,9 +119,9 @@ if [ ! -x "$llama_bench" ]; then
     -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
     -DLLAMA_USE_PREBUILT_UI=OFF >"$llama_dir/cmake.log" 2>&1 ||
     { tail -20 "$llama_dir/cmake.log" >&2; exit 1; }
-  nice -n 10 cmake --build "$llama_dir/build" --target llama-bench -j 2 >"$llama_dir/build.log" 2>&1 ||
+  nice -n 10 cmake --build "$llama_dir/build" --target llama-bench llama-quantize -j 2 >"$llama_dir/build.log" 2>&1 ||
     { tail -20 "$llama_dir/build.log" >&2; exit 1; }
-  log "llama-bench built in $(( $(date +%s) - start )) s"
+  log "llama-bench and llama-quantize built in $(( $(date +%s) - start )) s"
 fi
 
 # --- 2. models, written once --------------------------------------------------
@@ -146,10 +149,15 @@ for m in "${model_list[@]}"; do
     node scripts/random_model.mjs --out "$dir" $args >&2
     echo "$args" >"$dir/.args"
   fi
-  for t in "${type_list[@]}"; do
+  # q4_k_m comes from the f16 file, so that is written first.
+  for t in $(printf '%s\n' "${type_list[@]}" | sed 's/^q4_k_m$/f16\nq4_k_m/'); do
     f=$work/gguf/$m-$t.gguf
     [ -f "$f" ] && continue
     log "converting $m to $t GGUF"
+    if [ "$t" = q4_k_m ]; then
+      "$llama_quantize" "$work/gguf/$m-f16.gguf" "$f" Q4_K_M >"$f.log" 2>&1 || { tail -5 "$f.log" >&2; exit 1; }
+      continue
+    fi
     # No tokenizer.json in a random model: swan writes llama.cpp's tokenizer
     # "none" with the vocabulary size, and both programs run on token ids.
     "$swan" convert -m "$dir" --out "$f" --dtype "$t" --force >&2

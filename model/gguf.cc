@@ -188,6 +188,18 @@ std::optional<WeightType> WeightTypeOf(uint32_t ggml_type) {
   }
 }
 
+std::optional<DequantFormat> DequantFormatOf(uint32_t ggml_type) {
+  switch (GgmlType(ggml_type)) {
+    case GgmlType::kQ4_1: return DequantFormat::kQ4_1;
+    case GgmlType::kQ5_0: return DequantFormat::kQ5_0;
+    case GgmlType::kQ5_1: return DequantFormat::kQ5_1;
+    case GgmlType::kQ4_K: return DequantFormat::kQ4_K;
+    case GgmlType::kQ5_K: return DequantFormat::kQ5_K;
+    case GgmlType::kQ6_K: return DequantFormat::kQ6_K;
+    default: return std::nullopt;
+  }
+}
+
 int64_t GgufTensor::numel() const {
   int64_t n = 1;
   for (int64_t d : ne) n *= d;

@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <numeric>
+#include <random>
 
 #include "model/gguf_export.h"
 #include "model/gguf_weights.h"
@@ -14,6 +16,8 @@
 #include "model/model.h"
 #include "model/safetensors.h"
 #include "model/test_files.h"
+#include "ops/dequant_blocks.h"
+#include "util/f16.h"
 
 namespace swan {
 namespace {
@@ -172,6 +176,122 @@ TEST(Gguf, ExportUsesLlamaCppsLayout) {
             << "head " << h << " pair " << i << " half " << j;
   EXPECT_EQ(file.Tensor("output.weight"), nullptr);  // tied
   EXPECT_EQ(file.Int("llama.attention.head_count_kv"), 4);
+}
+
+// A "llama" file whose matrices are of the formats swan loads as Q8_0
+// (random blocks of weight-sized values, the six formats in turn) and the
+// F32 file of the values they dequantize to: bytes of each.
+struct DequantPair {
+  std::string blocks, f32;
+};
+
+// ggml's id of each format.
+uint32_t GgmlTypeOf(DequantFormat f) {
+  switch (f) {
+    case DequantFormat::kQ4_1: return uint32_t(GgmlType::kQ4_1);
+    case DequantFormat::kQ5_0: return uint32_t(GgmlType::kQ5_0);
+    case DequantFormat::kQ5_1: return uint32_t(GgmlType::kQ5_1);
+    case DequantFormat::kQ4_K: return uint32_t(GgmlType::kQ4_K);
+    case DequantFormat::kQ5_K: return uint32_t(GgmlType::kQ5_K);
+    case DequantFormat::kQ6_K: return uint32_t(GgmlType::kQ6_K);
+  }
+  return 0;
+}
+
+DequantPair DequantFiles(const std::string& dir) {
+  const std::string f32 = HfToGgufBytes(dir, WeightType::kF32);
+  const GgufFile file(reinterpret_cast<const uint8_t*>(f32.data()), f32.size(), "f32.gguf");
+  std::vector<std::pair<std::string, GgufValue>> metadata(file.metadata().begin(), file.metadata().end());
+  std::vector<GgufTensorBytes> block_tensors, f_tensors;
+  std::mt19937 rng(11);
+  int next = 0;
+  for (const GgufTensor& t : file.tensors()) {
+    GgufTensorBytes k{t.name, t.type, t.ne, std::string(reinterpret_cast<const char*>(t.data), t.n_bytes)};
+    GgufTensorBytes f = k;
+    if (t.ne.size() == 2 && t.ne[0] % 256 == 0) {
+      const DequantFormat type = std::array{DequantFormat::kQ4_K, DequantFormat::kQ5_K, DequantFormat::kQ6_K,
+                                            DequantFormat::kQ4_1, DequantFormat::kQ5_0, DequantFormat::kQ5_1}[size_t(next++ % 6)];
+      const int64_t blocks = t.numel() / DequantBlockValues(type);
+      const size_t block_bytes = DequantBlockBytes(type);
+      std::string bytes(size_t(blocks) * block_bytes, '\0');  // [blocks, block_bytes]
+      for (char& c : bytes) c = char(rng());
+      for (int64_t b = 0; b < blocks; ++b) {  // scales for values of about 0.03
+        uint8_t* block = reinterpret_cast<uint8_t*>(bytes.data()) + size_t(b) * block_bytes;
+        const bool k_quant = DequantBlockValues(type) == 256;
+        const uint16_t d = F32ToF16(type == DequantFormat::kQ6_K ? 3e-5f : k_quant ? 1e-4f : 4e-3f);
+        const uint16_t min = F32ToF16(k_quant ? 1e-3f : -0.03f);
+        std::memcpy(block + (type == DequantFormat::kQ6_K ? 208 : 0), &d, 2);
+        if (type != DequantFormat::kQ6_K && type != DequantFormat::kQ5_0) std::memcpy(block + 2, &min, 2);
+      }
+      std::vector<float> values(size_t(t.numel()));  // [numel]
+      const size_t row_bytes = size_t(t.ne[0] / DequantBlockValues(type)) * block_bytes;
+      for (int64_t r = 0; r < t.ne[1]; ++r)
+        DequantizeFormatRow(type, values.data() + r * t.ne[0],
+                            reinterpret_cast<const uint8_t*>(bytes.data()) + size_t(r) * row_bytes, t.ne[0]);
+      k.type = GgmlTypeOf(type);
+      k.bytes = bytes;
+      f.bytes = FloatBytes(values);
+    }
+    block_tensors.push_back(k);
+    f_tensors.push_back(f);
+  }
+  return {GgufBytes(metadata, block_tensors), GgufBytes(metadata, f_tensors)};
+}
+
+// Q4_1, Q5_0, Q5_1 and the K-quants load as Q8_0 of the values ggml
+// dequantizes them to: the logits of an F32 file of those values loaded as
+// Q8_0, exactly.
+TEST(Gguf, OtherBlockFormatsLoadAsQ8_0OfTheirValues) {
+  const auto dir = test::TempDir("gguf_dequant");
+  const test::TinyLlamaShape shape{61, 256, 256, 4, 2, 64, 1};
+  test::TinyCheckpoint c(5);
+  test::AddTinyLlamaWeights(c, shape, /*qkv_bias=*/false);
+  c.Write(dir, R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 256, "intermediate_size": 256,
+    "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 61,
+    "max_position_embeddings": 512, "rms_norm_eps": 1e-5, "rope_theta": 10000.0})");
+  const DequantPair files = DequantFiles(dir.string());
+  const std::string k_path = (dir / "k.gguf").string(), f_path = (dir / "f32.gguf").string();
+  test::WriteFile(k_path, files.blocks);
+  test::WriteFile(f_path, files.f32);
+  const auto k_model = LoadModel(k_path);
+  LoadOptions q8;
+  q8.weights = WeightType::kQ8_0;
+  const auto f_model_q8 = LoadModel(f_path, q8);
+  EXPECT_EQ(k_model->WeightBytes(), f_model_q8->WeightBytes());
+  const std::vector<float> logits = Logits(*k_model, 24);
+  EXPECT_EQ(MaxDiff(logits, Logits(*f_model_q8, 24)), 0.0);
+  // and near the F32 model's, within Q8_0's rounding (relative RMS)
+  const std::vector<float> exact = Logits(*LoadModel(f_path), 24);
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < exact.size(); ++i) {
+    err += (double(logits[i]) - exact[i]) * (double(logits[i]) - exact[i]);
+    norm += double(exact[i]) * exact[i];
+  }
+  EXPECT_LE(std::sqrt(err / norm), 0.03);
+  EXPECT_GT(err, 0.0);  // the Q8_0 copy is not the F32 one
+
+  // a format swan does not read is named, with the ones it does
+  GgufFile file(reinterpret_cast<const uint8_t*>(files.blocks.data()), files.blocks.size(), "k.gguf");
+  std::vector<std::pair<std::string, GgufValue>> metadata(file.metadata().begin(), file.metadata().end());
+  std::vector<GgufTensorBytes> tensors;
+  for (const GgufTensor& t : file.tensors()) {
+    GgufTensorBytes b{t.name, t.type, t.ne, std::string(reinterpret_cast<const char*>(t.data), t.n_bytes)};
+    if (t.name == "blk.0.ffn_up.weight") {
+      b.type = uint32_t(GgmlType::kQ2_K);
+      b.bytes.assign(size_t(t.numel() / 256 * 84), '\0');
+    }
+    tensors.push_back(b);
+  }
+  test::WriteFile(k_path, GgufBytes(metadata, tensors));
+  try {
+    LoadModel(k_path);
+    ADD_FAILURE() << "Q2_K loaded";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("of Q2_K is not supported (F32, F16, BF16, Q8_0, Q4_0; Q4_1, Q5_0, Q5_1, "
+                                         "Q4_K, Q5_K, Q6_K as Q8_0)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Gguf, RefusesArchitecturesItDoesNotRun) {

@@ -1,9 +1,11 @@
 #include "model/gguf_weights.h"
 
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string_view>
 
+#include "ops/dequant_blocks.h"
 #include "ops/quant_blocks.h"
 #include "util/memory.h"
 
@@ -84,13 +86,45 @@ const GgufTensor& GgufWeights::Find(const std::string& hf, const std::vector<int
   return *t;
 }
 
+namespace {
+
+// A tensor's type as swan reads it: one it computes in, or a K-quant that
+// loads as Q8_0; throws naming the file and tensor for any other.
+struct TensorFormat {
+  std::optional<WeightType> weight;
+  std::optional<DequantFormat> dequant;
+};
+
+TensorFormat FormatOf(const GgufTensor& t, const std::string& origin) {
+  TensorFormat f{WeightTypeOf(t.type), DequantFormatOf(t.type)};
+  if (!f.weight && !f.dequant)
+    throw std::runtime_error(origin + ": tensor '" + t.name + "' of " + GgmlTypeName(t.type) +
+                             " is not supported (F32, F16, BF16, Q8_0, Q4_0; Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K as Q8_0)");
+  return f;
+}
+
+// rows [count, in] float32 from the file's rows order(first) ..
+// order(first + count - 1) of a K-quant tensor.
+template <class Order>
+void DequantizeFormatRows(DequantFormat type, const GgufTensor& t, int64_t first, int64_t count, const Order& order,
+                          float* rows) {
+  const int64_t in = t.ne[0];
+  const size_t row_bytes = size_t(in / DequantBlockValues(type)) * DequantBlockBytes(type);
+  for (int64_t r = 0; r < count; ++r)
+    DequantizeFormatRow(type, rows + r * in, t.data + size_t(order(first + r)) * row_bytes, in);
+}
+
+}  // namespace
+
 std::vector<float> GgufWeights::F32(const std::string& name, const std::vector<int64_t>& shape) const {
   const GgufTensor& t = Find(name, shape);
-  const std::optional<WeightType> type = WeightTypeOf(t.type);
-  if (!type) throw std::runtime_error(file_.origin() + ": tensor '" + t.name + "' of " + GgmlTypeName(t.type) + " is not supported");
+  const TensorFormat format = FormatOf(t, file_.origin());
   const int64_t in = t.ne[0], rows = t.numel() / in;
   std::vector<float> out(size_t(t.numel()));  // [numel]
-  DequantizeRows(*type, out.data(), t.data, rows, in);
+  if (format.dequant)
+    DequantizeFormatRows(*format.dequant, t, 0, rows, [](int64_t r) { return r; }, out.data());
+  else
+    DequantizeRows(*format.weight, out.data(), t.data, rows, in);
   // llama.cpp's converter stores Gemma's norm weights as 1 + w
   if (config_.model_type == "gemma3" && EndsWith(name, "norm.weight"))
     for (float& v : out) v -= 1.0f;
@@ -100,27 +134,39 @@ std::vector<float> GgufWeights::F32(const std::string& name, const std::vector<i
 WeightType GgufWeights::LinearType(const std::string& name) const {
   const std::string g = GgufTensorName(name, config_.model_type);
   const GgufTensor* t = g.empty() ? nullptr : file_.Tensor(g);
+  if (t && DequantFormatOf(t->type)) return WeightType::kQ8_0;
   const std::optional<WeightType> type = t ? WeightTypeOf(t->type) : std::nullopt;
   return type.value_or(WeightType::kF32);
 }
 
 LinearWeight GgufWeights::Linear(const std::string& name, int64_t out, int64_t in) const {
   const GgufTensor& t = Find(name, {out, in});
-  const std::optional<WeightType> type = WeightTypeOf(t.type);
-  if (!type)
-    throw std::runtime_error(file_.origin() + ": tensor '" + t.name + "' of " + GgmlTypeName(t.type) +
-                             " is not supported (F32, F16, BF16, Q8_0, Q4_0)");
+  const TensorFormat format = FormatOf(t, file_.origin());
   const bool permuted = config_.model_type == "llama" &&
                         (EndsWith(name, "self_attn.q_proj.weight") || EndsWith(name, "self_attn.k_proj.weight"));
+  std::vector<int64_t> order;  // [out] Hugging Face's row r is the file's row order[r]; empty: the same row
+  if (permuted) {
+    order.resize(size_t(out));
+    for (int64_t g = 0; g < out; ++g) order[size_t(LlamaQkHfRow(g, config_.head_dim))] = g;
+  }
+  if (format.dequant) {
+    // Q8_0 from ggml's dequantized values, 16 rows at a time: swan's
+    // integer kernels run it, and no float32 copy of the matrix is made.
+    const DequantFormat type = *format.dequant;
+    LinearWeight w = LinearWeight::QuantizedFrom(out, in, WeightType::kQ8_0, [&](int64_t first, int64_t count, float* rows) {
+      DequantizeFormatRows(type, t, first, count, [&](int64_t r) { return order.empty() ? r : order[size_t(r)]; },
+                           rows);
+    });
+    Evict(name);
+    return w;
+  }
   if (!permuted) {
-    LinearWeight w = LinearWeight::Borrow(file_.owner(), t.data, *type, out, in);
-    if (IsBlockQuantized(*type)) Evict(name);  // packed into a copy: the file's bytes are not read again
+    LinearWeight w = LinearWeight::Borrow(file_.owner(), t.data, *format.weight, out, in);
+    if (IsBlockQuantized(*format.weight)) Evict(name);  // packed into a copy: the file's bytes are not read again
     return w;
   }
   // rows back in Hugging Face's order (whole rows, so blocks too)
-  std::vector<int64_t> order(static_cast<size_t>(out));  // [out] Hugging Face's row r is the file's row order[r]
-  for (int64_t g = 0; g < out; ++g) order[size_t(LlamaQkHfRow(g, config_.head_dim))] = g;
-  LinearWeight w = LinearWeight::Reordered(t.data, *type, out, in, order.data());
+  LinearWeight w = LinearWeight::Reordered(t.data, *format.weight, out, in, order.data());
   Evict(name);  // reordered into a copy
   return w;
 }

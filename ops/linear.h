@@ -45,6 +45,9 @@ class LinearWeight {
   // w [out, in] float32 (a mapped tensor, say) quantized to Q8_0 or Q4_0
   // straight into the packed layout: one allocation, the weight's own.
   static LinearWeight Quantized(const float* w, int64_t out, int64_t in, WeightType type);
+  // The same from float32 rows made on demand (ops/packed_blocks.h's
+  // FloatRows: a file's rows of another format dequantized 16 at a time).
+  static LinearWeight QuantizedFrom(int64_t out, int64_t in, WeightType type, const FloatRows& rows_of);
 
   WeightView view() const;
   int64_t out() const { return out_; }

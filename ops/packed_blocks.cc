@@ -83,13 +83,21 @@ void PackBlockRows(WeightType type, uint8_t* dst, const uint8_t* src, int64_t n,
 }
 
 void QuantizePacked(WeightType type, uint8_t* dst, const float* w, int64_t n, int64_t k) {
+  QuantizePackedFrom(type, dst, n, k, [&](int64_t first, int64_t count, float* rows) {
+    std::memcpy(rows, w + first * k, size_t(count * k) * sizeof(float));
+  });
+}
+
+void QuantizePackedFrom(WeightType type, uint8_t* dst, int64_t n, int64_t k, const FloatRows& rows_of) {
   RequirePackable(type, n, k);
   const size_t row_bytes = WeightRowBytes(type, k);
   ParallelRanges(PackedGroups(n), 8, [&](int64_t g_begin, int64_t g_end) {
-    std::vector<uint8_t> rows(size_t(kPackedRows) * row_bytes);  // [16, row_bytes] one group in the file's layout
+    std::vector<float> values(size_t(kPackedRows * k));            // [16, k] one group's rows
+    std::vector<uint8_t> rows(size_t(kPackedRows) * row_bytes);  // [16, row_bytes] the same in the file's layout
     for (int64_t g = g_begin; g < g_end; ++g) {
       const int64_t first = g * kPackedRows, count = std::min(kPackedRows, n - first);
-      QuantizeRowsInto(type, rows.data(), w + first * k, count, k);
+      rows_of(first, count, values.data());
+      QuantizeRowsInto(type, rows.data(), values.data(), count, k);
       PackGroups(type, dst, n, k, g, g + 1, [&](int64_t r) { return rows.data() + size_t(r - first) * row_bytes; });
     }
   });

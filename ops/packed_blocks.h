@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "ops/weight_type.h"
 
@@ -60,6 +61,13 @@ void PackBlockRows(WeightType type, uint8_t* dst, const uint8_t* src, int64_t n,
 // dst [PackedBytes(type, n, k)]: w [n, k] float32 quantized as
 // QuantizeRows does (ops/quant_blocks.h), straight into the packed layout.
 void QuantizePacked(WeightType type, uint8_t* dst, const float* w, int64_t n, int64_t k);
+
+// The same from rows made on demand: rows_of(first, count, out) writes rows
+// [first, first + count) of w as float32 into out [count, k] (at most 16
+// rows a call, from several threads at once), so a matrix of another
+// format is converted without a float32 copy of the whole of it.
+using FloatRows = std::function<void(int64_t first, int64_t count, float* out)>;
+void QuantizePackedFrom(WeightType type, uint8_t* dst, int64_t n, int64_t k, const FloatRows& rows_of);
 
 // dst [count, k] float32: rows [row, row + count) of a packed matrix.
 void DequantizePackedRows(const PackedBlocks& w, float* dst, int64_t row, int64_t count);

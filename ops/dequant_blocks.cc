@@ -1,0 +1,108 @@
+#include "ops/dequant_blocks.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "util/f16.h"
+
+namespace swan {
+namespace {
+
+uint16_t ReadU16(const uint8_t* p) { return uint16_t(p[0] | p[1] << 8); }
+
+// Sub-block j's 6-bit scale and min from Q4_K/Q5_K's 12 packed bytes.
+void ScaleMin(const uint8_t* scales, int j, int* sc, int* m) {
+  if (j < 4) {
+    *sc = scales[j] & 63;
+    *m = scales[j + 4] & 63;
+  } else {
+    *sc = (scales[j + 4] & 15) | (scales[j - 4] >> 6) << 4;
+    *m = (scales[j + 4] >> 4) | (scales[j] >> 6) << 4;
+  }
+}
+
+// One Q4_K (qh null) or Q5_K super-block into y [256].
+void DequantizeQ45(const uint8_t* block, bool five_bits, float* y) {
+  const float d = F16ToF32(ReadU16(block)), dmin = F16ToF32(ReadU16(block + 2));
+  const uint8_t* scales = block + 4;                         // [12]
+  const uint8_t* qh = five_bits ? block + 16 : nullptr;      // [32]
+  const uint8_t* qs = block + (five_bits ? 48 : 16);         // [128]
+  for (int c = 0; c < 4; ++c, qs += 32) {
+    for (int half = 0; half < 2; ++half) {
+      int sc, m;
+      ScaleMin(scales, 2 * c + half, &sc, &m);
+      // float products first, as ggml evaluates them: (d sc) q - dmin m
+      const float scale = d * float(sc), min = dmin * float(m);
+      const int bit = 2 * c + half;
+      for (int l = 0; l < 32; ++l) {
+        int q = half ? qs[l] >> 4 : qs[l] & 15;
+        if (qh && (qh[l] >> bit & 1)) q += 16;
+        *y++ = scale * float(q) - min;
+      }
+    }
+  }
+}
+
+// One Q6_K super-block into y [256].
+void DequantizeQ6(const uint8_t* block, float* y) {
+  const float d = F16ToF32(ReadU16(block + 208));
+  for (int h = 0; h < 2; ++h, y += 128) {
+    const uint8_t* ql = block + 64 * h;                                           // [64]
+    const uint8_t* qh = block + 128 + 32 * h;                                     // [32]
+    const int8_t* scales = reinterpret_cast<const int8_t*>(block + 192 + 8 * h);  // [8]
+    for (int i = 0; i < 4; ++i)
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t low = ql[l + (i % 2) * 32];
+        const int q = (i < 2 ? low & 15 : low >> 4) | (qh[l] >> (2 * i) & 3) << 4;
+        y[32 * i + l] = d * float(scales[2 * i + l / 16]) * float(q - 32);
+      }
+  }
+}
+
+// One Q4_1, Q5_0 or Q5_1 block into y [32].
+void DequantizeBlock32(DequantFormat f, const uint8_t* block, float* y) {
+  const float d = F16ToF32(ReadU16(block));
+  const bool has_min = f != DequantFormat::kQ5_0, five_bits = f != DequantFormat::kQ4_1;
+  const float m = has_min ? F16ToF32(ReadU16(block + 2)) : 0.0f;
+  const uint8_t* after = block + (has_min ? 4 : 2);
+  const uint32_t qh = five_bits ? uint32_t(after[0] | after[1] << 8 | after[2] << 16 | uint32_t(after[3]) << 24) : 0;
+  const uint8_t* qs = after + (five_bits ? 4 : 0);  // [16]
+  for (int j = 0; j < 32; ++j) {
+    const int q = (j < 16 ? qs[j] & 15 : qs[j - 16] >> 4) | int(qh >> j & 1) << 4;
+    if (f == DequantFormat::kQ5_0)
+      y[j] = float(q - 16) * d;
+    else
+      y[j] = float(q) * d + m;
+  }
+}
+
+}  // namespace
+
+const char* DequantFormatName(DequantFormat f) {
+  switch (f) {
+    case DequantFormat::kQ4_1: return "Q4_1";
+    case DequantFormat::kQ5_0: return "Q5_0";
+    case DequantFormat::kQ5_1: return "Q5_1";
+    case DequantFormat::kQ4_K: return "Q4_K";
+    case DequantFormat::kQ5_K: return "Q5_K";
+    case DequantFormat::kQ6_K: return "Q6_K";
+  }
+  return "?";
+}
+
+void DequantizeFormatRow(DequantFormat f, float* dst, const uint8_t* src, int64_t n) {
+  const int64_t values = DequantBlockValues(f);
+  if (n % values != 0)
+    throw std::invalid_argument(std::string(DequantFormatName(f)) + " needs rows of a multiple of " +
+                                std::to_string(values) + " values, not " + std::to_string(n));
+  for (int64_t b = 0; b < n / values; ++b, dst += values, src += DequantBlockBytes(f)) {
+    switch (f) {
+      case DequantFormat::kQ6_K: DequantizeQ6(src, dst); break;
+      case DequantFormat::kQ4_K:
+      case DequantFormat::kQ5_K: DequantizeQ45(src, f == DequantFormat::kQ5_K, dst); break;
+      default: DequantizeBlock32(f, src, dst); break;
+    }
+  }
+}
+
+}  // namespace swan

@@ -1,0 +1,65 @@
+// ggml's block formats that swan reads from GGUF files but does not compute
+// in: the K-quants that the Q4_K_M and Q5_K_M files most llama.cpp users
+// run are made of, and the older 32-value formats llama.cpp falls back to
+// for rows that are not a multiple of 256. A model loads them as Q8_0
+// (model/gguf_weights.h) from values dequantized as ggml does: each value
+// below is computed in float32 in the order written.
+//   Q4_1, 20 bytes per 32: f16 d, f16 m, qs[16]: value j (j < 16) is the
+//         low nibble q of qs[j], value j + 16 its high nibble; q * d + m.
+//   Q5_0, 22 bytes per 32: f16 d, qh[4] (u32), qs[16]: Q4_1's nibbles with
+//         bit j of qh (value j, j < 32) above them as a fifth; (q - 16) * d.
+//   Q5_1, 24 bytes per 32: f16 d, f16 m, qh[4], qs[16]: Q5_0's q; q * d + m.
+// Super-blocks of 256 values, in 8 sub-blocks of 32 (Q4_K, Q5_K) or 16 of
+// 16 (Q6_K):
+//   Q4_K, 144 bytes: f16 d, f16 dmin, scales[12], qs[128].
+//         scales packs 8 6-bit scales sc[j] and 8 6-bit mins m[j]:
+//           j < 4:  sc = scales[j] & 63, m = scales[j + 4] & 63;
+//           j >= 4: sc = (scales[j + 4] & 15) | (scales[j - 4] >> 6) << 4,
+//                   m  = (scales[j + 4] >> 4) | (scales[j] >> 6) << 4.
+//         Values 64c .. 64c + 31 are the low nibbles of qs[32c .. 32c + 31]
+//         (sub-block 2c), values 64c + 32 .. 64c + 63 their high nibbles
+//         (sub-block 2c + 1); value = (d * sc) * q - (dmin * m).
+//   Q5_K, 176 bytes: f16 d, f16 dmin, scales[12], qh[32], qs[128]: Q4_K's
+//         layout with a fifth bit: value 64c + l (l < 32) adds 16 to its
+//         nibble when bit 2c of qh[l] is set, value 64c + 32 + l when bit
+//         2c + 1 is.
+//   Q6_K, 210 bytes: ql[128], qh[64], int8 scales[16], f16 d. Each half h
+//         of 128 values reads ql[64h ..], qh[32h ..], scales[8h ..]: for
+//         l < 32, value 128h + 32i + l (i in 0..3) is q - 32 where q is
+//         the low (i = 0, 1) or high (i = 2, 3) nibble of ql[64h + l + 32 (i
+//         odd)] with bits 2i, 2i + 1 of qh[32h + l] above it; value =
+//         (d * scales[8h + 2i + l / 16]) * (q - 32).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace swan {
+
+enum class DequantFormat : uint8_t { kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K };
+
+// Values per block: a row's length must be a multiple of it.
+constexpr int64_t DequantBlockValues(DequantFormat f) {
+  return f == DequantFormat::kQ4_1 || f == DequantFormat::kQ5_0 || f == DequantFormat::kQ5_1 ? 32 : 256;
+}
+
+constexpr size_t DequantBlockBytes(DequantFormat f) {
+  switch (f) {
+    case DequantFormat::kQ4_1: return 20;
+    case DequantFormat::kQ5_0: return 22;
+    case DequantFormat::kQ5_1: return 24;
+    case DequantFormat::kQ4_K: return 144;
+    case DequantFormat::kQ5_K: return 176;
+    case DequantFormat::kQ6_K: return 210;
+  }
+  return 0;
+}
+
+// "Q4_1", ..., "Q6_K"
+const char* DequantFormatName(DequantFormat f);
+
+// dst [n] float32 from src [n / DequantBlockValues(f) blocks]; n a multiple
+// of DequantBlockValues(f).
+void DequantizeFormatRow(DequantFormat f, float* dst, const uint8_t* src, int64_t n);
+
+}  // namespace swan
