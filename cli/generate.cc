@@ -49,7 +49,7 @@ const char kUsage[] =
     "  --batch B     prefill chunk: tokens per forward step (default 512)\n"
     "  --kv TYPE     KV cache storage, f32 (default), bf16 or q8_0\n"
     "  --weights TYPE  hold the linear layers and the embedding table as f32, bf16, f16,\n"
-    "                q8_0 or q4_0, converted as they load (default: as stored; rows not a\n"
+    "                q8_0, q4_0 or q4_1, converted as they load (default: as stored; rows not a\n"
     "                multiple of 32 values stay so)\n"
     "  -c, --ctx C   the context: positions a sequence may reach (default: the model's\n"
     "                max_position_embeddings, else 1048576; more is allowed, with a\n"

@@ -33,7 +33,7 @@ const char kUsage[] =
     "  --limit W    score only the first W windows (a quick run)\n"
     "  --kv TYPE    KV cache storage, f32 (default), bf16 or q8_0\n"
     "  --weights TYPE  hold the linear layers and the embedding table as f32, bf16, f16,\n"
-    "               q8_0 or q4_0, converted as they load (default: as stored; rows not a\n"
+    "               q8_0, q4_0 or q4_1, converted as they load (default: as stored; rows not a\n"
     "               multiple of 32 values stay so)\n"
     "  --no-bos     do not start windows with the BOS token\n"
     "  --json       print the figures as JSON\n"

@@ -47,7 +47,7 @@ const char kUsage[] =
     "  --ctx N                context length (default: the model's max_position_embeddings)\n"
     "  --kv TYPE              KV cache storage, f32 (default), bf16 or q8_0\n"
     "  --weights TYPE         hold the linear layers and the embedding table as f32, bf16, f16,\n"
-    "                         q8_0 or q4_0, converted as they load (default: as stored; rows\n"
+    "                         q8_0, q4_0 or q4_1, converted as they load (default: as stored; rows\n"
     "                         not a multiple of 32 values stay so)\n"
     "  --seq-threads N        threads inside one sequence's kernels (default 1: small models;\n"
     "                         0 = all of -t, for large models); the decode steps of all running\n"

@@ -34,16 +34,6 @@ std::vector<float> Logits(const LanguageModel& model, int64_t n, bool one_at_a_t
   return logits;
 }
 
-// RMS of the difference over the RMS of the reference.
-double RelativeRms(const std::vector<float>& got, const std::vector<float>& ref) {
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    diff += (double(got[i]) - ref[i]) * (double(got[i]) - ref[i]);
-    norm += double(ref[i]) * ref[i];
-  }
-  return std::sqrt(diff / norm);
-}
-
 TEST(ConvertedWeights, LogitsStayWithinTheFormatsError) {
   const auto f32 = LoadModel(test::Stories260K());
   const int64_t n = 40;
@@ -64,7 +54,7 @@ TEST(ConvertedWeights, LogitsStayWithinTheFormatsError) {
     options.weights = c.type;
     const auto model = LoadModel(test::Stories260K(), options);
     for (bool one_at_a_time : {false, true}) {
-      const double err = RelativeRms(Logits(*model, n, one_at_a_time), ref);
+      const double err = test::RelativeRms(Logits(*model, n, one_at_a_time), ref);
       std::printf("%s %s: relative RMS logit error %.2e\n", WeightTypeName(c.type),
                   one_at_a_time ? "decode" : "prefill", err);
       const bool in_bf16 = c.type == WeightType::kF16 && !one_at_a_time && OneDnnHasBF16Matmul();

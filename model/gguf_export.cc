@@ -25,6 +25,7 @@ uint32_t GgmlTypeFor(WeightType type) {
     case WeightType::kBF16: return uint32_t(GgmlType::kBF16);
     case WeightType::kQ8_0: return uint32_t(GgmlType::kQ8_0);
     case WeightType::kQ4_0: return uint32_t(GgmlType::kQ4_0);
+    case WeightType::kQ4_1: return uint32_t(GgmlType::kQ4_1);
   }
   return 0;
 }

@@ -120,19 +120,18 @@ double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
 // Written as GGUF and read back, a model gives the logits it gave from its
 // safetensors: the loader undoes what the export (llama.cpp's layout) did.
 void ExpectRoundTrip(const std::string& dir, const std::string& name, double tol) {
-  const auto hf = LoadModel(dir);
-  LoadOptions q8;
-  q8.weights = WeightType::kQ8_0;
-  const auto hf_q8 = LoadModel(dir, q8);
-  for (WeightType type : {WeightType::kF32, WeightType::kQ8_0}) {
+  for (WeightType type : {WeightType::kF32, WeightType::kQ8_0, WeightType::kQ4_1}) {
     SCOPED_TRACE(name + " " + WeightTypeName(type));
+    LoadOptions options;
+    if (type != WeightType::kF32) options.weights = type;
+    const auto hf = LoadModel(dir, options);
     const std::string path = (test::TempDir("gguf_round_trip") / (name + ".gguf")).string();
     test::WriteFile(path, HfToGgufBytes(dir, type));
     const auto gguf = LoadModel(path);
     EXPECT_EQ(gguf->config().architecture, hf->config().architecture);
-    EXPECT_EQ(gguf->WeightBytes(), (type == WeightType::kF32 ? hf : hf_q8)->WeightBytes());
+    EXPECT_EQ(gguf->WeightBytes(), hf->WeightBytes());
     // the same values in the same order: the same logits up to summation order
-    EXPECT_LE(MaxDiff(Logits(*gguf, 24), Logits(type == WeightType::kF32 ? *hf : *hf_q8, 24)), tol);
+    EXPECT_LE(MaxDiff(Logits(*gguf, 24), Logits(*hf, 24)), tol);
   }
 }
 
@@ -178,9 +177,9 @@ TEST(Gguf, ExportUsesLlamaCppsLayout) {
   EXPECT_EQ(file.Int("llama.attention.head_count_kv"), 4);
 }
 
-// A "llama" file whose matrices are of the formats swan loads as Q8_0
-// (random blocks of weight-sized values, the six formats in turn) and the
-// F32 file of the values they dequantize to: bytes of each.
+// A "llama" file whose matrices are of `formats` in turn (random blocks of
+// weight-sized values) and the F32 file of the values they dequantize to:
+// bytes of each.
 struct DequantPair {
   std::string blocks, f32;
 };
@@ -188,7 +187,6 @@ struct DequantPair {
 // ggml's id of each format.
 uint32_t GgmlTypeOf(DequantFormat f) {
   switch (f) {
-    case DequantFormat::kQ4_1: return uint32_t(GgmlType::kQ4_1);
     case DequantFormat::kQ5_0: return uint32_t(GgmlType::kQ5_0);
     case DequantFormat::kQ5_1: return uint32_t(GgmlType::kQ5_1);
     case DequantFormat::kQ4_K: return uint32_t(GgmlType::kQ4_K);
@@ -198,7 +196,7 @@ uint32_t GgmlTypeOf(DequantFormat f) {
   return 0;
 }
 
-DequantPair DequantFiles(const std::string& dir) {
+DequantPair DequantFiles(const std::string& dir, const std::vector<DequantFormat>& formats) {
   const std::string f32 = HfToGgufBytes(dir, WeightType::kF32);
   const GgufFile file(reinterpret_cast<const uint8_t*>(f32.data()), f32.size(), "f32.gguf");
   std::vector<std::pair<std::string, GgufValue>> metadata(file.metadata().begin(), file.metadata().end());
@@ -209,8 +207,7 @@ DequantPair DequantFiles(const std::string& dir) {
     GgufTensorBytes k{t.name, t.type, t.ne, std::string(reinterpret_cast<const char*>(t.data), t.n_bytes)};
     GgufTensorBytes f = k;
     if (t.ne.size() == 2 && t.ne[0] % 256 == 0) {
-      const DequantFormat type = std::array{DequantFormat::kQ4_K, DequantFormat::kQ5_K, DequantFormat::kQ6_K,
-                                            DequantFormat::kQ4_1, DequantFormat::kQ5_0, DequantFormat::kQ5_1}[size_t(next++ % 6)];
+      const DequantFormat type = formats[size_t(next++) % formats.size()];
       const int64_t blocks = t.numel() / DequantBlockValues(type);
       const size_t block_bytes = DequantBlockBytes(type);
       std::string bytes(size_t(blocks) * block_bytes, '\0');  // [blocks, block_bytes]
@@ -238,40 +235,51 @@ DequantPair DequantFiles(const std::string& dir) {
   return {GgufBytes(metadata, block_tensors), GgufBytes(metadata, f_tensors)};
 }
 
-// Q4_1, Q5_0, Q5_1 and the K-quants load as Q8_0 of the values ggml
-// dequantizes them to: the logits of an F32 file of those values loaded as
-// Q8_0, exactly.
-TEST(Gguf, OtherBlockFormatsLoadAsQ8_0OfTheirValues) {
-  const auto dir = test::TempDir("gguf_dequant");
+// A one-layer Llama 256 wide, every matrix's rows a multiple of 256 values.
+std::filesystem::path Llama256(const std::string& name) {
+  const auto dir = test::TempDir(name);
   const test::TinyLlamaShape shape{61, 256, 256, 4, 2, 64, 1};
   test::TinyCheckpoint c(5);
   test::AddTinyLlamaWeights(c, shape, /*qkv_bias=*/false);
   c.Write(dir, R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 256, "intermediate_size": 256,
     "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 61,
     "max_position_embeddings": 512, "rms_norm_eps": 1e-5, "rope_theta": 10000.0})");
-  const DequantPair files = DequantFiles(dir.string());
-  const std::string k_path = (dir / "k.gguf").string(), f_path = (dir / "f32.gguf").string();
-  test::WriteFile(k_path, files.blocks);
-  test::WriteFile(f_path, files.f32);
-  const auto k_model = LoadModel(k_path);
+  return dir;
+}
+
+// DequantFiles' two files, written into dir.
+struct DequantPaths {
+  std::string blocks, f32;
+};
+DequantPaths WriteDequantFiles(const std::filesystem::path& dir, const std::vector<DequantFormat>& formats) {
+  const DequantPair files = DequantFiles(dir.string(), formats);
+  const DequantPaths paths{(dir / "blocks.gguf").string(), (dir / "f32.gguf").string()};
+  test::WriteFile(paths.blocks, files.blocks);
+  test::WriteFile(paths.f32, files.f32);
+  return paths;
+}
+
+// Q5_0, Q5_1, Q5_K and Q6_K load as Q8_0 of the values ggml dequantizes
+// them to: the logits of an F32 file of those values loaded as Q8_0,
+// exactly.
+TEST(Gguf, OtherBlockFormatsLoadAsQ8_0OfTheirValues) {
+  const auto dir = Llama256("gguf_dequant");
+  const DequantPaths paths = WriteDequantFiles(
+      dir, {DequantFormat::kQ5_K, DequantFormat::kQ6_K, DequantFormat::kQ5_0, DequantFormat::kQ5_1});
+  const auto k_model = LoadModel(paths.blocks);
   LoadOptions q8;
   q8.weights = WeightType::kQ8_0;
-  const auto f_model_q8 = LoadModel(f_path, q8);
+  const auto f_model_q8 = LoadModel(paths.f32, q8);
   EXPECT_EQ(k_model->WeightBytes(), f_model_q8->WeightBytes());
   const std::vector<float> logits = Logits(*k_model, 24);
   EXPECT_EQ(MaxDiff(logits, Logits(*f_model_q8, 24)), 0.0);
-  // and near the F32 model's, within Q8_0's rounding (relative RMS)
-  const std::vector<float> exact = Logits(*LoadModel(f_path), 24);
-  double err = 0, norm = 0;
-  for (size_t i = 0; i < exact.size(); ++i) {
-    err += (double(logits[i]) - exact[i]) * (double(logits[i]) - exact[i]);
-    norm += double(exact[i]) * exact[i];
-  }
-  EXPECT_LE(std::sqrt(err / norm), 0.03);
-  EXPECT_GT(err, 0.0);  // the Q8_0 copy is not the F32 one
+  // and near the F32 model's, within Q8_0's rounding
+  const std::vector<float> exact = Logits(*LoadModel(paths.f32), 24);
+  EXPECT_LE(test::RelativeRms(logits, exact), 0.03);
+  EXPECT_GT(MaxDiff(logits, exact), 0.0);  // the Q8_0 copy is not the F32 one
 
   // a format swan does not read is named, with the ones it does
-  GgufFile file(reinterpret_cast<const uint8_t*>(files.blocks.data()), files.blocks.size(), "k.gguf");
+  const GgufFile file(paths.blocks);
   std::vector<std::pair<std::string, GgufValue>> metadata(file.metadata().begin(), file.metadata().end());
   std::vector<GgufTensorBytes> tensors;
   for (const GgufTensor& t : file.tensors()) {
@@ -282,16 +290,30 @@ TEST(Gguf, OtherBlockFormatsLoadAsQ8_0OfTheirValues) {
     }
     tensors.push_back(b);
   }
-  test::WriteFile(k_path, GgufBytes(metadata, tensors));
+  const std::string q2_path = (dir / "q2_k.gguf").string();
+  test::WriteFile(q2_path, GgufBytes(metadata, tensors));
   try {
-    LoadModel(k_path);
+    LoadModel(q2_path);
     ADD_FAILURE() << "Q2_K loaded";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("of Q2_K is not supported (F32, F16, BF16, Q8_0, Q4_0; Q4_1, Q5_0, Q5_1, "
-                                         "Q4_K, Q5_K, Q6_K as Q8_0)"),
+    EXPECT_NE(std::string(e.what()).find("of Q2_K is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1; Q4_K as Q4_1; "
+                                         "Q5_0, Q5_1, Q5_K, Q6_K as Q8_0)"),
               std::string::npos)
         << e.what();
   }
+}
+
+// Q4_K loads as Q4_1 blocks of its sub-blocks: the logits of the F32 file
+// of its values to within the f16 rounding of their scales and mins (and the
+// input's int8 rounding, which every block product has).
+TEST(Gguf, Q4KLoadsAsQ4_1) {
+  const auto dir = Llama256("gguf_q4_k");
+  const DequantPaths paths = WriteDequantFiles(dir, {DequantFormat::kQ4_K});
+  const auto k_model = LoadModel(paths.blocks);
+  LoadOptions q41;
+  q41.weights = WeightType::kQ4_1;
+  EXPECT_EQ(k_model->WeightBytes(), LoadModel(paths.f32, q41)->WeightBytes());
+  EXPECT_LE(test::RelativeRms(Logits(*k_model, 24), Logits(*LoadModel(paths.f32), 24)), 0.02);
 }
 
 TEST(Gguf, RefusesArchitecturesItDoesNotRun) {

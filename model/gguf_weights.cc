@@ -99,12 +99,18 @@ TensorFormat FormatOf(const GgufTensor& t, const std::string& origin) {
   TensorFormat f{WeightTypeOf(t.type), DequantFormatOf(t.type)};
   if (!f.weight && !f.dequant)
     throw std::runtime_error(origin + ": tensor '" + t.name + "' of " + GgmlTypeName(t.type) +
-                             " is not supported (F32, F16, BF16, Q8_0, Q4_0; Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K as Q8_0)");
+                             " is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1; Q4_K as Q4_1; Q5_0, Q5_1, Q5_K, "
+                             "Q6_K as Q8_0)");
   return f;
 }
 
+// Whether a tensor loads as Q4_1 (ops/dequant_blocks.h's Q4KRowAsQ4_1).
+bool LoadsAsQ4_1(const GgufTensor& t) {
+  return DequantFormatOf(t.type) == DequantFormat::kQ4_K && Q4KFitsQ4_1(t.data, t.numel() / 256);
+}
+
 // rows [count, in] float32 from the file's rows order(first) ..
-// order(first + count - 1) of a K-quant tensor.
+// order(first + count - 1) of a tensor of a DequantFormat.
 template <class Order>
 void DequantizeFormatRows(DequantFormat type, const GgufTensor& t, int64_t first, int64_t count, const Order& order,
                           float* rows) {
@@ -134,7 +140,7 @@ std::vector<float> GgufWeights::F32(const std::string& name, const std::vector<i
 WeightType GgufWeights::LinearType(const std::string& name) const {
   const std::string g = GgufTensorName(name, config_.model_type);
   const GgufTensor* t = g.empty() ? nullptr : file_.Tensor(g);
-  if (t && DequantFormatOf(t->type)) return WeightType::kQ8_0;
+  if (t && DequantFormatOf(t->type)) return LoadsAsQ4_1(*t) ? WeightType::kQ4_1 : WeightType::kQ8_0;
   const std::optional<WeightType> type = t ? WeightTypeOf(t->type) : std::nullopt;
   return type.value_or(WeightType::kF32);
 }
@@ -149,13 +155,24 @@ LinearWeight GgufWeights::Linear(const std::string& name, int64_t out, int64_t i
     order.resize(size_t(out));
     for (int64_t g = 0; g < out; ++g) order[size_t(LlamaQkHfRow(g, config_.head_dim))] = g;
   }
+  auto file_row = [&](int64_t r) { return order.empty() ? r : order[size_t(r)]; };
+  if (LoadsAsQ4_1(t)) {
+    // Q4_1 blocks of the same nibbles, 16 rows at a time, no copy between
+    const size_t src_bytes = size_t(in / 256) * DequantBlockBytes(DequantFormat::kQ4_K);
+    const size_t dst_bytes = WeightRowBytes(WeightType::kQ4_1, in);
+    LinearWeight w = LinearWeight::PackedFrom(out, in, WeightType::kQ4_1, [&](int64_t first, int64_t count, uint8_t* rows) {
+      for (int64_t r = 0; r < count; ++r)
+        Q4KRowAsQ4_1(rows + size_t(r) * dst_bytes, t.data + size_t(file_row(first + r)) * src_bytes, in);
+    });
+    Evict(name);
+    return w;
+  }
   if (format.dequant) {
     // Q8_0 from ggml's dequantized values, 16 rows at a time: swan's
     // integer kernels run it, and no float32 copy of the matrix is made.
     const DequantFormat type = *format.dequant;
     LinearWeight w = LinearWeight::QuantizedFrom(out, in, WeightType::kQ8_0, [&](int64_t first, int64_t count, float* rows) {
-      DequantizeFormatRows(type, t, first, count, [&](int64_t r) { return order.empty() ? r : order[size_t(r)]; },
-                           rows);
+      DequantizeFormatRows(type, t, first, count, file_row, rows);
     });
     Evict(name);
     return w;

@@ -1,6 +1,7 @@
 // Helpers for tests that write their own model files.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -64,5 +65,16 @@ inline std::string SharedDir() {
 }
 
 inline std::string Stories260K() { return SharedDir() + "/data/stories260K"; }
+
+// RMS of the difference over the RMS of the reference (logits against
+// logits, say).
+inline double RelativeRms(const std::vector<float>& got, const std::vector<float>& ref) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    diff += (double(got[i]) - ref[i]) * (double(got[i]) - ref[i]);
+    norm += double(ref[i]) * ref[i];
+  }
+  return std::sqrt(diff / norm);
+}
 
 }  // namespace swan::test

@@ -33,6 +33,7 @@ struct GroupTileData {
   int64_t blocks = 0, k = 0;
   const uint8_t* payload = nullptr;  // [B, PackedPayloadBytes] the group's values
   const uint16_t* scales = nullptr;  // [B, 16] its scales
+  const uint16_t* mins = nullptr;    // [B, 16] its mins (Q4_1; null for the others)
   const int8_t* xq = nullptr;        // [rows, k] the input rows, quantized
   const float* xd = nullptr;         // [rows, B] their scales
   const int32_t* xs = nullptr;       // [rows, B] their blocks' sums
@@ -43,6 +44,7 @@ inline GroupTileData TileData(const BlockJob& job, int64_t g, int64_t row) {
           job.w.k,
           job.w.payload + size_t(g * blocks) * PackedPayloadBytes(job.w.type),
           job.w.scales + g * blocks * kPackedRows,
+          job.w.mins ? job.w.mins + g * blocks * kPackedRows : nullptr,
           job.x.q + row * job.w.k,
           job.x.d + row * blocks,
           job.x.sum + row * blocks};
@@ -60,6 +62,18 @@ inline void StoreGroup(const BlockJob& job, int64_t g, int64_t row, int64_t rows
     else
       for (int64_t c = 0; c < cols; ++c) dst[c] = src[c];
   }
+}
+
+// The packed formats the SIMD kernels are instantiated for.
+enum class Packed { kQ8_0, kQ4_0, kQ4_1 };
+
+// Calls f(std::integral_constant<Packed, P>) for the matrix's format, so a
+// kernel is compiled for each.
+template <class F>
+void WithPacked(WeightType type, const F& f) {
+  if (type == WeightType::kQ4_0) return f(std::integral_constant<Packed, Packed::kQ4_0>{});
+  if (type == WeightType::kQ4_1) return f(std::integral_constant<Packed, Packed::kQ4_1>{});
+  f(std::integral_constant<Packed, Packed::kQ8_0>{});
 }
 
 // Runs tile(rows, g, row, out) over groups [g_begin, g_end) and the input

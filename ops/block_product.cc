@@ -117,6 +117,7 @@ void GroupsScalar(const BlockJob& job, int64_t g_begin, int64_t g_end) {
         for (int64_t b = 0; b < blocks; ++b) {
           const uint8_t* in = w.payload + size_t(g * blocks + b) * payload_bytes + size_t(j) * 4;
           const int8_t* xq = job.x.q + r * k + b * kQuantBlockValues;  // [32]
+          const int offset = w.type == WeightType::kQ4_0 ? 8 : 0;  // Q4_1's nibbles are the values
           int32_t dot = 0;
           for (int c = 0; c < (w.type == WeightType::kQ8_0 ? 8 : 4); ++c)
             for (int i = 0; i < 4; ++i) {
@@ -124,11 +125,15 @@ void GroupsScalar(const BlockJob& job, int64_t g_begin, int64_t g_end) {
               if (w.type == WeightType::kQ8_0) {
                 dot += int8_t(byte) * xq[4 * c + i];
               } else {
-                dot += (int(byte & 0xf) - 8) * xq[4 * c + i];
-                dot += (int(byte >> 4) - 8) * xq[16 + 4 * c + i];
+                dot += (int(byte & 0xf) - offset) * xq[4 * c + i];
+                dot += (int(byte >> 4) - offset) * xq[16 + 4 * c + i];
               }
             }
-          acc += float(dot) * (F16ToF32(w.scales[(g * blocks + b) * kPackedRows + j]) * job.x.d[r * blocks + b]);
+          const int64_t at = (g * blocks + b) * kPackedRows + j;
+          const float xd = job.x.d[r * blocks + b];
+          acc += float(dot) * (F16ToF32(w.scales[at]) * xd);
+          // Q4_1: + m Σ x, the block's input sum times its scale
+          if (w.mins) acc += F16ToF32(w.mins[at]) * (xd * float(job.x.sum[r * blocks + b]));
         }
         tile[j] = acc;
       }

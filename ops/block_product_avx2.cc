@@ -6,6 +6,8 @@
 //         3810 in magnitude, so a block's 8 chunks add up in int16 (30480)
 //         before one vpmaddwd; the offset (n = value + 8) comes out through
 //         the block's input sum.
+//   Q4_1: Q4_0's sums without the offset; the block's min times its input
+//         sum is added in float.
 //   Q8_0: signed times signed, by the sign trick: |w| times q with w's sign
 //         (a pair at most 2 * 128 * 127 = 32512), each chunk widened apart.
 #if defined(__x86_64__)
@@ -28,10 +30,12 @@ SWAN_AVX2_TARGET inline __m256i Broadcast4(const int8_t* p) {
 }
 
 // Rows [row, row + kRows) of the input against group g: tile [kRows, 16].
-template <int kRows, bool kQ4>
+template <int kRows, Packed kFormat>
 SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, float* tile) {
   const GroupTileData t = TileData(job, g, row);
   const int64_t blocks = t.blocks, k = t.k;
+  constexpr bool kQ4 = kFormat != Packed::kQ8_0;
+  constexpr int32_t kOffset = kFormat == Packed::kQ4_0 ? 8 : 0;  // Q4_0's nibbles are value + 8
   constexpr int64_t kPayload = kQ4 ? 256 : 512;
   const __m256i low = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
   __m256 acc[kRows][2];
@@ -41,6 +45,9 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
     for (int half = 0; half < 2; ++half) {  // rows 8 half .. 8 half + 7: bytes [32 half, 32 half + 32) of a chunk
       const __m256 dw = _mm256_cvtph_ps(
           _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b * kPackedRows + 8 * half)));
+      __m256 mw = _mm256_setzero_ps();
+      if constexpr (kFormat == Packed::kQ4_1)
+        mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.mins + b * kPackedRows + 8 * half)));
       __m256i wv[8];  // chunk c: values 4c .. 4c + 3 of the 8 rows
       if constexpr (kQ4) {
         for (int c = 0; c < 4; ++c) {
@@ -58,7 +65,7 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
         if constexpr (kQ4) {
           __m256i pairs = _mm256_setzero_si256();
           for (int c = 0; c < 8; ++c) pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(wv[c], Broadcast4(x + 4 * c)));
-          dot = _mm256_sub_epi32(_mm256_madd_epi16(pairs, ones), _mm256_set1_epi32(8 * t.xs[r * blocks + b]));
+          dot = _mm256_sub_epi32(_mm256_madd_epi16(pairs, ones), _mm256_set1_epi32(kOffset * t.xs[r * blocks + b]));
         } else {
           dot = _mm256_setzero_si256();
           for (int c = 0; c < 8; ++c) {
@@ -69,6 +76,9 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
         }
         acc[r][half] =
             _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(t.xd[r * blocks + b])), acc[r][half]);
+        if constexpr (kFormat == Packed::kQ4_1)
+          acc[r][half] = _mm256_fmadd_ps(mw, _mm256_set1_ps(t.xd[r * blocks + b] * float(t.xs[r * blocks + b])),
+                                         acc[r][half]);
       }
     }
   }
@@ -79,12 +89,10 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
 }  // namespace
 
 void GroupsAvx2(const BlockJob& job, int64_t g_begin, int64_t g_end) {
-  const bool q4 = job.w.type == WeightType::kQ4_0;
-  ForEachTile(job, g_begin, g_end, [&](auto rows, int64_t g, int64_t row, float* out) {
-    if (q4)
-      GroupTile<rows(), true>(job, g, row, out);
-    else
-      GroupTile<rows(), false>(job, g, row, out);
+  WithPacked(job.w.type, [&](auto format) {
+    ForEachTile(job, g_begin, g_end, [&](auto rows, int64_t g, int64_t row, float* out) {
+      GroupTile<rows(), format()>(job, g, row, out);
+    });
   });
 }
 

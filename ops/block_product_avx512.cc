@@ -4,7 +4,8 @@
 // lane. Q4_0's nibbles are unsigned already (n = value + 8); Q8_0's int8 are
 // made unsigned by flipping the top bit (w + 128). Both offsets come out
 // through the block's input sum: Σ (w + o) q = Σ w q + o Σ q, so each row's
-// sum starts at -o Σ q.
+// sum starts at -o Σ q. Q4_1's nibbles are its values; its value n d + m
+// adds m Σ q times the input's scale after the scaled integer sum.
 #if defined(__x86_64__)
 
 #include <immintrin.h>
@@ -29,12 +30,15 @@ SWAN_VNNI_TARGET inline __m512i Broadcast4(const int8_t* p) {
 }
 
 // Rows [row, row + kRows) of the input against group g: tile [kRows, 16].
-template <int kRows, bool kQ4>
+template <int kRows, Packed kFormat>
 SWAN_VNNI_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, float* tile) {
   const GroupTileData t = TileData(job, g, row);
   const int64_t blocks = t.blocks, k = t.k;
+  constexpr bool kQ4 = kFormat != Packed::kQ8_0;
   constexpr int64_t kPayload = kQ4 ? 256 : 512;
-  constexpr int32_t kOffset = kQ4 ? 8 : 128;
+  // Q4_0's nibbles are value + 8, Q8_0's bytes value + 128 once flipped;
+  // Q4_1's nibbles are its values, its min added from the input's sum.
+  constexpr int32_t kOffset = kFormat == Packed::kQ4_0 ? 8 : kFormat == Packed::kQ8_0 ? 128 : 0;
   const __m512i low = _mm512_set1_epi8(0x0f), flip = _mm512_set1_epi8(char(0x80));
   __m512 acc[kRows];
   for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
@@ -51,6 +55,9 @@ SWAN_VNNI_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
       for (int c = 0; c < 8; ++c) wv[c] = _mm512_xor_si512(_mm512_loadu_si512(p + 64 * c), flip);
     }
     const __m512 dw = _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.scales + b * kPackedRows)));
+    __m512 mw = _mm512_setzero_ps();
+    if constexpr (kFormat == Packed::kQ4_1)
+      mw = _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.mins + b * kPackedRows)));
     for (int r = 0; r < kRows; ++r) {
       const int8_t* x = t.xq + r * k + b * kQuantBlockValues;
       // two chains of 4: dpbusd's latency hides behind the other
@@ -61,6 +68,8 @@ SWAN_VNNI_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
       }
       const __m512 dot = _mm512_maskz_cvtepi32_ps(kAll, _mm512_add_epi32(even, odd));
       acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(dw, _mm512_set1_ps(t.xd[r * blocks + b])), acc[r]);
+      if constexpr (kFormat == Packed::kQ4_1)
+        acc[r] = _mm512_fmadd_ps(mw, _mm512_set1_ps(t.xd[r * blocks + b] * float(t.xs[r * blocks + b])), acc[r]);
     }
   }
   for (int r = 0; r < kRows; ++r) _mm512_storeu_ps(tile + r * kPackedRows, acc[r]);
@@ -69,12 +78,10 @@ SWAN_VNNI_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
 }  // namespace
 
 void GroupsAvx512Vnni(const BlockJob& job, int64_t g_begin, int64_t g_end) {
-  const bool q4 = job.w.type == WeightType::kQ4_0;
-  ForEachTile(job, g_begin, g_end, [&](auto rows, int64_t g, int64_t row, float* out) {
-    if (q4)
-      GroupTile<rows(), true>(job, g, row, out);
-    else
-      GroupTile<rows(), false>(job, g, row, out);
+  WithPacked(job.w.type, [&](auto format) {
+    ForEachTile(job, g_begin, g_end, [&](auto rows, int64_t g, int64_t row, float* out) {
+      GroupTile<rows(), format()>(job, g, row, out);
+    });
   });
 }
 

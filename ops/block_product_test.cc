@@ -21,7 +21,10 @@ std::vector<uint8_t> RandomRows(WeightType type, int64_t n, int64_t k, std::mt19
   std::uniform_int_distribution<int> byte(0, 255);
   std::vector<uint8_t> rows(size_t(n) * WeightRowBytes(type, k));  // [n, row_bytes]
   for (auto& b : rows) b = uint8_t(byte(rng));
-  for (size_t at = 0; at < rows.size(); at += QuantBlockBytes(type)) rows[at + 1] &= 0x3b;  // |d| < 2
+  for (size_t at = 0; at < rows.size(); at += QuantBlockBytes(type)) {
+    rows[at + 1] &= 0x3b;                                  // |d| < 2
+    if (type == WeightType::kQ4_1) rows[at + 3] &= 0x3b;  // |m| < 2
+  }
   return rows;
 }
 
@@ -33,7 +36,7 @@ std::vector<uint8_t> Pack(WeightType type, const std::vector<uint8_t>& rows, int
 
 TEST(PackedBlocks, HoldTheRowsBitForBit) {
   std::mt19937 rng(std::random_device{}());
-  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0})
+  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1})
     for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 32}, {16, 64}, {37, 96}, {70, 256}}) {
       const std::vector<uint8_t> rows = RandomRows(type, n, k, rng);
       const std::vector<uint8_t> packed = Pack(type, rows, n, k);
@@ -88,7 +91,7 @@ TEST(BlockProduct, EveryKernelMatchesTheReference) {
   std::normal_distribution<float> normal;
   for (BlockKernel kernel : BlockKernelsHere()) {
     SCOPED_TRACE(BlockKernelName(kernel));
-    for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0})
+    for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1})
       for (int64_t m : {1, 2, 3, 4, 5, 9})
         for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 32}, {16, 64}, {37, 96}, {70, 512}}) {
           const std::vector<uint8_t> rows = RandomRows(type, n, k, rng);
@@ -114,7 +117,7 @@ TEST(BlockProduct, EveryKernelMatchesTheReference) {
 
 // The largest sums the kernels' integer steps meet: every nibble 15 (and
 // every int8 -128, which only a file from elsewhere holds) against inputs
-// of ±127. AVX2 adds a Q4_0 block's pairs in int16 (at most 30480 here).
+// of ±127. AVX2 adds a Q4_x block's pairs in int16 (at most 30480 here).
 TEST(BlockProduct, ExtremeValuesDoNotOverflow) {
   const int64_t n = 16, k = 64, m = 2;
   std::vector<float> x(size_t(m * k));  // row 0 all +1, row 1 all -1: q = ±127
@@ -122,12 +125,15 @@ TEST(BlockProduct, ExtremeValuesDoNotOverflow) {
   const Input in = Quantized(x, m, k);
   ASSERT_EQ(in.q[0], 127);
   ASSERT_EQ(in.q[size_t(k)], -127);
-  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
+  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1}) {
     std::vector<uint8_t> rows(size_t(n) * WeightRowBytes(type, k), type == WeightType::kQ8_0 ? 0x80 : 0xff);
-    for (size_t at = 0; at < rows.size(); at += QuantBlockBytes(type)) rows[at] = 0x00, rows[at + 1] = 0x3c;  // d = 1
+    for (size_t at = 0; at < rows.size(); at += QuantBlockBytes(type)) {
+      rows[at] = 0x00, rows[at + 1] = 0x3c;                                       // d = 1
+      if (type == WeightType::kQ4_1) rows[at + 2] = 0x00, rows[at + 3] = 0xc0;  // m = -2
+    }
     const std::vector<uint8_t> packed = Pack(type, rows, n, k);
-    // each value -128 (Q8_0) or 15 - 8 = 7 (Q4_0), times ±127 · d_x
-    const double value = type == WeightType::kQ8_0 ? -128 : 7;
+    // each value -128 (Q8_0), 15 - 8 = 7 (Q4_0) or 15 - 2 = 13 (Q4_1), times ±127 · d_x
+    const double value = type == WeightType::kQ8_0 ? -128 : type == WeightType::kQ4_0 ? 7 : 13;
     for (BlockKernel kernel : BlockKernelsHere()) {
       std::vector<float> y(size_t(m * n));
       BlockProductWith(kernel, y.data(), in.view(), PackedBlocksAt(packed.data(), type, n, k), m);

@@ -1,5 +1,6 @@
 #include "ops/dequant_blocks.h"
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -59,20 +60,20 @@ void DequantizeQ6(const uint8_t* block, float* y) {
   }
 }
 
-// One Q4_1, Q5_0 or Q5_1 block into y [32].
+// One Q5_0 or Q5_1 block into y [32].
 void DequantizeBlock32(DequantFormat f, const uint8_t* block, float* y) {
   const float d = F16ToF32(ReadU16(block));
-  const bool has_min = f != DequantFormat::kQ5_0, five_bits = f != DequantFormat::kQ4_1;
+  const bool has_min = f == DequantFormat::kQ5_1;
   const float m = has_min ? F16ToF32(ReadU16(block + 2)) : 0.0f;
-  const uint8_t* after = block + (has_min ? 4 : 2);
-  const uint32_t qh = five_bits ? uint32_t(after[0] | after[1] << 8 | after[2] << 16 | uint32_t(after[3]) << 24) : 0;
-  const uint8_t* qs = after + (five_bits ? 4 : 0);  // [16]
+  const uint8_t* qh = block + (has_min ? 4 : 2);  // [4] a little-endian u32
+  const uint32_t high = uint32_t(qh[0] | qh[1] << 8 | qh[2] << 16 | uint32_t(qh[3]) << 24);
+  const uint8_t* qs = qh + 4;  // [16]
   for (int j = 0; j < 32; ++j) {
-    const int q = (j < 16 ? qs[j] & 15 : qs[j - 16] >> 4) | int(qh >> j & 1) << 4;
-    if (f == DequantFormat::kQ5_0)
-      y[j] = float(q - 16) * d;
-    else
+    const int q = (j < 16 ? qs[j] & 15 : qs[j - 16] >> 4) | int(high >> j & 1) << 4;
+    if (has_min)
       y[j] = float(q) * d + m;
+    else
+      y[j] = float(q - 16) * d;
   }
 }
 
@@ -80,7 +81,6 @@ void DequantizeBlock32(DequantFormat f, const uint8_t* block, float* y) {
 
 const char* DequantFormatName(DequantFormat f) {
   switch (f) {
-    case DequantFormat::kQ4_1: return "Q4_1";
     case DequantFormat::kQ5_0: return "Q5_0";
     case DequantFormat::kQ5_1: return "Q5_1";
     case DequantFormat::kQ4_K: return "Q4_K";
@@ -103,6 +103,34 @@ void DequantizeFormatRow(DequantFormat f, float* dst, const uint8_t* src, int64_
       default: DequantizeBlock32(f, src, dst); break;
     }
   }
+}
+
+void Q4KRowAsQ4_1(uint8_t* dst, const uint8_t* src, int64_t n) {
+  if (n % 256 != 0) throw std::invalid_argument("Q4_K needs rows of a multiple of 256 values, not " + std::to_string(n));
+  for (int64_t b = 0; b < n / 256; ++b, src += DequantBlockBytes(DequantFormat::kQ4_K)) {
+    const float d = F16ToF32(ReadU16(src)), dmin = F16ToF32(ReadU16(src + 2));
+    const uint8_t* qs = src + 16;  // [128]
+    for (int j = 0; j < 8; ++j, dst += 20) {
+      int sc, m;
+      ScaleMin(src + 4, j, &sc, &m);
+      const uint16_t scale = F32ToF16(d * float(sc)), min = F32ToF16(-(dmin * float(m)));
+      dst[0] = uint8_t(scale), dst[1] = uint8_t(scale >> 8), dst[2] = uint8_t(min), dst[3] = uint8_t(min >> 8);
+      // sub-block j: nibble j % 2 of qs[32 (j / 2) .. + 31]; Q4_1 byte i
+      // holds value i low and value i + 16 high
+      const uint8_t* q = qs + 32 * (j / 2);
+      const int shift = 4 * (j % 2);
+      for (int i = 0; i < 16; ++i) dst[4 + i] = uint8_t((q[i] >> shift & 15) | (q[i + 16] >> shift & 15) << 4);
+    }
+  }
+}
+
+bool Q4KFitsQ4_1(const uint8_t* src, int64_t count) {
+  for (int64_t b = 0; b < count; ++b, src += DequantBlockBytes(DequantFormat::kQ4_K)) {
+    const float d = F16ToF32(ReadU16(src)), dmin = F16ToF32(ReadU16(src + 2));
+    // 6-bit scales and mins are at most 63; f16's largest finite is 65504
+    if (!(std::fabs(d) * 63.0f <= 65504.0f) || !(std::fabs(dmin) * 63.0f <= 65504.0f)) return false;
+  }
+  return true;
 }
 
 }  // namespace swan

@@ -1,13 +1,12 @@
 // ggml's block formats that swan reads from GGUF files but does not compute
 // in: the K-quants that the Q4_K_M and Q5_K_M files most llama.cpp users
 // run are made of, and the older 32-value formats llama.cpp falls back to
-// for rows that are not a multiple of 256. A model loads them as Q8_0
-// (model/gguf_weights.h) from values dequantized as ggml does: each value
-// below is computed in float32 in the order written.
-//   Q4_1, 20 bytes per 32: f16 d, f16 m, qs[16]: value j (j < 16) is the
-//         low nibble q of qs[j], value j + 16 its high nibble; q * d + m.
-//   Q5_0, 22 bytes per 32: f16 d, qh[4] (u32), qs[16]: Q4_1's nibbles with
-//         bit j of qh (value j, j < 32) above them as a fifth; (q - 16) * d.
+// for rows that are not a multiple of 256. A model loads Q4_K as Q4_1 (below)
+// and the others as Q8_0 (model/gguf_weights.h) from values dequantized as
+// ggml does: each value below is computed in float32 in the order written.
+//   Q5_0, 22 bytes per 32: f16 d, qh[4] (u32), qs[16]: value j (j < 16) is
+//         the low nibble of qs[j], value j + 16 its high nibble, with bit j
+//         of qh (value j, j < 32) above it as a fifth; (q - 16) * d.
 //   Q5_1, 24 bytes per 32: f16 d, f16 m, qh[4], qs[16]: Q5_0's q; q * d + m.
 // Super-blocks of 256 values, in 8 sub-blocks of 32 (Q4_K, Q5_K) or 16 of
 // 16 (Q6_K):
@@ -36,16 +35,15 @@
 
 namespace swan {
 
-enum class DequantFormat : uint8_t { kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K };
+enum class DequantFormat : uint8_t { kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K };
 
 // Values per block: a row's length must be a multiple of it.
 constexpr int64_t DequantBlockValues(DequantFormat f) {
-  return f == DequantFormat::kQ4_1 || f == DequantFormat::kQ5_0 || f == DequantFormat::kQ5_1 ? 32 : 256;
+  return f == DequantFormat::kQ5_0 || f == DequantFormat::kQ5_1 ? 32 : 256;
 }
 
 constexpr size_t DequantBlockBytes(DequantFormat f) {
   switch (f) {
-    case DequantFormat::kQ4_1: return 20;
     case DequantFormat::kQ5_0: return 22;
     case DequantFormat::kQ5_1: return 24;
     case DequantFormat::kQ4_K: return 144;
@@ -55,11 +53,22 @@ constexpr size_t DequantBlockBytes(DequantFormat f) {
   return 0;
 }
 
-// "Q4_1", ..., "Q6_K"
+// "Q5_0", ..., "Q6_K"
 const char* DequantFormatName(DequantFormat f);
 
 // dst [n] float32 from src [n / DequantBlockValues(f) blocks]; n a multiple
 // of DequantBlockValues(f).
 void DequantizeFormatRow(DequantFormat f, float* dst, const uint8_t* src, int64_t n);
+
+// Q4_K rows as Q4_1 rows (ops/quant_blocks.h), which swan multiplies
+// natively: each sub-block of 32 values becomes a Q4_1 block with the same
+// nibbles, scale d * sc and min -(dmin * m) rounded to f16 (2^-11 of each,
+// where Q4_K's own steps are 1/15 of a sub-block's range). dst [n / 32
+// blocks of 20 bytes] from src [n / 256 super-blocks]; n a multiple of 256.
+void Q4KRowAsQ4_1(uint8_t* dst, const uint8_t* src, int64_t n);
+
+// Whether every sub-block's scale and min of `count` Q4_K super-blocks at
+// src fit f16's range (a file's always do; a hostile one's may not).
+bool Q4KFitsQ4_1(const uint8_t* src, int64_t count);
 
 }  // namespace swan

@@ -7,10 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "ops/quant_blocks.h"
 #include "util/f16.h"
 
 namespace swan {
@@ -18,8 +20,8 @@ namespace {
 
 // What a block holds, before it is packed into bytes.
 struct SuperBlock {
-  uint16_t d = 0, dmin = 0;  // f16 (dmin: the 32-value formats' m)
-  int q[256] = {};           // [DequantBlockValues] Q4_1, Q4_K 0..15; Q5_x 0..31; Q6_K 0..63
+  uint16_t d = 0, dmin = 0;  // f16 (dmin: Q5_1's m)
+  int q[256] = {};           // [DequantBlockValues] Q4_K 0..15; Q5_x 0..31; Q6_K 0..63
   int scale[16] = {};        // Q4_K/Q5_K: 8 of 0..63; Q6_K: 16 of -128..127
   int min[8] = {};           // Q4_K/Q5_K: 0..63
 };
@@ -35,9 +37,7 @@ SuperBlock RandomSuperBlock(DequantFormat type, std::mt19937& rng) {
   SuperBlock s;
   s.d = RandomHalf(rng, true);
   s.dmin = RandomHalf(rng, true);
-  const int levels = type == DequantFormat::kQ4_K || type == DequantFormat::kQ4_1 ? 16
-                     : type == DequantFormat::kQ6_K                                 ? 64
-                                                                                    : 32;
+  const int levels = type == DequantFormat::kQ4_K ? 16 : type == DequantFormat::kQ6_K ? 64 : 32;
   for (int& q : s.q) q = int(rng() % uint32_t(levels));
   for (int j = 0; j < 16; ++j) s.scale[j] = type == DequantFormat::kQ6_K ? int(rng() % 256) - 128 : int(rng() % 64);
   for (int& m : s.min) m = int(rng() % 64);
@@ -76,15 +76,15 @@ std::vector<uint8_t> Encode(DequantFormat type, const SuperBlock& s) {
   }
   std::memcpy(b.data(), &s.d, 2);
   if (DequantBlockValues(type) == 32) {
-    // d, m (not Q5_0), qh (Q5_x: bit j the fifth bit of value j), qs:
-    // value j < 16 the low nibble of qs[j], value j + 16 its high nibble
-    const bool has_min = type != DequantFormat::kQ5_0, five = type != DequantFormat::kQ4_1;
+    // d, m (Q5_1), qh (bit j the fifth bit of value j), qs: value j < 16
+    // the low nibble of qs[j], value j + 16 its high nibble
+    const bool has_min = type == DequantFormat::kQ5_1;
     if (has_min) std::memcpy(b.data() + 2, &s.dmin, 2);
     uint8_t* qh = b.data() + (has_min ? 4 : 2);
-    uint8_t* qs = qh + (five ? 4 : 0);
+    uint8_t* qs = qh + 4;
     for (int j = 0; j < 32; ++j) {
       qs[j % 16] |= uint8_t((s.q[j] & 15) << (j < 16 ? 0 : 4));
-      if (five) qh[j / 8] |= uint8_t((s.q[j] >> 4) << (j % 8));
+      qh[j / 8] |= uint8_t((s.q[j] >> 4) << (j % 8));
     }
     return b;
   }
@@ -112,8 +112,8 @@ float Expected(DequantFormat type, const SuperBlock& s, int i) {
 
 TEST(DequantBlocks, EveryFormatDequantizesBitForBit) {
   std::mt19937 rng(7);
-  for (DequantFormat type : {DequantFormat::kQ4_1, DequantFormat::kQ5_0, DequantFormat::kQ5_1, DequantFormat::kQ4_K,
-                             DequantFormat::kQ5_K, DequantFormat::kQ6_K}) {
+  for (DequantFormat type :
+       {DequantFormat::kQ5_0, DequantFormat::kQ5_1, DequantFormat::kQ4_K, DequantFormat::kQ5_K, DequantFormat::kQ6_K}) {
     SCOPED_TRACE(DequantFormatName(type));
     constexpr int kBlocks = 40;  // one row of 40 blocks
     const int values = int(DequantBlockValues(type));
@@ -135,6 +135,39 @@ TEST(DequantBlocks, EveryFormatDequantizesBitForBit) {
       }
     EXPECT_EQ(mismatches, 0);
   }
+}
+
+// Q4_K as Q4_1: the same nibbles, each sub-block's scale and min rounded
+// to f16 once, so every value within 2^-11 of the scale and of the min.
+TEST(DequantBlocks, Q4KBecomesQ4_1OfItsSubBlocks) {
+  std::mt19937 rng(3);
+  constexpr int kBlocks = 12;
+  std::vector<SuperBlock> supers;
+  std::vector<uint8_t> row;  // [kBlocks * 144]
+  for (int b = 0; b < kBlocks; ++b) {
+    supers.push_back(RandomSuperBlock(DequantFormat::kQ4_K, rng));
+    const std::vector<uint8_t> bytes = Encode(DequantFormat::kQ4_K, supers.back());
+    row.insert(row.end(), bytes.begin(), bytes.end());
+  }
+  ASSERT_TRUE(Q4KFitsQ4_1(row.data(), kBlocks));
+  std::vector<uint8_t> q41(size_t(kBlocks * 8) * QuantBlockBytes(WeightType::kQ4_1));  // [kBlocks * 8 blocks]
+  Q4KRowAsQ4_1(q41.data(), row.data(), kBlocks * 256);
+  std::vector<float> got(kBlocks * 256);  // [kBlocks * 256]
+  DequantizeRows(WeightType::kQ4_1, got.data(), q41.data(), 1, kBlocks * 256);
+  for (int b = 0; b < kBlocks; ++b)
+    for (int i = 0; i < 256; ++i) {
+      const SuperBlock& s = supers[size_t(b)];
+      const float scale = std::fabs(F16ToF32(s.d) * float(s.scale[i / 32]));
+      const float min = std::fabs(F16ToF32(s.dmin) * float(s.min[i / 32]));
+      const float bound = (15 * scale + min) * 0x1p-11f * 1.01f;
+      ASSERT_LE(std::fabs(got[size_t(b * 256 + i)] - Expected(DequantFormat::kQ4_K, s, i)), bound)
+          << "block " << b << " value " << i;
+    }
+  // a scale past f16's range stays Q8_0's to hold
+  SuperBlock big = supers[0];
+  big.d = 0x7000;  // 8192: 63 x 8192 overflows f16
+  const std::vector<uint8_t> bytes = Encode(DequantFormat::kQ4_K, big);
+  EXPECT_FALSE(Q4KFitsQ4_1(bytes.data(), 1));
 }
 
 TEST(DequantBlocks, RefusesRowsOfOtherLengths) {

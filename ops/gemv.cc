@@ -137,7 +137,8 @@ void GemvRows(float* y, const float* x, const WeightView& w, int64_t m, int64_t 
     case WeightType::kBF16: return GemvRowsOf<int(WeightType::kBF16)>(y, x, w, m, n_begin, n_end, accumulate);
     case WeightType::kF16: return GemvRowsOf<int(WeightType::kF16)>(y, x, w, m, n_begin, n_end, accumulate);
     case WeightType::kQ8_0:
-    case WeightType::kQ4_0: return;  // Gemv sends them to BlockProduct
+    case WeightType::kQ4_0:
+    case WeightType::kQ4_1: return;  // Gemv sends them to BlockProduct
   }
 }
 

@@ -37,7 +37,8 @@ TEST(Gemv, MatchesReferenceOnEveryTarget) {
       for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 1}, {7, 13}, {64, 64}, {129, 200}, {300, 1031}, {5, 32},
                           {70, 96}, {129, 1024}})
         for (WeightType type :
-             {WeightType::kF32, WeightType::kBF16, WeightType::kF16, WeightType::kQ8_0, WeightType::kQ4_0}) {
+             {WeightType::kF32, WeightType::kBF16, WeightType::kF16, WeightType::kQ8_0, WeightType::kQ4_0,
+              WeightType::kQ4_1}) {
           if (!RowFits(type, k)) continue;
           std::vector<float> x(size_t(m * k)), w(size_t(n * k));  // [m, k], [n, k]
           for (auto& e : x) e = normal(rng);

@@ -100,7 +100,7 @@ namespace {
 void RequireQuantizable(WeightType type, int64_t out, int64_t in) {
   if (!IsBlockQuantized(type) || !RowFits(type, in))
     throw std::invalid_argument(std::string("LinearWeight: ") + WeightTypeName(type) + " [" + std::to_string(out) +
-                                ", " + std::to_string(in) + "] (Q8_0 or Q4_0, rows of a multiple of 32 values)");
+                                ", " + std::to_string(in) + "] (a block format, rows of a multiple of 32 values)");
 }
 
 }  // namespace
@@ -113,6 +113,11 @@ LinearWeight LinearWeight::Quantized(const float* w, int64_t out, int64_t in, We
 LinearWeight LinearWeight::QuantizedFrom(int64_t out, int64_t in, WeightType type, const FloatRows& rows_of) {
   RequireQuantizable(type, out, in);
   return OwningPacked(out, in, type, [&](uint8_t* dst) { QuantizePackedFrom(type, dst, out, in, rows_of); });
+}
+
+LinearWeight LinearWeight::PackedFrom(int64_t out, int64_t in, WeightType type, const BlockRowsOf& rows_of) {
+  RequireQuantizable(type, out, in);
+  return OwningPacked(out, in, type, [&](uint8_t* dst) { PackBlockRowsFrom(type, dst, out, in, rows_of); });
 }
 
 LinearWeight LinearWeight::Reordered(const void* rows, WeightType type, int64_t out, int64_t in,

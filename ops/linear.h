@@ -42,12 +42,15 @@ class LinearWeight {
   // A copy of rows [out, WeightRowBytes(type, in)] in another order: row r
   // is rows' row order[r] (in turn when order is null). Block types packed.
   static LinearWeight Reordered(const void* rows, WeightType type, int64_t out, int64_t in, const int64_t* order);
-  // w [out, in] float32 (a mapped tensor, say) quantized to Q8_0 or Q4_0
+  // w [out, in] float32 (a mapped tensor, say) quantized to a block type
   // straight into the packed layout: one allocation, the weight's own.
   static LinearWeight Quantized(const float* w, int64_t out, int64_t in, WeightType type);
   // The same from float32 rows made on demand (ops/packed_blocks.h's
   // FloatRows: a file's rows of another format dequantized 16 at a time).
   static LinearWeight QuantizedFrom(int64_t out, int64_t in, WeightType type, const FloatRows& rows_of);
+  // A block type's rows in the file's layout made on demand (BlockRowsOf:
+  // rows of another format converted 16 at a time), packed.
+  static LinearWeight PackedFrom(int64_t out, int64_t in, WeightType type, const BlockRowsOf& rows_of);
 
   WeightView view() const;
   int64_t out() const { return out_; }

@@ -17,11 +17,8 @@ namespace {
 void RequirePackable(WeightType type, int64_t n, int64_t k) {
   if (!IsBlockQuantized(type) || n < 1 || k < 1 || k % kQuantBlockValues != 0)
     throw std::invalid_argument(std::string("packed blocks: ") + WeightTypeName(type) + " [" + std::to_string(n) +
-                                ", " + std::to_string(k) + "] (Q8_0 or Q4_0, rows of a multiple of 32 values)");
+                                ", " + std::to_string(k) + "] (a block format, rows of a multiple of 32 values)");
 }
-
-// Bytes of a block's quantized values in the file's layout.
-constexpr size_t ValueBytes(WeightType type) { return QuantBlockBytes(type) - sizeof(uint16_t); }
 
 }  // namespace
 
@@ -32,8 +29,9 @@ PackedBlocks PackedBlocksAt(const void* data, WeightType type, int64_t n, int64_
   w.n = n;
   w.k = k;
   w.payload = static_cast<const uint8_t*>(data);
-  w.scales = reinterpret_cast<const uint16_t*>(w.payload + size_t(PackedGroups(n) * w.blocks()) *
-                                                               PackedPayloadBytes(type));
+  const int64_t group_blocks = PackedGroups(n) * w.blocks();
+  w.scales = reinterpret_cast<const uint16_t*>(w.payload + size_t(group_blocks) * PackedPayloadBytes(type));
+  if (type == WeightType::kQ4_1) w.mins = w.scales + group_blocks * kPackedRows;
   return w;
 }
 
@@ -47,8 +45,10 @@ void PackGroups(WeightType type, uint8_t* dst, int64_t n, int64_t k, int64_t g_b
   const int64_t blocks = k / kQuantBlockValues, groups = PackedGroups(n);
   const size_t block_bytes = QuantBlockBytes(type);
   const size_t payload_bytes = PackedPayloadBytes(type), value_bytes = ValueBytes(type);
+  const size_t value_offset = ValueOffset(type);
   uint8_t* payload = dst;                                                                        // [G, B, P]
   uint16_t* scales = reinterpret_cast<uint16_t*>(dst + size_t(groups * blocks) * payload_bytes);  // [G, B, 16]
+  uint16_t* mins = scales + groups * blocks * kPackedRows;  // [G, B, 16] (Q4_1)
   for (int64_t g = g_begin; g < g_end; ++g)
     for (int64_t b = 0; b < blocks; ++b) {
       uint8_t* out = payload + size_t(g * blocks + b) * payload_bytes;
@@ -56,14 +56,16 @@ void PackGroups(WeightType type, uint8_t* dst, int64_t n, int64_t k, int64_t g_b
       for (int64_t j = 0; j < kPackedRows; ++j) {
         const int64_t row = g * kPackedRows + j;
         const uint8_t* block = row < n ? row_bytes_of(row) + size_t(b) * block_bytes : nullptr;
-        uint16_t scale = 0;
+        uint16_t scale = 0, min = 0;
         if (block) std::memcpy(&scale, block, sizeof(scale));
+        if (block && type == WeightType::kQ4_1) std::memcpy(&min, block + sizeof(uint16_t), sizeof(min));
         out_scales[j] = scale;
+        if (type == WeightType::kQ4_1) mins[(g * blocks + b) * kPackedRows + j] = min;
         // chunk c: the block's value bytes 4c .. 4c + 3
         for (size_t c = 0; c < value_bytes / 4; ++c) {
           uint8_t* four = out + c * 64 + size_t(j) * 4;
           if (block)
-            std::memcpy(four, block + sizeof(uint16_t) + c * 4, 4);
+            std::memcpy(four, block + value_offset + c * 4, 4);
           else
             std::memset(four, 0, 4);
         }
@@ -82,6 +84,19 @@ void PackBlockRows(WeightType type, uint8_t* dst, const uint8_t* src, int64_t n,
   });
 }
 
+void PackBlockRowsFrom(WeightType type, uint8_t* dst, int64_t n, int64_t k, const BlockRowsOf& rows_of) {
+  RequirePackable(type, n, k);
+  const size_t row_bytes = WeightRowBytes(type, k);
+  ParallelRanges(PackedGroups(n), 8, [&](int64_t g_begin, int64_t g_end) {
+    std::vector<uint8_t> rows(size_t(kPackedRows) * row_bytes);  // [16, row_bytes] one group in the file's layout
+    for (int64_t g = g_begin; g < g_end; ++g) {
+      const int64_t first = g * kPackedRows;
+      rows_of(first, std::min(kPackedRows, n - first), rows.data());
+      PackGroups(type, dst, n, k, g, g + 1, [&](int64_t r) { return rows.data() + size_t(r - first) * row_bytes; });
+    }
+  });
+}
+
 void QuantizePacked(WeightType type, uint8_t* dst, const float* w, int64_t n, int64_t k) {
   QuantizePackedFrom(type, dst, n, k, [&](int64_t first, int64_t count, float* rows) {
     std::memcpy(rows, w + first * k, size_t(count * k) * sizeof(float));
@@ -89,17 +104,11 @@ void QuantizePacked(WeightType type, uint8_t* dst, const float* w, int64_t n, in
 }
 
 void QuantizePackedFrom(WeightType type, uint8_t* dst, int64_t n, int64_t k, const FloatRows& rows_of) {
-  RequirePackable(type, n, k);
-  const size_t row_bytes = WeightRowBytes(type, k);
-  ParallelRanges(PackedGroups(n), 8, [&](int64_t g_begin, int64_t g_end) {
-    std::vector<float> values(size_t(kPackedRows * k));            // [16, k] one group's rows
-    std::vector<uint8_t> rows(size_t(kPackedRows) * row_bytes);  // [16, row_bytes] the same in the file's layout
-    for (int64_t g = g_begin; g < g_end; ++g) {
-      const int64_t first = g * kPackedRows, count = std::min(kPackedRows, n - first);
-      rows_of(first, count, values.data());
-      QuantizeRowsInto(type, rows.data(), values.data(), count, k);
-      PackGroups(type, dst, n, k, g, g + 1, [&](int64_t r) { return rows.data() + size_t(r - first) * row_bytes; });
-    }
+  PackBlockRowsFrom(type, dst, n, k, [&](int64_t first, int64_t count, uint8_t* rows) {
+    thread_local std::vector<float> values;  // [count, k] the rows as float32
+    values.resize(size_t(count * k));
+    rows_of(first, count, values.data());
+    QuantizeRowsInto(type, rows, values.data(), count, k);
   });
 }
 
@@ -114,12 +123,16 @@ void DequantizePackedRows(const PackedBlocks& w, float* dst, int64_t row, int64_
     for (int64_t b = 0; b < blocks; ++b) {
       const uint8_t* in = w.payload + size_t(g * blocks + b) * payload_bytes + size_t(j) * 4;
       const float d = F16ToF32(w.scales[(g * blocks + b) * kPackedRows + j]);
+      const float m = w.mins ? F16ToF32(w.mins[(g * blocks + b) * kPackedRows + j]) : 0.0f;
       float* out = dst + b * kQuantBlockValues;  // [32]
       for (int c = 0; c < (w.type == WeightType::kQ8_0 ? 8 : 4); ++c)
         for (int i = 0; i < 4; ++i) {
           const uint8_t byte = in[c * 64 + i];
           if (w.type == WeightType::kQ8_0) {
             out[4 * c + i] = d * float(int8_t(byte));
+          } else if (w.type == WeightType::kQ4_1) {
+            out[4 * c + i] = float(byte & 0xf) * d + m;
+            out[16 + 4 * c + i] = float(byte >> 4) * d + m;
           } else {
             out[4 * c + i] = d * float(int(byte & 0xf) - 8);
             out[16 + 4 * c + i] = d * float(int(byte >> 4) - 8);

@@ -1,4 +1,4 @@
-// Q8_0 and Q4_0 weights laid out for the integer kernels (ops/block_product):
+// Q8_0, Q4_0 and Q4_1 weights laid out for the integer kernels (ops/block_product):
 // rows in groups of 16, and within a group each block's 16 scales side by
 // side and its quantized values interleaved 4 at a time, so that one 64-byte
 // load holds 4 consecutive values of all 16 rows. An 8-bit dot-product
@@ -9,16 +9,17 @@
 //
 // A matrix of n rows and k values per row (k a multiple of 32) has
 // G = ceil(n / 16) groups and B = k / 32 blocks per row. Its bytes:
-//   payload [G, B, P]   P = 512 (Q8_0) or 256 (Q4_0) bytes per group-block:
+//   payload [G, B, P]   P = 512 (Q8_0) or 256 (Q4_0, Q4_1) bytes per group-block:
 //     Q8_0: chunk c in [0, 8), row j in [0, 16): 4 bytes at c * 64 + j * 4,
 //           the int8 values 4c .. 4c + 3 of row j's block.
-//     Q4_0: chunk c in [0, 4), row j: 4 bytes at c * 64 + j * 4, bytes
+//     Q4_x: chunk c in [0, 4), row j: 4 bytes at c * 64 + j * 4, bytes
 //           4c .. 4c + 3 of row j's block as the file stores them (low
 //           nibbles: values 4c .. 4c + 3; high nibbles: values 16 + 4c ..).
 //           So chunk c of the low nibbles and chunk c of the high ones
 //           hold values 4c .. 4c + 3 and 4(c + 4) .. 4(c + 4) + 3.
 //   scales  [G, B, 16]  the f16 scales of the group's rows for each block.
-// Rows past n in the last group are zero with a scale of 0. The layout
+//   mins    [G, B, 16]  Q4_1 only: the f16 mins likewise.
+// Rows past n in the last group are zero with a scale (and min) of 0. The layout
 // takes G * 16 rows of the format's bytes, so the same bytes as the file for
 // n a multiple of 16. The payload comes first, so it stays 64-byte aligned.
 #pragma once
@@ -36,6 +37,10 @@ constexpr int64_t kPackedRows = 16;
 constexpr int64_t PackedGroups(int64_t n) { return (n + kPackedRows - 1) / kPackedRows; }
 // Payload bytes of one group-block.
 constexpr size_t PackedPayloadBytes(WeightType type) { return type == WeightType::kQ8_0 ? 512 : 256; }
+// Bytes of a block's quantized values in the file's layout, and where they
+// start (after the scale, and Q4_1's min).
+constexpr size_t ValueBytes(WeightType type) { return PackedPayloadBytes(type) / kPackedRows; }
+constexpr size_t ValueOffset(WeightType type) { return QuantBlockBytes(type) - ValueBytes(type); }
 // Bytes of a packed [n, k] matrix.
 constexpr size_t PackedBytes(WeightType type, int64_t n, int64_t k) {
   return size_t(PackedGroups(n) * kPackedRows) * WeightRowBytes(type, k);
@@ -45,6 +50,7 @@ constexpr size_t PackedBytes(WeightType type, int64_t n, int64_t k) {
 struct PackedBlocks {
   const uint8_t* payload = nullptr;  // [G, B, PackedPayloadBytes(type)]
   const uint16_t* scales = nullptr;  // [G, B, 16] f16
+  const uint16_t* mins = nullptr;    // [G, B, 16] f16 (Q4_1; null for the others)
   WeightType type = WeightType::kQ8_0;
   int64_t n = 0, k = 0;
 
@@ -54,9 +60,16 @@ PackedBlocks PackedBlocksAt(const void* data, WeightType type, int64_t n, int64_
 
 // dst [PackedBytes(type, n, k)] from rows in the file's layout, src
 // [n, WeightRowBytes(type, k)]: row r is src's row order[r] (src's rows in
-// turn when order is null). Type Q8_0 or Q4_0, k a multiple of 32.
+// turn when order is null). A block type, k a multiple of 32.
 void PackBlockRows(WeightType type, uint8_t* dst, const uint8_t* src, int64_t n, int64_t k,
                    const int64_t* order = nullptr);
+
+// The same from rows in the file's layout made on demand: rows_of(first,
+// count, out) writes rows [first, first + count) into out [count,
+// WeightRowBytes(type, k)] (at most 16 rows a call, from several threads at
+// once): a matrix of another format converted block by block.
+using BlockRowsOf = std::function<void(int64_t first, int64_t count, uint8_t* out)>;
+void PackBlockRowsFrom(WeightType type, uint8_t* dst, int64_t n, int64_t k, const BlockRowsOf& rows_of);
 
 // dst [PackedBytes(type, n, k)]: w [n, k] float32 quantized as
 // QuantizeRows does (ops/quant_blocks.h), straight into the packed layout.

@@ -46,6 +46,26 @@ void QuantizeRowQ4_0(BlockQ4_0* dst, const float* src, int64_t n) {
   }
 }
 
+void QuantizeRowQ4_1(BlockQ4_1* dst, const float* src, int64_t n) {
+  for (int64_t b = 0; b < n / kQuantBlockValues; ++b, src += kQuantBlockValues) {
+    float min = src[0], max = src[0];
+    for (int i = 1; i < 32; ++i) {
+      min = std::min(min, src[i]);
+      max = std::max(max, src[i]);
+    }
+    const float d = (max - min) / 15.0f;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    dst[b].d = F32ToF16(d);
+    dst[b].m = F32ToF16(min);
+    for (int j = 0; j < 16; ++j) {
+      // + 0.5 then truncation: round to nearest into [0, 15]
+      const uint8_t lo = uint8_t(std::min(15, int(int8_t((src[j] - min) * id + 0.5f))));
+      const uint8_t hi = uint8_t(std::min(15, int(int8_t((src[j + 16] - min) * id + 0.5f))));
+      dst[b].q[j] = uint8_t(lo | (hi << 4));
+    }
+  }
+}
+
 namespace {
 
 void RequireRows(WeightType type, int64_t in) {
@@ -58,6 +78,16 @@ void DequantizeRowQ8_0(float* dst, const BlockQ8_0* src, int64_t n) {
   for (int64_t b = 0; b < n / kQuantBlockValues; ++b, dst += kQuantBlockValues) {
     const float d = F16ToF32(src[b].d);
     for (int i = 0; i < 32; ++i) dst[i] = d * float(src[b].q[i]);
+  }
+}
+
+void DequantizeRowQ4_1(float* dst, const BlockQ4_1* src, int64_t n) {
+  for (int64_t b = 0; b < n / kQuantBlockValues; ++b, dst += kQuantBlockValues) {
+    const float d = F16ToF32(src[b].d), m = F16ToF32(src[b].m);
+    for (int j = 0; j < 16; ++j) {
+      dst[j] = float(src[b].q[j] & 0xf) * d + m;
+      dst[j + 16] = float(src[b].q[j] >> 4) * d + m;
+    }
   }
 }
 
@@ -81,6 +111,8 @@ void QuantizeRowsInto(WeightType type, uint8_t* dst, const float* w, int64_t row
     uint8_t* row = dst + size_t(r) * row_bytes;
     if (type == WeightType::kQ8_0)
       QuantizeRowQ8_0(reinterpret_cast<BlockQ8_0*>(row), w + r * in, in);
+    else if (type == WeightType::kQ4_1)
+      QuantizeRowQ4_1(reinterpret_cast<BlockQ4_1*>(row), w + r * in, in);
     else
       QuantizeRowQ4_0(reinterpret_cast<BlockQ4_0*>(row), w + r * in, in);
   }
@@ -111,7 +143,8 @@ void DequantizeRows(WeightType type, float* dst, const void* src, int64_t rows, 
       return;
     }
     case WeightType::kQ8_0:
-    case WeightType::kQ4_0: break;
+    case WeightType::kQ4_0:
+    case WeightType::kQ4_1: break;
   }
   const size_t row_bytes = WeightRowBytes(type, in);
   const uint8_t* bytes = static_cast<const uint8_t*>(src);  // [rows, row_bytes]
@@ -120,6 +153,8 @@ void DequantizeRows(WeightType type, float* dst, const void* src, int64_t rows, 
       const uint8_t* row = bytes + size_t(r) * row_bytes;
       if (type == WeightType::kQ8_0)
         DequantizeRowQ8_0(dst + r * in, reinterpret_cast<const BlockQ8_0*>(row), in);
+      else if (type == WeightType::kQ4_1)
+        DequantizeRowQ4_1(dst + r * in, reinterpret_cast<const BlockQ4_1*>(row), in);
       else
         DequantizeRowQ4_0(dst + r * in, reinterpret_cast<const BlockQ4_0*>(row), in);
     }

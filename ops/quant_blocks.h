@@ -1,10 +1,12 @@
-// llama.cpp's Q8_0 and Q4_0 block formats (as GGUF files store them), from
-// the format's definition in ggml:
+// llama.cpp's Q8_0, Q4_0 and Q4_1 block formats (as GGUF files store them),
+// from the format's definition in ggml:
 //   Q8_0, 34 bytes per 32 values: an f16 scale d, then int8 q[32];
 //         value i = d * q[i].
 //   Q4_0, 18 bytes per 32 values: an f16 scale d, then 16 bytes; byte j
 //         holds value j in its low nibble and value j + 16 in its high
 //         nibble; value = d * (nibble - 8).
+//   Q4_1, 20 bytes per 32 values: an f16 scale d, an f16 min m, then Q4_0's
+//         16 bytes of nibbles; value = nibble * d + m.
 // Quantization rounds as llama.cpp's reference quantizer does, so a file
 // swan writes holds the bytes llama.cpp would write for the same weights.
 #pragma once
@@ -25,15 +27,22 @@ struct BlockQ4_0 {
   uint16_t d;     // f16 scale
   uint8_t q[16];  // [16] value j | value (j + 16) << 4, each offset by 8
 };
+struct BlockQ4_1 {
+  uint16_t d;     // f16 scale
+  uint16_t m;     // f16 min
+  uint8_t q[16];  // [16] value j | value (j + 16) << 4
+};
 static_assert(sizeof(BlockQ8_0) == QuantBlockBytes(WeightType::kQ8_0));
+static_assert(sizeof(BlockQ4_1) == QuantBlockBytes(WeightType::kQ4_1));
 static_assert(sizeof(BlockQ4_0) == QuantBlockBytes(WeightType::kQ4_0));
 
 // dst [n / 32] blocks from src [n]; n a multiple of 32.
 void QuantizeRowQ8_0(BlockQ8_0* dst, const float* src, int64_t n);
 void QuantizeRowQ4_0(BlockQ4_0* dst, const float* src, int64_t n);
+void QuantizeRowQ4_1(BlockQ4_1* dst, const float* src, int64_t n);
 
-// [rows, WeightRowBytes(type, in)] bytes of w [rows, in] as `type` (Q8_0 or
-// Q4_0; in a multiple of 32). Rows in parallel.
+// [rows, WeightRowBytes(type, in)] bytes of w [rows, in] as `type` (a block
+// format; in a multiple of 32). Rows in parallel.
 std::vector<uint8_t> QuantizeRows(WeightType type, const float* w, int64_t rows, int64_t in);
 
 // The same into dst [rows, WeightRowBytes(type, in)], on this thread.

@@ -13,26 +13,32 @@ namespace swan {
 namespace {
 
 // The format read from its definition, byte by byte (not through the
-// structs): a little-endian f16 scale, then the quantized values.
+// structs): a little-endian f16 scale (and Q4_1's f16 min), then the
+// quantized values.
 float SpecValue(WeightType type, const uint8_t* block, int i) {
   const float d = F16ToF32(uint16_t(block[0] | block[1] << 8));
   if (type == WeightType::kQ8_0) return d * float(int8_t(block[2 + i]));
-  const uint8_t byte = block[2 + i % 16];
+  const int values_at = type == WeightType::kQ4_1 ? 4 : 2;
+  const uint8_t byte = block[values_at + i % 16];
   const int nibble = i < 16 ? byte & 0xf : byte >> 4;
+  if (type == WeightType::kQ4_1) return float(nibble) * d + F16ToF32(uint16_t(block[2] | block[3] << 8));
   return d * float(nibble - 8);
 }
 
 TEST(QuantBlocks, DequantizationIsBitExactOnRandomBlocks) {
   std::mt19937 rng(std::random_device{}());
   std::uniform_int_distribution<int> byte(0, 255);
-  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
+  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1}) {
     const int64_t rows = 37, in = 96;
     const size_t row_bytes = WeightRowBytes(type, in);
     std::vector<uint8_t> bytes(rows * row_bytes);  // [rows, row_bytes]
     for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(byte(rng));
     // finite scales: random bits would give infinities and NaN, whose
     // products do not compare bitwise
-    for (size_t at = 0; at < bytes.size(); at += QuantBlockBytes(type)) bytes[at + 1] &= 0x7b;
+    for (size_t at = 0; at < bytes.size(); at += QuantBlockBytes(type)) {
+      bytes[at + 1] &= 0x7b;
+      if (type == WeightType::kQ4_1) bytes[at + 3] &= 0xfb;  // and finite mins
+    }
     std::vector<float> got(size_t(rows * in));  // [rows, in]
     DequantizeRows(type, got.data(), bytes.data(), rows, in);
     for (int64_t r = 0; r < rows; ++r)
@@ -80,6 +86,15 @@ TEST(QuantBlocks, QuantizeRoundsAsTheReferenceQuantizer) {
   EXPECT_EQ(q4.q[1] & 0xf, 1);      // -15 / 2 + 8.5 = 1.0
   EXPECT_EQ(q4.q[15] >> 4, 15);     // 15 / 2 + 8.5 = 16, clamped
   EXPECT_EQ(q4.q[0] >> 4, 8);       // 0 / 2 + 8.5
+  // Q4_1: d = (15 - -16) / 15, m = -16; value i at (i - min) / d rounded
+  BlockQ4_1 q41;
+  QuantizeRowQ4_1(&q41, x, 32);
+  EXPECT_EQ(q41.d, F32ToF16(31.0f / 15));
+  EXPECT_EQ(q41.m, F32ToF16(-16.0f));
+  EXPECT_EQ(q41.q[0] & 0xf, 0);   // the min
+  EXPECT_EQ(q41.q[1] & 0xf, 0);   // 1 / 2.067 + 0.5 = 0.98
+  EXPECT_EQ(q41.q[2] & 0xf, 1);   // 2 / 2.067 + 0.5 = 1.47
+  EXPECT_EQ(q41.q[15] >> 4, 15);  // the max
   // all zeros: scale 0, every value 0
   const float zeros[32] = {};
   QuantizeRowQ4_0(&q4, zeros, 32);
@@ -93,17 +108,22 @@ TEST(QuantBlocks, RoundTripErrorWithinHalfAStep) {
   const int64_t rows = 20, in = 256;
   std::vector<float> w(size_t(rows * in)), back(w.size());  // [rows, in]
   for (auto& e : w) e = normal(rng);
-  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
+  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1}) {
     const std::vector<uint8_t> q = QuantizeRows(type, w.data(), rows, in);
     ASSERT_EQ(q.size(), size_t(rows) * WeightRowBytes(type, in));
     DequantizeRows(type, back.data(), q.data(), rows, in);
     for (int64_t b = 0; b < rows * in / 32; ++b) {
-      float amax = 0;
-      for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(w[size_t(b * 32 + i)]));
+      float amax = 0, lo = w[size_t(b * 32)], hi = lo;
+      for (int i = 0; i < 32; ++i) {
+        amax = std::max(amax, std::fabs(w[size_t(b * 32 + i)]));
+        lo = std::min(lo, w[size_t(b * 32 + i)]);
+        hi = std::max(hi, w[size_t(b * 32 + i)]);
+      }
       // Q8_0 steps amax / 127; Q4_0 steps amax / 8, and the side opposite
-      // the largest value ends a step short (+7, not +8), so up to one step.
-      const float step = type == WeightType::kQ8_0 ? amax / 127 : amax / 8;
-      const float bound = (type == WeightType::kQ8_0 ? 0.5f : 1.0f) * step + amax * 2e-3f;
+      // the largest value ends a step short (+7, not +8), so up to one
+      // step; Q4_1 steps (max - min) / 15 from the min. Plus f16 rounding.
+      const float step = type == WeightType::kQ8_0 ? amax / 127 : type == WeightType::kQ4_0 ? amax / 8 : (hi - lo) / 15;
+      const float bound = (type == WeightType::kQ4_0 ? 1.0f : 0.5f) * step + amax * 2e-3f;
       for (int i = 0; i < 32; ++i)
         ASSERT_LE(std::fabs(back[size_t(b * 32 + i)] - w[size_t(b * 32 + i)]), bound) << WeightTypeName(type);
     }

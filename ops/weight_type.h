@@ -1,5 +1,5 @@
 // The element types a linear layer's weights can be stored in: float32,
-// the two half widths, and two of llama.cpp's block formats
+// the two half widths, and three of llama.cpp's block formats
 // (ops/quant_blocks.h), with the bytes a row of each takes.
 #pragma once
 
@@ -9,21 +9,26 @@
 
 namespace swan {
 
-enum class WeightType : uint8_t { kF32, kBF16, kF16, kQ8_0, kQ4_0 };
+enum class WeightType : uint8_t { kF32, kBF16, kF16, kQ8_0, kQ4_0, kQ4_1 };
 
-// "f32", "bf16", "f16", "q8_0", "q4_0"
+// "f32", "bf16", "f16", "q8_0", "q4_0", "q4_1"
 const char* WeightTypeName(WeightType type);
 // The inverse of WeightTypeName; throws std::invalid_argument naming
 // `option` and the accepted names.
 WeightType ParseWeightType(const std::string& name, const std::string& option);
 
-constexpr bool IsBlockQuantized(WeightType type) { return type == WeightType::kQ8_0 || type == WeightType::kQ4_0; }
+constexpr bool IsBlockQuantized(WeightType type) {
+  return type == WeightType::kQ8_0 || type == WeightType::kQ4_0 || type == WeightType::kQ4_1;
+}
 
 // Values per block of the quantized formats; a row's length must be a
 // multiple of it.
 constexpr int64_t kQuantBlockValues = 32;
-// Bytes of one block: an f16 scale and 32 int8 (Q8_0) or 32 nibbles (Q4_0).
-constexpr size_t QuantBlockBytes(WeightType type) { return type == WeightType::kQ8_0 ? 34 : 18; }
+// Bytes of one block: an f16 scale and 32 int8 (Q8_0) or 32 nibbles (Q4_0),
+// or an f16 scale, an f16 min and 32 nibbles (Q4_1).
+constexpr size_t QuantBlockBytes(WeightType type) {
+  return type == WeightType::kQ8_0 ? 34 : type == WeightType::kQ4_1 ? 20 : 18;
+}
 
 // Bytes of one row of `in` values (in a multiple of 32 for the block
 // formats).
@@ -33,7 +38,8 @@ constexpr size_t WeightRowBytes(WeightType type, int64_t in) {
     case WeightType::kBF16:
     case WeightType::kF16: return size_t(in) * 2;
     case WeightType::kQ8_0:
-    case WeightType::kQ4_0: return size_t(in / kQuantBlockValues) * QuantBlockBytes(type);
+    case WeightType::kQ4_0:
+    case WeightType::kQ4_1: return size_t(in / kQuantBlockValues) * QuantBlockBytes(type);
   }
   return 0;
 }
