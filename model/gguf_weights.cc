@@ -88,8 +88,9 @@ const GgufTensor& GgufWeights::Find(const std::string& hf, const std::vector<int
 
 namespace {
 
-// A tensor's type as swan reads it: one it computes in, or a K-quant that
-// loads as Q8_0; throws naming the file and tensor for any other.
+// A tensor's type as swan reads it: one it computes in, or one it converts
+// as it loads (Q4_K to Q4_1, the other DequantFormats to Q8_0); throws
+// naming the file and tensor for any other.
 struct TensorFormat {
   std::optional<WeightType> weight;
   std::optional<DequantFormat> dequant;

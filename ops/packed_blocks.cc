@@ -98,8 +98,8 @@ void PackBlockRowsFrom(WeightType type, uint8_t* dst, int64_t n, int64_t k, cons
 }
 
 void QuantizePacked(WeightType type, uint8_t* dst, const float* w, int64_t n, int64_t k) {
-  QuantizePackedFrom(type, dst, n, k, [&](int64_t first, int64_t count, float* rows) {
-    std::memcpy(rows, w + first * k, size_t(count * k) * sizeof(float));
+  PackBlockRowsFrom(type, dst, n, k, [&](int64_t first, int64_t count, uint8_t* rows) {
+    QuantizeRowsInto(type, rows, w + first * k, count, k);
   });
 }
 
