@@ -318,5 +318,19 @@ TEST(Jinja, NumbersOutOfRangeAreTemplateErrors) {
             "-5 2 0 9223372036854775807");
 }
 
+// Found by the chat-template fuzzer (UBSan): integer arithmetic past int64
+// was undefined behaviour; now a TemplateError. Floor division and the
+// remainder stay exact integers, with Python's signs.
+TEST(Jinja, IntegerOverflowIsATemplateError) {
+  auto render = [](const char* src) { return jinja::Template(src).Render(Json::object()); };
+  EXPECT_THROW(render("{{ 44444 * 44444 * 444444 * 44444 * 44 }}"), jinja::TemplateError);
+  EXPECT_THROW(render("{{ 9223372036854775807 + 1 }}"), jinja::TemplateError);
+  EXPECT_THROW(render("{{ -9223372036854775807 - 2 }}"), jinja::TemplateError);
+  EXPECT_THROW(render("{{ (-9223372036854775807 - 1) // -1 }}"), jinja::TemplateError);
+  EXPECT_THROW(render("{{ -(-9223372036854775807 - 1) }}"), jinja::TemplateError);
+  EXPECT_EQ(render("{{ (-9223372036854775807 - 1) % -1 }} {{ 9223372036854775807 // 2 }} {{ 7 // -2 }} {{ 7 % -2 }}"),
+            "0 4611686018427387903 -4 -1");
+}
+
 }  // namespace
 }  // namespace swan

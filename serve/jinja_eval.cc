@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -254,7 +255,10 @@ class Renderer {
       case Expr::Kind::kUnary: {
         const Json v = Eval(*e.args[0]);
         if (e.name == "not") return !Truthy(v);
-        if (v.is_number_integer()) return -v.get<int64_t>();
+        if (v.is_number_integer()) {
+          if (v.get<int64_t>() == std::numeric_limits<int64_t>::min()) Fail(e.line, "integer overflow: -(" + Str(v) + ")");
+          return -v.get<int64_t>();
+        }
         if (v.is_number()) return -v.get<double>();
         Fail(e.line, "cannot negate " + Str(v, true));
       }
@@ -356,17 +360,36 @@ class Renderer {
     }
     const double x = Number(a, e.line), y = Number(b, e.line);
     const bool ints = a.is_number_integer() && b.is_number_integer();
-    if (op == "+") return ints ? Json(a.get<int64_t>() + b.get<int64_t>()) : Json(x + y);
-    if (op == "-") return ints ? Json(a.get<int64_t>() - b.get<int64_t>()) : Json(x - y);
-    if (op == "*") return ints ? Json(a.get<int64_t>() * b.get<int64_t>()) : Json(x * y);
+    if (ints && (op == "+" || op == "-" || op == "*")) {
+      // Python's integers do not overflow; int64 here, so a result past
+      // it is an error that says so, not undefined behaviour
+      const int64_t i = a.get<int64_t>(), j = b.get<int64_t>();
+      int64_t r = 0;
+      const bool overflow = op == "+"   ? __builtin_add_overflow(i, j, &r)
+                            : op == "-" ? __builtin_sub_overflow(i, j, &r)
+                                        : __builtin_mul_overflow(i, j, &r);
+      if (overflow) Fail(e.line, "integer overflow: " + Str(a) + " " + op + " " + Str(b) + " is past 64 bits");
+      return r;
+    }
+    if (op == "+") return x + y;
+    if (op == "-") return x - y;
+    if (op == "*") return x * y;
     if (op == "/") return x / y;
     if (y == 0) Fail(e.line, "division by zero");
-    if (op == "//") return ints ? Json(int64_t(std::floor(x / y))) : Json(std::floor(x / y));
-    if (op == "%") {
-      if (!ints) return std::fmod(x, y);
-      const int64_t m = a.get<int64_t>() % b.get<int64_t>();
-      return (m != 0 && ((m < 0) != (b.get<int64_t>() < 0))) ? m + b.get<int64_t>() : m;
+    if (ints && (op == "//" || op == "%")) {
+      // floor division and a remainder with the divisor's sign, as Python's
+      const int64_t i = a.get<int64_t>(), j = b.get<int64_t>();
+      if (j == -1) {
+        if (op == "%") return int64_t(0);
+        if (i == std::numeric_limits<int64_t>::min()) Fail(e.line, "integer overflow: " + Str(a) + " // -1");
+        return -i;
+      }
+      const int64_t q = i / j, m = i % j;
+      const bool below = m != 0 && ((m < 0) != (j < 0));
+      return op == "//" ? (below ? q - 1 : q) : (below ? m + j : m);
     }
+    if (op == "//") return std::floor(x / y);
+    if (op == "%") return std::fmod(x, y);
     Fail(e.line, "unsupported operator '" + op + "'");
   }
 
