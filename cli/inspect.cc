@@ -1,7 +1,9 @@
 // `swan inspect`: a model's configuration, its resolved attention plan per
 // layer, and what the KV cache holds at a given context length.
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "kv/kv_cache.h"
 #include "model/config.h"
 #include "model/gguf.h"
+#include "model/gguf_weights.h"
 #include "model/model.h"
 #include "model/safetensors.h"
 
@@ -22,8 +25,14 @@ const char kUsage[] =
     "  Prints the model's configuration, the attention plan resolved for it (per layer:\n"
     "  kind, span, positional encoding) and the KV cache bytes per layer after CTX tokens\n"
     "  (default: max_position_embeddings), against full attention on every layer. DIR may\n"
-    "  also be a GGUF file.\n"
+    "  also be a GGUF file: then its matrices' types, the type swan holds each in (Q4_K\n"
+    "  as q4_1; Q5_0, Q5_1, Q5_K and Q6_K as q8_0) and their bytes in the file and held.\n"
     "  --batch B is the prefill chunk the window rings leave room for (default 512).\n";
+
+std::string ToUpper(std::string s) {
+  for (char& c : s) c = char(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
 
 std::string Bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -32,6 +41,35 @@ std::string Bytes(double b) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), u ? "%.1f %s" : "%.0f %s", b, units[u]);
   return buf;
+}
+
+// "Q4_K x44 as q4_1, Q6_K x5 as q8_0; 4.6 MiB in the file, 5.0 MiB held":
+// the file's matrices by type, the type swan holds each in, and their bytes
+// (block types as packed, in whole groups of 16 rows).
+std::string HeldTypes(const GgufFile& file) {
+  std::vector<std::pair<std::string, int>> counts;  // ["Q4_K as q4_1", n] in first-seen order
+  double file_bytes = 0, held_bytes = 0;
+  for (const GgufTensor& t : file.tensors()) {
+    if (t.ne.size() != 2) continue;
+    const std::optional<WeightType> held = GgufHeldType(t);
+    std::string key = GgmlTypeName(t.type);
+    if (!held)
+      key += " (not read)";
+    else if (GgmlTypeName(t.type) != ToUpper(WeightTypeName(*held)))
+      key += std::string(" as ") + WeightTypeName(*held);
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == key; });
+    if (it == counts.end())
+      counts.emplace_back(key, 1);
+    else
+      ++it->second;
+    file_bytes += double(t.n_bytes);
+    if (held)
+      held_bytes += IsBlockQuantized(*held) ? double(PackedBytes(*held, t.ne[1], t.ne[0]))
+                                            : double(t.ne[1]) * double(WeightRowBytes(*held, t.ne[0]));
+  }
+  std::string out;
+  for (const auto& [key, n] : counts) out += (out.empty() ? "" : ", ") + key + " x" + std::to_string(n);
+  return out + "; " + Bytes(file_bytes) + " in the file, " + Bytes(held_bytes) + " held";
 }
 
 }  // namespace
@@ -66,16 +104,19 @@ int RunInspect(const std::vector<std::string>& words) {
   std::printf("positions   max %lld, %s\n", (long long)c.max_position_embeddings, c.rope.ToString().c_str());
   int64_t params = 0;
   size_t n_tensors = 0;
+  std::string held;  // GGUF: how its matrices' types are held
   if (IsGgufFile(dir)) {
     const GgufFile file(dir);
     for (const GgufTensor& t : file.tensors()) params += t.numel();
     n_tensors = file.tensors().size();
+    held = HeldTypes(file);
   } else {
     const TensorStore store = TensorStore::OpenDirectory(dir);
     for (const std::string& name : store.Names()) params += store.Info(name).numel();
     n_tensors = store.Names().size();
   }
   std::printf("weights     %zu tensors, %lld parameters\n", n_tensors, (long long)params);
+  if (!held.empty()) std::printf("matrices    %s\n", held.c_str());
   std::printf("plan        %s\n\n", plan.spec.c_str());
 
   const KvShape shape{c.n_kv_heads, c.head_dim, LinearPhiDim(c)};

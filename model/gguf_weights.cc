@@ -138,12 +138,15 @@ std::vector<float> GgufWeights::F32(const std::string& name, const std::vector<i
   return out;
 }
 
+std::optional<WeightType> GgufHeldType(const GgufTensor& t) {
+  if (DequantFormatOf(t.type)) return LoadsAsQ4_1(t) ? WeightType::kQ4_1 : WeightType::kQ8_0;
+  return WeightTypeOf(t.type);
+}
+
 WeightType GgufWeights::LinearType(const std::string& name) const {
   const std::string g = GgufTensorName(name, config_.model_type);
   const GgufTensor* t = g.empty() ? nullptr : file_.Tensor(g);
-  if (t && DequantFormatOf(t->type)) return LoadsAsQ4_1(*t) ? WeightType::kQ4_1 : WeightType::kQ8_0;
-  const std::optional<WeightType> type = t ? WeightTypeOf(t->type) : std::nullopt;
-  return type.value_or(WeightType::kF32);
+  return (t ? GgufHeldType(*t) : std::nullopt).value_or(WeightType::kF32);
 }
 
 LinearWeight GgufWeights::Linear(const std::string& name, int64_t out, int64_t in) const {

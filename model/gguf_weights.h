@@ -11,6 +11,7 @@
 // halves) and the +1 of Gemma 3's norm weights.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 
@@ -46,6 +47,11 @@ class GgufWeights : public WeightSource {
 // pairs (2i, 2i + 1) where Hugging Face rotates halves (i, i + head_dim/2):
 // the file's row `gguf_row` is Hugging Face's row LlamaQkHfRow(gguf_row).
 int64_t LlamaQkHfRow(int64_t gguf_row, int64_t head_dim);
+
+// The type swan holds a GGUF matrix in (its own for the types swan computes
+// in; Q4_1 for Q4_K; Q8_0 for the other DequantFormats); nullopt for a type
+// it does not read.
+std::optional<WeightType> GgufHeldType(const GgufTensor& t);
 
 // The GGUF name of an HF tensor name ("" for names GGUF files do not have).
 std::string GgufTensorName(const std::string& hf_name, const std::string& architecture);
