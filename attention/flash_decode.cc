@@ -21,6 +21,7 @@
 //    prefetch): decode does too little work per byte for the hardware
 //    prefetchers alone to keep enough cache lines in flight.
 #include "attention/flash_decode.h"
+#include "attention/flash_decode_bf16.h"
 
 #include <hwy/cache_control.h>
 
@@ -32,6 +33,7 @@
 
 #include "attention/attention.h"
 #include "attention/block_visibility.h"
+#include "attention/decode_walk.h"
 #include "attention/kv_rows.h"
 #include "attention/softmax_state.h"
 #include "ops/quant_blocks.h"
@@ -357,7 +359,7 @@ void ScoreBlock(KvPtr<T> k, int64_t stride, int64_t n_keys, const DimLayout& dim
 // One online-softmax step per row over S[r][0, n_keys) (masked keys -inf):
 // new max m, alpha[r] = e^{m_old - m} (the factor for acc), l; S becomes
 // the probabilities e^{s - m}.
-HWY_INLINE void SoftmaxBlock(float* s, int64_t n_keys, int64_t rows, float* m, float* l,
+void SoftmaxBlock(float* s, int64_t n_keys, int64_t rows, float* m, float* l,
                              float* alpha) {
   const DF df;
   const int64_t n_padded = (n_keys + kLanes - 1) / kLanes * kLanes;
@@ -515,10 +517,9 @@ template <class T>
 void RunDecodeTyped(const FlashPlan& plan, const FlashTask& t) {
   const AttentionArgs& args = *plan.args;
   const AttentionShape& shape = args.shape;
-  const int64_t d = shape.head_dim;
-  const int32_t group = shape.n_heads / shape.n_kv_heads;
-  const int64_t rows = args.n_q * group;  // per KV head: query i, head g at i * group + g
-  const int64_t heads = t.kv_head_end - t.kv_head;
+  const DecodeTaskRows task(args, t);
+  const int64_t d = task.d, rows = task.rows, heads = task.heads;
+  const int32_t group = task.group;
   const DimLayout dim(d);
   const bool pair_order = KvLoad<T>::kPairOrder;
 
@@ -539,8 +540,8 @@ void RunDecodeTyped(const FlashPlan& plan, const FlashTask& t) {
   std::fill_n(s.l.begin(), heads * rows, 0.0f);
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t query = r / group, head = (t.kv_head + h) * group + r % group;
-      const float* q = args.q + (query * shape.n_heads + head) * d;
+      const DecodeRow at = DecodeRowOf(t.kv_head + h, r, group);
+      const float* q = args.q + (at.query * shape.n_heads + at.head) * d;
       float* row = s.row.data();
       std::fill_n(row, dim.padded, 0.0f);
       for (int64_t c = 0; c < d; ++c) row[c] = q[c] * plan.scale;
@@ -548,47 +549,28 @@ void RunDecodeTyped(const FlashPlan& plan, const FlashTask& t) {
       std::copy_n(row, dim.padded, dst);
       if (pair_order) ToPairOrder(row, dim.pairs, dst);
     }
-  std::vector<int32_t> row_pos(static_cast<size_t>(rows));  // [rows] query position of each row
-  for (int64_t r = 0; r < rows; ++r) row_pos[size_t(r)] = args.q_pos[r / group];
 
   const KvView& kv = args.kv;
   const int64_t stride = KvRowStride(kv, shape);
   const KvPtr<T> k = ViewAt<T>(kv.k, int64_t(t.kv_head) * d);  // this task's first head
   const KvPtr<T> v = ViewAt<T>(kv.v, int64_t(t.kv_head) * d);
   const std::vector<BlockVisit> visits = plan.VisitsFor(t);
-  // While a block is computed, the next one is requested: each K or V
-  // read of this block requests the same bytes of the next (so the requests
-  // spread over the block's compute instead of stalling it in one burst).
-  // The first block, and a last block shorter than kBlockKeys, are
-  // requested all at once.
-  auto prefetch_block = [&](size_t vi) {
+  auto request_block = [&](size_t vi) {  // every line of visit vi's block
     const int64_t first = visits[vi].block * kBlockKeys;
     PrefetchRows(k, v, stride, first, std::min(kv.n_rows, first + kBlockKeys), 0, heads * d);
   };
-  if (!visits.empty()) prefetch_block(0);
+  if (!visits.empty()) request_block(0);
   for (size_t vi = 0; vi < visits.size(); ++vi) {
-    const BlockVisit& visit = visits[vi];
-    const int64_t j0 = visit.block * kBlockKeys;
-    const int64_t n_keys = std::min(kBlockKeys, kv.n_rows - j0);
-    const int32_t* k_pos = kv.pos + j0;
-    int64_t ahead = 0;  // elements from a row of this block to the same row of the next
-    if (vi + 1 < visits.size()) {
-      const int64_t next = visits[vi + 1].block * kBlockKeys;
-      if (n_keys == kBlockKeys && next + kBlockKeys <= kv.n_rows)
-        ahead = (next - j0) * stride;
-      else
-        prefetch_block(vi + 1);
-    }
+    const DecodeBlock b = DecodeBlockAt(visits, vi, kv.n_rows, stride);
+    if (b.request_next) request_block(vi + 1);
+    const int64_t j0 = b.first, n_keys = b.n_keys, ahead = b.ahead;
     for (int64_t h = 0; h < heads; ++h) {
       const KvPtr<T> kb = k + j0 * stride + h * d;
       const KvPtr<T> vb = v + j0 * stride + h * d;
       const float* qp = s.qp.data() + h * rows * dim.padded;
       ScoreBlock<T>(kb, stride, n_keys, dim, qp, rows, ahead, s.pairs.data(), s.s.data());
-      if (visit.span == Visibility::kPartial)
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t j = 0; j < n_keys; ++j)
-            if (!Sees(args.span, row_pos[size_t(r)], k_pos[j]))
-              s.s[size_t(r * kBlockKeys + j)] = kNegInf;
+      if (visits[vi].span == Visibility::kPartial)
+        MaskUnseen(s.s.data(), rows, n_keys, args.span, task.row_pos.data(), kv.pos + j0);
       SoftmaxBlock(s.s.data(), n_keys, rows, s.m.data() + h * rows, s.l.data() + h * rows,
                    s.alpha.data());
       AccumulateBlock<T>(vb, stride, n_keys, dim, s.s.data(), s.alpha.data(), rows, ahead,
@@ -601,8 +583,8 @@ void RunDecodeTyped(const FlashPlan& plan, const FlashTask& t) {
       const float* acc = s.acc.data() + (h * rows + r) * dim.padded;
       std::copy_n(acc, dim.padded, s.row.data());
       if (pair_order) FromPairOrder(acc, dim.pairs, s.row.data());
-      plan.StoreRow(t, 0, r / group, (t.kv_head + h) * group + r % group, s.m[size_t(h * rows + r)],
-                    s.l[size_t(h * rows + r)], s.row.data());
+      const DecodeRow at = DecodeRowOf(t.kv_head + h, r, group);
+      plan.StoreRow(t, 0, at.query, at.head, s.m[size_t(h * rows + r)], s.l[size_t(h * rows + r)], s.row.data());
     }
 }
 
@@ -623,8 +605,14 @@ HWY_AFTER_NAMESPACE();
 namespace swan {
 
 HWY_EXPORT(RunDecodeTaskImpl);
+HWY_EXPORT(SoftmaxBlock);
+
+void DecodeSoftmaxBlock(float* s, int64_t n_keys, int64_t rows, float* m, float* l, float* alpha) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxBlock)(s, n_keys, rows, m, l, alpha);
+}
 
 void RunDecodeTask(const FlashPlan& plan, int64_t task) {
+  if (DecodeRunsBf16Dot(*plan.args)) return RunDecodeTaskBf16Dot(plan, plan.Task(task));
   HWY_DYNAMIC_DISPATCH(RunDecodeTaskImpl)(plan, task);
 }
 

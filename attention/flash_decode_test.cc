@@ -5,16 +5,19 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "attention/attention.h"
+#include "attention/flash_decode_bf16.h"
 #include "attention/flash_plan.h"
 #include "attention/seeded_test.h"
 #include "attention/test_problem.h"
 #include "kv/kv_cache.h"
+#include "util/simd_target.h"
 
 namespace swan {
 namespace {
@@ -22,6 +25,9 @@ namespace {
 using testing::ForEachTarget;
 using testing::MakePrefill;
 using testing::Problem;
+using testing::BF16ProbabilitiesBound;
+using testing::BF16Queries;
+using testing::MaxAbsDifference;
 using testing::RelativeError;
 
 using DecodeTest = testing::SeededTest;
@@ -46,13 +52,32 @@ struct Case {
   std::string name;
 };
 
+// The reference's result for a call whose queries are first rounded to
+// bf16, as the bf16 dot-product kernel (flash_decode_bf16.h) multiplies them.
+Result RunWithBF16Queries(AttentionArgs a) {
+  const std::vector<float> q = BF16Queries(a);  // [n_q, heads, head_dim]
+  a.q = q.data();
+  return Run(a, true);
+}
+
 // Compares every case on every SIMD target (the reference runs once).
 void ExpectMatchesOnEveryTarget(const std::vector<Case>& cases) {
-  std::vector<Result> expected;
-  for (const Case& c : cases) expected.push_back(Run(c.reference, true));
+  std::vector<Result> expected, expected_bf16_q;  // [cases]
+  for (const Case& c : cases) {
+    expected.push_back(Run(c.reference, true));
+    expected_bf16_q.push_back(RunWithBF16Queries(c.reference));
+  }
   ForEachTarget([&] {
     for (size_t i = 0; i < cases.size(); ++i) {
       const Result fast = Run(cases[i].fast, false);
+      if (DecodeRunsBf16Dot(cases[i].fast)) {
+        const Result& e = expected_bf16_q[i];
+        EXPECT_LE(MaxAbsDifference(fast.out, e.out), 1.001 * BF16ProbabilitiesBound(cases[i].fast) + 1e-6)
+            << cases[i].name << ", bf16 dots";
+        EXPECT_LE(RelativeError(fast.lse, e.lse), 1e-5) << cases[i].name << ", bf16 dots";
+        EXPECT_LE(RelativeError(fast.max, e.max), 1e-5) << cases[i].name << ", bf16 dots";
+        continue;
+      }
       EXPECT_LE(RelativeError(fast.out, expected[i].out), 1e-5) << cases[i].name;
       EXPECT_LE(RelativeError(fast.lse, expected[i].lse), 1e-5) << cases[i].name;
       EXPECT_LE(RelativeError(fast.max, expected[i].max), 1e-5) << cases[i].name;
@@ -188,6 +213,27 @@ TEST_F(DecodeTest, RingWithEmptySlotsAndRowStride) {
     cases.push_back(Case{a, p.Args(), Name(p) + ", row stride " + std::to_string(stride)});
   }
   ExpectMatchesOnEveryTarget(cases);
+}
+
+// The bf16 dot-product kernel takes decode calls over bf16 views whose
+// head_dim is a multiple of 32 where the CPU has AVX-512 BF16 and the
+// dispatch is AVX-512, and nothing else (the comparisons above hold it to
+// its bound wherever it runs).
+TEST_F(DecodeTest, BF16DotsRunOnlyWhereTheyCan) {
+  const Problem bf16 = MakePrefill(rng, AttentionShape{8, 2, 64}, Span{}, 300, 1, false, KvType::kBF16);
+  const Problem f32 = MakePrefill(rng, AttentionShape{8, 2, 64}, Span{}, 300, 1, false, KvType::kF32);
+  const Problem d80 = MakePrefill(rng, AttentionShape{8, 2, 80}, Span{}, 300, 1, false, KvType::kBF16);
+  const Problem rows32 = MakePrefill(rng, AttentionShape{32, 1, 64}, Span{}, 300, 1, false, KvType::kBF16);
+  __builtin_cpu_init();
+  const bool cpu = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                   __builtin_cpu_supports("avx512bf16");
+  ForEachTarget([&] {
+    const int64_t target = DispatchedSimdTargetBit();
+    EXPECT_EQ(DecodeRunsBf16Dot(bf16.Args()), cpu && (target == HWY_AVX3 || target == HWY_AVX3_DL));
+    EXPECT_FALSE(DecodeRunsBf16Dot(f32.Args()));
+    EXPECT_FALSE(DecodeRunsBf16Dot(d80.Args()));
+    EXPECT_FALSE(DecodeRunsBf16Dot(rows32.Args()));  // the tiled kernel's
+  });
 }
 
 TEST_F(DecodeTest, Q8_0KeysAndValues) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attention/attention.h"
+#include "attention/kv_rows.h"
 #include "ops/quant_blocks.h"
 #include "util/bf16.h"
 
@@ -103,6 +104,34 @@ inline double RelativeError(const std::vector<float>& a, const std::vector<float
     scale = std::max(scale, std::fabs(double(b[i])));
   }
   return scale > 0 ? diff / scale : diff;
+}
+
+// The queries of `a` [n_q, heads, head_dim] rounded to bf16, as the bf16
+// dot-product decode kernel (flash_decode_bf16.h) multiplies them: the
+// reference's input for a call that kernel runs.
+inline std::vector<float> BF16Queries(const AttentionArgs& a) {
+  std::vector<float> q(a.q, a.q + a.n_q * a.shape.n_heads * a.shape.head_dim);
+  for (float& x : q) x = BF16ToF32(F32ToBF16(x));
+  return q;
+}
+
+// What is left of that kernel's error once its queries are rounded as it
+// rounds them is its rounding of the probabilities to bf16, 2^-9 of each at
+// most: an output, sum_j p_j v_j / l, moves by at most 2^-9 max_j |v_j| (l
+// sums the unrounded p_j). The scores, and so lse and max, are float32's.
+inline double BF16ProbabilitiesBound(const AttentionArgs& a) {
+  double v_max = 0;
+  for (int64_t j = 0; j < a.kv.n_rows; ++j)
+    for (int32_t h = 0; h < a.shape.n_kv_heads; ++h)
+      for (int64_t c = 0; c < a.shape.head_dim; ++c)
+        v_max = std::max(v_max, std::fabs(KvElement(a.kv, a.shape, j, h, c, /*is_key=*/false)));
+  return v_max / 512;
+}
+
+inline double MaxAbsDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::fabs(double(a[i]) - double(b[i])));
+  return diff;
 }
 
 }  // namespace swan::testing

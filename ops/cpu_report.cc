@@ -92,6 +92,10 @@ std::string CpuReport() {
       << (OneDnnHasBF16Matmul() ? "" : ", its kernel on Highway " + DispatchedSimdTarget()) << "\n"
       << "q8_0/q4_0 products: " << BlockKernelName(BestBlockKernel()) << " integer kernel"
       << (OneDnnHasBF16Matmul() ? "; f16 prefill in bf16" : "; f16 prefill in float32") << "\n"
+      << "bf16 KV decode: "
+      << (AvxBF16DotsHere() ? "AVX-512 BF16 dot products (queries, probabilities in bf16)"
+                            : "float32 on Highway " + DispatchedSimdTarget())
+      << "\n"
       << "threads: " << ThreadLimit() << " (fewer while other programs keep the cores busy; OpenMP "
       << (policy ? std::string("OMP_WAIT_POLICY=") + policy
                  : std::string("GOMP_SPINCOUNT=") + (spin ? spin : "default"))

@@ -26,6 +26,20 @@ HWY_EXPORT(TargetBit);
 
 int64_t DispatchedSimdTargetBit() { return HWY_DYNAMIC_DISPATCH(TargetBit)(); }
 
+bool AvxBF16DotsHere() {
+#if defined(__x86_64__)
+  static const bool cpu = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+  }();
+  const int64_t target = DispatchedSimdTargetBit();
+  return cpu && (target == HWY_AVX3 || target == HWY_AVX3_DL);
+#else
+  return false;
+#endif
+}
+
 namespace {
 
 constexpr int64_t kCappable[] = {HWY_AVX3_DL, HWY_AVX3,   HWY_AVX2,  HWY_SSE4,

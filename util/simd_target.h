@@ -20,6 +20,10 @@ std::string DispatchedSimdTarget();
 // Its bit (HWY_AVX2, ...), through Highway's dispatch table: cheap enough
 // to ask before every kernel call (hwy::SupportedTargets asks the CPU).
 int64_t DispatchedSimdTargetBit();
+// Whether kernels may use AVX-512 BF16's dot products (vdpbf16ps) now: the
+// CPU has them and the dispatch is AVX3 or AVX3_DL (not capped below).
+// Highway 1.0.3 has no op for them, so such kernels use intrinsics.
+bool AvxBF16DotsHere();
 // Every target this binary was compiled for, best first ("AVX3_DL AVX3 ...").
 std::string CompiledSimdTargets();
 
