@@ -32,6 +32,19 @@ struct DecodeTaskRows {
         row_pos(static_cast<size_t>(rows)) {
     for (int64_t r = 0; r < rows; ++r) row_pos[size_t(r)] = args.q_pos[r / group];
   }
+
+  // The query (head_dim floats) of row r of KV head kv_head.
+  const float* Query(const AttentionArgs& args, int64_t kv_head, int64_t r) const {
+    return args.q + ((r / group) * args.shape.n_heads + kv_head * group + r % group) * d;
+  }
+
+  // Every row's softmax state empty: acc [heads][rows][acc_row] 0, m
+  // [heads][rows] -inf, l [heads][rows] 0.
+  void ResetStates(float* acc, int64_t acc_row, float* m, float* l) const {
+    std::fill_n(acc, heads * rows * acc_row, 0.0f);
+    std::fill_n(m, heads * rows, kNegInf);
+    std::fill_n(l, heads * rows, 0.0f);
+  }
 };
 
 // Row r of KV head kv_head (G = group query heads per KV head): query

@@ -535,13 +535,10 @@ void RunDecodeTyped(const FlashPlan& plan, const FlashTask& t) {
   grow(s.pairs, int64_t(kMaxRegisterRows) * kLanes * kLanes / 2 + kLanes);
   grow(s.alpha, rows);
   grow(s.row, dim.padded);
-  std::fill_n(s.acc.begin(), heads * rows * dim.padded, 0.0f);
-  std::fill_n(s.m.begin(), heads * rows, kNegInf);
-  std::fill_n(s.l.begin(), heads * rows, 0.0f);
+  task.ResetStates(s.acc.data(), dim.padded, s.m.data(), s.l.data());
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t r = 0; r < rows; ++r) {
-      const DecodeRow at = DecodeRowOf(t.kv_head + h, r, group);
-      const float* q = args.q + (at.query * shape.n_heads + at.head) * d;
+      const float* q = task.Query(args, t.kv_head + h, r);
       float* row = s.row.data();
       std::fill_n(row, dim.padded, 0.0f);
       for (int64_t c = 0; c < d; ++c) row[c] = q[c] * plan.scale;

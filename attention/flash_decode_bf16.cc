@@ -242,13 +242,10 @@ SWAN_BF16_DOT_TARGET void RunTask(const FlashPlan& plan, const FlashTask& t) {
   Grow(s.folds, kMaxRows * 8 * 16);
   Grow(s.alpha, rows);
   Grow(s.row, d);
-  std::fill_n(s.acc.begin(), heads * rows * d, 0.0f);
-  std::fill_n(s.m.begin(), heads * rows, kNegInf);
-  std::fill_n(s.l.begin(), heads * rows, 0.0f);
+  task.ResetStates(s.acc.data(), d, s.m.data(), s.l.data());
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t r = 0; r < rows; ++r) {
-      const DecodeRow at = DecodeRowOf(t.kv_head + h, r, group);
-      const float* q = args.q + (at.query * shape.n_heads + at.head) * d;
+      const float* q = task.Query(args, t.kv_head + h, r);
       uint16_t* dst = s.q.data() + (h * rows + r) * d;
       for (int64_t c = 0; c < d; ++c) dst[c] = F32ToBF16(q[c]);
     }
