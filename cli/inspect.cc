@@ -26,7 +26,7 @@ const char kUsage[] =
     "  kind, span, positional encoding) and the KV cache bytes per layer after CTX tokens\n"
     "  (default: max_position_embeddings), against full attention on every layer. DIR may\n"
     "  also be a GGUF file: then its matrices' types, the type swan holds each in (Q4_K\n"
-    "  as q4_1; Q5_0, Q5_1, Q5_K and Q6_K as q8_0) and their bytes in the file and held.\n"
+    "  as q4_1; Q5_0, Q5_1 and Q5_K as q8_0) and their bytes in the file and held.\n"
     "  --batch B is the prefill chunk the window rings leave room for (default 512).\n";
 
 std::string ToUpper(std::string s) {
@@ -43,7 +43,7 @@ std::string Bytes(double b) {
   return buf;
 }
 
-// "Q4_K x44 as q4_1, Q6_K x5 as q8_0; 4.6 MiB in the file, 5.0 MiB held":
+// "Q4_K x44 as q4_1, Q5_K x5 as q8_0; 4.6 MiB in the file, 5.0 MiB held":
 // the file's matrices by type, the type swan holds each in, and their bytes
 // (block types as packed, in whole groups of 16 rows).
 std::string HeldTypes(const GgufFile& file) {

@@ -1,11 +1,11 @@
 // A GGUF file as a model swan runs: its metadata as a ModelConfig, and its
 // tensors under the Hugging Face names the families read (token_embd ->
 // model.embed_tokens, blk.N.attn_q -> model.layers.N.self_attn.q_proj, ...),
-// in their own types (F32, F16 and BF16 used in place; Q8_0, Q4_0 and Q4_1
-// packed into a copy of the same size for the integer kernels; Q4_K as Q4_1
-// blocks of its sub-blocks, 5 bits a value where the file has 4.5; Q5_0,
-// Q5_1, Q5_K and Q6_K dequantized as ggml does and held as Q8_0, 8.5 bits a
-// value where the file has 5.5 to 6.6; the mapped pages then let go).
+// in their own types (F32, F16 and BF16 used in place; Q8_0, Q4_0, Q4_1 and
+// Q6_K packed into a copy of the same size for the integer kernels; Q4_K as
+// Q4_1 blocks of its sub-blocks, 5 bits a value where the file has 4.5;
+// Q5_0, Q5_1 and Q5_K dequantized as ggml does and held as Q8_0, 8.5 bits a
+// value where the file has 5.5 to 6; the mapped pages then let go).
 // Undone on the way in, as llama.cpp's converter did them on the way out:
 // the q/k row permutation of "llama" files (interleaved RoPE pairs back to
 // halves) and the +1 of Gemma 3's norm weights.

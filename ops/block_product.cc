@@ -80,7 +80,7 @@ void QuantizeRowsScalar(int8_t* q, float* d, int32_t* sum, const float* x, int64
 
 void RequireSizes(const float* y, const PackedBlocks& w, int64_t m) {
   if (!y || !w.payload) throw std::invalid_argument("block product: null buffer");
-  if (m < 1 || w.n < 1 || w.k < 1 || w.k % kQuantBlockValues != 0 || !IsBlockQuantized(w.type))
+  if (m < 1 || w.n < 1 || w.k < 1 || !IsBlockQuantized(w.type) || !RowFits(w.type, w.k))
     throw std::invalid_argument("block product: " + std::string(WeightTypeName(w.type)) + " [" +
                                 std::to_string(w.n) + ", " + std::to_string(w.k) + "] with " + std::to_string(m) +
                                 " input rows");
@@ -103,6 +103,14 @@ void QuantizeInput(int8_t* q, float* d, int32_t* sum, const float* x, int64_t m,
   QuantizeRowsScalar(q, d, sum, x, m, k);
 }
 
+void SumLowHalves(int32_t* sum_low, const int8_t* q, int64_t m, int64_t k) {
+  for (int64_t b = 0; b < m * k / kQuantBlockValues; ++b, q += kQuantBlockValues) {
+    int32_t s = 0;
+    for (int i = 0; i < 16; ++i) s += q[i];
+    sum_low[b] = s;
+  }
+}
+
 namespace block_kernels {
 
 void GroupsScalar(const BlockJob& job, int64_t g_begin, int64_t g_end) {
@@ -117,6 +125,21 @@ void GroupsScalar(const BlockJob& job, int64_t g_begin, int64_t g_end) {
         for (int64_t b = 0; b < blocks; ++b) {
           const uint8_t* in = w.payload + size_t(g * blocks + b) * payload_bytes + size_t(j) * 4;
           const int8_t* xq = job.x.q + r * k + b * kQuantBlockValues;  // [32]
+          const float xd = job.x.d[r * blocks + b];
+          if (w.type == WeightType::kQ6_K) {
+            int32_t dot = 0;
+            for (int h = 0; h < 2; ++h) {
+              int32_t half = 0;  // values 16h .. 16h + 15
+              for (int c = 0; c < 4; ++c)
+                for (int i = 0; i < 4; ++i) {
+                  const int q = (in[c * 64 + i] >> (4 * h) & 15) | (in[256 + h * 64 + i] >> (2 * c) & 3) << 4;
+                  half += (q - 32) * xq[16 * h + 4 * c + i];
+                }
+              dot += half * w.sub_scales[((g * blocks + b) * 2 + h) * kPackedRows + j];
+            }
+            acc += float(dot) * (F16ToF32(w.scales[(g * (blocks / 8) + b / 8) * kPackedRows + j]) * xd);
+            continue;
+          }
           const int offset = w.type == WeightType::kQ4_0 ? 8 : 0;  // Q4_1's nibbles are the values
           int32_t dot = 0;
           for (int c = 0; c < (w.type == WeightType::kQ8_0 ? 8 : 4); ++c)
@@ -130,7 +153,6 @@ void GroupsScalar(const BlockJob& job, int64_t g_begin, int64_t g_end) {
               }
             }
           const int64_t at = (g * blocks + b) * kPackedRows + j;
-          const float xd = job.x.d[r * blocks + b];
           acc += float(dot) * (F16ToF32(w.scales[at]) * xd);
           // Q4_1: + m Σ x, the block's input sum times its scale
           if (w.mins) acc += F16ToF32(w.mins[at]) * (xd * float(job.x.sum[r * blocks + b]));
@@ -202,11 +224,16 @@ void BlockProducts(const float* x, int64_t m, const BlockOutput* outs, int64_t c
   thread_local std::vector<int8_t> q;     // [m, k]
   thread_local std::vector<float> d;      // [m, k / 32]
   thread_local std::vector<int32_t> sum;  // [m, k / 32]
+  thread_local std::vector<int32_t> sum_low;  // [m, k / 32]
   const size_t values = size_t(m * k), blocks = values / kQuantBlockValues;
   if (q.size() < values) q.resize(values);
-  if (d.size() < blocks) d.resize(blocks), sum.resize(blocks);
+  if (d.size() < blocks) d.resize(blocks), sum.resize(blocks), sum_low.resize(blocks);
   QuantizeInput(q.data(), d.data(), sum.data(), x, m, k);
-  RunProducts(BestBlockKernel(), QuantizedInput{q.data(), d.data(), sum.data()}, m, outs, count, accumulate);
+  bool six = false;
+  for (int64_t i = 0; i < count; ++i) six = six || outs[i].w.type == WeightType::kQ6_K;
+  if (six) SumLowHalves(sum_low.data(), q.data(), m, k);
+  RunProducts(BestBlockKernel(), QuantizedInput{q.data(), d.data(), sum.data(), sum_low.data()}, m, outs, count,
+              accumulate);
 }
 
 void BlockProduct(float* y, const float* x, const PackedBlocks& w, int64_t m, bool accumulate) {

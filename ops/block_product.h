@@ -1,5 +1,5 @@
-// Products with Q8_0 and Q4_0 weights in integers, as llama.cpp computes
-// them: each input row is quantized per 32 values to int8 with a float scale
+// Products with Q8_0, Q4_0, Q4_1 and Q6_K weights in integers, as llama.cpp
+// computes them: each input row is quantized per 32 values to int8 with a float scale
 // (QuantizeInput), each block's 32 products are summed exactly in int32 by
 // 8-bit dot-product instructions, and the sum is scaled once by the
 // weight's and the input's scales. One kernel serves decode (m = 1) and
@@ -28,6 +28,7 @@ struct QuantizedInput {
   const int8_t* q = nullptr;    // [m, k]
   const float* d = nullptr;     // [m, k / 32] the scales
   const int32_t* sum = nullptr; // [m, k / 32] each block's sum of q
+  const int32_t* sum_low = nullptr;  // [m, k / 32] the sum of each block's first 16 q (Q6_K's offset)
 };
 
 enum class BlockKernel { kScalar, kAvx2, kAvx512Vnni };
@@ -40,6 +41,9 @@ BlockKernel BestBlockKernel();
 
 // q [m, k], d and sum [m, k / 32] of x [m, k]; k a multiple of 32.
 void QuantizeInput(int8_t* q, float* d, int32_t* sum, const float* x, int64_t m, int64_t k);
+
+// sum_low [m, k / 32]: the sum of each block's first 16 values of q [m, k].
+void SumLowHalves(int32_t* sum_low, const int8_t* q, int64_t m, int64_t k);
 
 // y [m, w.n] = x [m, w.k] · wᵀ (or += with accumulate), x quantized here
 // (buffers kept by the calling thread). OpenMP over groups of 16 columns.

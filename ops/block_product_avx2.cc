@@ -86,12 +86,80 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
     for (int half = 0; half < 2; ++half) _mm256_storeu_ps(tile + r * kPackedRows + 8 * half, acc[r][half]);
 }
 
+// Q6_K's top 2 bits of chunk c from a high-bit vector, in place (bits 4-5
+// of each byte); bits a 16-bit shift carries across a byte are masked off.
+template <int c>
+SWAN_AVX2_TARGET inline __m256i TopBits(__m256i high) {
+  const __m256i mask = _mm256_set1_epi8(0x30);
+  if constexpr (c < 2) return _mm256_and_si256(_mm256_slli_epi16(high, 4 - 2 * c), mask);
+  if constexpr (c == 2) return _mm256_and_si256(high, mask);
+  return _mm256_and_si256(_mm256_srli_epi16(high, 2), mask);
+}
+
+// Q6_K: q in [0, 63] times q: a pair is at most 2 * 63 * 127 = 16002, so two
+// chunks add in int16 before each vpmaddwd. Each half block's int32 sum,
+// offset by -32 times its input sum, is multiplied by its int8 scale.
+template <int kRows>
+SWAN_AVX2_TARGET void GroupTileQ6K(const BlockJob& job, int64_t g, int64_t row, float* tile) {
+  const GroupTileData t = TileData(job, g, row);
+  const int64_t blocks = t.blocks, k = t.k;
+  const __m256i low = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  __m256 acc[kRows][2];
+  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* p = t.payload + b * 384;
+    for (int half = 0; half < 2; ++half) {  // rows 8 half .. 8 half + 7
+      const __m256 dw = _mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b / 8 * kPackedRows + 8 * half)));
+      const int8_t* sc = t.sub_scales + b * 2 * kPackedRows + 8 * half;  // rows' scales: sc[0..8), sc[16..24)
+      const __m256i sc_low = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc)));
+      const __m256i sc_high = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 16)));
+      const __m256i* at = reinterpret_cast<const __m256i*>(p + 32 * half);  // 64-byte chunks: at[2 c]
+      const __m256i h0 = _mm256_loadu_si256(at + 8), h1 = _mm256_loadu_si256(at + 10);
+      const __m256i b0 = _mm256_loadu_si256(at), b1 = _mm256_loadu_si256(at + 2), b2 = _mm256_loadu_si256(at + 4),
+                    b3 = _mm256_loadu_si256(at + 6);
+      __m256i wv[8];  // chunk c: values 4c .. 4c + 3 of the 8 rows, q
+      wv[0] = _mm256_or_si256(_mm256_and_si256(b0, low), TopBits<0>(h0));
+      wv[1] = _mm256_or_si256(_mm256_and_si256(b1, low), TopBits<1>(h0));
+      wv[2] = _mm256_or_si256(_mm256_and_si256(b2, low), TopBits<2>(h0));
+      wv[3] = _mm256_or_si256(_mm256_and_si256(b3, low), TopBits<3>(h0));
+      wv[4] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b0, 4), low), TopBits<0>(h1));
+      wv[5] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), low), TopBits<1>(h1));
+      wv[6] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), low), TopBits<2>(h1));
+      wv[7] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b3, 4), low), TopBits<3>(h1));
+      for (int r = 0; r < kRows; ++r) {
+        const int8_t* x = t.xq + r * k + b * kQuantBlockValues;
+        const int32_t first = t.xl[r * blocks + b], second = t.xs[r * blocks + b] - first;
+        __m256i sums[2];  // values 0-15, 16-31
+        for (int h = 0; h < 2; ++h) {
+          const int8_t* xh = x + 16 * h;
+          const __m256i* w = wv + 4 * h;
+          const __m256i pair01 = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], Broadcast4(xh)),
+                                                  _mm256_maddubs_epi16(w[1], Broadcast4(xh + 4)));
+          const __m256i pair23 = _mm256_add_epi16(_mm256_maddubs_epi16(w[2], Broadcast4(xh + 8)),
+                                                  _mm256_maddubs_epi16(w[3], Broadcast4(xh + 12)));
+          sums[h] = _mm256_add_epi32(_mm256_madd_epi16(pair01, ones), _mm256_madd_epi16(pair23, ones));
+          sums[h] = _mm256_sub_epi32(sums[h], _mm256_set1_epi32(32 * (h ? second : first)));
+        }
+        const __m256i dot = _mm256_add_epi32(_mm256_mullo_epi32(sums[0], sc_low), _mm256_mullo_epi32(sums[1], sc_high));
+        acc[r][half] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(t.xd[r * blocks + b])),
+                                       acc[r][half]);
+      }
+    }
+  }
+  for (int r = 0; r < kRows; ++r)
+    for (int half = 0; half < 2; ++half) _mm256_storeu_ps(tile + r * kPackedRows + 8 * half, acc[r][half]);
+}
+
 }  // namespace
 
 void GroupsAvx2(const BlockJob& job, int64_t g_begin, int64_t g_end) {
   WithPacked(job.w.type, [&](auto format) {
     ForEachTile(job, g_begin, g_end, [&](auto rows, int64_t g, int64_t row, float* out) {
-      GroupTile<rows(), format()>(job, g, row, out);
+      if constexpr (format() == Packed::kQ6_K)
+        GroupTileQ6K<rows()>(job, g, row, out);
+      else
+        GroupTile<rows(), format()>(job, g, row, out);
     });
   });
 }

@@ -1,4 +1,4 @@
-// BlockProduct's AVX-512 VNNI kernel. Per group of 16 weight rows and block
+// BlockProduct's AVX-512 VNNI kernel (Q6_K's: GroupTileQ6K below). Per group of 16 weight rows and block
 // of 32 values, 8 vpdpbusd give each row's exact int32 sum in a lane of its
 // own: unsigned weight bytes times 4 signed input values broadcast to every
 // lane. Q4_0's nibbles are unsigned already (n = value + 8); Q8_0's int8 are
@@ -75,12 +75,72 @@ SWAN_VNNI_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
   for (int r = 0; r < kRows; ++r) _mm512_storeu_ps(tile + r * kPackedRows, acc[r]);
 }
 
+// Q6_K's top 2 bits of chunk c from a high-bit vector, in place (bits 4-5
+// of each byte). 16-bit shifts: the bits a shift carries across a byte are
+// masked off.
+template <int c>
+SWAN_VNNI_TARGET inline __m512i TopBits(__m512i high) {
+  const __m512i mask = _mm512_set1_epi8(0x30);
+  if constexpr (c < 2) return _mm512_and_si512(_mm512_slli_epi16(high, 4 - 2 * c), mask);
+  if constexpr (c == 2) return _mm512_and_si512(high, mask);
+  return _mm512_and_si512(_mm512_srli_epi16(high, 2), mask);
+}
+
+// Q6_K's GroupTile: q in [0, 63] as unsigned bytes, each half block's int32
+// sum started at -32 times its input sum, times its int8 scale, then
+// scaled by d and the input's scale.
+template <int kRows>
+SWAN_VNNI_TARGET void GroupTileQ6K(const BlockJob& job, int64_t g, int64_t row, float* tile) {
+  const GroupTileData t = TileData(job, g, row);
+  const int64_t blocks = t.blocks, k = t.k;
+  const __m512i low = _mm512_set1_epi8(0x0f);
+  __m512 acc[kRows];
+  for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
+  __m512 dw = _mm512_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* p = t.payload + b * 384;
+    const __m512i h0 = _mm512_loadu_si512(p + 256), h1 = _mm512_loadu_si512(p + 320);
+    __m512i wv[8];  // chunk c: values 4c .. 4c + 3 of the 16 rows, q
+    const __m512i b0 = _mm512_loadu_si512(p), b1 = _mm512_loadu_si512(p + 64), b2 = _mm512_loadu_si512(p + 128),
+                  b3 = _mm512_loadu_si512(p + 192);
+    wv[0] = _mm512_or_si512(_mm512_and_si512(b0, low), TopBits<0>(h0));
+    wv[1] = _mm512_or_si512(_mm512_and_si512(b1, low), TopBits<1>(h0));
+    wv[2] = _mm512_or_si512(_mm512_and_si512(b2, low), TopBits<2>(h0));
+    wv[3] = _mm512_or_si512(_mm512_and_si512(b3, low), TopBits<3>(h0));
+    wv[4] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(b0, 4), low), TopBits<0>(h1));
+    wv[5] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(b1, 4), low), TopBits<1>(h1));
+    wv[6] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(b2, 4), low), TopBits<2>(h1));
+    wv[7] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(b3, 4), low), TopBits<3>(h1));
+    const int8_t* sc = t.sub_scales + b * 2 * kPackedRows;  // [2, 16]
+    const __m512i sc_low = _mm512_maskz_cvtepi8_epi32(kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
+    const __m512i sc_high = _mm512_maskz_cvtepi8_epi32(kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + 16)));
+    if (b % 8 == 0)
+      dw = _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.scales + b / 8 * kPackedRows)));
+    for (int r = 0; r < kRows; ++r) {
+      const int8_t* x = t.xq + r * k + b * kQuantBlockValues;
+      const int32_t first = t.xl[r * blocks + b], second = t.xs[r * blocks + b] - first;
+      __m512i lo = _mm512_set1_epi32(-32 * first), hi = _mm512_set1_epi32(-32 * second);
+      for (int c = 0; c < 4; ++c) {
+        lo = _mm512_dpbusd_epi32(lo, wv[c], Broadcast4(x + 4 * c));
+        hi = _mm512_dpbusd_epi32(hi, wv[c + 4], Broadcast4(x + 16 + 4 * c));
+      }
+      const __m512i dot = _mm512_add_epi32(_mm512_mullo_epi32(lo, sc_low), _mm512_mullo_epi32(hi, sc_high));
+      acc[r] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(kAll, dot), _mm512_mul_ps(dw, _mm512_set1_ps(t.xd[r * blocks + b])),
+                               acc[r]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) _mm512_storeu_ps(tile + r * kPackedRows, acc[r]);
+}
+
 }  // namespace
 
 void GroupsAvx512Vnni(const BlockJob& job, int64_t g_begin, int64_t g_end) {
   WithPacked(job.w.type, [&](auto format) {
     ForEachTile(job, g_begin, g_end, [&](auto rows, int64_t g, int64_t row, float* out) {
-      GroupTile<rows(), format()>(job, g, row, out);
+      if constexpr (format() == Packed::kQ6_K)
+        GroupTileQ6K<rows()>(job, g, row, out);
+      else
+        GroupTile<rows(), format()>(job, g, row, out);
     });
   });
 }

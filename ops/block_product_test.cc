@@ -21,6 +21,10 @@ std::vector<uint8_t> RandomRows(WeightType type, int64_t n, int64_t k, std::mt19
   std::uniform_int_distribution<int> byte(0, 255);
   std::vector<uint8_t> rows(size_t(n) * WeightRowBytes(type, k));  // [n, row_bytes]
   for (auto& b : rows) b = uint8_t(byte(rng));
+  if (type == WeightType::kQ6_K) {
+    for (size_t at = 0; at < rows.size(); at += kQ6KBytes) rows[at + 209] &= 0x3b;  // |d| < 2
+    return rows;
+  }
   for (size_t at = 0; at < rows.size(); at += QuantBlockBytes(type)) {
     rows[at + 1] &= 0x3b;                                  // |d| < 2
     if (type == WeightType::kQ4_1) rows[at + 3] &= 0x3b;  // |m| < 2
@@ -34,10 +38,20 @@ std::vector<uint8_t> Pack(WeightType type, const std::vector<uint8_t>& rows, int
   return packed;
 }
 
+using Shapes = std::vector<std::pair<int64_t, int64_t>>;  // [n, k] matrices
+
+// Matrix shapes for a format: rows of 256 values and more for Q6_K.
+Shapes ShapesFor(WeightType type, Shapes shapes) {
+  if (type == WeightType::kQ6_K) return {{1, 256}, {16, 256}, {37, 512}, {70, 256}};
+  return shapes;
+}
+
+constexpr WeightType kBlockTypes[] = {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ6_K};
+
 TEST(PackedBlocks, HoldTheRowsBitForBit) {
   std::mt19937 rng(std::random_device{}());
-  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1})
-    for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 32}, {16, 64}, {37, 96}, {70, 256}}) {
+  for (WeightType type : kBlockTypes)
+    for (auto [n, k] : ShapesFor(type, {{1, 32}, {16, 64}, {37, 96}, {70, 256}})) {
       const std::vector<uint8_t> rows = RandomRows(type, n, k, rng);
       const std::vector<uint8_t> packed = Pack(type, rows, n, k);
       EXPECT_EQ(packed.size(), size_t(PackedGroups(n) * 16) * WeightRowBytes(type, k));
@@ -56,18 +70,23 @@ TEST(PackedBlocks, HoldTheRowsBitForBit) {
                std::out_of_range);
   EXPECT_THROW(PackedBlocksAt(bytes.data(), WeightType::kQ4_0, 3, 40), std::invalid_argument);
   EXPECT_THROW(PackedBlocksAt(bytes.data(), WeightType::kF16, 3, 32), std::invalid_argument);
+  EXPECT_THROW(PackedBlocksAt(bytes.data(), WeightType::kQ6_K, 3, 96), std::invalid_argument);  // not 256
 }
 
 struct Input {
   std::vector<int8_t> q;     // [m, k]
   std::vector<float> d;      // [m, k / 32]
   std::vector<int32_t> sum;  // [m, k / 32]
-  QuantizedInput view() const { return {q.data(), d.data(), sum.data()}; }
+  std::vector<int32_t> sum_low;  // [m, k / 32]
+  QuantizedInput view() const { return {q.data(), d.data(), sum.data(), sum_low.data()}; }
 };
 
 Input Quantized(const std::vector<float>& x, int64_t m, int64_t k) {
-  Input in{std::vector<int8_t>(x.size()), std::vector<float>(x.size() / 32), std::vector<int32_t>(x.size() / 32)};
+  const size_t blocks = x.size() / 32;
+  Input in{std::vector<int8_t>(x.size()), std::vector<float>(blocks), std::vector<int32_t>(blocks),
+           std::vector<int32_t>(blocks)};
   QuantizeInput(in.q.data(), in.d.data(), in.sum.data(), x.data(), m, k);
+  SumLowHalves(in.sum_low.data(), in.q.data(), m, k);
   return in;
 }
 
@@ -91,9 +110,9 @@ TEST(BlockProduct, EveryKernelMatchesTheReference) {
   std::normal_distribution<float> normal;
   for (BlockKernel kernel : BlockKernelsHere()) {
     SCOPED_TRACE(BlockKernelName(kernel));
-    for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1})
+    for (WeightType type : kBlockTypes)
       for (int64_t m : {1, 2, 3, 4, 5, 9})
-        for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 32}, {16, 64}, {37, 96}, {70, 512}}) {
+        for (auto [n, k] : ShapesFor(type, {{1, 32}, {16, 64}, {37, 96}, {70, 512}})) {
           const std::vector<uint8_t> rows = RandomRows(type, n, k, rng);
           const std::vector<uint8_t> packed = Pack(type, rows, n, k);
           const PackedBlocks w = PackedBlocksAt(packed.data(), type, n, k);
@@ -116,31 +135,44 @@ TEST(BlockProduct, EveryKernelMatchesTheReference) {
 }
 
 // The largest sums the kernels' integer steps meet: every nibble 15 (and
-// every int8 -128, which only a file from elsewhere holds) against inputs
-// of ±127. AVX2 adds a Q4_x block's pairs in int16 (at most 30480 here).
+// every int8 -128, which only a file from elsewhere holds; Q6_K: every q 63
+// with scales of -128) against inputs of ±127. AVX2 adds a Q4_x block's
+// pairs in int16 (at most 30480 here), Q6_K's two chunks' (32004).
 TEST(BlockProduct, ExtremeValuesDoNotOverflow) {
-  const int64_t n = 16, k = 64, m = 2;
+  const int64_t n = 16, k = 256, m = 2;
   std::vector<float> x(size_t(m * k));  // row 0 all +1, row 1 all -1: q = ±127
   for (int64_t c = 0; c < k; ++c) x[size_t(c)] = 1, x[size_t(k + c)] = -1;
   const Input in = Quantized(x, m, k);
   ASSERT_EQ(in.q[0], 127);
   ASSERT_EQ(in.q[size_t(k)], -127);
-  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1}) {
+  for (WeightType type : kBlockTypes) {
     std::vector<uint8_t> rows(size_t(n) * WeightRowBytes(type, k), type == WeightType::kQ8_0 ? 0x80 : 0xff);
-    for (size_t at = 0; at < rows.size(); at += QuantBlockBytes(type)) {
-      rows[at] = 0x00, rows[at + 1] = 0x3c;                                       // d = 1
-      if (type == WeightType::kQ4_1) rows[at + 2] = 0x00, rows[at + 3] = 0xc0;  // m = -2
+    if (type == WeightType::kQ6_K) {
+      for (size_t at = 0; at < rows.size(); at += kQ6KBytes) {
+        std::memset(&rows[at + 192], 0x80, 16);      // scales -128
+        rows[at + 208] = 0x00, rows[at + 209] = 0x3c;  // d = 1
+      }
+    } else {
+      for (size_t at = 0; at < rows.size(); at += QuantBlockBytes(type)) {
+        rows[at] = 0x00, rows[at + 1] = 0x3c;                                       // d = 1
+        if (type == WeightType::kQ4_1) rows[at + 2] = 0x00, rows[at + 3] = 0xc0;  // m = -2
+      }
     }
     const std::vector<uint8_t> packed = Pack(type, rows, n, k);
-    // each value -128 (Q8_0), 15 - 8 = 7 (Q4_0) or 15 - 2 = 13 (Q4_1), times ±127 · d_x
-    const double value = type == WeightType::kQ8_0 ? -128 : type == WeightType::kQ4_0 ? 7 : 13;
+    // each value -128 (Q8_0), 15 - 8 = 7 (Q4_0), 15 - 2 = 13 (Q4_1) or
+    // -128 (63 - 32) (Q6_K), times ±127 · d_x
+    const double value = type == WeightType::kQ8_0   ? -128
+                         : type == WeightType::kQ4_0 ? 7
+                         : type == WeightType::kQ4_1 ? 13
+                                                     : -128 * 31;
     for (BlockKernel kernel : BlockKernelsHere()) {
       std::vector<float> y(size_t(m * n));
       BlockProductWith(kernel, y.data(), in.view(), PackedBlocksAt(packed.data(), type, n, k), m);
       for (int64_t r = 0; r < m; ++r)
-        for (int64_t o = 0; o < n; ++o)
-          EXPECT_NEAR(y[size_t(r * n + o)], value * k * in.q[size_t(r * k)] * in.d[size_t(r * k / 32)], 1e-3)
-              << BlockKernelName(kernel) << " " << WeightTypeName(type);
+        for (int64_t o = 0; o < n; ++o) {
+          const double want = value * k * in.q[size_t(r * k)] * in.d[size_t(r * k / 32)];
+          EXPECT_NEAR(y[size_t(r * n + o)], want, 1e-6 * std::fabs(want)) << BlockKernelName(kernel) << " " << WeightTypeName(type);
+        }
     }
   }
 }

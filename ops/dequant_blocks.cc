@@ -1,6 +1,7 @@
 #include "ops/dequant_blocks.h"
 
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -46,18 +47,12 @@ void DequantizeQ45(const uint8_t* block, bool five_bits, float* y) {
 
 // One Q6_K super-block into y [256].
 void DequantizeQ6(const uint8_t* block, float* y) {
-  const float d = F16ToF32(ReadU16(block + 208));
-  for (int h = 0; h < 2; ++h, y += 128) {
-    const uint8_t* ql = block + 64 * h;                                           // [64]
-    const uint8_t* qh = block + 128 + 32 * h;                                     // [32]
-    const int8_t* scales = reinterpret_cast<const int8_t*>(block + 192 + 8 * h);  // [8]
-    for (int i = 0; i < 4; ++i)
-      for (int l = 0; l < 32; ++l) {
-        const uint8_t low = ql[l + (i % 2) * 32];
-        const int q = (i < 2 ? low & 15 : low >> 4) | (qh[l] >> (2 * i) & 3) << 4;
-        y[32 * i + l] = d * float(scales[2 * i + l / 16]) * float(q - 32);
-      }
-  }
+  uint8_t q[256];     // [256]
+  int8_t scales[16];  // [16]
+  uint16_t bits;
+  Q6KParts(block, q, scales, &bits);
+  const float d = F16ToF32(bits);
+  for (int i = 0; i < 256; ++i) y[i] = d * float(scales[i / 16]) * float(q[i] - 32);
 }
 
 // One Q5_0 or Q5_1 block into y [32].
@@ -103,6 +98,33 @@ void DequantizeFormatRow(DequantFormat f, float* dst, const uint8_t* src, int64_
       default: DequantizeBlock32(f, src, dst); break;
     }
   }
+}
+
+// Each half h of 128 values: ql[64h ..], qh[32h ..], scales[8h ..]; value
+// 128h + 32i + l (l < 32) has the low (i < 2) or high nibble of ql[64h + l
+// + 32 (i odd)] and bits 2i, 2i + 1 of qh[32h + l] above it.
+void Q6KParts(const uint8_t* block, uint8_t* q, int8_t* scales, uint16_t* d) {
+  *d = ReadU16(block + 208);
+  std::memcpy(scales, block + 192, 16);
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 4; ++i)
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t low = block[64 * h + l + (i % 2) * 32], high = block[128 + 32 * h + l];
+        q[128 * h + 32 * i + l] = uint8_t((i < 2 ? low & 15 : low >> 4) | (high >> (2 * i) & 3) << 4);
+      }
+}
+
+void Q6KBlock(const uint8_t* q, const int8_t* scales, uint16_t d, uint8_t* block) {
+  std::memset(block, 0, 192);
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 4; ++i)
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t v = q[128 * h + 32 * i + l];
+        block[64 * h + l + (i % 2) * 32] |= uint8_t((v & 15) << (i < 2 ? 0 : 4));
+        block[128 + 32 * h + l] |= uint8_t((v >> 4 & 3) << (2 * i));
+      }
+  std::memcpy(block + 192, scales, 16);
+  block[208] = uint8_t(d), block[209] = uint8_t(d >> 8);
 }
 
 void Q4KRowAsQ4_1(uint8_t* dst, const uint8_t* src, int64_t n) {

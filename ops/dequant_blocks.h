@@ -1,9 +1,10 @@
 // ggml's block formats that swan reads from GGUF files but does not compute
 // in: the K-quants that the Q4_K_M and Q5_K_M files most llama.cpp users
 // run are made of, and the older 32-value formats llama.cpp falls back to
-// for rows that are not a multiple of 256. A model loads Q4_K as Q4_1 (below)
-// and the others as Q8_0 (model/gguf_weights.h) from values dequantized as
-// ggml does: each value below is computed in float32 in the order written.
+// for rows that are not a multiple of 256. A model loads Q6_K as it is
+// (WeightType::kQ6_K), Q4_K as Q4_1 (below) and the others as Q8_0
+// (model/gguf_weights.h) from values dequantized as ggml does: each value
+// below is computed in float32 in the order written.
 //   Q5_0, 22 bytes per 32: f16 d, qh[4] (u32), qs[16]: value j (j < 16) is
 //         the low nibble of qs[j], value j + 16 its high nibble, with bit j
 //         of qh (value j, j < 32) above it as a fifth; (q - 16) * d.
@@ -59,6 +60,13 @@ const char* DequantFormatName(DequantFormat f);
 // dst [n] float32 from src [n / DequantBlockValues(f) blocks]; n a multiple
 // of DequantBlockValues(f).
 void DequantizeFormatRow(DequantFormat f, float* dst, const uint8_t* src, int64_t n);
+
+// One Q6_K super-block's parts: q [256] in [0, 63] (value i = d * scales[i /
+// 16] * (q[i] - 32)), scales [16], and d's f16 bits. Q6KBlock is the
+// inverse: block [210] from them. Swan computes in Q6_K's own values
+// (ops/packed_blocks.h), so these move them between layouts unchanged.
+void Q6KParts(const uint8_t* block, uint8_t* q, int8_t* scales, uint16_t* d);
+void Q6KBlock(const uint8_t* q, const int8_t* scales, uint16_t d, uint8_t* block);
 
 // Q4_K rows as Q4_1 rows (ops/quant_blocks.h), which swan multiplies
 // natively: each sub-block of 32 values becomes a Q4_1 block with the same

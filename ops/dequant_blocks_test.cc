@@ -170,6 +170,26 @@ TEST(DequantBlocks, Q4KBecomesQ4_1OfItsSubBlocks) {
   EXPECT_FALSE(Q4KFitsQ4_1(bytes.data(), 1));
 }
 
+// Q6KParts takes a block apart into what it was made of, and Q6KBlock puts
+// the same bytes back together.
+TEST(DequantBlocks, Q6KPartsAreWhatTheBlockWasMadeOf) {
+  std::mt19937 rng(5);
+  for (int b = 0; b < 20; ++b) {
+    const SuperBlock s = RandomSuperBlock(DequantFormat::kQ6_K, rng);
+    const std::vector<uint8_t> bytes = Encode(DequantFormat::kQ6_K, s);
+    uint8_t q[256];
+    int8_t scales[16];
+    uint16_t d = 0;
+    Q6KParts(bytes.data(), q, scales, &d);
+    EXPECT_EQ(d, s.d);
+    for (int i = 0; i < 256; ++i) ASSERT_EQ(q[i], s.q[i]) << i;
+    for (int j = 0; j < 16; ++j) ASSERT_EQ(scales[j], s.scale[j]) << j;
+    std::vector<uint8_t> again(bytes.size());
+    Q6KBlock(q, scales, d, again.data());
+    EXPECT_EQ(again, bytes);
+  }
+}
+
 TEST(DequantBlocks, RefusesRowsOfOtherLengths) {
   std::vector<uint8_t> block(DequantBlockBytes(DequantFormat::kQ4_K));  // [144]
   std::vector<float> out(512);                                 // [512]

@@ -138,7 +138,8 @@ void GemvRows(float* y, const float* x, const WeightView& w, int64_t m, int64_t 
     case WeightType::kF16: return GemvRowsOf<int(WeightType::kF16)>(y, x, w, m, n_begin, n_end, accumulate);
     case WeightType::kQ8_0:
     case WeightType::kQ4_0:
-    case WeightType::kQ4_1: return;  // Gemv sends them to BlockProduct
+    case WeightType::kQ4_1:
+    case WeightType::kQ6_K: return;  // Gemv sends them to BlockProduct
   }
 }
 
@@ -157,7 +158,8 @@ static void ValidateGemv(const float* y, const float* x, const WeightView& w, in
     throw std::invalid_argument("gemv: sizes must be positive (m " + std::to_string(m) + ", n " +
                                 std::to_string(w.n) + ", k " + std::to_string(w.k) + ")");
   if (!RowFits(w.type, w.k))
-    throw std::invalid_argument(std::string("gemv: ") + WeightTypeName(w.type) + " rows need a multiple of 32 values, not " +
+    throw std::invalid_argument(std::string("gemv: ") + WeightTypeName(w.type) + " rows need a multiple of " +
+                                std::to_string(RowMultiple(w.type)) + " values, not " +
                                 std::to_string(w.k));
 }
 

@@ -61,7 +61,7 @@ LinearWeight LinearWeight::Borrow(std::shared_ptr<const void> owner, const void*
                                   int64_t in) {
   if (!RowFits(type, in))
     throw std::invalid_argument(std::string("LinearWeight: ") + WeightTypeName(type) + " rows of " +
-                                std::to_string(in) + " values (a multiple of 32 is needed)");
+                                std::to_string(in) + " values (a multiple of " + std::to_string(RowMultiple(type)) + " is needed)");
   if (IsBlockQuantized(type)) return Reordered(data, type, out, in, nullptr);
   LinearWeight w;
   w.owner_ = std::move(owner);
@@ -100,7 +100,8 @@ namespace {
 void RequireQuantizable(WeightType type, int64_t out, int64_t in) {
   if (!IsBlockQuantized(type) || !RowFits(type, in))
     throw std::invalid_argument(std::string("LinearWeight: ") + WeightTypeName(type) + " [" + std::to_string(out) +
-                                ", " + std::to_string(in) + "] (a block format, rows of a multiple of 32 values)");
+                                ", " + std::to_string(in) + "] (a block format, rows of a multiple of " +
+                                std::to_string(RowMultiple(type)) + " values)");
 }
 
 }  // namespace
@@ -124,7 +125,7 @@ LinearWeight LinearWeight::Reordered(const void* rows, WeightType type, int64_t 
                                      const int64_t* order) {
   if (!RowFits(type, in))
     throw std::invalid_argument(std::string("LinearWeight: ") + WeightTypeName(type) + " rows of " +
-                                std::to_string(in) + " values (a multiple of 32 is needed)");
+                                std::to_string(in) + " values (a multiple of " + std::to_string(RowMultiple(type)) + " is needed)");
   const uint8_t* src = static_cast<const uint8_t*>(rows);  // [out, row_bytes]
   if (IsBlockQuantized(type))
     return OwningPacked(out, in, type, [&](uint8_t* dst) { PackBlockRows(type, dst, src, out, in, order); });

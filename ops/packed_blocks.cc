@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/dequant_blocks.h"
 #include "ops/quant_blocks.h"
 #include "util/f16.h"
 #include "util/parallel_ranges.h"
@@ -15,9 +16,10 @@ namespace swan {
 namespace {
 
 void RequirePackable(WeightType type, int64_t n, int64_t k) {
-  if (!IsBlockQuantized(type) || n < 1 || k < 1 || k % kQuantBlockValues != 0)
+  if (!IsBlockQuantized(type) || n < 1 || k < 1 || !RowFits(type, k))
     throw std::invalid_argument(std::string("packed blocks: ") + WeightTypeName(type) + " [" + std::to_string(n) +
-                                ", " + std::to_string(k) + "] (a block format, rows of a multiple of 32 values)");
+                                ", " + std::to_string(k) + "] (a block format, rows of a multiple of " +
+                                std::to_string(RowMultiple(type)) + " values)");
 }
 
 }  // namespace
@@ -30,6 +32,11 @@ PackedBlocks PackedBlocksAt(const void* data, WeightType type, int64_t n, int64_
   w.k = k;
   w.payload = static_cast<const uint8_t*>(data);
   const int64_t group_blocks = PackedGroups(n) * w.blocks();
+  if (type == WeightType::kQ6_K) {
+    w.sub_scales = reinterpret_cast<const int8_t*>(w.payload + size_t(group_blocks) * PackedPayloadBytes(type));
+    w.scales = reinterpret_cast<const uint16_t*>(w.sub_scales + group_blocks * 2 * kPackedRows);
+    return w;
+  }
   w.scales = reinterpret_cast<const uint16_t*>(w.payload + size_t(group_blocks) * PackedPayloadBytes(type));
   if (type == WeightType::kQ4_1) w.mins = w.scales + group_blocks * kPackedRows;
   return w;
@@ -37,11 +44,52 @@ PackedBlocks PackedBlocksAt(const void* data, WeightType type, int64_t n, int64_
 
 namespace {
 
+// PackGroups for Q6_K: each super-block taken apart (Q6KParts) and its
+// values, scales and d laid out as the header describes.
+template <class RowBytes>
+void PackGroupsQ6K(uint8_t* dst, int64_t n, int64_t k, int64_t g_begin, int64_t g_end, const RowBytes& row_bytes_of) {
+  const int64_t blocks = k / kQuantBlockValues, groups = PackedGroups(n), supers = k / kQ6KValues;
+  uint8_t* payload = dst;                                                          // [G, B, 384]
+  int8_t* sub_scales = reinterpret_cast<int8_t*>(dst + size_t(groups * blocks) * 384);  // [G, B, 2, 16]
+  uint16_t* d = reinterpret_cast<uint16_t*>(sub_scales + groups * blocks * 2 * kPackedRows);  // [G, B / 8, 16]
+  uint8_t q[kQ6KValues];  // [256] one super-block's values
+  int8_t scales[16];      // [16] its scales
+  for (int64_t g = g_begin; g < g_end; ++g)
+    for (int64_t j = 0; j < kPackedRows; ++j) {
+      const int64_t row = g * kPackedRows + j;
+      for (int64_t sb = 0; sb < supers; ++sb) {
+        uint16_t d_bits = 0;
+        if (row < n) {
+          Q6KParts(row_bytes_of(row) + size_t(sb) * kQ6KBytes, q, scales, &d_bits);
+        } else {
+          std::memset(q, 32, sizeof(q));  // value 0
+          std::memset(scales, 0, sizeof(scales));
+        }
+        d[(g * supers + sb) * kPackedRows + j] = d_bits;
+        for (int64_t bb = 0; bb < 8; ++bb) {
+          const int64_t b = sb * 8 + bb;
+          const uint8_t* v = q + 32 * bb;  // [32] the block's values
+          uint8_t* out = payload + size_t(g * blocks + b) * 384 + size_t(j) * 4;
+          for (int i = 0; i < 4; ++i) {
+            for (int c = 0; c < 4; ++c) out[c * 64 + i] = uint8_t((v[4 * c + i] & 15) | (v[16 + 4 * c + i] & 15) << 4);
+            for (int h = 0; h < 2; ++h) {
+              uint8_t high = 0;
+              for (int c = 0; c < 4; ++c) high |= uint8_t((v[16 * h + 4 * c + i] >> 4) << (2 * c));
+              out[256 + h * 64 + i] = high;
+            }
+          }
+          for (int h = 0; h < 2; ++h) sub_scales[((g * blocks + b) * 2 + h) * kPackedRows + j] = scales[2 * bb + h];
+        }
+      }
+    }
+}
+
 // Groups [g_begin, g_end) of the packed matrix; row(r) gives the bytes of
 // row r in the file's layout, for r < n.
 template <class RowBytes>
 void PackGroups(WeightType type, uint8_t* dst, int64_t n, int64_t k, int64_t g_begin, int64_t g_end,
                 const RowBytes& row_bytes_of) {
+  if (type == WeightType::kQ6_K) return PackGroupsQ6K(dst, n, k, g_begin, g_end, row_bytes_of);
   const int64_t blocks = k / kQuantBlockValues, groups = PackedGroups(n);
   const size_t block_bytes = QuantBlockBytes(type);
   const size_t payload_bytes = PackedPayloadBytes(type), value_bytes = ValueBytes(type);
@@ -122,6 +170,19 @@ void DequantizePackedRows(const PackedBlocks& w, float* dst, int64_t row, int64_
     const int64_t g = r / kPackedRows, j = r % kPackedRows;
     for (int64_t b = 0; b < blocks; ++b) {
       const uint8_t* in = w.payload + size_t(g * blocks + b) * payload_bytes + size_t(j) * 4;
+      if (w.type == WeightType::kQ6_K) {
+        // as ggml: (d * scale) * (q - 32)
+        const float d = F16ToF32(w.scales[(g * (blocks / 8) + b / 8) * kPackedRows + j]);
+        float* out = dst + b * kQuantBlockValues;  // [32]
+        for (int c = 0; c < 4; ++c)
+          for (int i = 0; i < 4; ++i)
+            for (int h = 0; h < 2; ++h) {
+              const int q = (in[c * 64 + i] >> (4 * h) & 15) | (in[256 + h * 64 + i] >> (2 * c) & 3) << 4;
+              const int8_t scale = w.sub_scales[((g * blocks + b) * 2 + h) * kPackedRows + j];
+              out[16 * h + 4 * c + i] = d * float(scale) * float(q - 32);
+            }
+        continue;
+      }
       const float d = F16ToF32(w.scales[(g * blocks + b) * kPackedRows + j]);
       const float m = w.mins ? F16ToF32(w.mins[(g * blocks + b) * kPackedRows + j]) : 0.0f;
       float* out = dst + b * kQuantBlockValues;  // [32]

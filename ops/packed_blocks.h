@@ -1,4 +1,4 @@
-// Q8_0, Q4_0 and Q4_1 weights laid out for the integer kernels (ops/block_product):
+// Q8_0, Q4_0, Q4_1 and Q6_K weights laid out for the integer kernels (ops/block_product):
 // rows in groups of 16, and within a group each block's 16 scales side by
 // side and its quantized values interleaved 4 at a time, so that one 64-byte
 // load holds 4 consecutive values of all 16 rows. An 8-bit dot-product
@@ -19,6 +19,15 @@
 //           hold values 4c .. 4c + 3 and 4(c + 4) .. 4(c + 4) + 3.
 //   scales  [G, B, 16]  the f16 scales of the group's rows for each block.
 //   mins    [G, B, 16]  Q4_1 only: the f16 mins likewise.
+// Q6_K (k a multiple of 256; its values q in [0, 63], value = d * scale * (q - 32)):
+//   payload [G, B, 384]: bytes [0, 256) Q4_x's layout of the low 4 bits of
+//           q; then 2 chunks h of 64 bytes, row j's 4 bytes at 256 + h * 64
+//           + j * 4, whose byte i holds in bits 2c, 2c + 1 the top 2 bits of
+//           value 16h + 4c + i (c in [0, 4)): of the values whose low bits
+//           are in low (h = 0) or high (h = 1) nibble chunk c.
+//   sub_scales [G, B, 2, 16] int8: the scales of values 0-15, then 16-31.
+//   scales  [G, B / 8, 16]: each super-block's f16 d.
+// So 420 bytes per group-block: the file's 210 per 256 values.
 // Rows past n in the last group are zero with a scale (and min) of 0. The layout
 // takes G * 16 rows of the format's bytes, so the same bytes as the file for
 // n a multiple of 16. The payload comes first, so it stays 64-byte aligned.
@@ -36,9 +45,11 @@ constexpr int64_t kPackedRows = 16;
 
 constexpr int64_t PackedGroups(int64_t n) { return (n + kPackedRows - 1) / kPackedRows; }
 // Payload bytes of one group-block.
-constexpr size_t PackedPayloadBytes(WeightType type) { return type == WeightType::kQ8_0 ? 512 : 256; }
+constexpr size_t PackedPayloadBytes(WeightType type) {
+  return type == WeightType::kQ8_0 ? 512 : type == WeightType::kQ6_K ? 384 : 256;
+}
 // Bytes of a block's quantized values in the file's layout, and where they
-// start (after the scale, and Q4_1's min).
+// start (after the scale, and Q4_1's min); 32-value formats.
 constexpr size_t ValueBytes(WeightType type) { return PackedPayloadBytes(type) / kPackedRows; }
 constexpr size_t ValueOffset(WeightType type) { return QuantBlockBytes(type) - ValueBytes(type); }
 // Bytes of a packed [n, k] matrix.
@@ -49,8 +60,9 @@ constexpr size_t PackedBytes(WeightType type, int64_t n, int64_t k) {
 // Where a packed matrix's parts lie.
 struct PackedBlocks {
   const uint8_t* payload = nullptr;  // [G, B, PackedPayloadBytes(type)]
-  const uint16_t* scales = nullptr;  // [G, B, 16] f16
+  const uint16_t* scales = nullptr;  // [G, B, 16] f16 (Q6_K: [G, B / 8, 16], its d)
   const uint16_t* mins = nullptr;    // [G, B, 16] f16 (Q4_1; null for the others)
+  const int8_t* sub_scales = nullptr;  // [G, B, 2, 16] (Q6_K; null for the others)
   WeightType type = WeightType::kQ8_0;
   int64_t n = 0, k = 0;
 
@@ -60,7 +72,7 @@ PackedBlocks PackedBlocksAt(const void* data, WeightType type, int64_t n, int64_
 
 // dst [PackedBytes(type, n, k)] from rows in the file's layout, src
 // [n, WeightRowBytes(type, k)]: row r is src's row order[r] (src's rows in
-// turn when order is null). A block type, k a multiple of 32.
+// turn when order is null). A block type, k a multiple of RowMultiple(type).
 void PackBlockRows(WeightType type, uint8_t* dst, const uint8_t* src, int64_t n, int64_t k,
                    const int64_t* order = nullptr);
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "ops/dequant_blocks.h"
 #include "ops/f16_widen.h"
 #include "util/bf16.h"
 #include "util/f16.h"
@@ -66,11 +67,38 @@ void QuantizeRowQ4_1(BlockQ4_1* dst, const float* src, int64_t n) {
   }
 }
 
+void QuantizeRowQ6_K(uint8_t* dst, const float* src, int64_t n) {
+  for (int64_t b = 0; b < n / kQ6KValues; ++b, src += kQ6KValues, dst += kQ6KBytes) {
+    // each 16 values' step s = amax / 31, held as d * scale (scale <= 127)
+    float steps[16], largest = 0;  // [16]
+    for (int i = 0; i < 16; ++i) {
+      float amax = 0;
+      for (int j = 0; j < 16; ++j) amax = std::max(amax, std::fabs(src[16 * i + j]));
+      steps[i] = amax / 31.0f;
+      largest = std::max(largest, steps[i]);
+    }
+    const uint16_t d_bits = F32ToF16(largest / 127.0f);
+    const float d = F16ToF32(d_bits);
+    int8_t scales[16];  // [16]
+    uint8_t q[256];     // [256] value / (d scale) + 32
+    for (int i = 0; i < 16; ++i) {
+      // rounded up, so that the largest magnitude needs no clamping
+      scales[i] = int8_t(d > 0 ? std::min(127.0f, std::ceil(steps[i] / d)) : 0.0f);
+      const float step = d * float(scales[i]);
+      for (int j = 0; j < 16; ++j) {
+        const float v = step > 0 ? std::nearbyint(src[16 * i + j] / step) : 0.0f;
+        q[16 * i + j] = uint8_t(std::clamp(v, -32.0f, 31.0f) + 32.0f);
+      }
+    }
+    Q6KBlock(q, scales, d_bits, dst);
+  }
+}
+
 namespace {
 
 void RequireRows(WeightType type, int64_t in) {
   if (!RowFits(type, in))
-    throw std::invalid_argument(std::string(WeightTypeName(type)) + " needs rows of a multiple of 32 values, not " +
+    throw std::invalid_argument(std::string(WeightTypeName(type)) + " needs rows of a multiple of " + std::to_string(RowMultiple(type)) + " values, not " +
                                 std::to_string(in));
 }
 
@@ -109,7 +137,9 @@ void QuantizeRowsInto(WeightType type, uint8_t* dst, const float* w, int64_t row
   const size_t row_bytes = WeightRowBytes(type, in);
   for (int64_t r = 0; r < rows; ++r) {
     uint8_t* row = dst + size_t(r) * row_bytes;
-    if (type == WeightType::kQ8_0)
+    if (type == WeightType::kQ6_K)
+      QuantizeRowQ6_K(row, w + r * in, in);
+    else if (type == WeightType::kQ8_0)
       QuantizeRowQ8_0(reinterpret_cast<BlockQ8_0*>(row), w + r * in, in);
     else if (type == WeightType::kQ4_1)
       QuantizeRowQ4_1(reinterpret_cast<BlockQ4_1*>(row), w + r * in, in);
@@ -144,14 +174,17 @@ void DequantizeRows(WeightType type, float* dst, const void* src, int64_t rows, 
     }
     case WeightType::kQ8_0:
     case WeightType::kQ4_0:
-    case WeightType::kQ4_1: break;
+    case WeightType::kQ4_1:
+    case WeightType::kQ6_K: break;
   }
   const size_t row_bytes = WeightRowBytes(type, in);
   const uint8_t* bytes = static_cast<const uint8_t*>(src);  // [rows, row_bytes]
   ParallelRanges(rows, 16, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const uint8_t* row = bytes + size_t(r) * row_bytes;
-      if (type == WeightType::kQ8_0)
+      if (type == WeightType::kQ6_K)
+        DequantizeFormatRow(DequantFormat::kQ6_K, dst + r * in, row, in);
+      else if (type == WeightType::kQ8_0)
         DequantizeRowQ8_0(dst + r * in, reinterpret_cast<const BlockQ8_0*>(row), in);
       else if (type == WeightType::kQ4_1)
         DequantizeRowQ4_1(dst + r * in, reinterpret_cast<const BlockQ4_1*>(row), in);

@@ -9,6 +9,9 @@
 //         16 bytes of nibbles; value = nibble * d + m.
 // Quantization rounds as llama.cpp's reference quantizer does, so a file
 // swan writes holds the bytes llama.cpp would write for the same weights.
+// Q6_K (ops/dequant_blocks.h) is quantized more simply than llama.cpp's
+// search for each scale: each 16 values step by d * scale, their largest
+// magnitude / 31 rounded up to a multiple of d = (largest such step) / 127.
 #pragma once
 
 #include <cstddef>
@@ -40,9 +43,11 @@ static_assert(sizeof(BlockQ4_0) == QuantBlockBytes(WeightType::kQ4_0));
 void QuantizeRowQ8_0(BlockQ8_0* dst, const float* src, int64_t n);
 void QuantizeRowQ4_0(BlockQ4_0* dst, const float* src, int64_t n);
 void QuantizeRowQ4_1(BlockQ4_1* dst, const float* src, int64_t n);
+// dst [n / 256 super-blocks of 210 bytes] from src [n]; n a multiple of 256.
+void QuantizeRowQ6_K(uint8_t* dst, const float* src, int64_t n);
 
 // [rows, WeightRowBytes(type, in)] bytes of w [rows, in] as `type` (a block
-// format; in a multiple of 32). Rows in parallel.
+// format; in a multiple of RowMultiple(type)). Rows in parallel.
 std::vector<uint8_t> QuantizeRows(WeightType type, const float* w, int64_t rows, int64_t in);
 
 // The same into dst [rows, WeightRowBytes(type, in)], on this thread.

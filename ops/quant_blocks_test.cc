@@ -131,5 +131,35 @@ TEST(QuantBlocks, RoundTripErrorWithinHalfAStep) {
   EXPECT_THROW(QuantizeRows(WeightType::kQ8_0, w.data(), 1, 33), std::invalid_argument);
 }
 
+// Q6_K: each 16 values step d * scale, amax / 31 rounded up to a multiple
+// of d = (largest step) / 127, so no value is clamped.
+TEST(QuantBlocks, Q6KRoundTripErrorWithinHalfAStep) {
+  std::mt19937 rng(std::random_device{}());
+  std::normal_distribution<float> normal;
+  const int64_t rows = 6, in = 512;
+  std::vector<float> w(size_t(rows * in)), back(w.size());  // [rows, in]
+  for (auto& e : w) e = normal(rng);
+  std::fill(w.begin() + 16, w.begin() + 32, 0.0f);  // 16 zeros: their scale 0
+  const std::vector<uint8_t> q = QuantizeRows(WeightType::kQ6_K, w.data(), rows, in);
+  ASSERT_EQ(q.size(), size_t(rows * in / 256 * 210));
+  DequantizeRows(WeightType::kQ6_K, back.data(), q.data(), rows, in);
+  for (int64_t sb = 0; sb < rows * in / 256; ++sb) {
+    float largest = 0;  // the super-block's largest step, amax / 31
+    for (int64_t i = 0; i < 256; ++i) largest = std::max(largest, std::fabs(w[size_t(sb * 256 + i)]) / 31);
+    const float d = largest / 127;
+    for (int64_t j = 0; j < 16; ++j) {
+      float amax = 0;
+      for (int i = 0; i < 16; ++i) amax = std::max(amax, std::fabs(w[size_t(sb * 256 + j * 16 + i)]));
+      const float step = amax / 31 + d * 1.01f;
+      for (int i = 0; i < 16; ++i) {
+        const size_t at = size_t(sb * 256 + j * 16 + i);
+        ASSERT_LE(std::fabs(back[at] - w[at]), 0.5f * step * 1.01f + amax * 1e-3f) << at;
+      }
+    }
+  }
+  for (int i = 16; i < 32; ++i) EXPECT_EQ(back[size_t(i)], 0.0f);
+  EXPECT_THROW(QuantizeRows(WeightType::kQ6_K, w.data(), 1, 128), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace swan

@@ -1,6 +1,7 @@
 // The element types a linear layer's weights can be stored in: float32,
-// the two half widths, and three of llama.cpp's block formats
-// (ops/quant_blocks.h), with the bytes a row of each takes.
+// the two half widths, and four of llama.cpp's block formats
+// (ops/quant_blocks.h; Q6_K: ops/dequant_blocks.h), with the bytes a row of
+// each takes.
 #pragma once
 
 #include <cstddef>
@@ -9,29 +10,37 @@
 
 namespace swan {
 
-enum class WeightType : uint8_t { kF32, kBF16, kF16, kQ8_0, kQ4_0, kQ4_1 };
+enum class WeightType : uint8_t { kF32, kBF16, kF16, kQ8_0, kQ4_0, kQ4_1, kQ6_K };
 
-// "f32", "bf16", "f16", "q8_0", "q4_0", "q4_1"
+// "f32", "bf16", "f16", "q8_0", "q4_0", "q4_1", "q6_k"
 const char* WeightTypeName(WeightType type);
 // The inverse of WeightTypeName; throws std::invalid_argument naming
 // `option` and the accepted names.
 WeightType ParseWeightType(const std::string& name, const std::string& option);
 
 constexpr bool IsBlockQuantized(WeightType type) {
-  return type == WeightType::kQ8_0 || type == WeightType::kQ4_0 || type == WeightType::kQ4_1;
+  return type == WeightType::kQ8_0 || type == WeightType::kQ4_0 || type == WeightType::kQ4_1 ||
+         type == WeightType::kQ6_K;
 }
 
-// Values per block of the quantized formats; a row's length must be a
-// multiple of it.
+// Values per block of the quantized formats (the kernels' unit; Q6_K's
+// super-blocks hold 8).
 constexpr int64_t kQuantBlockValues = 32;
-// Bytes of one block: an f16 scale and 32 int8 (Q8_0) or 32 nibbles (Q4_0),
-// or an f16 scale, an f16 min and 32 nibbles (Q4_1).
+// Bytes of one block of the 32-value formats: an f16 scale and 32 int8
+// (Q8_0) or 32 nibbles (Q4_0), or an f16 scale, an f16 min and 32 nibbles
+// (Q4_1).
 constexpr size_t QuantBlockBytes(WeightType type) {
   return type == WeightType::kQ8_0 ? 34 : type == WeightType::kQ4_1 ? 20 : 18;
 }
+// Q6_K's super-block: 256 values in 210 bytes.
+constexpr int64_t kQ6KValues = 256;
+constexpr size_t kQ6KBytes = 210;
 
-// Bytes of one row of `in` values (in a multiple of 32 for the block
-// formats).
+// A block format's row length must be a multiple of this.
+constexpr int64_t RowMultiple(WeightType type) { return type == WeightType::kQ6_K ? kQ6KValues : kQuantBlockValues; }
+
+// Bytes of one row of `in` values (in a multiple of RowMultiple for the
+// block formats).
 constexpr size_t WeightRowBytes(WeightType type, int64_t in) {
   switch (type) {
     case WeightType::kF32: return size_t(in) * 4;
@@ -40,11 +49,12 @@ constexpr size_t WeightRowBytes(WeightType type, int64_t in) {
     case WeightType::kQ8_0:
     case WeightType::kQ4_0:
     case WeightType::kQ4_1: return size_t(in / kQuantBlockValues) * QuantBlockBytes(type);
+    case WeightType::kQ6_K: return size_t(in / kQ6KValues) * kQ6KBytes;
   }
   return 0;
 }
 
 // Whether a row of `in` values can be stored as `type`.
-constexpr bool RowFits(WeightType type, int64_t in) { return !IsBlockQuantized(type) || in % kQuantBlockValues == 0; }
+constexpr bool RowFits(WeightType type, int64_t in) { return !IsBlockQuantized(type) || in % RowMultiple(type) == 0; }
 
 }  // namespace swan
