@@ -38,7 +38,7 @@ std::string GgmlTypeName(uint32_t type);
 // The WeightType swan computes a tensor of this type in, if it can.
 std::optional<WeightType> WeightTypeOf(uint32_t ggml_type);
 // The format of a tensor of this type if it is one swan reads but does not
-// compute in (it loads as Q4_1 or Q8_0: model/gguf_weights.h).
+// compute in (it loads as Q8_0: model/gguf_weights.h).
 std::optional<DequantFormat> DequantFormatOf(uint32_t ggml_type);
 
 // One metadata value. Scalars are in the member their type fills (all

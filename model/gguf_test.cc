@@ -296,51 +296,41 @@ TEST(Gguf, OtherBlockFormatsLoadAsQ8_0OfTheirValues) {
     LoadModel(q2_path);
     ADD_FAILURE() << "Q2_K loaded";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("of Q2_K is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q6_K; Q4_K as "
-                                         "Q4_1; Q5_0, Q5_1, Q5_K as Q8_0)"),
+    EXPECT_NE(std::string(e.what()).find("of Q2_K is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K; "
+                                         "Q5_0, Q5_1, Q5_K as Q8_0)"),
               std::string::npos)
         << e.what();
   }
 }
 
-// Q4_K loads as Q4_1 blocks of its sub-blocks: the logits of the F32 file
-// of its values to within the f16 rounding of their scales and mins (and the
-// input's int8 rounding, which every block product has).
-TEST(Gguf, Q4KLoadsAsQ4_1) {
-  const auto dir = Llama256("gguf_q4_k");
-  const DequantPaths paths = WriteDequantFiles(dir, {DequantFormat::kQ4_K});
+// Q4_K and Q6_K are held as they are: the file's values (rearranged into
+// groups of 16 rows), multiplied as ggml dequantizes them, so the logits are
+// the F32 file's but for the input's int8 rounding.
+void ExpectHeldAsItIs(DequantFormat format, WeightType type, GgmlType ggml) {
+  const auto dir = Llama256(std::string("gguf_") + WeightTypeName(type));
+  const DequantPaths paths = WriteDequantFiles(dir, {format});
   const auto k_model = LoadModel(paths.blocks);
-  LoadOptions q41;
-  q41.weights = WeightType::kQ4_1;
-  EXPECT_EQ(k_model->WeightBytes(), LoadModel(paths.f32, q41)->WeightBytes());
-  EXPECT_LE(test::RelativeRms(Logits(*k_model, 24), Logits(*LoadModel(paths.f32), 24)), 0.02);
-}
-
-// Q6_K is held as it is: the file's bytes (rearranged into groups of 16
-// rows), multiplied as the values ggml dequantizes them to, so the logits
-// are the F32 file's but for the input's int8 rounding.
-TEST(Gguf, Q6KIsHeldAsItIs) {
-  const auto dir = Llama256("gguf_q6_k");
-  const DequantPaths paths = WriteDequantFiles(dir, {DequantFormat::kQ6_K});
-  const auto k_model = LoadModel(paths.blocks);
-  int q6_matrices = 0;
+  int k_matrices = 0;
   const GgufFile file(paths.blocks);
   for (const GgufTensor& t : file.tensors()) {
     if (t.ne.size() != 2) continue;
-    EXPECT_EQ(GgufHeldType(t), t.type == uint32_t(GgmlType::kQ6_K) ? WeightType::kQ6_K : WeightType::kF32) << t.name;
-    q6_matrices += t.type == uint32_t(GgmlType::kQ6_K);
+    EXPECT_EQ(GgufHeldType(t), t.type == uint32_t(ggml) ? type : WeightType::kF32) << t.name;
+    k_matrices += t.type == uint32_t(ggml);
   }
-  EXPECT_GE(q6_matrices, 7);
-  LoadOptions q6;
-  q6.weights = WeightType::kQ6_K;
-  EXPECT_EQ(k_model->WeightBytes(), LoadModel(paths.f32, q6)->WeightBytes());
+  EXPECT_GE(k_matrices, 7);
+  LoadOptions as_type;
+  as_type.weights = type;
+  EXPECT_EQ(k_model->WeightBytes(), LoadModel(paths.f32, as_type)->WeightBytes());
   const std::vector<float> logits = Logits(*k_model, 24), exact = Logits(*LoadModel(paths.f32), 24);
-  EXPECT_LE(test::RelativeRms(logits, exact), 0.02);  // 0.013 here
+  EXPECT_LE(test::RelativeRms(logits, exact), 0.02);  // 0.013 for Q6_K here
   // held as Q8_0 (requantized) instead, the logits move further
   LoadOptions q8;
   q8.weights = WeightType::kQ8_0;
   EXPECT_LT(test::RelativeRms(logits, exact), test::RelativeRms(Logits(*LoadModel(paths.f32, q8), 24), exact));
 }
+
+TEST(Gguf, Q4KIsHeldAsItIs) { ExpectHeldAsItIs(DequantFormat::kQ4_K, WeightType::kQ4_K, GgmlType::kQ4_K); }
+TEST(Gguf, Q6KIsHeldAsItIs) { ExpectHeldAsItIs(DequantFormat::kQ6_K, WeightType::kQ6_K, GgmlType::kQ6_K); }
 
 TEST(Gguf, RefusesArchitecturesItDoesNotRun) {
   const auto dir = test::TempDir("gguf_arch");

@@ -89,7 +89,7 @@ const GgufTensor& GgufWeights::Find(const std::string& hf, const std::vector<int
 namespace {
 
 // A tensor's type as swan reads it: one it computes in, or one it converts
-// as it loads (Q4_K to Q4_1, the other DequantFormats to Q8_0); throws
+// as it loads (the DequantFormats, to Q8_0); throws
 // naming the file and tensor for any other.
 struct TensorFormat {
   std::optional<WeightType> weight;
@@ -100,14 +100,9 @@ TensorFormat FormatOf(const GgufTensor& t, const std::string& origin) {
   TensorFormat f{WeightTypeOf(t.type), DequantFormatOf(t.type)};
   if (!f.weight && !f.dequant)
     throw std::runtime_error(origin + ": tensor '" + t.name + "' of " + GgmlTypeName(t.type) +
-                             " is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q6_K; Q4_K as Q4_1; Q5_0, Q5_1, "
-                             "Q5_K as Q8_0)");
+                             " is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K; Q5_0, Q5_1, Q5_K "
+                             "as Q8_0)");
   return f;
-}
-
-// Whether a tensor loads as Q4_1 (ops/dequant_blocks.h's Q4KRowAsQ4_1).
-bool LoadsAsQ4_1(const GgufTensor& t) {
-  return DequantFormatOf(t.type) == DequantFormat::kQ4_K && Q4KFitsQ4_1(t.data, t.numel() / 256);
 }
 
 // rows [count, in] float32 from the file's rows order(first) ..
@@ -139,7 +134,7 @@ std::vector<float> GgufWeights::F32(const std::string& name, const std::vector<i
 }
 
 std::optional<WeightType> GgufHeldType(const GgufTensor& t) {
-  if (DequantFormatOf(t.type)) return LoadsAsQ4_1(t) ? WeightType::kQ4_1 : WeightType::kQ8_0;
+  if (DequantFormatOf(t.type)) return WeightType::kQ8_0;
   return WeightTypeOf(t.type);
 }
 
@@ -160,17 +155,6 @@ LinearWeight GgufWeights::Linear(const std::string& name, int64_t out, int64_t i
     for (int64_t g = 0; g < out; ++g) order[size_t(LlamaQkHfRow(g, config_.head_dim))] = g;
   }
   auto file_row = [&](int64_t r) { return order.empty() ? r : order[size_t(r)]; };
-  if (LoadsAsQ4_1(t)) {
-    // Q4_1 blocks of the same nibbles, 16 rows at a time, no copy between
-    const size_t src_bytes = size_t(in / 256) * DequantBlockBytes(DequantFormat::kQ4_K);
-    const size_t dst_bytes = WeightRowBytes(WeightType::kQ4_1, in);
-    LinearWeight w = LinearWeight::PackedFrom(out, in, WeightType::kQ4_1, [&](int64_t first, int64_t count, uint8_t* rows) {
-      for (int64_t r = 0; r < count; ++r)
-        Q4KRowAsQ4_1(rows + size_t(r) * dst_bytes, t.data + size_t(file_row(first + r)) * src_bytes, in);
-    });
-    Evict(name);
-    return w;
-  }
   if (format.dequant) {
     // Q8_0 from ggml's dequantized values, 16 rows at a time: swan's
     // integer kernels run it, and no float32 copy of the matrix is made.

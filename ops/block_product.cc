@@ -140,7 +140,7 @@ void GroupsScalar(const BlockJob& job, int64_t g_begin, int64_t g_end) {
             acc += float(dot) * (F16ToF32(w.scales[(g * (blocks / 8) + b / 8) * kPackedRows + j]) * xd);
             continue;
           }
-          const int offset = w.type == WeightType::kQ4_0 ? 8 : 0;  // Q4_1's nibbles are the values
+          const int offset = w.type == WeightType::kQ4_0 ? 8 : 0;  // Q4_1's and Q4_K's nibbles are the values
           int32_t dot = 0;
           for (int c = 0; c < (w.type == WeightType::kQ8_0 ? 8 : 4); ++c)
             for (int i = 0; i < 4; ++i) {
@@ -153,9 +153,19 @@ void GroupsScalar(const BlockJob& job, int64_t g_begin, int64_t g_end) {
               }
             }
           const int64_t at = (g * blocks + b) * kPackedRows + j;
-          acc += float(dot) * (F16ToF32(w.scales[at]) * xd);
-          // Q4_1: + m Σ x, the block's input sum times its scale
-          if (w.mins) acc += F16ToF32(w.mins[at]) * (xd * float(job.x.sum[r * blocks + b]));
+          float scale = 0, min = 0;
+          if (w.type == WeightType::kQ4_K) {  // d sc and -(dmin m)
+            const int64_t super = (g * (blocks / 8) + b / 8) * kPackedRows + j;
+            const uint8_t* sub = reinterpret_cast<const uint8_t*>(w.sub_scales) + (g * blocks + b) * 2 * kPackedRows + j;
+            scale = F16ToF32(w.scales[super]) * float(sub[0]);
+            min = -(F16ToF32(w.mins[super]) * float(sub[kPackedRows]));
+          } else {
+            scale = F16ToF32(w.scales[at]);
+            min = w.mins ? F16ToF32(w.mins[at]) : 0.0f;
+          }
+          acc += float(dot) * (scale * xd);
+          // Q4_1, Q4_K: + m Σ x, the block's input sum times its scale
+          if (w.mins) acc += min * (xd * float(job.x.sum[r * blocks + b]));
         }
         tile[j] = acc;
       }

@@ -7,7 +7,7 @@
 //         before one vpmaddwd; the offset (n = value + 8) comes out through
 //         the block's input sum.
 //   Q4_1: Q4_0's sums without the offset; the block's min times its input
-//         sum is added in float.
+//         sum is added in float. Q4_K: Q4_1 with scale d sc, min -(dmin m).
 //   Q8_0: signed times signed, by the sign trick: |w| times q with w's sign
 //         (a pair at most 2 * 128 * 127 = 32512), each chunk widened apart.
 #if defined(__x86_64__)
@@ -43,9 +43,21 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* p = t.payload + b * kPayload;
     for (int half = 0; half < 2; ++half) {  // rows 8 half .. 8 half + 7: bytes [32 half, 32 half + 32) of a chunk
-      const __m256 dw = _mm256_cvtph_ps(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b * kPackedRows + 8 * half)));
-      __m256 mw = _mm256_setzero_ps();
+      __m256 dw, mw = _mm256_setzero_ps();
+      if constexpr (kFormat == Packed::kQ4_K) {
+        // d sc and -(dmin m), as ggml forms them
+        const __m256 d = _mm256_cvtph_ps(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b / 8 * kPackedRows + 8 * half)));
+        const __m256 dmin = _mm256_cvtph_ps(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.mins + b / 8 * kPackedRows + 8 * half)));
+        const int8_t* sub = t.sub_scales + b * 2 * kPackedRows + 8 * half;  // sc: [0, 8), m: [16, 24)
+        dw = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sub)))));
+        mw = _mm256_sub_ps(_mm256_setzero_ps(),
+                           _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                                                   _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sub + kPackedRows))))));
+      } else {
+        dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b * kPackedRows + 8 * half)));
+      }
       if constexpr (kFormat == Packed::kQ4_1)
         mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.mins + b * kPackedRows + 8 * half)));
       __m256i wv[8];  // chunk c: values 4c .. 4c + 3 of the 8 rows
@@ -76,7 +88,7 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
         }
         acc[r][half] =
             _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(t.xd[r * blocks + b])), acc[r][half]);
-        if constexpr (kFormat == Packed::kQ4_1)
+        if constexpr (kFormat == Packed::kQ4_1 || kFormat == Packed::kQ4_K)
           acc[r][half] = _mm256_fmadd_ps(mw, _mm256_set1_ps(t.xd[r * blocks + b] * float(t.xs[r * blocks + b])),
                                          acc[r][half]);
       }

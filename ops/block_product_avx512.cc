@@ -5,7 +5,8 @@
 // made unsigned by flipping the top bit (w + 128). Both offsets come out
 // through the block's input sum: Σ (w + o) q = Σ w q + o Σ q, so each row's
 // sum starts at -o Σ q. Q4_1's nibbles are its values; its value n d + m
-// adds m Σ q times the input's scale after the scaled integer sum.
+// adds m Σ q times the input's scale after the scaled integer sum. Q4_K
+// is Q4_1 with d = d_super sc and m = -(dmin m_sub), formed per block.
 #if defined(__x86_64__)
 
 #include <immintrin.h>
@@ -37,11 +38,13 @@ SWAN_VNNI_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
   constexpr bool kQ4 = kFormat != Packed::kQ8_0;
   constexpr int64_t kPayload = kQ4 ? 256 : 512;
   // Q4_0's nibbles are value + 8, Q8_0's bytes value + 128 once flipped;
-  // Q4_1's nibbles are its values, its min added from the input's sum.
+  // Q4_1's and Q4_K's nibbles are their values, the min added from the
+  // input's sum.
   constexpr int32_t kOffset = kFormat == Packed::kQ4_0 ? 8 : kFormat == Packed::kQ8_0 ? 128 : 0;
   const __m512i low = _mm512_set1_epi8(0x0f), flip = _mm512_set1_epi8(char(0x80));
   __m512 acc[kRows];
   for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
+  __m512 d = _mm512_setzero_ps(), dmin = _mm512_setzero_ps();  // Q4_K: the super-block's
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* p = t.payload + b * kPayload;
     __m512i wv[8];  // chunk c: values 4c .. 4c + 3 of the 16 rows, unsigned
@@ -54,8 +57,19 @@ SWAN_VNNI_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
     } else {
       for (int c = 0; c < 8; ++c) wv[c] = _mm512_xor_si512(_mm512_loadu_si512(p + 64 * c), flip);
     }
-    const __m512 dw = _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.scales + b * kPackedRows)));
-    __m512 mw = _mm512_setzero_ps();
+    __m512 dw, mw = _mm512_setzero_ps();
+    if constexpr (kFormat == Packed::kQ4_K) {
+      // d sc and -(dmin m): the products ggml forms, exact in float32
+      if (b % 8 == 0) {
+        d = _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.scales + b / 8 * kPackedRows)));
+        dmin = _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.mins + b / 8 * kPackedRows)));
+      }
+      const int8_t* sub = t.sub_scales + b * 2 * kPackedRows;  // [2, 16] sc, m
+      dw = _mm512_mul_ps(d, _mm512_maskz_cvtepi32_ps(kAll, _mm512_maskz_cvtepu8_epi32(kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(sub)))));
+      mw = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(dmin, _mm512_maskz_cvtepi32_ps(kAll, _mm512_maskz_cvtepu8_epi32(kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(sub + kPackedRows))))));
+    } else {
+      dw = _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.scales + b * kPackedRows)));
+    }
     if constexpr (kFormat == Packed::kQ4_1)
       mw = _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.mins + b * kPackedRows)));
     for (int r = 0; r < kRows; ++r) {
@@ -68,7 +82,7 @@ SWAN_VNNI_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
       }
       const __m512 dot = _mm512_maskz_cvtepi32_ps(kAll, _mm512_add_epi32(even, odd));
       acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(dw, _mm512_set1_ps(t.xd[r * blocks + b])), acc[r]);
-      if constexpr (kFormat == Packed::kQ4_1)
+      if constexpr (kFormat == Packed::kQ4_1 || kFormat == Packed::kQ4_K)
         acc[r] = _mm512_fmadd_ps(mw, _mm512_set1_ps(t.xd[r * blocks + b] * float(t.xs[r * blocks + b])), acc[r]);
     }
   }

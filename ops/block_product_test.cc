@@ -25,6 +25,10 @@ std::vector<uint8_t> RandomRows(WeightType type, int64_t n, int64_t k, std::mt19
     for (size_t at = 0; at < rows.size(); at += kQ6KBytes) rows[at + 209] &= 0x3b;  // |d| < 2
     return rows;
   }
+  if (type == WeightType::kQ4_K) {
+    for (size_t at = 0; at < rows.size(); at += kQ4KBytes) rows[at + 1] &= 0x3b, rows[at + 3] &= 0x3b;  // |d|, |dmin| < 2
+    return rows;
+  }
   for (size_t at = 0; at < rows.size(); at += QuantBlockBytes(type)) {
     rows[at + 1] &= 0x3b;                                  // |d| < 2
     if (type == WeightType::kQ4_1) rows[at + 3] &= 0x3b;  // |m| < 2
@@ -40,13 +44,14 @@ std::vector<uint8_t> Pack(WeightType type, const std::vector<uint8_t>& rows, int
 
 using Shapes = std::vector<std::pair<int64_t, int64_t>>;  // [n, k] matrices
 
-// Matrix shapes for a format: rows of 256 values and more for Q6_K.
+// Matrix shapes for a format: rows of 256 values and more for the K-quants.
 Shapes ShapesFor(WeightType type, Shapes shapes) {
-  if (type == WeightType::kQ6_K) return {{1, 256}, {16, 256}, {37, 512}, {70, 256}};
+  if (IsSuperBlocked(type)) return {{1, 256}, {16, 256}, {37, 512}, {70, 256}};
   return shapes;
 }
 
-constexpr WeightType kBlockTypes[] = {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ6_K};
+constexpr WeightType kBlockTypes[] = {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ4_K,
+                                      WeightType::kQ6_K};
 
 TEST(PackedBlocks, HoldTheRowsBitForBit) {
   std::mt19937 rng(std::random_device{}());
@@ -54,7 +59,9 @@ TEST(PackedBlocks, HoldTheRowsBitForBit) {
     for (auto [n, k] : ShapesFor(type, {{1, 32}, {16, 64}, {37, 96}, {70, 256}})) {
       const std::vector<uint8_t> rows = RandomRows(type, n, k, rng);
       const std::vector<uint8_t> packed = Pack(type, rows, n, k);
-      EXPECT_EQ(packed.size(), size_t(PackedGroups(n) * 16) * WeightRowBytes(type, k));
+      // the file's bytes for whole groups; Q4_K's 6-bit scales and mins a byte each
+      const size_t file_bytes = size_t(PackedGroups(n) * 16) * WeightRowBytes(type, k);
+      EXPECT_EQ(packed.size(), type == WeightType::kQ4_K ? file_bytes / 288 * 296 : file_bytes);
       std::vector<float> want(size_t(n * k)), got(want.size());  // [n, k]
       DequantizeRows(type, want.data(), rows.data(), n, k);
       DequantizePackedRows(PackedBlocksAt(packed.data(), type, n, k), got.data(), 0, n);
@@ -152,6 +159,9 @@ TEST(BlockProduct, ExtremeValuesDoNotOverflow) {
         std::memset(&rows[at + 192], 0x80, 16);      // scales -128
         rows[at + 208] = 0x00, rows[at + 209] = 0x3c;  // d = 1
       }
+    } else if (type == WeightType::kQ4_K) {
+      for (size_t at = 0; at < rows.size(); at += kQ4KBytes)  // scales and mins 63 (0xff bytes)
+        rows[at] = 0x00, rows[at + 1] = 0x3c, rows[at + 2] = 0x00, rows[at + 3] = 0x30;  // d = 1, dmin = 0.125
     } else {
       for (size_t at = 0; at < rows.size(); at += QuantBlockBytes(type)) {
         rows[at] = 0x00, rows[at + 1] = 0x3c;                                       // d = 1
@@ -159,11 +169,12 @@ TEST(BlockProduct, ExtremeValuesDoNotOverflow) {
       }
     }
     const std::vector<uint8_t> packed = Pack(type, rows, n, k);
-    // each value -128 (Q8_0), 15 - 8 = 7 (Q4_0), 15 - 2 = 13 (Q4_1) or
-    // -128 (63 - 32) (Q6_K), times ±127 · d_x
+    // each value -128 (Q8_0), 15 - 8 = 7 (Q4_0), 15 - 2 = 13 (Q4_1),
+    // 63 * 15 - 63 / 8 (Q4_K) or -128 (63 - 32) (Q6_K), times ±127 · d_x
     const double value = type == WeightType::kQ8_0   ? -128
                          : type == WeightType::kQ4_0 ? 7
                          : type == WeightType::kQ4_1 ? 13
+                         : type == WeightType::kQ4_K ? 63 * 15 - 63 / 8.0
                                                      : -128 * 31;
     for (BlockKernel kernel : BlockKernelsHere()) {
       std::vector<float> y(size_t(m * n));

@@ -127,32 +127,29 @@ void Q6KBlock(const uint8_t* q, const int8_t* scales, uint16_t d, uint8_t* block
   block[208] = uint8_t(d), block[209] = uint8_t(d >> 8);
 }
 
-void Q4KRowAsQ4_1(uint8_t* dst, const uint8_t* src, int64_t n) {
-  if (n % 256 != 0) throw std::invalid_argument("Q4_K needs rows of a multiple of 256 values, not " + std::to_string(n));
-  for (int64_t b = 0; b < n / 256; ++b, src += DequantBlockBytes(DequantFormat::kQ4_K)) {
-    const float d = F16ToF32(ReadU16(src)), dmin = F16ToF32(ReadU16(src + 2));
-    const uint8_t* qs = src + 16;  // [128]
-    for (int j = 0; j < 8; ++j, dst += 20) {
-      int sc, m;
-      ScaleMin(src + 4, j, &sc, &m);
-      const uint16_t scale = F32ToF16(d * float(sc)), min = F32ToF16(-(dmin * float(m)));
-      dst[0] = uint8_t(scale), dst[1] = uint8_t(scale >> 8), dst[2] = uint8_t(min), dst[3] = uint8_t(min >> 8);
-      // sub-block j: nibble j % 2 of qs[32 (j / 2) .. + 31]; Q4_1 byte i
-      // holds value i low and value i + 16 high
-      const uint8_t* q = qs + 32 * (j / 2);
-      const int shift = 4 * (j % 2);
-      for (int i = 0; i < 16; ++i) dst[4 + i] = uint8_t((q[i] >> shift & 15) | (q[i + 16] >> shift & 15) << 4);
-    }
+void Q4KParts(const uint8_t* block, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin) {
+  *d = ReadU16(block), *dmin = ReadU16(block + 2);
+  for (int j = 0; j < 8; ++j) {
+    int s, mn;
+    ScaleMin(block + 4, j, &s, &mn);
+    sc[j] = uint8_t(s), m[j] = uint8_t(mn);
   }
+  const uint8_t* qs = block + 16;  // [128]
+  for (int j = 0; j < 8; ++j)
+    for (int l = 0; l < 32; ++l) q[32 * j + l] = uint8_t(qs[32 * (j / 2) + l] >> (4 * (j % 2)) & 15);
 }
 
-bool Q4KFitsQ4_1(const uint8_t* src, int64_t count) {
-  for (int64_t b = 0; b < count; ++b, src += DequantBlockBytes(DequantFormat::kQ4_K)) {
-    const float d = F16ToF32(ReadU16(src)), dmin = F16ToF32(ReadU16(src + 2));
-    // 6-bit scales and mins are at most 63; f16's largest finite is 65504
-    if (!(std::fabs(d) * 63.0f <= 65504.0f) || !(std::fabs(dmin) * 63.0f <= 65504.0f)) return false;
+void Q4KBlock(const uint8_t* q, const uint8_t* sc, const uint8_t* m, uint16_t d, uint16_t dmin, uint8_t* block) {
+  block[0] = uint8_t(d), block[1] = uint8_t(d >> 8), block[2] = uint8_t(dmin), block[3] = uint8_t(dmin >> 8);
+  uint8_t* scales = block + 4;  // [12] ScaleMin's packing
+  for (int i = 0; i < 4; ++i) {
+    scales[i] = uint8_t((sc[i] & 63) | (sc[i + 4] >> 4) << 6);
+    scales[i + 4] = uint8_t((m[i] & 63) | (m[i + 4] >> 4) << 6);
+    scales[i + 8] = uint8_t((sc[i + 4] & 15) | (m[i + 4] & 15) << 4);
   }
-  return true;
+  uint8_t* qs = block + 16;  // [128]
+  for (int c = 0; c < 4; ++c)
+    for (int l = 0; l < 32; ++l) qs[32 * c + l] = uint8_t((q[64 * c + l] & 15) | (q[64 * c + 32 + l] & 15) << 4);
 }
 
 }  // namespace swan

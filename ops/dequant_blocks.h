@@ -1,8 +1,8 @@
 // ggml's block formats that swan reads from GGUF files but does not compute
 // in: the K-quants that the Q4_K_M and Q5_K_M files most llama.cpp users
 // run are made of, and the older 32-value formats llama.cpp falls back to
-// for rows that are not a multiple of 256. A model loads Q6_K as it is
-// (WeightType::kQ6_K), Q4_K as Q4_1 (below) and the others as Q8_0
+// for rows that are not a multiple of 256. A model loads Q4_K and Q6_K as
+// they are (WeightType::kQ4_K, kQ6_K) and the others as Q8_0
 // (model/gguf_weights.h) from values dequantized as ggml does: each value
 // below is computed in float32 in the order written.
 //   Q5_0, 22 bytes per 32: f16 d, qh[4] (u32), qs[16]: value j (j < 16) is
@@ -63,20 +63,15 @@ void DequantizeFormatRow(DequantFormat f, float* dst, const uint8_t* src, int64_
 
 // One Q6_K super-block's parts: q [256] in [0, 63] (value i = d * scales[i /
 // 16] * (q[i] - 32)), scales [16], and d's f16 bits. Q6KBlock is the
-// inverse: block [210] from them. Swan computes in Q6_K's own values
+// inverse: block [210] from them. Swan computes in the K-quants' own values
 // (ops/packed_blocks.h), so these move them between layouts unchanged.
 void Q6KParts(const uint8_t* block, uint8_t* q, int8_t* scales, uint16_t* d);
 void Q6KBlock(const uint8_t* q, const int8_t* scales, uint16_t d, uint8_t* block);
 
-// Q4_K rows as Q4_1 rows (ops/quant_blocks.h), which swan multiplies
-// natively: each sub-block of 32 values becomes a Q4_1 block with the same
-// nibbles, scale d * sc and min -(dmin * m) rounded to f16 (2^-11 of each,
-// where Q4_K's own steps are 1/15 of a sub-block's range). dst [n / 32
-// blocks of 20 bytes] from src [n / 256 super-blocks]; n a multiple of 256.
-void Q4KRowAsQ4_1(uint8_t* dst, const uint8_t* src, int64_t n);
-
-// Whether every sub-block's scale and min of `count` Q4_K super-blocks at
-// src fit f16's range (a file's always do; a hostile one's may not).
-bool Q4KFitsQ4_1(const uint8_t* src, int64_t count);
+// One Q4_K super-block's parts: q [256] in [0, 15] (value i = (d * sc[i /
+// 32]) * q[i] - dmin * m[i / 32]), sc [8] and m [8] in [0, 63], and the f16
+// bits of d and dmin. Q4KBlock is the inverse: block [144] from them.
+void Q4KParts(const uint8_t* block, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin);
+void Q4KBlock(const uint8_t* q, const uint8_t* sc, const uint8_t* m, uint16_t d, uint16_t dmin, uint8_t* block);
 
 }  // namespace swan

@@ -137,37 +137,25 @@ TEST(DequantBlocks, EveryFormatDequantizesBitForBit) {
   }
 }
 
-// Q4_K as Q4_1: the same nibbles, each sub-block's scale and min rounded
-// to f16 once, so every value within 2^-11 of the scale and of the min.
-TEST(DequantBlocks, Q4KBecomesQ4_1OfItsSubBlocks) {
+// Q4KParts takes a block apart into what it was made of, and Q4KBlock puts
+// the same bytes back together.
+TEST(DequantBlocks, Q4KPartsAreWhatTheBlockWasMadeOf) {
   std::mt19937 rng(3);
-  constexpr int kBlocks = 12;
-  std::vector<SuperBlock> supers;
-  std::vector<uint8_t> row;  // [kBlocks * 144]
-  for (int b = 0; b < kBlocks; ++b) {
-    supers.push_back(RandomSuperBlock(DequantFormat::kQ4_K, rng));
-    const std::vector<uint8_t> bytes = Encode(DequantFormat::kQ4_K, supers.back());
-    row.insert(row.end(), bytes.begin(), bytes.end());
+  for (int b = 0; b < 20; ++b) {
+    const SuperBlock s = RandomSuperBlock(DequantFormat::kQ4_K, rng);
+    const std::vector<uint8_t> bytes = Encode(DequantFormat::kQ4_K, s);
+    uint8_t q[256], sc[8], m[8];
+    uint16_t d = 0, dmin = 0;
+    Q4KParts(bytes.data(), q, sc, m, &d, &dmin);
+    EXPECT_EQ(d, s.d);
+    EXPECT_EQ(dmin, s.dmin);
+    for (int i = 0; i < 256; ++i) ASSERT_EQ(q[i], s.q[i]) << i;
+    for (int j = 0; j < 8; ++j) ASSERT_EQ(sc[j], s.scale[j]) << j;
+    for (int j = 0; j < 8; ++j) ASSERT_EQ(m[j], s.min[j]) << j;
+    std::vector<uint8_t> again(bytes.size());
+    Q4KBlock(q, sc, m, d, dmin, again.data());
+    EXPECT_EQ(again, bytes);
   }
-  ASSERT_TRUE(Q4KFitsQ4_1(row.data(), kBlocks));
-  std::vector<uint8_t> q41(size_t(kBlocks * 8) * QuantBlockBytes(WeightType::kQ4_1));  // [kBlocks * 8 blocks]
-  Q4KRowAsQ4_1(q41.data(), row.data(), kBlocks * 256);
-  std::vector<float> got(kBlocks * 256);  // [kBlocks * 256]
-  DequantizeRows(WeightType::kQ4_1, got.data(), q41.data(), 1, kBlocks * 256);
-  for (int b = 0; b < kBlocks; ++b)
-    for (int i = 0; i < 256; ++i) {
-      const SuperBlock& s = supers[size_t(b)];
-      const float scale = std::fabs(F16ToF32(s.d) * float(s.scale[i / 32]));
-      const float min = std::fabs(F16ToF32(s.dmin) * float(s.min[i / 32]));
-      const float bound = (15 * scale + min) * 0x1p-11f * 1.01f;
-      ASSERT_LE(std::fabs(got[size_t(b * 256 + i)] - Expected(DequantFormat::kQ4_K, s, i)), bound)
-          << "block " << b << " value " << i;
-    }
-  // a scale past f16's range stays Q8_0's to hold
-  SuperBlock big = supers[0];
-  big.d = 0x7000;  // 8192: 63 x 8192 overflows f16
-  const std::vector<uint8_t> bytes = Encode(DequantFormat::kQ4_K, big);
-  EXPECT_FALSE(Q4KFitsQ4_1(bytes.data(), 1));
 }
 
 // Q6KParts takes a block apart into what it was made of, and Q6KBlock puts

@@ -32,9 +32,10 @@ PackedBlocks PackedBlocksAt(const void* data, WeightType type, int64_t n, int64_
   w.k = k;
   w.payload = static_cast<const uint8_t*>(data);
   const int64_t group_blocks = PackedGroups(n) * w.blocks();
-  if (type == WeightType::kQ6_K) {
+  if (IsSuperBlocked(type)) {
     w.sub_scales = reinterpret_cast<const int8_t*>(w.payload + size_t(group_blocks) * PackedPayloadBytes(type));
     w.scales = reinterpret_cast<const uint16_t*>(w.sub_scales + group_blocks * 2 * kPackedRows);
+    if (type == WeightType::kQ4_K) w.mins = w.scales + group_blocks / 8 * kPackedRows;
     return w;
   }
   w.scales = reinterpret_cast<const uint16_t*>(w.payload + size_t(group_blocks) * PackedPayloadBytes(type));
@@ -44,41 +45,62 @@ PackedBlocks PackedBlocksAt(const void* data, WeightType type, int64_t n, int64_
 
 namespace {
 
-// PackGroups for Q6_K: each super-block taken apart (Q6KParts) and its
-// values, scales and d laid out as the header describes.
+// One K-quant super-block's parts, as the packed layout holds them.
+struct SuperParts {
+  uint8_t q[kSuperValues];  // [256] its values
+  int8_t sub[8][2];         // [8 blocks][2] Q6_K: the scales of values 0-15, 16-31; Q4_K: sc, m
+  uint16_t d = 0, dmin = 0; // f16 (dmin: Q4_K)
+};
+
+SuperParts PartsOf(WeightType type, const uint8_t* block) {
+  SuperParts p;
+  if (type == WeightType::kQ6_K) {
+    int8_t scales[16];  // [16]
+    Q6KParts(block, p.q, scales, &p.d);
+    for (int bb = 0; bb < 8; ++bb) p.sub[bb][0] = scales[2 * bb], p.sub[bb][1] = scales[2 * bb + 1];
+  } else {
+    uint8_t sc[8], m[8];  // [8]
+    Q4KParts(block, p.q, sc, m, &p.d, &p.dmin);
+    for (int bb = 0; bb < 8; ++bb) p.sub[bb][0] = int8_t(sc[bb]), p.sub[bb][1] = int8_t(m[bb]);
+  }
+  return p;
+}
+
+// PackGroups for Q4_K and Q6_K: each super-block taken apart and its values,
+// scales (and mins) laid out as the header describes.
 template <class RowBytes>
-void PackGroupsQ6K(uint8_t* dst, int64_t n, int64_t k, int64_t g_begin, int64_t g_end, const RowBytes& row_bytes_of) {
-  const int64_t blocks = k / kQuantBlockValues, groups = PackedGroups(n), supers = k / kQ6KValues;
-  uint8_t* payload = dst;                                                          // [G, B, 384]
-  int8_t* sub_scales = reinterpret_cast<int8_t*>(dst + size_t(groups * blocks) * 384);  // [G, B, 2, 16]
-  uint16_t* d = reinterpret_cast<uint16_t*>(sub_scales + groups * blocks * 2 * kPackedRows);  // [G, B / 8, 16]
-  uint8_t q[kQ6KValues];  // [256] one super-block's values
-  int8_t scales[16];      // [16] its scales
+void PackGroupsSuper(WeightType type, uint8_t* dst, int64_t n, int64_t k, int64_t g_begin, int64_t g_end,
+                     const RowBytes& row_bytes_of) {
+  const int64_t blocks = k / kQuantBlockValues, groups = PackedGroups(n), supers = k / kSuperValues;
+  const size_t payload_bytes = PackedPayloadBytes(type), super_bytes = WeightRowBytes(type, kSuperValues);
+  const bool six = type == WeightType::kQ6_K;
+  uint8_t* payload = dst;  // [G, B, payload_bytes]
+  int8_t* sub_scales = reinterpret_cast<int8_t*>(dst + size_t(groups * blocks) * payload_bytes);  // [G, B, 2, 16]
+  uint16_t* d = reinterpret_cast<uint16_t*>(sub_scales + groups * blocks * 2 * kPackedRows);     // [G, B / 8, 16]
+  uint16_t* dmin = d + groups * supers * kPackedRows;  // [G, B / 8, 16] (Q4_K)
+  SuperParts empty;  // rows past n: value 0
+  std::memset(empty.q, six ? 32 : 0, sizeof(empty.q));
+  std::memset(empty.sub, 0, sizeof(empty.sub));
   for (int64_t g = g_begin; g < g_end; ++g)
     for (int64_t j = 0; j < kPackedRows; ++j) {
       const int64_t row = g * kPackedRows + j;
       for (int64_t sb = 0; sb < supers; ++sb) {
-        uint16_t d_bits = 0;
-        if (row < n) {
-          Q6KParts(row_bytes_of(row) + size_t(sb) * kQ6KBytes, q, scales, &d_bits);
-        } else {
-          std::memset(q, 32, sizeof(q));  // value 0
-          std::memset(scales, 0, sizeof(scales));
-        }
-        d[(g * supers + sb) * kPackedRows + j] = d_bits;
+        const SuperParts p = row < n ? PartsOf(type, row_bytes_of(row) + size_t(sb) * super_bytes) : empty;
+        d[(g * supers + sb) * kPackedRows + j] = p.d;
+        if (!six) dmin[(g * supers + sb) * kPackedRows + j] = p.dmin;
         for (int64_t bb = 0; bb < 8; ++bb) {
           const int64_t b = sb * 8 + bb;
-          const uint8_t* v = q + 32 * bb;  // [32] the block's values
-          uint8_t* out = payload + size_t(g * blocks + b) * 384 + size_t(j) * 4;
+          const uint8_t* v = p.q + 32 * bb;  // [32] the block's values
+          uint8_t* out = payload + size_t(g * blocks + b) * payload_bytes + size_t(j) * 4;
           for (int i = 0; i < 4; ++i) {
             for (int c = 0; c < 4; ++c) out[c * 64 + i] = uint8_t((v[4 * c + i] & 15) | (v[16 + 4 * c + i] & 15) << 4);
-            for (int h = 0; h < 2; ++h) {
+            for (int h = 0; six && h < 2; ++h) {
               uint8_t high = 0;
               for (int c = 0; c < 4; ++c) high |= uint8_t((v[16 * h + 4 * c + i] >> 4) << (2 * c));
               out[256 + h * 64 + i] = high;
             }
           }
-          for (int h = 0; h < 2; ++h) sub_scales[((g * blocks + b) * 2 + h) * kPackedRows + j] = scales[2 * bb + h];
+          for (int h = 0; h < 2; ++h) sub_scales[((g * blocks + b) * 2 + h) * kPackedRows + j] = p.sub[bb][h];
         }
       }
     }
@@ -89,7 +111,7 @@ void PackGroupsQ6K(uint8_t* dst, int64_t n, int64_t k, int64_t g_begin, int64_t 
 template <class RowBytes>
 void PackGroups(WeightType type, uint8_t* dst, int64_t n, int64_t k, int64_t g_begin, int64_t g_end,
                 const RowBytes& row_bytes_of) {
-  if (type == WeightType::kQ6_K) return PackGroupsQ6K(dst, n, k, g_begin, g_end, row_bytes_of);
+  if (IsSuperBlocked(type)) return PackGroupsSuper(type, dst, n, k, g_begin, g_end, row_bytes_of);
   const int64_t blocks = k / kQuantBlockValues, groups = PackedGroups(n);
   const size_t block_bytes = QuantBlockBytes(type);
   const size_t payload_bytes = PackedPayloadBytes(type), value_bytes = ValueBytes(type);
@@ -181,6 +203,19 @@ void DequantizePackedRows(const PackedBlocks& w, float* dst, int64_t row, int64_
               const int8_t scale = w.sub_scales[((g * blocks + b) * 2 + h) * kPackedRows + j];
               out[16 * h + 4 * c + i] = d * float(scale) * float(q - 32);
             }
+        continue;
+      }
+      if (w.type == WeightType::kQ4_K) {
+        // as ggml: (d * sc) * q - dmin * m
+        const int64_t at = (g * (blocks / 8) + b / 8) * kPackedRows + j;
+        const uint8_t* sub = reinterpret_cast<const uint8_t*>(w.sub_scales) + (g * blocks + b) * 2 * kPackedRows + j;
+        const float scale = F16ToF32(w.scales[at]) * float(sub[0]), min = F16ToF32(w.mins[at]) * float(sub[kPackedRows]);
+        float* out = dst + b * kQuantBlockValues;  // [32]
+        for (int c = 0; c < 4; ++c)
+          for (int i = 0; i < 4; ++i) {
+            out[4 * c + i] = scale * float(in[c * 64 + i] & 15) - min;
+            out[16 + 4 * c + i] = scale * float(in[c * 64 + i] >> 4) - min;
+          }
         continue;
       }
       const float d = F16ToF32(w.scales[(g * blocks + b) * kPackedRows + j]);

@@ -1,4 +1,4 @@
-// Q8_0, Q4_0, Q4_1 and Q6_K weights laid out for the integer kernels (ops/block_product):
+// Q8_0, Q4_0, Q4_1, Q4_K and Q6_K weights laid out for the integer kernels (ops/block_product):
 // rows in groups of 16, and within a group each block's 16 scales side by
 // side and its quantized values interleaved 4 at a time, so that one 64-byte
 // load holds 4 consecutive values of all 16 rows. An 8-bit dot-product
@@ -28,9 +28,16 @@
 //   sub_scales [G, B, 2, 16] int8: the scales of values 0-15, then 16-31.
 //   scales  [G, B / 8, 16]: each super-block's f16 d.
 // So 420 bytes per group-block: the file's 210 per 256 values.
-// Rows past n in the last group are zero with a scale (and min) of 0. The layout
-// takes G * 16 rows of the format's bytes, so the same bytes as the file for
-// n a multiple of 16. The payload comes first, so it stays 64-byte aligned.
+// Q4_K (k a multiple of 256; q in [0, 15], value = (d * sc) * q - dmin * m):
+//   payload [G, B, 256]: Q4_x's layout of q.
+//   sub_scales [G, B, 2, 16] (bytes, 0-63): each block's sc, then its m.
+//   scales, mins [G, B / 8, 16]: each super-block's f16 d and dmin.
+// So 296 bytes per group-block where the file has 288: its 6-bit scales
+// and mins a byte each.
+// Rows past n in the last group are zero with a scale (and min) of 0. The
+// layout takes G * 16 rows of the format's bytes, so the same bytes as the
+// file for n a multiple of 16 (but Q4_K's). The payload comes first, so it
+// stays 64-byte aligned.
 #pragma once
 
 #include <cstddef>
@@ -54,15 +61,16 @@ constexpr size_t ValueBytes(WeightType type) { return PackedPayloadBytes(type) /
 constexpr size_t ValueOffset(WeightType type) { return QuantBlockBytes(type) - ValueBytes(type); }
 // Bytes of a packed [n, k] matrix.
 constexpr size_t PackedBytes(WeightType type, int64_t n, int64_t k) {
+  if (type == WeightType::kQ4_K) return size_t(PackedGroups(n) * (k / kQuantBlockValues)) * 296;
   return size_t(PackedGroups(n) * kPackedRows) * WeightRowBytes(type, k);
 }
 
 // Where a packed matrix's parts lie.
 struct PackedBlocks {
   const uint8_t* payload = nullptr;  // [G, B, PackedPayloadBytes(type)]
-  const uint16_t* scales = nullptr;  // [G, B, 16] f16 (Q6_K: [G, B / 8, 16], its d)
-  const uint16_t* mins = nullptr;    // [G, B, 16] f16 (Q4_1; null for the others)
-  const int8_t* sub_scales = nullptr;  // [G, B, 2, 16] (Q6_K; null for the others)
+  const uint16_t* scales = nullptr;  // [G, B, 16] f16 (Q4_K, Q6_K: [G, B / 8, 16], d)
+  const uint16_t* mins = nullptr;    // [G, B, 16] f16 (Q4_1; Q4_K: [G, B / 8, 16], dmin; null for the others)
+  const int8_t* sub_scales = nullptr;  // [G, B, 2, 16] (Q4_K, Q6_K; null for the others)
   WeightType type = WeightType::kQ8_0;
   int64_t n = 0, k = 0;
 

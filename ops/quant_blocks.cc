@@ -67,8 +67,44 @@ void QuantizeRowQ4_1(BlockQ4_1* dst, const float* src, int64_t n) {
   }
 }
 
+void QuantizeRowQ4_K(uint8_t* dst, const float* src, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperValues; ++b, src += kSuperValues, dst += kQ4KBytes) {
+    // sub-block j: values min_j + step_j q, min_j = -(dmin m_j) <= 0
+    float lows[8], highs[8], low_most = 0;  // [8] -min(0, least), max(0, largest)
+    for (int j = 0; j < 8; ++j) {
+      lows[j] = highs[j] = 0;
+      for (int i = 0; i < 32; ++i) {
+        lows[j] = std::max(lows[j], -src[32 * j + i]);
+        highs[j] = std::max(highs[j], src[32 * j + i]);
+      }
+      low_most = std::max(low_most, lows[j]);
+    }
+    const uint16_t dmin_bits = F32ToF16(low_most / 63.0f);
+    const float dmin = F16ToF32(dmin_bits);
+    uint8_t sc[8], m[8];  // [8]
+    float steps[8], step_most = 0;  // [8] (largest + min) / 15
+    for (int j = 0; j < 8; ++j) {
+      m[j] = uint8_t(dmin > 0 ? std::min(63.0f, std::ceil(lows[j] / dmin)) : 0.0f);
+      steps[j] = (highs[j] + dmin * float(m[j])) / 15.0f;
+      step_most = std::max(step_most, steps[j]);
+    }
+    const uint16_t d_bits = F32ToF16(step_most / 63.0f);
+    const float d = F16ToF32(d_bits);
+    uint8_t q[256];  // [256] (value + dmin m) / (d sc)
+    for (int j = 0; j < 8; ++j) {
+      sc[j] = uint8_t(d > 0 ? std::min(63.0f, std::ceil(steps[j] / d)) : 0.0f);
+      const float step = d * float(sc[j]), min = dmin * float(m[j]);
+      for (int i = 0; i < 32; ++i) {
+        const float v = step > 0 ? std::nearbyint((src[32 * j + i] + min) / step) : 0.0f;
+        q[32 * j + i] = uint8_t(std::clamp(v, 0.0f, 15.0f));
+      }
+    }
+    Q4KBlock(q, sc, m, d_bits, dmin_bits, dst);
+  }
+}
+
 void QuantizeRowQ6_K(uint8_t* dst, const float* src, int64_t n) {
-  for (int64_t b = 0; b < n / kQ6KValues; ++b, src += kQ6KValues, dst += kQ6KBytes) {
+  for (int64_t b = 0; b < n / kSuperValues; ++b, src += kSuperValues, dst += kQ6KBytes) {
     // each 16 values' step s = amax / 31, held as d * scale (scale <= 127)
     float steps[16], largest = 0;  // [16]
     for (int i = 0; i < 16; ++i) {
@@ -139,6 +175,8 @@ void QuantizeRowsInto(WeightType type, uint8_t* dst, const float* w, int64_t row
     uint8_t* row = dst + size_t(r) * row_bytes;
     if (type == WeightType::kQ6_K)
       QuantizeRowQ6_K(row, w + r * in, in);
+    else if (type == WeightType::kQ4_K)
+      QuantizeRowQ4_K(row, w + r * in, in);
     else if (type == WeightType::kQ8_0)
       QuantizeRowQ8_0(reinterpret_cast<BlockQ8_0*>(row), w + r * in, in);
     else if (type == WeightType::kQ4_1)
@@ -175,6 +213,7 @@ void DequantizeRows(WeightType type, float* dst, const void* src, int64_t rows, 
     case WeightType::kQ8_0:
     case WeightType::kQ4_0:
     case WeightType::kQ4_1:
+    case WeightType::kQ4_K:
     case WeightType::kQ6_K: break;
   }
   const size_t row_bytes = WeightRowBytes(type, in);
@@ -182,8 +221,8 @@ void DequantizeRows(WeightType type, float* dst, const void* src, int64_t rows, 
   ParallelRanges(rows, 16, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const uint8_t* row = bytes + size_t(r) * row_bytes;
-      if (type == WeightType::kQ6_K)
-        DequantizeFormatRow(DequantFormat::kQ6_K, dst + r * in, row, in);
+      if (IsSuperBlocked(type))
+        DequantizeFormatRow(type == WeightType::kQ6_K ? DequantFormat::kQ6_K : DequantFormat::kQ4_K, dst + r * in, row, in);
       else if (type == WeightType::kQ8_0)
         DequantizeRowQ8_0(dst + r * in, reinterpret_cast<const BlockQ8_0*>(row), in);
       else if (type == WeightType::kQ4_1)
