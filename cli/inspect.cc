@@ -25,8 +25,8 @@ const char kUsage[] =
     "  Prints the model's configuration, the attention plan resolved for it (per layer:\n"
     "  kind, span, positional encoding) and the KV cache bytes per layer after CTX tokens\n"
     "  (default: max_position_embeddings), against full attention on every layer. DIR may\n"
-    "  also be a GGUF file: then its matrices' types, the type swan holds each in (Q5_0,\n"
-    "  Q5_1 and Q5_K as q8_0) and their bytes in the file and held.\n"
+    "  also be a GGUF file: then its matrices' types, the type swan holds each in (Q5_0\n"
+    "  and Q5_1 as q8_0) and their bytes in the file and held.\n"
     "  --batch B is the prefill chunk the window rings leave room for (default 512).\n";
 
 std::string ToUpper(std::string s) {

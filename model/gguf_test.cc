@@ -259,13 +259,13 @@ DequantPaths WriteDequantFiles(const std::filesystem::path& dir, const std::vect
   return paths;
 }
 
-// Q5_0, Q5_1 and Q5_K load as Q8_0 of the values ggml dequantizes
+// Q5_0 and Q5_1 load as Q8_0 of the values ggml dequantizes
 // them to: the logits of an F32 file of those values loaded as Q8_0,
 // exactly.
 TEST(Gguf, OtherBlockFormatsLoadAsQ8_0OfTheirValues) {
   const auto dir = Llama256("gguf_dequant");
   const DequantPaths paths = WriteDequantFiles(
-      dir, {DequantFormat::kQ5_K, DequantFormat::kQ5_0, DequantFormat::kQ5_1});
+      dir, {DequantFormat::kQ5_0, DequantFormat::kQ5_1});
   const auto k_model = LoadModel(paths.blocks);
   LoadOptions q8;
   q8.weights = WeightType::kQ8_0;
@@ -296,14 +296,14 @@ TEST(Gguf, OtherBlockFormatsLoadAsQ8_0OfTheirValues) {
     LoadModel(q2_path);
     ADD_FAILURE() << "Q2_K loaded";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("of Q2_K is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K; "
-                                         "Q5_0, Q5_1, Q5_K as Q8_0)"),
+    EXPECT_NE(std::string(e.what()).find("of Q2_K is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, "
+                                         "Q6_K; Q5_0, Q5_1 as Q8_0)"),
               std::string::npos)
         << e.what();
   }
 }
 
-// Q4_K and Q6_K are held as they are: the file's values (rearranged into
+// The K-quants are held as they are: the file's values (rearranged into
 // groups of 16 rows), multiplied as ggml dequantizes them, so the logits are
 // the F32 file's but for the input's int8 rounding.
 void ExpectHeldAsItIs(DequantFormat format, WeightType type, GgmlType ggml) {
@@ -330,6 +330,7 @@ void ExpectHeldAsItIs(DequantFormat format, WeightType type, GgmlType ggml) {
 }
 
 TEST(Gguf, Q4KIsHeldAsItIs) { ExpectHeldAsItIs(DequantFormat::kQ4_K, WeightType::kQ4_K, GgmlType::kQ4_K); }
+TEST(Gguf, Q5KIsHeldAsItIs) { ExpectHeldAsItIs(DequantFormat::kQ5_K, WeightType::kQ5_K, GgmlType::kQ5_K); }
 TEST(Gguf, Q6KIsHeldAsItIs) { ExpectHeldAsItIs(DequantFormat::kQ6_K, WeightType::kQ6_K, GgmlType::kQ6_K); }
 
 TEST(Gguf, RefusesArchitecturesItDoesNotRun) {

@@ -100,7 +100,7 @@ TensorFormat FormatOf(const GgufTensor& t, const std::string& origin) {
   TensorFormat f{WeightTypeOf(t.type), DequantFormatOf(t.type)};
   if (!f.weight && !f.dequant)
     throw std::runtime_error(origin + ": tensor '" + t.name + "' of " + GgmlTypeName(t.type) +
-                             " is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K; Q5_0, Q5_1, Q5_K "
+                             " is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K; Q5_0, Q5_1 "
                              "as Q8_0)");
   return f;
 }

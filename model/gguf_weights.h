@@ -2,8 +2,8 @@
 // tensors under the Hugging Face names the families read (token_embd ->
 // model.embed_tokens, blk.N.attn_q -> model.layers.N.self_attn.q_proj, ...),
 // in their own types (F32, F16 and BF16 used in place; Q8_0, Q4_0, Q4_1,
-// Q4_K and Q6_K packed into a copy of about the same size for the integer
-// kernels; Q5_0, Q5_1 and Q5_K dequantized as ggml does and held as Q8_0,
+// Q4_K, Q5_K and Q6_K packed into a copy of about the same size for the
+// integer kernels; Q5_0 and Q5_1 dequantized as ggml does and held as Q8_0,
 // 8.5 bits a value where the file has 5.5 to 6; the mapped pages then let
 // go).
 // Undone on the way in, as llama.cpp's converter did them on the way out:

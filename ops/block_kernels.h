@@ -32,9 +32,9 @@ void QuantizeRowsAvx2(int8_t* q, float* d, int32_t* sum, const float* x, int64_t
 struct GroupTileData {
   int64_t blocks = 0, k = 0;
   const uint8_t* payload = nullptr;  // [B, PackedPayloadBytes] the group's values
-  const uint16_t* scales = nullptr;  // [B, 16] its scales (Q4_K, Q6_K: [B / 8, 16], d)
-  const uint16_t* mins = nullptr;    // [B, 16] its mins (Q4_1; Q4_K: [B / 8, 16], dmin; null for the others)
-  const int8_t* sub_scales = nullptr;  // [B, 2, 16] (Q4_K, Q6_K; null for the others)
+  const uint16_t* scales = nullptr;  // [B, 16] its scales (K-quants: [B / 8, 16], d)
+  const uint16_t* mins = nullptr;    // [B, 16] its mins (Q4_1; Q4_K, Q5_K: [B / 8, 16], dmin; null for the others)
+  const int8_t* sub_scales = nullptr;  // [B, 2, 16] (K-quants; null for the others)
   const int8_t* xq = nullptr;        // [rows, k] the input rows, quantized
   const float* xd = nullptr;         // [rows, B] their scales
   const int32_t* xs = nullptr;       // [rows, B] their blocks' sums
@@ -71,7 +71,7 @@ inline void StoreGroup(const BlockJob& job, int64_t g, int64_t row, int64_t rows
 }
 
 // The packed formats the SIMD kernels are instantiated for.
-enum class Packed { kQ8_0, kQ4_0, kQ4_1, kQ4_K, kQ6_K };
+enum class Packed { kQ8_0, kQ4_0, kQ4_1, kQ4_K, kQ5_K, kQ6_K };
 
 // Calls f(std::integral_constant<Packed, P>) for the matrix's format, so a
 // kernel is compiled for each.
@@ -80,6 +80,7 @@ void WithPacked(WeightType type, const F& f) {
   if (type == WeightType::kQ4_0) return f(std::integral_constant<Packed, Packed::kQ4_0>{});
   if (type == WeightType::kQ4_1) return f(std::integral_constant<Packed, Packed::kQ4_1>{});
   if (type == WeightType::kQ4_K) return f(std::integral_constant<Packed, Packed::kQ4_K>{});
+  if (type == WeightType::kQ5_K) return f(std::integral_constant<Packed, Packed::kQ5_K>{});
   if (type == WeightType::kQ6_K) return f(std::integral_constant<Packed, Packed::kQ6_K>{});
   f(std::integral_constant<Packed, Packed::kQ8_0>{});
 }

@@ -148,13 +148,14 @@ void GroupsScalar(const BlockJob& job, int64_t g_begin, int64_t g_end) {
               if (w.type == WeightType::kQ8_0) {
                 dot += int8_t(byte) * xq[4 * c + i];
               } else {
-                dot += (int(byte & 0xf) - offset) * xq[4 * c + i];
-                dot += (int(byte >> 4) - offset) * xq[16 + 4 * c + i];
+                const int top = w.type == WeightType::kQ5_K ? in[256 + i] : 0;  // Q5_K's fifth bits
+                dot += (int((byte & 0xf) | (top >> c & 1) << 4) - offset) * xq[4 * c + i];
+                dot += (int((byte >> 4) | (top >> (4 + c) & 1) << 4) - offset) * xq[16 + 4 * c + i];
               }
             }
           const int64_t at = (g * blocks + b) * kPackedRows + j;
           float scale = 0, min = 0;
-          if (w.type == WeightType::kQ4_K) {  // d sc and -(dmin m)
+          if (w.type == WeightType::kQ4_K || w.type == WeightType::kQ5_K) {  // d sc and -(dmin m)
             const int64_t super = (g * (blocks / 8) + b / 8) * kPackedRows + j;
             const uint8_t* sub = reinterpret_cast<const uint8_t*>(w.sub_scales) + (g * blocks + b) * 2 * kPackedRows + j;
             scale = F16ToF32(w.scales[super]) * float(sub[0]);
@@ -164,7 +165,7 @@ void GroupsScalar(const BlockJob& job, int64_t g_begin, int64_t g_end) {
             min = w.mins ? F16ToF32(w.mins[at]) : 0.0f;
           }
           acc += float(dot) * (scale * xd);
-          // Q4_1, Q4_K: + m Σ x, the block's input sum times its scale
+          // Q4_1, Q4_K, Q5_K: + m Σ x, the block's input sum times its scale
           if (w.mins) acc += min * (xd * float(job.x.sum[r * blocks + b]));
         }
         tile[j] = acc;

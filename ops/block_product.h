@@ -1,5 +1,5 @@
-// Products with Q8_0, Q4_0, Q4_1, Q4_K and Q6_K weights in integers, as
-// llama.cpp computes them: each input row is quantized per 32 values to int8 with a float scale
+// Products with Q8_0, Q4_0, Q4_1 and K-quant (Q4_K, Q5_K, Q6_K) weights in
+// integers, as llama.cpp computes them: each input row is quantized per 32 values to int8 with a float scale
 // (QuantizeInput), each block's 32 products are summed exactly in int32 by
 // 8-bit dot-product instructions, and the sum is scaled once by the
 // weight's and the input's scales. One kernel serves decode (m = 1) and

@@ -8,6 +8,8 @@
 //         the block's input sum.
 //   Q4_1: Q4_0's sums without the offset; the block's min times its input
 //         sum is added in float. Q4_K: Q4_1 with scale d sc, min -(dmin m).
+//   Q5_K: Q4_K with a fifth bit: q up to 31, a pair up to 7874, so two
+//         vpmaddwd of four chunks each.
 //   Q8_0: signed times signed, by the sign trick: |w| times q with w's sign
 //         (a pair at most 2 * 128 * 127 = 32512), each chunk widened apart.
 #if defined(__x86_64__)
@@ -29,14 +31,25 @@ SWAN_AVX2_TARGET inline __m256i Broadcast4(const int8_t* p) {
   return _mm256_set1_epi32(four);
 }
 
+// Q5_K's top bit of a value from bit `bit` of each byte of `top`, in place
+// (bit 4); bits a 16-bit shift carries across a byte are masked off.
+template <int bit>
+SWAN_AVX2_TARGET inline __m256i FifthBit(__m256i top) {
+  const __m256i mask = _mm256_set1_epi8(0x10);
+  if constexpr (bit < 4) return _mm256_and_si256(_mm256_slli_epi16(top, 4 - bit), mask);
+  if constexpr (bit == 4) return _mm256_and_si256(top, mask);
+  return _mm256_and_si256(_mm256_srli_epi16(top, bit - 4), mask);
+}
+
 // Rows [row, row + kRows) of the input against group g: tile [kRows, 16].
 template <int kRows, Packed kFormat>
 SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, float* tile) {
   const GroupTileData t = TileData(job, g, row);
   const int64_t blocks = t.blocks, k = t.k;
   constexpr bool kQ4 = kFormat != Packed::kQ8_0;
+  constexpr bool kSuper = kFormat == Packed::kQ4_K || kFormat == Packed::kQ5_K;  // d sc, dmin m
   constexpr int32_t kOffset = kFormat == Packed::kQ4_0 ? 8 : 0;  // Q4_0's nibbles are value + 8
-  constexpr int64_t kPayload = kQ4 ? 256 : 512;
+  constexpr int64_t kPayload = kFormat == Packed::kQ5_K ? 320 : kQ4 ? 256 : 512;
   const __m256i low = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
   __m256 acc[kRows][2];
   for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
@@ -44,7 +57,7 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
     const uint8_t* p = t.payload + b * kPayload;
     for (int half = 0; half < 2; ++half) {  // rows 8 half .. 8 half + 7: bytes [32 half, 32 half + 32) of a chunk
       __m256 dw, mw = _mm256_setzero_ps();
-      if constexpr (kFormat == Packed::kQ4_K) {
+      if constexpr (kSuper) {
         // d sc and -(dmin m), as ggml forms them
         const __m256 d = _mm256_cvtph_ps(
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b / 8 * kPackedRows + 8 * half)));
@@ -71,10 +84,27 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
         for (int c = 0; c < 8; ++c)
           wv[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * c + 32 * half));
       }
+      if constexpr (kFormat == Packed::kQ5_K) {
+        const __m256i top = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 256 + 32 * half));
+        wv[0] = _mm256_or_si256(wv[0], FifthBit<0>(top));
+        wv[1] = _mm256_or_si256(wv[1], FifthBit<1>(top));
+        wv[2] = _mm256_or_si256(wv[2], FifthBit<2>(top));
+        wv[3] = _mm256_or_si256(wv[3], FifthBit<3>(top));
+        wv[4] = _mm256_or_si256(wv[4], FifthBit<4>(top));
+        wv[5] = _mm256_or_si256(wv[5], FifthBit<5>(top));
+        wv[6] = _mm256_or_si256(wv[6], FifthBit<6>(top));
+        wv[7] = _mm256_or_si256(wv[7], FifthBit<7>(top));
+      }
       for (int r = 0; r < kRows; ++r) {
         const int8_t* x = t.xq + r * k + b * kQuantBlockValues;
         __m256i dot;
-        if constexpr (kQ4) {
+        if constexpr (kFormat == Packed::kQ5_K) {
+          // q up to 31: a pair up to 7874, so four chunks (31496) per vpmaddwd
+          __m256i pairs[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+          for (int c = 0; c < 8; ++c)
+            pairs[c / 4] = _mm256_add_epi16(pairs[c / 4], _mm256_maddubs_epi16(wv[c], Broadcast4(x + 4 * c)));
+          dot = _mm256_add_epi32(_mm256_madd_epi16(pairs[0], ones), _mm256_madd_epi16(pairs[1], ones));
+        } else if constexpr (kQ4) {
           __m256i pairs = _mm256_setzero_si256();
           for (int c = 0; c < 8; ++c) pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(wv[c], Broadcast4(x + 4 * c)));
           dot = _mm256_sub_epi32(_mm256_madd_epi16(pairs, ones), _mm256_set1_epi32(kOffset * t.xs[r * blocks + b]));
@@ -88,7 +118,7 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
         }
         acc[r][half] =
             _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(t.xd[r * blocks + b])), acc[r][half]);
-        if constexpr (kFormat == Packed::kQ4_1 || kFormat == Packed::kQ4_K)
+        if constexpr (kFormat == Packed::kQ4_1 || kSuper)
           acc[r][half] = _mm256_fmadd_ps(mw, _mm256_set1_ps(t.xd[r * blocks + b] * float(t.xs[r * blocks + b])),
                                          acc[r][half]);
       }

@@ -25,8 +25,9 @@ std::vector<uint8_t> RandomRows(WeightType type, int64_t n, int64_t k, std::mt19
     for (size_t at = 0; at < rows.size(); at += kQ6KBytes) rows[at + 209] &= 0x3b;  // |d| < 2
     return rows;
   }
-  if (type == WeightType::kQ4_K) {
-    for (size_t at = 0; at < rows.size(); at += kQ4KBytes) rows[at + 1] &= 0x3b, rows[at + 3] &= 0x3b;  // |d|, |dmin| < 2
+  if (type == WeightType::kQ4_K || type == WeightType::kQ5_K) {
+    const size_t bytes = type == WeightType::kQ4_K ? kQ4KBytes : kQ5KBytes;
+    for (size_t at = 0; at < rows.size(); at += bytes) rows[at + 1] &= 0x3b, rows[at + 3] &= 0x3b;  // |d|, |dmin| < 2
     return rows;
   }
   for (size_t at = 0; at < rows.size(); at += QuantBlockBytes(type)) {
@@ -51,7 +52,7 @@ Shapes ShapesFor(WeightType type, Shapes shapes) {
 }
 
 constexpr WeightType kBlockTypes[] = {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ4_K,
-                                      WeightType::kQ6_K};
+                                      WeightType::kQ5_K, WeightType::kQ6_K};
 
 TEST(PackedBlocks, HoldTheRowsBitForBit) {
   std::mt19937 rng(std::random_device{}());
@@ -59,9 +60,11 @@ TEST(PackedBlocks, HoldTheRowsBitForBit) {
     for (auto [n, k] : ShapesFor(type, {{1, 32}, {16, 64}, {37, 96}, {70, 256}})) {
       const std::vector<uint8_t> rows = RandomRows(type, n, k, rng);
       const std::vector<uint8_t> packed = Pack(type, rows, n, k);
-      // the file's bytes for whole groups; Q4_K's 6-bit scales and mins a byte each
+      // the file's bytes for whole groups; Q4_K's and Q5_K's 6-bit scales and mins a byte each
       const size_t file_bytes = size_t(PackedGroups(n) * 16) * WeightRowBytes(type, k);
-      EXPECT_EQ(packed.size(), type == WeightType::kQ4_K ? file_bytes / 288 * 296 : file_bytes);
+      EXPECT_EQ(packed.size(), type == WeightType::kQ4_K   ? file_bytes / 288 * 296
+                               : type == WeightType::kQ5_K ? file_bytes / 352 * 360
+                                                           : file_bytes);
       std::vector<float> want(size_t(n * k)), got(want.size());  // [n, k]
       DequantizeRows(type, want.data(), rows.data(), n, k);
       DequantizePackedRows(PackedBlocksAt(packed.data(), type, n, k), got.data(), 0, n);
@@ -144,7 +147,8 @@ TEST(BlockProduct, EveryKernelMatchesTheReference) {
 // The largest sums the kernels' integer steps meet: every nibble 15 (and
 // every int8 -128, which only a file from elsewhere holds; Q6_K: every q 63
 // with scales of -128) against inputs of ±127. AVX2 adds a Q4_x block's
-// pairs in int16 (at most 30480 here), Q6_K's two chunks' (32004).
+// pairs in int16 (at most 30480 here), Q5_K's four chunks' (31496) and
+// Q6_K's two chunks' (32004).
 TEST(BlockProduct, ExtremeValuesDoNotOverflow) {
   const int64_t n = 16, k = 256, m = 2;
   std::vector<float> x(size_t(m * k));  // row 0 all +1, row 1 all -1: q = ±127
@@ -159,8 +163,9 @@ TEST(BlockProduct, ExtremeValuesDoNotOverflow) {
         std::memset(&rows[at + 192], 0x80, 16);      // scales -128
         rows[at + 208] = 0x00, rows[at + 209] = 0x3c;  // d = 1
       }
-    } else if (type == WeightType::kQ4_K) {
-      for (size_t at = 0; at < rows.size(); at += kQ4KBytes)  // scales and mins 63 (0xff bytes)
+    } else if (type == WeightType::kQ4_K || type == WeightType::kQ5_K) {
+      // scales and mins 63, every q 15 or 31 (0xff bytes)
+      for (size_t at = 0; at < rows.size(); at += type == WeightType::kQ4_K ? kQ4KBytes : kQ5KBytes)
         rows[at] = 0x00, rows[at + 1] = 0x3c, rows[at + 2] = 0x00, rows[at + 3] = 0x30;  // d = 1, dmin = 0.125
     } else {
       for (size_t at = 0; at < rows.size(); at += QuantBlockBytes(type)) {
@@ -170,11 +175,13 @@ TEST(BlockProduct, ExtremeValuesDoNotOverflow) {
     }
     const std::vector<uint8_t> packed = Pack(type, rows, n, k);
     // each value -128 (Q8_0), 15 - 8 = 7 (Q4_0), 15 - 2 = 13 (Q4_1),
-    // 63 * 15 - 63 / 8 (Q4_K) or -128 (63 - 32) (Q6_K), times ±127 · d_x
+    // 63 * 15 - 63 / 8 (Q4_K), 63 * 31 - 63 / 8 (Q5_K) or -128 (63 - 32)
+    // (Q6_K), times ±127 · d_x
     const double value = type == WeightType::kQ8_0   ? -128
                          : type == WeightType::kQ4_0 ? 7
                          : type == WeightType::kQ4_1 ? 13
                          : type == WeightType::kQ4_K ? 63 * 15 - 63 / 8.0
+                         : type == WeightType::kQ5_K ? 63 * 31 - 63 / 8.0
                                                      : -128 * 31;
     for (BlockKernel kernel : BlockKernelsHere()) {
       std::vector<float> y(size_t(m * n));

@@ -127,19 +127,25 @@ void Q6KBlock(const uint8_t* q, const int8_t* scales, uint16_t d, uint8_t* block
   block[208] = uint8_t(d), block[209] = uint8_t(d >> 8);
 }
 
-void Q4KParts(const uint8_t* block, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin) {
+namespace {
+
+// Q4_K's (qh null) or Q5_K's parts.
+void KParts(const uint8_t* block, bool five_bits, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin) {
   *d = ReadU16(block), *dmin = ReadU16(block + 2);
   for (int j = 0; j < 8; ++j) {
     int s, mn;
     ScaleMin(block + 4, j, &s, &mn);
     sc[j] = uint8_t(s), m[j] = uint8_t(mn);
   }
-  const uint8_t* qs = block + 16;  // [128]
+  const uint8_t* qh = five_bits ? block + 16 : nullptr;  // [32]
+  const uint8_t* qs = block + (five_bits ? 48 : 16);     // [128]
   for (int j = 0; j < 8; ++j)
-    for (int l = 0; l < 32; ++l) q[32 * j + l] = uint8_t(qs[32 * (j / 2) + l] >> (4 * (j % 2)) & 15);
+    for (int l = 0; l < 32; ++l)
+      q[32 * j + l] = uint8_t((qs[32 * (j / 2) + l] >> (4 * (j % 2)) & 15) | (qh ? (qh[l] >> j & 1) << 4 : 0));
 }
 
-void Q4KBlock(const uint8_t* q, const uint8_t* sc, const uint8_t* m, uint16_t d, uint16_t dmin, uint8_t* block) {
+void KBlock(const uint8_t* q, const uint8_t* sc, const uint8_t* m, uint16_t d, uint16_t dmin, bool five_bits,
+            uint8_t* block) {
   block[0] = uint8_t(d), block[1] = uint8_t(d >> 8), block[2] = uint8_t(dmin), block[3] = uint8_t(dmin >> 8);
   uint8_t* scales = block + 4;  // [12] ScaleMin's packing
   for (int i = 0; i < 4; ++i) {
@@ -147,9 +153,30 @@ void Q4KBlock(const uint8_t* q, const uint8_t* sc, const uint8_t* m, uint16_t d,
     scales[i + 4] = uint8_t((m[i] & 63) | (m[i + 4] >> 4) << 6);
     scales[i + 8] = uint8_t((sc[i + 4] & 15) | (m[i + 4] & 15) << 4);
   }
-  uint8_t* qs = block + 16;  // [128]
+  uint8_t* qh = five_bits ? block + 16 : nullptr;  // [32]
+  uint8_t* qs = block + (five_bits ? 48 : 16);     // [128]
+  if (qh) std::memset(qh, 0, 32);
   for (int c = 0; c < 4; ++c)
-    for (int l = 0; l < 32; ++l) qs[32 * c + l] = uint8_t((q[64 * c + l] & 15) | (q[64 * c + 32 + l] & 15) << 4);
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t lo = q[64 * c + l], hi = q[64 * c + 32 + l];
+      qs[32 * c + l] = uint8_t((lo & 15) | (hi & 15) << 4);
+      if (qh) qh[l] |= uint8_t((lo >> 4 & 1) << (2 * c) | (hi >> 4 & 1) << (2 * c + 1));
+    }
+}
+
+}  // namespace
+
+void Q4KParts(const uint8_t* block, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin) {
+  KParts(block, false, q, sc, m, d, dmin);
+}
+void Q5KParts(const uint8_t* block, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin) {
+  KParts(block, true, q, sc, m, d, dmin);
+}
+void Q4KBlock(const uint8_t* q, const uint8_t* sc, const uint8_t* m, uint16_t d, uint16_t dmin, uint8_t* block) {
+  KBlock(q, sc, m, d, dmin, false, block);
+}
+void Q5KBlock(const uint8_t* q, const uint8_t* sc, const uint8_t* m, uint16_t d, uint16_t dmin, uint8_t* block) {
+  KBlock(q, sc, m, d, dmin, true, block);
 }
 
 }  // namespace swan

@@ -1,8 +1,8 @@
 // ggml's block formats that swan reads from GGUF files but does not compute
 // in: the K-quants that the Q4_K_M and Q5_K_M files most llama.cpp users
 // run are made of, and the older 32-value formats llama.cpp falls back to
-// for rows that are not a multiple of 256. A model loads Q4_K and Q6_K as
-// they are (WeightType::kQ4_K, kQ6_K) and the others as Q8_0
+// for rows that are not a multiple of 256. A model loads the K-quants as
+// they are (WeightType::kQ4_K, kQ5_K, kQ6_K) and the others as Q8_0
 // (model/gguf_weights.h) from values dequantized as ggml does: each value
 // below is computed in float32 in the order written.
 //   Q5_0, 22 bytes per 32: f16 d, qh[4] (u32), qs[16]: value j (j < 16) is
@@ -73,5 +73,8 @@ void Q6KBlock(const uint8_t* q, const int8_t* scales, uint16_t d, uint8_t* block
 // bits of d and dmin. Q4KBlock is the inverse: block [144] from them.
 void Q4KParts(const uint8_t* block, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin);
 void Q4KBlock(const uint8_t* q, const uint8_t* sc, const uint8_t* m, uint16_t d, uint16_t dmin, uint8_t* block);
+// The same for Q5_K: q in [0, 31], block [176].
+void Q5KParts(const uint8_t* block, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin);
+void Q5KBlock(const uint8_t* q, const uint8_t* sc, const uint8_t* m, uint16_t d, uint16_t dmin, uint8_t* block);
 
 }  // namespace swan

@@ -137,24 +137,28 @@ TEST(DequantBlocks, EveryFormatDequantizesBitForBit) {
   }
 }
 
-// Q4KParts takes a block apart into what it was made of, and Q4KBlock puts
-// the same bytes back together.
-TEST(DequantBlocks, Q4KPartsAreWhatTheBlockWasMadeOf) {
+// Q4KParts and Q5KParts take a block apart into what it was made of, and
+// Q4KBlock and Q5KBlock put the same bytes back together.
+TEST(DequantBlocks, Q4KAndQ5KPartsAreWhatTheBlockWasMadeOf) {
   std::mt19937 rng(3);
-  for (int b = 0; b < 20; ++b) {
-    const SuperBlock s = RandomSuperBlock(DequantFormat::kQ4_K, rng);
-    const std::vector<uint8_t> bytes = Encode(DequantFormat::kQ4_K, s);
-    uint8_t q[256], sc[8], m[8];
-    uint16_t d = 0, dmin = 0;
-    Q4KParts(bytes.data(), q, sc, m, &d, &dmin);
-    EXPECT_EQ(d, s.d);
-    EXPECT_EQ(dmin, s.dmin);
-    for (int i = 0; i < 256; ++i) ASSERT_EQ(q[i], s.q[i]) << i;
-    for (int j = 0; j < 8; ++j) ASSERT_EQ(sc[j], s.scale[j]) << j;
-    for (int j = 0; j < 8; ++j) ASSERT_EQ(m[j], s.min[j]) << j;
-    std::vector<uint8_t> again(bytes.size());
-    Q4KBlock(q, sc, m, d, dmin, again.data());
-    EXPECT_EQ(again, bytes);
+  for (DequantFormat type : {DequantFormat::kQ4_K, DequantFormat::kQ5_K}) {
+    SCOPED_TRACE(DequantFormatName(type));
+    const bool five = type == DequantFormat::kQ5_K;
+    for (int b = 0; b < 20; ++b) {
+      const SuperBlock s = RandomSuperBlock(type, rng);
+      const std::vector<uint8_t> bytes = Encode(type, s);
+      uint8_t q[256], sc[8], m[8];
+      uint16_t d = 0, dmin = 0;
+      (five ? Q5KParts : Q4KParts)(bytes.data(), q, sc, m, &d, &dmin);
+      EXPECT_EQ(d, s.d);
+      EXPECT_EQ(dmin, s.dmin);
+      for (int i = 0; i < 256; ++i) ASSERT_EQ(q[i], s.q[i]) << i;
+      for (int j = 0; j < 8; ++j) ASSERT_EQ(sc[j], s.scale[j]) << j;
+      for (int j = 0; j < 8; ++j) ASSERT_EQ(m[j], s.min[j]) << j;
+      std::vector<uint8_t> again(bytes.size());
+      (five ? Q5KBlock : Q4KBlock)(q, sc, m, d, dmin, again.data());
+      EXPECT_EQ(again, bytes);
+    }
   }
 }
 

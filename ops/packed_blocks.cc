@@ -35,7 +35,7 @@ PackedBlocks PackedBlocksAt(const void* data, WeightType type, int64_t n, int64_
   if (IsSuperBlocked(type)) {
     w.sub_scales = reinterpret_cast<const int8_t*>(w.payload + size_t(group_blocks) * PackedPayloadBytes(type));
     w.scales = reinterpret_cast<const uint16_t*>(w.sub_scales + group_blocks * 2 * kPackedRows);
-    if (type == WeightType::kQ4_K) w.mins = w.scales + group_blocks / 8 * kPackedRows;
+    if (type != WeightType::kQ6_K) w.mins = w.scales + group_blocks / 8 * kPackedRows;
     return w;
   }
   w.scales = reinterpret_cast<const uint16_t*>(w.payload + size_t(group_blocks) * PackedPayloadBytes(type));
@@ -48,8 +48,8 @@ namespace {
 // One K-quant super-block's parts, as the packed layout holds them.
 struct SuperParts {
   uint8_t q[kSuperValues];  // [256] its values
-  int8_t sub[8][2];         // [8 blocks][2] Q6_K: the scales of values 0-15, 16-31; Q4_K: sc, m
-  uint16_t d = 0, dmin = 0; // f16 (dmin: Q4_K)
+  int8_t sub[8][2];         // [8 blocks][2] Q6_K: the scales of values 0-15, 16-31; Q4_K, Q5_K: sc, m
+  uint16_t d = 0, dmin = 0; // f16 (dmin: Q4_K, Q5_K)
 };
 
 SuperParts PartsOf(WeightType type, const uint8_t* block) {
@@ -60,13 +60,16 @@ SuperParts PartsOf(WeightType type, const uint8_t* block) {
     for (int bb = 0; bb < 8; ++bb) p.sub[bb][0] = scales[2 * bb], p.sub[bb][1] = scales[2 * bb + 1];
   } else {
     uint8_t sc[8], m[8];  // [8]
-    Q4KParts(block, p.q, sc, m, &p.d, &p.dmin);
+    if (type == WeightType::kQ5_K)
+      Q5KParts(block, p.q, sc, m, &p.d, &p.dmin);
+    else
+      Q4KParts(block, p.q, sc, m, &p.d, &p.dmin);
     for (int bb = 0; bb < 8; ++bb) p.sub[bb][0] = int8_t(sc[bb]), p.sub[bb][1] = int8_t(m[bb]);
   }
   return p;
 }
 
-// PackGroups for Q4_K and Q6_K: each super-block taken apart and its values,
+// PackGroups for the K-quants: each super-block taken apart and its values,
 // scales (and mins) laid out as the header describes.
 template <class RowBytes>
 void PackGroupsSuper(WeightType type, uint8_t* dst, int64_t n, int64_t k, int64_t g_begin, int64_t g_end,
@@ -77,7 +80,7 @@ void PackGroupsSuper(WeightType type, uint8_t* dst, int64_t n, int64_t k, int64_
   uint8_t* payload = dst;  // [G, B, payload_bytes]
   int8_t* sub_scales = reinterpret_cast<int8_t*>(dst + size_t(groups * blocks) * payload_bytes);  // [G, B, 2, 16]
   uint16_t* d = reinterpret_cast<uint16_t*>(sub_scales + groups * blocks * 2 * kPackedRows);     // [G, B / 8, 16]
-  uint16_t* dmin = d + groups * supers * kPackedRows;  // [G, B / 8, 16] (Q4_K)
+  uint16_t* dmin = d + groups * supers * kPackedRows;  // [G, B / 8, 16] (Q4_K, Q5_K)
   SuperParts empty;  // rows past n: value 0
   std::memset(empty.q, six ? 32 : 0, sizeof(empty.q));
   std::memset(empty.sub, 0, sizeof(empty.sub));
@@ -98,6 +101,11 @@ void PackGroupsSuper(WeightType type, uint8_t* dst, int64_t n, int64_t k, int64_
               uint8_t high = 0;
               for (int c = 0; c < 4; ++c) high |= uint8_t((v[16 * h + 4 * c + i] >> 4) << (2 * c));
               out[256 + h * 64 + i] = high;
+            }
+            if (type == WeightType::kQ5_K) {
+              uint8_t top = 0;
+              for (int c = 0; c < 4; ++c) top |= uint8_t((v[4 * c + i] >> 4) << c | (v[16 + 4 * c + i] >> 4) << (4 + c));
+              out[256 + i] = top;
             }
           }
           for (int h = 0; h < 2; ++h) sub_scales[((g * blocks + b) * 2 + h) * kPackedRows + j] = p.sub[bb][h];
@@ -205,7 +213,7 @@ void DequantizePackedRows(const PackedBlocks& w, float* dst, int64_t row, int64_
             }
         continue;
       }
-      if (w.type == WeightType::kQ4_K) {
+      if (w.type == WeightType::kQ4_K || w.type == WeightType::kQ5_K) {
         // as ggml: (d * sc) * q - dmin * m
         const int64_t at = (g * (blocks / 8) + b / 8) * kPackedRows + j;
         const uint8_t* sub = reinterpret_cast<const uint8_t*>(w.sub_scales) + (g * blocks + b) * 2 * kPackedRows + j;
@@ -213,8 +221,9 @@ void DequantizePackedRows(const PackedBlocks& w, float* dst, int64_t row, int64_
         float* out = dst + b * kQuantBlockValues;  // [32]
         for (int c = 0; c < 4; ++c)
           for (int i = 0; i < 4; ++i) {
-            out[4 * c + i] = scale * float(in[c * 64 + i] & 15) - min;
-            out[16 + 4 * c + i] = scale * float(in[c * 64 + i] >> 4) - min;
+            const int top = w.type == WeightType::kQ5_K ? in[256 + i] : 0;  // Q5_K's fifth bits
+            out[4 * c + i] = scale * float((in[c * 64 + i] & 15) | (top >> c & 1) << 4) - min;
+            out[16 + 4 * c + i] = scale * float((in[c * 64 + i] >> 4) | (top >> (4 + c) & 1) << 4) - min;
           }
         continue;
       }

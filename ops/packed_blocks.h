@@ -1,4 +1,4 @@
-// Q8_0, Q4_0, Q4_1, Q4_K and Q6_K weights laid out for the integer kernels (ops/block_product):
+// Q8_0, Q4_0, Q4_1 and K-quant weights laid out for the integer kernels (ops/block_product):
 // rows in groups of 16, and within a group each block's 16 scales side by
 // side and its quantized values interleaved 4 at a time, so that one 64-byte
 // load holds 4 consecutive values of all 16 rows. An 8-bit dot-product
@@ -34,9 +34,14 @@
 //   scales, mins [G, B / 8, 16]: each super-block's f16 d and dmin.
 // So 296 bytes per group-block where the file has 288: its 6-bit scales
 // and mins a byte each.
+// Q5_K: Q4_K with q in [0, 31], its top bit beside the nibbles:
+//   payload [G, B, 320]: Q4_x's layout of the low 4 bits, then row j's 4
+//           bytes at 256 + j * 4, whose byte i holds in bit c the top bit
+//           of value 4c + i and in bit 4 + c that of value 16 + 4c + i.
+// So 360 bytes per group-block where the file has 352.
 // Rows past n in the last group are zero with a scale (and min) of 0. The
 // layout takes G * 16 rows of the format's bytes, so the same bytes as the
-// file for n a multiple of 16 (but Q4_K's). The payload comes first, so it
+// file for n a multiple of 16 (but Q4_K's and Q5_K's). The payload comes first, so it
 // stays 64-byte aligned.
 #pragma once
 
@@ -53,7 +58,7 @@ constexpr int64_t kPackedRows = 16;
 constexpr int64_t PackedGroups(int64_t n) { return (n + kPackedRows - 1) / kPackedRows; }
 // Payload bytes of one group-block.
 constexpr size_t PackedPayloadBytes(WeightType type) {
-  return type == WeightType::kQ8_0 ? 512 : type == WeightType::kQ6_K ? 384 : 256;
+  return type == WeightType::kQ8_0 ? 512 : type == WeightType::kQ6_K ? 384 : type == WeightType::kQ5_K ? 320 : 256;
 }
 // Bytes of a block's quantized values in the file's layout, and where they
 // start (after the scale, and Q4_1's min); 32-value formats.
@@ -61,16 +66,18 @@ constexpr size_t ValueBytes(WeightType type) { return PackedPayloadBytes(type) /
 constexpr size_t ValueOffset(WeightType type) { return QuantBlockBytes(type) - ValueBytes(type); }
 // Bytes of a packed [n, k] matrix.
 constexpr size_t PackedBytes(WeightType type, int64_t n, int64_t k) {
-  if (type == WeightType::kQ4_K) return size_t(PackedGroups(n) * (k / kQuantBlockValues)) * 296;
+  // Q4_K, Q5_K: payload, a byte of scale and of min per row, d and dmin per 8 blocks
+  if (type == WeightType::kQ4_K || type == WeightType::kQ5_K)
+    return size_t(PackedGroups(n) * (k / kQuantBlockValues)) * (PackedPayloadBytes(type) + 32 + 8);
   return size_t(PackedGroups(n) * kPackedRows) * WeightRowBytes(type, k);
 }
 
 // Where a packed matrix's parts lie.
 struct PackedBlocks {
   const uint8_t* payload = nullptr;  // [G, B, PackedPayloadBytes(type)]
-  const uint16_t* scales = nullptr;  // [G, B, 16] f16 (Q4_K, Q6_K: [G, B / 8, 16], d)
-  const uint16_t* mins = nullptr;    // [G, B, 16] f16 (Q4_1; Q4_K: [G, B / 8, 16], dmin; null for the others)
-  const int8_t* sub_scales = nullptr;  // [G, B, 2, 16] (Q4_K, Q6_K; null for the others)
+  const uint16_t* scales = nullptr;  // [G, B, 16] f16 (K-quants: [G, B / 8, 16], d)
+  const uint16_t* mins = nullptr;    // [G, B, 16] f16 (Q4_1; Q4_K, Q5_K: [G, B / 8, 16], dmin; null for the others)
+  const int8_t* sub_scales = nullptr;  // [G, B, 2, 16] (K-quants; null for the others)
   WeightType type = WeightType::kQ8_0;
   int64_t n = 0, k = 0;
 

@@ -67,8 +67,12 @@ void QuantizeRowQ4_1(BlockQ4_1* dst, const float* src, int64_t n) {
   }
 }
 
-void QuantizeRowQ4_K(uint8_t* dst, const float* src, int64_t n) {
-  for (int64_t b = 0; b < n / kSuperValues; ++b, src += kSuperValues, dst += kQ4KBytes) {
+namespace {
+
+// Q4_K (levels 15) or Q5_K (31).
+void QuantizeRowK(uint8_t* dst, const float* src, int64_t n, int levels) {
+  const size_t block_bytes = levels == 15 ? kQ4KBytes : kQ5KBytes;
+  for (int64_t b = 0; b < n / kSuperValues; ++b, src += kSuperValues, dst += block_bytes) {
     // sub-block j: values min_j + step_j q, min_j = -(dmin m_j) <= 0
     float lows[8], highs[8], low_most = 0;  // [8] -min(0, least), max(0, largest)
     for (int j = 0; j < 8; ++j) {
@@ -82,10 +86,10 @@ void QuantizeRowQ4_K(uint8_t* dst, const float* src, int64_t n) {
     const uint16_t dmin_bits = F32ToF16(low_most / 63.0f);
     const float dmin = F16ToF32(dmin_bits);
     uint8_t sc[8], m[8];  // [8]
-    float steps[8], step_most = 0;  // [8] (largest + min) / 15
+    float steps[8], step_most = 0;  // [8] (largest + min) / levels
     for (int j = 0; j < 8; ++j) {
       m[j] = uint8_t(dmin > 0 ? std::min(63.0f, std::ceil(lows[j] / dmin)) : 0.0f);
-      steps[j] = (highs[j] + dmin * float(m[j])) / 15.0f;
+      steps[j] = (highs[j] + dmin * float(m[j])) / float(levels);
       step_most = std::max(step_most, steps[j]);
     }
     const uint16_t d_bits = F32ToF16(step_most / 63.0f);
@@ -96,12 +100,20 @@ void QuantizeRowQ4_K(uint8_t* dst, const float* src, int64_t n) {
       const float step = d * float(sc[j]), min = dmin * float(m[j]);
       for (int i = 0; i < 32; ++i) {
         const float v = step > 0 ? std::nearbyint((src[32 * j + i] + min) / step) : 0.0f;
-        q[32 * j + i] = uint8_t(std::clamp(v, 0.0f, 15.0f));
+        q[32 * j + i] = uint8_t(std::clamp(v, 0.0f, float(levels)));
       }
     }
-    Q4KBlock(q, sc, m, d_bits, dmin_bits, dst);
+    if (levels == 15)
+      Q4KBlock(q, sc, m, d_bits, dmin_bits, dst);
+    else
+      Q5KBlock(q, sc, m, d_bits, dmin_bits, dst);
   }
 }
+
+}  // namespace
+
+void QuantizeRowQ4_K(uint8_t* dst, const float* src, int64_t n) { QuantizeRowK(dst, src, n, 15); }
+void QuantizeRowQ5_K(uint8_t* dst, const float* src, int64_t n) { QuantizeRowK(dst, src, n, 31); }
 
 void QuantizeRowQ6_K(uint8_t* dst, const float* src, int64_t n) {
   for (int64_t b = 0; b < n / kSuperValues; ++b, src += kSuperValues, dst += kQ6KBytes) {
@@ -177,6 +189,8 @@ void QuantizeRowsInto(WeightType type, uint8_t* dst, const float* w, int64_t row
       QuantizeRowQ6_K(row, w + r * in, in);
     else if (type == WeightType::kQ4_K)
       QuantizeRowQ4_K(row, w + r * in, in);
+    else if (type == WeightType::kQ5_K)
+      QuantizeRowQ5_K(row, w + r * in, in);
     else if (type == WeightType::kQ8_0)
       QuantizeRowQ8_0(reinterpret_cast<BlockQ8_0*>(row), w + r * in, in);
     else if (type == WeightType::kQ4_1)
@@ -214,6 +228,7 @@ void DequantizeRows(WeightType type, float* dst, const void* src, int64_t rows, 
     case WeightType::kQ4_0:
     case WeightType::kQ4_1:
     case WeightType::kQ4_K:
+    case WeightType::kQ5_K:
     case WeightType::kQ6_K: break;
   }
   const size_t row_bytes = WeightRowBytes(type, in);
@@ -222,7 +237,10 @@ void DequantizeRows(WeightType type, float* dst, const void* src, int64_t rows, 
     for (int64_t r = begin; r < end; ++r) {
       const uint8_t* row = bytes + size_t(r) * row_bytes;
       if (IsSuperBlocked(type))
-        DequantizeFormatRow(type == WeightType::kQ6_K ? DequantFormat::kQ6_K : DequantFormat::kQ4_K, dst + r * in, row, in);
+        DequantizeFormatRow(type == WeightType::kQ6_K   ? DequantFormat::kQ6_K
+                            : type == WeightType::kQ5_K ? DequantFormat::kQ5_K
+                                                        : DequantFormat::kQ4_K,
+                            dst + r * in, row, in);
       else if (type == WeightType::kQ8_0)
         DequantizeRowQ8_0(dst + r * in, reinterpret_cast<const BlockQ8_0*>(row), in);
       else if (type == WeightType::kQ4_1)

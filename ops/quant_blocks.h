@@ -9,11 +9,12 @@
 //         16 bytes of nibbles; value = nibble * d + m.
 // Quantization rounds as llama.cpp's reference quantizer does, so a file
 // swan writes holds the bytes llama.cpp would write for the same weights.
-// Q4_K and Q6_K (ops/dequant_blocks.h) are quantized more simply than
+// The K-quants (ops/dequant_blocks.h) are quantized more simply than
 // llama.cpp's search for each scale: each sub-block's step (Q6_K: its
-// largest magnitude / 31; Q4_K: its range down from min(0, its least) / 15)
-// and Q4_K's min rounded up to multiples of d (and dmin) = the largest of
-// them / 127 (63 for Q4_K), so that no value is clamped.
+// largest magnitude / 31; Q4_K, Q5_K: its range down from min(0, its least)
+// / 15 or 31) and their min rounded up to multiples of d (and dmin) = the
+// largest of them / 127 (63 for Q4_K and Q5_K), so that no value is
+// clamped.
 #pragma once
 
 #include <cstddef>
@@ -45,9 +46,10 @@ static_assert(sizeof(BlockQ4_0) == QuantBlockBytes(WeightType::kQ4_0));
 void QuantizeRowQ8_0(BlockQ8_0* dst, const float* src, int64_t n);
 void QuantizeRowQ4_0(BlockQ4_0* dst, const float* src, int64_t n);
 void QuantizeRowQ4_1(BlockQ4_1* dst, const float* src, int64_t n);
-// dst [n / 256 super-blocks of 144 or 210 bytes] from src [n]; n a multiple
-// of 256.
+// dst [n / 256 super-blocks of 144, 176 or 210 bytes] from src [n]; n a
+// multiple of 256.
 void QuantizeRowQ4_K(uint8_t* dst, const float* src, int64_t n);
+void QuantizeRowQ5_K(uint8_t* dst, const float* src, int64_t n);
 void QuantizeRowQ6_K(uint8_t* dst, const float* src, int64_t n);
 
 // [rows, WeightRowBytes(type, in)] bytes of w [rows, in] as `type` (a block

@@ -161,19 +161,22 @@ TEST(QuantBlocks, Q6KRoundTripErrorWithinHalfAStep) {
   EXPECT_THROW(QuantizeRows(WeightType::kQ6_K, w.data(), 1, 128), std::invalid_argument);
 }
 
-// Q4_K: each 32 values step d * sc from -(dmin * m), the min and then the
-// step rounded up to multiples of dmin = (largest -min) / 63 and d =
-// (largest step) / 63, so no value is clamped.
-TEST(QuantBlocks, Q4KRoundTripErrorWithinHalfAStep) {
+// Q4_K and Q5_K: each 32 values step d * sc from -(dmin * m), the min and
+// then the step rounded up to multiples of dmin = (largest -min) / 63 and d
+// = (largest step) / 63, so no value is clamped.
+TEST(QuantBlocks, Q4KAndQ5KRoundTripErrorWithinHalfAStep) {
+  for (WeightType type : {WeightType::kQ4_K, WeightType::kQ5_K}) {
+  SCOPED_TRACE(WeightTypeName(type));
+  const float levels = type == WeightType::kQ4_K ? 15 : 31;
   std::mt19937 rng(std::random_device{}());
   std::normal_distribution<float> normal;
   const int64_t rows = 6, in = 512;
   std::vector<float> w(size_t(rows * in)), back(w.size());  // [rows, in]
   for (auto& e : w) e = normal(rng) + 0.5f;
   std::fill(w.begin() + 32, w.begin() + 64, 0.0f);  // 32 zeros: their scale and min 0
-  const std::vector<uint8_t> q = QuantizeRows(WeightType::kQ4_K, w.data(), rows, in);
-  ASSERT_EQ(q.size(), size_t(rows * in / 256 * 144));
-  DequantizeRows(WeightType::kQ4_K, back.data(), q.data(), rows, in);
+  const std::vector<uint8_t> q = QuantizeRows(type, w.data(), rows, in);
+  ASSERT_EQ(q.size(), size_t(rows * in / 256) * (type == WeightType::kQ4_K ? 144 : 176));
+  DequantizeRows(type, back.data(), q.data(), rows, in);
   for (int64_t sb = 0; sb < rows * in / 256; ++sb) {
     float low[8], high[8], low_most = 0;  // [8] -min(0, least), max(0, largest)
     for (int j = 0; j < 8; ++j) {
@@ -186,9 +189,9 @@ TEST(QuantBlocks, Q4KRoundTripErrorWithinHalfAStep) {
     }
     const float dmin = low_most / 63;
     float step_most = 0;
-    for (int j = 0; j < 8; ++j) step_most = std::max(step_most, (high[j] + low[j] + dmin) / 15);
+    for (int j = 0; j < 8; ++j) step_most = std::max(step_most, (high[j] + low[j] + dmin) / levels);
     for (int j = 0; j < 8; ++j) {
-      const float step = (high[j] + low[j] + dmin) / 15 + step_most / 63;
+      const float step = (high[j] + low[j] + dmin) / levels + step_most / 63;
       for (int i = 0; i < 32; ++i) {
         const size_t at = size_t(sb * 256 + j * 32 + i);
         ASSERT_LE(std::fabs(back[at] - w[at]), 0.5f * step * 1.01f + (high[j] + low[j]) * 2e-3f) << at;
@@ -196,7 +199,8 @@ TEST(QuantBlocks, Q4KRoundTripErrorWithinHalfAStep) {
     }
   }
   for (int i = 32; i < 64; ++i) EXPECT_EQ(back[size_t(i)], 0.0f);
-  EXPECT_THROW(QuantizeRows(WeightType::kQ4_K, w.data(), 1, 128), std::invalid_argument);
+  EXPECT_THROW(QuantizeRows(type, w.data(), 1, 128), std::invalid_argument);
+  }
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The element types a linear layer's weights can be stored in: float32,
-// the two half widths, and five of llama.cpp's block formats
-// (ops/quant_blocks.h; Q4_K, Q6_K: ops/dequant_blocks.h), with the bytes a
+// the two half widths, and six of llama.cpp's block formats
+// (ops/quant_blocks.h; the K-quants: ops/dequant_blocks.h), with the bytes a
 // row of each takes.
 #pragma once
 
@@ -10,9 +10,9 @@
 
 namespace swan {
 
-enum class WeightType : uint8_t { kF32, kBF16, kF16, kQ8_0, kQ4_0, kQ4_1, kQ4_K, kQ6_K };
+enum class WeightType : uint8_t { kF32, kBF16, kF16, kQ8_0, kQ4_0, kQ4_1, kQ4_K, kQ5_K, kQ6_K };
 
-// "f32", "bf16", "f16", "q8_0", "q4_0", "q4_1", "q4_k", "q6_k"
+// "f32", "bf16", "f16", "q8_0", "q4_0", "q4_1", "q4_k", "q5_k", "q6_k"
 const char* WeightTypeName(WeightType type);
 // The inverse of WeightTypeName; throws std::invalid_argument naming
 // `option` and the accepted names.
@@ -20,11 +20,11 @@ WeightType ParseWeightType(const std::string& name, const std::string& option);
 
 constexpr bool IsBlockQuantized(WeightType type) {
   return type == WeightType::kQ8_0 || type == WeightType::kQ4_0 || type == WeightType::kQ4_1 ||
-         type == WeightType::kQ4_K || type == WeightType::kQ6_K;
+         type == WeightType::kQ4_K || type == WeightType::kQ5_K || type == WeightType::kQ6_K;
 }
 
-// Values per block of the quantized formats (the kernels' unit; Q4_K's and
-// Q6_K's super-blocks hold 8).
+// Values per block of the quantized formats (the kernels' unit; the
+// K-quants' super-blocks hold 8).
 constexpr int64_t kQuantBlockValues = 32;
 // Bytes of one block of the 32-value formats: an f16 scale and 32 int8
 // (Q8_0) or 32 nibbles (Q4_0), or an f16 scale, an f16 min and 32 nibbles
@@ -32,10 +32,13 @@ constexpr int64_t kQuantBlockValues = 32;
 constexpr size_t QuantBlockBytes(WeightType type) {
   return type == WeightType::kQ8_0 ? 34 : type == WeightType::kQ4_1 ? 20 : 18;
 }
-// The K-quants' super-blocks: 256 values in 144 (Q4_K) or 210 (Q6_K) bytes.
+// The K-quants' super-blocks: 256 values in 144 (Q4_K), 176 (Q5_K) or 210
+// (Q6_K) bytes.
 constexpr int64_t kSuperValues = 256;
-constexpr size_t kQ4KBytes = 144, kQ6KBytes = 210;
-constexpr bool IsSuperBlocked(WeightType type) { return type == WeightType::kQ4_K || type == WeightType::kQ6_K; }
+constexpr size_t kQ4KBytes = 144, kQ5KBytes = 176, kQ6KBytes = 210;
+constexpr bool IsSuperBlocked(WeightType type) {
+  return type == WeightType::kQ4_K || type == WeightType::kQ5_K || type == WeightType::kQ6_K;
+}
 
 // A block format's row length must be a multiple of this.
 constexpr int64_t RowMultiple(WeightType type) { return IsSuperBlocked(type) ? kSuperValues : kQuantBlockValues; }
@@ -51,6 +54,7 @@ constexpr size_t WeightRowBytes(WeightType type, int64_t in) {
     case WeightType::kQ4_0:
     case WeightType::kQ4_1: return size_t(in / kQuantBlockValues) * QuantBlockBytes(type);
     case WeightType::kQ4_K: return size_t(in / kSuperValues) * kQ4KBytes;
+    case WeightType::kQ5_K: return size_t(in / kSuperValues) * kQ5KBytes;
     case WeightType::kQ6_K: return size_t(in / kSuperValues) * kQ6KBytes;
   }
   return 0;
