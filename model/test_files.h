@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "model/safetensors.h"
@@ -50,12 +52,26 @@ inline std::string ReadFile(const std::filesystem::path& path) {
 }
 
 // A fresh empty directory under the system temp dir.
+// The directories TempDir made, removed when the test program exits, so
+// that test runs do not fill the temporary directory (SWAN_KEEP_TEST_DIRS=1
+// keeps them, for a look after a failure).
+struct MadeTempDirs {
+  std::vector<std::filesystem::path> dirs;
+  ~MadeTempDirs() {
+    if (std::getenv("SWAN_KEEP_TEST_DIRS")) return;
+    std::error_code ignored;
+    for (const auto& dir : dirs) std::filesystem::remove_all(dir, ignored);
+  }
+};
+
 inline std::filesystem::path TempDir(const std::string& name) {
+  static MadeTempDirs made;
   std::random_device rd;
   const auto dir = std::filesystem::temp_directory_path() /
                    ("swan_" + name + "_" + std::to_string(rd()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  made.dirs.push_back(dir);
   return dir;
 }
 

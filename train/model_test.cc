@@ -22,6 +22,7 @@
 #include "model/safetensors.h"
 #include "attention/hedgehog.h"
 #include "attention/linear_attention.h"
+#include "model/test_files.h"
 #include "train/grad_check.h"
 #include "train/hf_io.h"
 #include "train/optimizer.h"
@@ -472,13 +473,7 @@ TEST(ModelBF16, FollowsFloat32AndParameterChanges) {
   EXPECT_NEAR(changed16, changed32, 1e-2 * changed32);
 }
 
-std::string TempDir(const std::string& name) {
-  namespace fs = std::filesystem;
-  const fs::path p = fs::path(::testing::TempDir()) / ("swan_model_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
+std::string TempDir(const std::string& name) { return test::TempDir("model_" + name).string(); }
 
 // Continual pretraining: a full-attention model's weights under a routed
 // plan, new routers. Every gate starts at 1, so the model is the full one:

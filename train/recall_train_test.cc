@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "model/test_files.h"
 #include "tokenizer/token_file.h"
 #include "tokenizer/token_labels.h"
 #include "train/data.h"
@@ -25,13 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string TempDir(const std::string& name) {
-  const fs::path p =
-      fs::path(::testing::TempDir()) / ("swan_recall_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
+std::string TempDir(const std::string& name) { return test::TempDir("recall_" + name).string(); }
 
 RecallOptions SmallMqar(int32_t context) {
   RecallOptions o;

@@ -15,6 +15,7 @@
 
 #include "model/config.h"
 #include "model/model.h"
+#include "model/test_files.h"
 #include "train/checkpoint.h"
 #include "train/data.h"
 #include "train/hf_io.h"
@@ -28,13 +29,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh directory under the test temp dir.
-std::string TempDir(const std::string& name) {
-  const fs::path p = fs::path(::testing::TempDir()) / ("swan_train_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
+// A fresh directory, removed when the test program exits.
+std::string TempDir(const std::string& name) { return test::TempDir("train_" + name).string(); }
 
 // Tokens with structure to learn: short repeating phrases over vocab 32.
 std::string WriteTokens(const std::string& dir, const std::string& name, int64_t count, uint64_t seed) {
