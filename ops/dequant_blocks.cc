@@ -25,23 +25,14 @@ void ScaleMin(const uint8_t* scales, int j, int* sc, int* m) {
 
 // One Q4_K (qh null) or Q5_K super-block into y [256].
 void DequantizeQ45(const uint8_t* block, bool five_bits, float* y) {
-  const float d = F16ToF32(ReadU16(block)), dmin = F16ToF32(ReadU16(block + 2));
-  const uint8_t* scales = block + 4;                         // [12]
-  const uint8_t* qh = five_bits ? block + 16 : nullptr;      // [32]
-  const uint8_t* qs = block + (five_bits ? 48 : 16);         // [128]
-  for (int c = 0; c < 4; ++c, qs += 32) {
-    for (int half = 0; half < 2; ++half) {
-      int sc, m;
-      ScaleMin(scales, 2 * c + half, &sc, &m);
-      // float products first, as ggml evaluates them: (d sc) q - dmin m
-      const float scale = d * float(sc), min = dmin * float(m);
-      const int bit = 2 * c + half;
-      for (int l = 0; l < 32; ++l) {
-        int q = half ? qs[l] >> 4 : qs[l] & 15;
-        if (qh && (qh[l] >> bit & 1)) q += 16;
-        *y++ = scale * float(q) - min;
-      }
-    }
+  uint8_t q[256], sc[8], m[8];  // [256], [8], [8]
+  uint16_t d_bits, dmin_bits;
+  (five_bits ? Q5KParts : Q4KParts)(block, q, sc, m, &d_bits, &dmin_bits);
+  const float d = F16ToF32(d_bits), dmin = F16ToF32(dmin_bits);
+  for (int j = 0; j < 8; ++j) {
+    // float products first, as ggml evaluates them: (d sc) q - dmin m
+    const float scale = d * float(sc[j]), min = dmin * float(m[j]);
+    for (int l = 0; l < 32; ++l) *y++ = scale * float(q[32 * j + l]) - min;
   }
 }
 
