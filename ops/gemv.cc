@@ -1,5 +1,6 @@
 #include "ops/gemv.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -165,18 +166,42 @@ static void ValidateGemv(const float* y, const float* x, const WeightView& w, in
                                 std::to_string(w.k));
 }
 
+void Gemvs(const float* x, int64_t m, const GemvOutput* outs, int64_t count, bool accumulate) {
+  if (count < 1) return;
+  // Chunks of 64 output rows, every output's numbered in one range
+  // [0, total): small enough to balance threads, large enough that each
+  // thread streams long runs of a matrix; the small matrices (k and v of a
+  // GQA layer) share the region of the others instead of paying for one.
+  constexpr int64_t kChunk = 64;
+  std::vector<int64_t> first(size_t(count) + 1, 0);  // [count + 1] each output's first chunk
+  int64_t work = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    ValidateGemv(outs[i].y, x, outs[i].w, m);
+    if (IsBlockQuantized(outs[i].w.type)) throw std::invalid_argument("gemvs: block formats go to BlockProducts");
+    if (outs[i].w.k != outs[0].w.k) throw std::invalid_argument("gemvs: inputs of different lengths");
+    first[size_t(i) + 1] = first[size_t(i)] + (outs[i].w.n + kChunk - 1) / kChunk;
+    work += outs[i].w.n * outs[i].w.k;
+  }
+  const int64_t total = first.back();
+  auto run = [&](int64_t chunk) {
+    int64_t i = 0;
+    while (chunk >= first[size_t(i) + 1]) ++i;
+    const WeightView& w = outs[i].w;
+    const int64_t begin = (chunk - first[size_t(i)]) * kChunk, end = std::min(begin + kChunk, w.n);
+    HWY_DYNAMIC_DISPATCH(GemvRows)(outs[i].y, x, w, m, begin, end, accumulate);
+  };
+  // Handed out as threads come free, as BlockProducts' pieces are: a thread
+  // that loses its core for a while on a shared machine leaves its chunks
+  // to the others instead of holding everyone at the region's end.
+#pragma omp parallel for schedule(dynamic, 2) if (work >= 65536)
+  for (int64_t chunk = 0; chunk < total; ++chunk) run(chunk);
+}
+
 void Gemv(float* y, const float* x, const WeightView& w, int64_t m, bool accumulate) {
   ValidateGemv(y, x, w, m);
   if (IsBlockQuantized(w.type)) return BlockProduct(y, x, w.packed(), m, accumulate);
-  // Chunks of 64 output rows: small enough to balance threads, large enough
-  // that each thread streams long runs of the weight matrix.
-  constexpr int64_t kChunk = 64;
-  const int64_t n_chunks = (w.n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (w.n * w.k >= 65536)
-  for (int64_t chunk = 0; chunk < n_chunks; ++chunk) {
-    const int64_t begin = chunk * kChunk, end = begin + kChunk < w.n ? begin + kChunk : w.n;
-    HWY_DYNAMIC_DISPATCH(GemvRows)(y, x, w, m, begin, end, accumulate);
-  }
+  const GemvOutput out{y, w};
+  Gemvs(x, m, &out, 1, accumulate);
 }
 
 void GemvReference(float* y, const float* x, const WeightView& w, int64_t m, bool accumulate) {

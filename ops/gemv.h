@@ -21,6 +21,17 @@ namespace swan {
 // Throws std::invalid_argument on bad sizes or null pointers.
 void Gemv(float* y, const float* x, const WeightView& w, int64_t m, bool accumulate = false);
 
+// Several products of one input x [m, k] in one parallel region: outs[i].y
+// [m, outs[i].w.n] = x · outs[i].w ᵀ (q, k and v of a layer; gate and up).
+// Float weights only (f32, bf16, f16): the block formats go to
+// BlockProducts. Throws std::invalid_argument as Gemv does, or when the
+// inputs' lengths differ.
+struct GemvOutput {
+  float* y;      // [m, w.n]
+  WeightView w;  // [n, k]
+};
+void Gemvs(const float* x, int64_t m, const GemvOutput* outs, int64_t count, bool accumulate = false);
+
 // Double-accumulation loops, for tests (over the values the kernel
 // multiplies: for the block formats, x quantized as QuantizeInput does).
 void GemvReference(float* y, const float* x, const WeightView& w, int64_t m,

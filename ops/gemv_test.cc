@@ -57,6 +57,48 @@ TEST(Gemv, MatchesReferenceOnEveryTarget) {
   hwy::SetSupportedTargetsForTest(0);
 }
 
+// q, k and v of a GQA layer (and sizes that leave part chunks) in one
+// region, each output as Gemv alone would compute it.
+TEST(Gemv, SeveralOutputsMatchOneAtATime) {
+  const unsigned seed = std::random_device()();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  const int64_t k = 256;
+  const int64_t outs_n[] = {512, 128, 128, 70, 1};
+  for (WeightType type : {WeightType::kF32, WeightType::kBF16, WeightType::kF16})
+    for (int64_t m : {1, 3}) {
+      std::vector<float> x(size_t(m * k));  // [m, k]
+      for (auto& e : x) e = normal(rng);
+      std::vector<LinearWeight> weights;
+      std::vector<std::vector<float>> y, ref;  // [outs][m, n]
+      for (int64_t n : outs_n) {
+        std::vector<float> w(size_t(n * k));  // [n, k]
+        for (auto& e : w) e = normal(rng);
+        weights.emplace_back(w, n, k, type);
+        y.emplace_back(size_t(m * n), 2.0f);
+        ref.emplace_back(size_t(m * n), 2.0f);
+      }
+      std::vector<GemvOutput> outs;
+      for (size_t i = 0; i < weights.size(); ++i) outs.push_back(GemvOutput{y[i].data(), weights[i].view()});
+      Gemvs(x.data(), m, outs.data(), int64_t(outs.size()), /*accumulate=*/true);
+      for (size_t i = 0; i < weights.size(); ++i) {
+        GemvReference(ref[i].data(), x.data(), weights[i].view(), m, /*accumulate=*/true);
+        EXPECT_LE(MaxRelativeError(y[i], ref[i], /*floor=*/2.0), 1e-5) << WeightTypeName(type) << " m " << m << " out " << i;
+      }
+    }
+}
+
+TEST(Gemv, SeveralOutputsRejectMixedInputsAndBlocks) {
+  std::vector<float> x(64), y(64);  // [1, 64], [1, 64]
+  const LinearWeight a(std::vector<float>(64 * 64, 1.0f), 64, 64), b(std::vector<float>(64 * 32, 1.0f), 64, 32),
+      q(std::vector<float>(64 * 64, 1.0f), 64, 64, WeightType::kQ8_0);
+  const GemvOutput mixed[] = {{y.data(), a.view()}, {y.data(), b.view()}};
+  EXPECT_THROW(Gemvs(x.data(), 1, mixed, 2), std::invalid_argument);
+  const GemvOutput blocks[] = {{y.data(), a.view()}, {y.data(), q.view()}};
+  EXPECT_THROW(Gemvs(x.data(), 1, blocks, 2), std::invalid_argument);
+}
+
 TEST(Gemv, RejectsBadSizes) {
   float y = 0, x = 0, w = 0;
   EXPECT_THROW(Gemv(&y, &x, WeightView{&w, WeightType::kF32, 1, 1}, 0), std::invalid_argument);

@@ -263,7 +263,19 @@ void LinearSameInput(const float* x, int64_t m, std::initializer_list<LinearOutp
   bool blocks = true;
   for (const LinearOutput& o : outs) blocks = blocks && IsBlockQuantized(o.w->type()) && o.w->in() == outs.begin()->w->in();
   if (!blocks) {
-    for (const LinearOutput& o : outs) Linear(o.y, x, m, *o.w);
+    bool floats = m <= kGemvMaxRows;
+    for (const LinearOutput& o : outs) floats = floats && !IsBlockQuantized(o.w->type()) && o.w->in() == outs.begin()->w->in();
+    if (!floats) {
+      for (const LinearOutput& o : outs) Linear(o.y, x, m, *o.w);
+      return;
+    }
+    std::vector<GemvOutput> products;          // [outs]
+    std::vector<const LinearWeight*> weights;  // [outs]
+    for (const LinearOutput& o : outs) {
+      products.push_back(GemvOutput{o.y, o.w->view()});
+      weights.push_back(o.w);
+    }
+    Counted([&] { Gemvs(x, m, products.data(), int64_t(products.size())); }, m, weights);
     return;
   }
   std::vector<BlockOutput> products;     // [outs]

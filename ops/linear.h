@@ -85,8 +85,9 @@ void Embed(float* out, const WeightView& table, const int32_t* ids, int64_t n_to
 void Linear(float* y, const float* x, int64_t m, const LinearWeight& w, bool accumulate = false);
 
 // y_i = x · w_iᵀ for several weights of one input (q, k and v of a normed
-// row; gate and up): with Q8_0 / Q4_0 weights one BlockProducts (x
-// quantized once, one parallel region for all), else one Linear each.
+// row; gate and up): with block-format weights one BlockProducts (x
+// quantized once, one parallel region for all), with float weights at
+// decode sizes one Gemvs (one region for all), else one Linear each.
 struct LinearOutput {
   float* y;  // [m, w->out()]
   const LinearWeight* w;
