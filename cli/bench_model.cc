@@ -48,7 +48,7 @@ const char kUsage[] =
     "  --kv TYPE         KV cache storage, bf16 (default), f32 or q8_0 (head_dim a multiple of 32);\n"
     "                    bf16 decode multiplies in bf16 where `swan --version` says so\n"
     "  --weights TYPE    linear layers and embedding table held as f32, bf16, f16, q8_0,\n"
-    "                    q4_0, q4_1, q4_k, q5_k or q6_k: the synthetic model's (default\n"
+    "                    q4_0, q4_1, q5_0, q5_1, q4_k, q5_k or q6_k: the synthetic model's (default\n"
     "                    bf16), or a checkpoint's converted as it loads (default: as stored)\n"
     "  --batch B         prefill chunk (default 512)\n"
     "  -r N              repeats, after a warm-up (default 3, like llama-bench): each\n"

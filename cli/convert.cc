@@ -24,14 +24,15 @@ using json = nlohmann::json;
 
 const char kUsage[] =
     "usage: swan convert -m DIR --out DIR2 [--dtype bf16|f16|f32] [--force]\n"
-    "       swan convert -m DIR --out FILE.gguf [--dtype f32|f16|bf16|q8_0|q4_0|q4_1|q4_k|q5_k|q6_k]\n"
+    "       swan convert -m DIR --out FILE.gguf [--dtype f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k]\n"
     "                  [--force]\n"
     "Writes DIR's weights as one model.safetensors of the given type (default bf16;\n"
     "rounded to nearest even) into DIR2, with DIR's other files (config.json with its\n"
     "torch_dtype updated, tokenizer files, the attention plan). DIR2 must not be DIR;\n"
     "a DIR2 that already holds a model is refused unless --force.\n"
-    "The block formats Q8_0, Q4_0, Q4_1 and the K-quants have no safetensors type: write a\n"
-    ".gguf file, or load the model with --weights q8_0|q4_0|q4_1|q4_k|q5_k|q6_k.\n"
+    "The block formats (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, the K-quants) have no safetensors\n"
+    "type: write a .gguf file, or load the model with\n"
+    "--weights q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k.\n"
     "FILE.gguf: llama.cpp's layout (tensor names, q/k row order of llama files, Gemma's\n"
     "norms as 1 + w) for Llama, Mistral, Qwen2 and Gemma 3, matrices in the given type\n"
     "(rows not a multiple of 32 values, 256 for the K-quants, and vectors, stay f32).\n"
@@ -69,8 +70,8 @@ int RunConvert(const std::vector<std::string>& words) {
                 dtype.c_str());
     return 0;
   }
-  if (dtype == "q8_0" || dtype == "q4_0" || dtype == "q4_1" || dtype == "q4_k" || dtype == "q5_k" ||
-      dtype == "q6_k")
+  if (dtype == "q8_0" || dtype == "q4_0" || dtype == "q4_1" || dtype == "q5_0" || dtype == "q5_1" ||
+      dtype == "q4_k" || dtype == "q5_k" || dtype == "q6_k")
     throw std::invalid_argument("--dtype " + dtype +
                                 ": safetensors has no block types; write --out FILE.gguf, or load the model with --weights " +
                                 dtype);

@@ -50,7 +50,7 @@ const char kUsage[] =
     "  --kv TYPE     KV cache storage, f32 (default), bf16 or q8_0; bf16 decode multiplies\n"
     "                in bf16 where `swan --version` says so (queries, probabilities rounded)\n"
     "  --weights TYPE  hold the linear layers and the embedding table as f32, bf16, f16,\n"
-    "                q8_0, q4_0, q4_1, q4_k, q5_k or q6_k, converted as they load (default:\n"
+    "                q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k or q6_k, converted as they load (default:\n"
     "                as stored; rows not a multiple of 32 values, 256 for the K-quants, stay so)\n"
     "  -c, --ctx C   the context: positions a sequence may reach (default: the model's\n"
     "                max_position_embeddings, else 1048576; more is allowed, with a\n"

@@ -25,8 +25,8 @@ const char kUsage[] =
     "  Prints the model's configuration, the attention plan resolved for it (per layer:\n"
     "  kind, span, positional encoding) and the KV cache bytes per layer after CTX tokens\n"
     "  (default: max_position_embeddings), against full attention on every layer. DIR may\n"
-    "  also be a GGUF file: then its matrices' types, the type swan holds each in (Q5_0\n"
-    "  and Q5_1 as q8_0) and their bytes in the file and held.\n"
+    "  also be a GGUF file: then its matrices' types (each held in its own type) and\n"
+    "  their bytes in the file and held.\n"
     "  --batch B is the prefill chunk the window rings leave room for (default 512).\n";
 
 std::string ToUpper(std::string s) {
@@ -43,11 +43,11 @@ std::string Bytes(double b) {
   return buf;
 }
 
-// "Q4_K x44, Q5_0 x5 as q8_0; 4.6 MiB in the file, 4.8 MiB held":
-// the file's matrices by type, the type swan holds each in, and their bytes
+// "Q4_K x44, Q5_0 x5; 4.6 MiB in the file, 4.7 MiB held": the file's
+// matrices by type (a type swan holds in another would say "as"), and their bytes
 // (block types as packed, in whole groups of 16 rows).
 std::string HeldTypes(const GgufFile& file) {
-  std::vector<std::pair<std::string, int>> counts;  // ["Q5_0 as q8_0", n] in first-seen order
+  std::vector<std::pair<std::string, int>> counts;  // ["Q5_0", n] in first-seen order
   double file_bytes = 0, held_bytes = 0;
   for (const GgufTensor& t : file.tensors()) {
     if (t.ne.size() != 2) continue;

@@ -33,7 +33,7 @@ const char kUsage[] =
     "  --limit W    score only the first W windows (a quick run)\n"
     "  --kv TYPE    KV cache storage, f32 (default), bf16 or q8_0\n"
     "  --weights TYPE  hold the linear layers and the embedding table as f32, bf16, f16,\n"
-    "               q8_0, q4_0, q4_1, q4_k, q5_k or q6_k, converted as they load (default:\n"
+    "               q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k or q6_k, converted as they load (default:\n"
     "               as stored; rows not a multiple of 32 values, 256 for the K-quants, stay so)\n"
     "  --no-bos     do not start windows with the BOS token\n"
     "  --json       print the figures as JSON\n"

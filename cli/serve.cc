@@ -47,7 +47,7 @@ const char kUsage[] =
     "  --ctx N                context length (default: the model's max_position_embeddings)\n"
     "  --kv TYPE              KV cache storage, f32 (default), bf16 or q8_0\n"
     "  --weights TYPE         hold the linear layers and the embedding table as f32, bf16, f16,\n"
-    "                         q8_0, q4_0, q4_1, q4_k, q5_k or q6_k, converted as they load\n"
+    "                         q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k or q6_k, converted as they load\n"
     "                         (default: as stored; rows not a multiple of 32 values, 256 for\n"
     "                         the K-quants, stay so)\n"
     "  --seq-threads N        threads inside one sequence's kernels (default 1: small models;\n"

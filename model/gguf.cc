@@ -185,17 +185,11 @@ std::optional<WeightType> WeightTypeOf(uint32_t ggml_type) {
     case GgmlType::kQ8_0: return WeightType::kQ8_0;
     case GgmlType::kQ4_0: return WeightType::kQ4_0;
     case GgmlType::kQ4_1: return WeightType::kQ4_1;
+    case GgmlType::kQ5_0: return WeightType::kQ5_0;
+    case GgmlType::kQ5_1: return WeightType::kQ5_1;
     case GgmlType::kQ4_K: return WeightType::kQ4_K;
     case GgmlType::kQ5_K: return WeightType::kQ5_K;
     case GgmlType::kQ6_K: return WeightType::kQ6_K;
-    default: return std::nullopt;
-  }
-}
-
-std::optional<DequantFormat> DequantFormatOf(uint32_t ggml_type) {
-  switch (GgmlType(ggml_type)) {
-    case GgmlType::kQ5_0: return DequantFormat::kQ5_0;
-    case GgmlType::kQ5_1: return DequantFormat::kQ5_1;
     default: return std::nullopt;
   }
 }

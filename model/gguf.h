@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "model/safetensors.h"  // MappedFile
-#include "ops/dequant_blocks.h"
 #include "ops/weight_type.h"
 
 namespace swan {
@@ -37,9 +36,6 @@ enum class GgmlType : uint32_t {
 std::string GgmlTypeName(uint32_t type);
 // The WeightType swan computes a tensor of this type in, if it can.
 std::optional<WeightType> WeightTypeOf(uint32_t ggml_type);
-// The format of a tensor of this type if it is one swan reads but does not
-// compute in (it loads as Q8_0: model/gguf_weights.h).
-std::optional<DequantFormat> DequantFormatOf(uint32_t ggml_type);
 
 // One metadata value. Scalars are in the member their type fills (all
 // integers in `i`, u64 beyond int64 in `u`); arrays in `strings` or

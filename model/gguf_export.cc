@@ -26,6 +26,8 @@ uint32_t GgmlTypeFor(WeightType type) {
     case WeightType::kQ8_0: return uint32_t(GgmlType::kQ8_0);
     case WeightType::kQ4_0: return uint32_t(GgmlType::kQ4_0);
     case WeightType::kQ4_1: return uint32_t(GgmlType::kQ4_1);
+    case WeightType::kQ5_0: return uint32_t(GgmlType::kQ5_0);
+    case WeightType::kQ5_1: return uint32_t(GgmlType::kQ5_1);
     case WeightType::kQ4_K: return uint32_t(GgmlType::kQ4_K);
     case WeightType::kQ5_K: return uint32_t(GgmlType::kQ5_K);
     case WeightType::kQ6_K: return uint32_t(GgmlType::kQ6_K);

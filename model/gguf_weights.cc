@@ -5,7 +5,6 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "ops/dequant_blocks.h"
 #include "ops/quant_blocks.h"
 #include "util/memory.h"
 
@@ -88,55 +87,31 @@ const GgufTensor& GgufWeights::Find(const std::string& hf, const std::vector<int
 
 namespace {
 
-// A tensor's type as swan reads it: one it computes in, or one it converts
-// as it loads (the DequantFormats, to Q8_0); throws
-// naming the file and tensor for any other.
-struct TensorFormat {
-  std::optional<WeightType> weight;
-  std::optional<DequantFormat> dequant;
-};
-
-TensorFormat FormatOf(const GgufTensor& t, const std::string& origin) {
-  TensorFormat f{WeightTypeOf(t.type), DequantFormatOf(t.type)};
-  if (!f.weight && !f.dequant)
+// A tensor's type, which swan computes in; throws naming the file and
+// tensor for a type it does not read.
+WeightType FormatOf(const GgufTensor& t, const std::string& origin) {
+  const std::optional<WeightType> f = WeightTypeOf(t.type);
+  if (!f)
     throw std::runtime_error(origin + ": tensor '" + t.name + "' of " + GgmlTypeName(t.type) +
-                             " is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K; Q5_0, Q5_1 "
-                             "as Q8_0)");
-  return f;
-}
-
-// rows [count, in] float32 from the file's rows order(first) ..
-// order(first + count - 1) of a tensor of a DequantFormat.
-template <class Order>
-void DequantizeFormatRows(DequantFormat type, const GgufTensor& t, int64_t first, int64_t count, const Order& order,
-                          float* rows) {
-  const int64_t in = t.ne[0];
-  const size_t row_bytes = size_t(in / DequantBlockValues(type)) * DequantBlockBytes(type);
-  for (int64_t r = 0; r < count; ++r)
-    DequantizeFormatRow(type, rows + r * in, t.data + size_t(order(first + r)) * row_bytes, in);
+                             " is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
+  return *f;
 }
 
 }  // namespace
 
 std::vector<float> GgufWeights::F32(const std::string& name, const std::vector<int64_t>& shape) const {
   const GgufTensor& t = Find(name, shape);
-  const TensorFormat format = FormatOf(t, file_.origin());
+  const WeightType format = FormatOf(t, file_.origin());
   const int64_t in = t.ne[0], rows = t.numel() / in;
   std::vector<float> out(size_t(t.numel()));  // [numel]
-  if (format.dequant)
-    DequantizeFormatRows(*format.dequant, t, 0, rows, [](int64_t r) { return r; }, out.data());
-  else
-    DequantizeRows(*format.weight, out.data(), t.data, rows, in);
+  DequantizeRows(format, out.data(), t.data, rows, in);
   // llama.cpp's converter stores Gemma's norm weights as 1 + w
   if (config_.model_type == "gemma3" && EndsWith(name, "norm.weight"))
     for (float& v : out) v -= 1.0f;
   return out;
 }
 
-std::optional<WeightType> GgufHeldType(const GgufTensor& t) {
-  if (DequantFormatOf(t.type)) return WeightType::kQ8_0;
-  return WeightTypeOf(t.type);
-}
+std::optional<WeightType> GgufHeldType(const GgufTensor& t) { return WeightTypeOf(t.type); }
 
 WeightType GgufWeights::LinearType(const std::string& name) const {
   const std::string g = GgufTensorName(name, config_.model_type);
@@ -146,7 +121,7 @@ WeightType GgufWeights::LinearType(const std::string& name) const {
 
 LinearWeight GgufWeights::Linear(const std::string& name, int64_t out, int64_t in) const {
   const GgufTensor& t = Find(name, {out, in});
-  const TensorFormat format = FormatOf(t, file_.origin());
+  const WeightType format = FormatOf(t, file_.origin());
   const bool permuted = config_.model_type == "llama" &&
                         (EndsWith(name, "self_attn.q_proj.weight") || EndsWith(name, "self_attn.k_proj.weight"));
   std::vector<int64_t> order;  // [out] Hugging Face's row r is the file's row order[r]; empty: the same row
@@ -154,24 +129,13 @@ LinearWeight GgufWeights::Linear(const std::string& name, int64_t out, int64_t i
     order.resize(size_t(out));
     for (int64_t g = 0; g < out; ++g) order[size_t(LlamaQkHfRow(g, config_.head_dim))] = g;
   }
-  auto file_row = [&](int64_t r) { return order.empty() ? r : order[size_t(r)]; };
-  if (format.dequant) {
-    // Q8_0 from ggml's dequantized values, 16 rows at a time: swan's
-    // integer kernels run it, and no float32 copy of the matrix is made.
-    const DequantFormat type = *format.dequant;
-    LinearWeight w = LinearWeight::QuantizedFrom(out, in, WeightType::kQ8_0, [&](int64_t first, int64_t count, float* rows) {
-      DequantizeFormatRows(type, t, first, count, file_row, rows);
-    });
-    Evict(name);
-    return w;
-  }
   if (!permuted) {
-    LinearWeight w = LinearWeight::Borrow(file_.owner(), t.data, *format.weight, out, in);
-    if (IsBlockQuantized(*format.weight)) Evict(name);  // packed into a copy: the file's bytes are not read again
+    LinearWeight w = LinearWeight::Borrow(file_.owner(), t.data, format, out, in);
+    if (IsBlockQuantized(format)) Evict(name);  // packed into a copy: the file's bytes are not read again
     return w;
   }
   // rows back in Hugging Face's order (whole rows, so blocks too)
-  LinearWeight w = LinearWeight::Reordered(t.data, *format.weight, out, in, order.data());
+  LinearWeight w = LinearWeight::Reordered(t.data, format, out, in, order.data());
   Evict(name);  // reordered into a copy
   return w;
 }

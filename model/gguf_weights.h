@@ -2,10 +2,8 @@
 // tensors under the Hugging Face names the families read (token_embd ->
 // model.embed_tokens, blk.N.attn_q -> model.layers.N.self_attn.q_proj, ...),
 // in their own types (F32, F16 and BF16 used in place; Q8_0, Q4_0, Q4_1,
-// Q4_K, Q5_K and Q6_K packed into a copy of about the same size for the
-// integer kernels; Q5_0 and Q5_1 dequantized as ggml does and held as Q8_0,
-// 8.5 bits a value where the file has 5.5 to 6; the mapped pages then let
-// go).
+// Q5_0, Q5_1, Q4_K, Q5_K and Q6_K packed into a copy of about the same size
+// for the integer kernels, the mapped pages then let go).
 // Undone on the way in, as llama.cpp's converter did them on the way out:
 // the q/k row permutation of "llama" files (interleaved RoPE pairs back to
 // halves) and the +1 of Gemma 3's norm weights.
@@ -48,9 +46,8 @@ class GgufWeights : public WeightSource {
 // the file's row `gguf_row` is Hugging Face's row LlamaQkHfRow(gguf_row).
 int64_t LlamaQkHfRow(int64_t gguf_row, int64_t head_dim);
 
-// The type swan holds a GGUF matrix in (its own for the types swan computes
-// in; Q8_0 for the DequantFormats); nullopt for a type
-// it does not read.
+// The type swan holds a GGUF matrix in (its own: swan computes in every
+// type it reads); nullopt for a type it does not read.
 std::optional<WeightType> GgufHeldType(const GgufTensor& t);
 
 // The GGUF name of an HF tensor name ("" for names GGUF files do not have).

@@ -33,7 +33,7 @@ struct GroupTileData {
   int64_t blocks = 0, k = 0;
   const uint8_t* payload = nullptr;  // [B, PackedPayloadBytes] the group's values
   const uint16_t* scales = nullptr;  // [B, 16] its scales (K-quants: [B / 8, 16], d)
-  const uint16_t* mins = nullptr;    // [B, 16] its mins (Q4_1; Q4_K, Q5_K: [B / 8, 16], dmin; null for the others)
+  const uint16_t* mins = nullptr;    // [B, 16] its mins (Q4_1, Q5_1; Q4_K, Q5_K: [B / 8, 16], dmin; null for the others)
   const int8_t* sub_scales = nullptr;  // [B, 2, 16] (K-quants; null for the others)
   const int8_t* xq = nullptr;        // [rows, k] the input rows, quantized
   const float* xd = nullptr;         // [rows, B] their scales
@@ -71,7 +71,14 @@ inline void StoreGroup(const BlockJob& job, int64_t g, int64_t row, int64_t rows
 }
 
 // The packed formats the SIMD kernels are instantiated for.
-enum class Packed { kQ8_0, kQ4_0, kQ4_1, kQ4_K, kQ5_K, kQ6_K };
+enum class Packed { kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K };
+
+// What a format's values need: a fifth bit beside the nibbles; a min per
+// block (Q4_1-like, from the input's sum); the offset its values carry
+// (Q4_0's nibbles are value + 8, Q5_0's value + 16).
+constexpr bool HasFifthBit(Packed f) { return f == Packed::kQ5_0 || f == Packed::kQ5_1 || f == Packed::kQ5_K; }
+constexpr bool HasBlockMin(Packed f) { return f == Packed::kQ4_1 || f == Packed::kQ5_1; }
+constexpr int32_t NibbleOffset(Packed f) { return f == Packed::kQ4_0 ? 8 : f == Packed::kQ5_0 ? 16 : 0; }
 
 // Calls f(std::integral_constant<Packed, P>) for the matrix's format, so a
 // kernel is compiled for each.
@@ -79,6 +86,8 @@ template <class F>
 void WithPacked(WeightType type, const F& f) {
   if (type == WeightType::kQ4_0) return f(std::integral_constant<Packed, Packed::kQ4_0>{});
   if (type == WeightType::kQ4_1) return f(std::integral_constant<Packed, Packed::kQ4_1>{});
+  if (type == WeightType::kQ5_0) return f(std::integral_constant<Packed, Packed::kQ5_0>{});
+  if (type == WeightType::kQ5_1) return f(std::integral_constant<Packed, Packed::kQ5_1>{});
   if (type == WeightType::kQ4_K) return f(std::integral_constant<Packed, Packed::kQ4_K>{});
   if (type == WeightType::kQ5_K) return f(std::integral_constant<Packed, Packed::kQ5_K>{});
   if (type == WeightType::kQ6_K) return f(std::integral_constant<Packed, Packed::kQ6_K>{});

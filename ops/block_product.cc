@@ -140,7 +140,9 @@ void GroupsScalar(const BlockJob& job, int64_t g_begin, int64_t g_end) {
             acc += float(dot) * (F16ToF32(w.scales[(g * (blocks / 8) + b / 8) * kPackedRows + j]) * xd);
             continue;
           }
-          const int offset = w.type == WeightType::kQ4_0 ? 8 : 0;  // Q4_1's and Q4_K's nibbles are the values
+          // Q4_0's nibbles are value + 8, Q5_0's value + 16; Q4_1's, Q5_1's and the K-quants' are the values
+          const int offset = w.type == WeightType::kQ4_0 ? 8 : w.type == WeightType::kQ5_0 ? 16 : 0;
+          const bool five = w.type == WeightType::kQ5_K || w.type == WeightType::kQ5_0 || w.type == WeightType::kQ5_1;
           int32_t dot = 0;
           for (int c = 0; c < (w.type == WeightType::kQ8_0 ? 8 : 4); ++c)
             for (int i = 0; i < 4; ++i) {
@@ -148,7 +150,7 @@ void GroupsScalar(const BlockJob& job, int64_t g_begin, int64_t g_end) {
               if (w.type == WeightType::kQ8_0) {
                 dot += int8_t(byte) * xq[4 * c + i];
               } else {
-                const int top = w.type == WeightType::kQ5_K ? in[256 + i] : 0;  // Q5_K's fifth bits
+                const int top = five ? in[256 + i] : 0;  // Q5_x's fifth bits
                 dot += (int((byte & 0xf) | (top >> c & 1) << 4) - offset) * xq[4 * c + i];
                 dot += (int((byte >> 4) | (top >> (4 + c) & 1) << 4) - offset) * xq[16 + 4 * c + i];
               }
@@ -165,7 +167,7 @@ void GroupsScalar(const BlockJob& job, int64_t g_begin, int64_t g_end) {
             min = w.mins ? F16ToF32(w.mins[at]) : 0.0f;
           }
           acc += float(dot) * (scale * xd);
-          // Q4_1, Q4_K, Q5_K: + m Σ x, the block's input sum times its scale
+          // Q4_1, Q5_1, Q4_K, Q5_K: + m Σ x, the block's input sum times its scale
           if (w.mins) acc += min * (xd * float(job.x.sum[r * blocks + b]));
         }
         tile[j] = acc;

@@ -1,4 +1,4 @@
-// Products with Q8_0, Q4_0, Q4_1 and K-quant (Q4_K, Q5_K, Q6_K) weights in
+// Products with Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and K-quant (Q4_K, Q5_K, Q6_K) weights in
 // integers, as llama.cpp computes them: each input row is quantized per 32 values to int8 with a float scale
 // (QuantizeInput), each block's 32 products are summed exactly in int32 by
 // 8-bit dot-product instructions, and the sum is scaled once by the

@@ -9,7 +9,8 @@
 //   Q4_1: Q4_0's sums without the offset; the block's min times its input
 //         sum is added in float. Q4_K: Q4_1 with scale d sc, min -(dmin m).
 //   Q5_K: Q4_K with a fifth bit: q up to 31, a pair up to 7874, so two
-//         vpmaddwd of four chunks each.
+//         vpmaddwd of four chunks each. Q5_0 and Q5_1 are Q4_0 (offset 16)
+//         and Q4_1 so.
 //   Q8_0: signed times signed, by the sign trick: |w| times q with w's sign
 //         (a pair at most 2 * 128 * 127 = 32512), each chunk widened apart.
 #if defined(__x86_64__)
@@ -31,7 +32,7 @@ SWAN_AVX2_TARGET inline __m256i Broadcast4(const int8_t* p) {
   return _mm256_set1_epi32(four);
 }
 
-// Q5_K's top bit of a value from bit `bit` of each byte of `top`, in place
+// Q5_x's top bit of a value from bit `bit` of each byte of `top`, in place
 // (bit 4); bits a 16-bit shift carries across a byte are masked off.
 template <int bit>
 SWAN_AVX2_TARGET inline __m256i FifthBit(__m256i top) {
@@ -48,8 +49,8 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
   const int64_t blocks = t.blocks, k = t.k;
   constexpr bool kQ4 = kFormat != Packed::kQ8_0;
   constexpr bool kSuper = kFormat == Packed::kQ4_K || kFormat == Packed::kQ5_K;  // d sc, dmin m
-  constexpr int32_t kOffset = kFormat == Packed::kQ4_0 ? 8 : 0;  // Q4_0's nibbles are value + 8
-  constexpr int64_t kPayload = kFormat == Packed::kQ5_K ? 320 : kQ4 ? 256 : 512;
+  constexpr int32_t kOffset = NibbleOffset(kFormat);  // Q4_0's nibbles are value + 8, Q5_0's value + 16
+  constexpr int64_t kPayload = HasFifthBit(kFormat) ? 320 : kQ4 ? 256 : 512;
   const __m256i low = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
   __m256 acc[kRows][2];
   for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
@@ -71,7 +72,7 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
       } else {
         dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b * kPackedRows + 8 * half)));
       }
-      if constexpr (kFormat == Packed::kQ4_1)
+      if constexpr (HasBlockMin(kFormat))
         mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.mins + b * kPackedRows + 8 * half)));
       __m256i wv[8];  // chunk c: values 4c .. 4c + 3 of the 8 rows
       if constexpr (kQ4) {
@@ -84,7 +85,7 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
         for (int c = 0; c < 8; ++c)
           wv[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * c + 32 * half));
       }
-      if constexpr (kFormat == Packed::kQ5_K) {
+      if constexpr (HasFifthBit(kFormat)) {
         const __m256i top = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 256 + 32 * half));
         wv[0] = _mm256_or_si256(wv[0], FifthBit<0>(top));
         wv[1] = _mm256_or_si256(wv[1], FifthBit<1>(top));
@@ -98,12 +99,13 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
       for (int r = 0; r < kRows; ++r) {
         const int8_t* x = t.xq + r * k + b * kQuantBlockValues;
         __m256i dot;
-        if constexpr (kFormat == Packed::kQ5_K) {
+        if constexpr (HasFifthBit(kFormat)) {
           // q up to 31: a pair up to 7874, so four chunks (31496) per vpmaddwd
           __m256i pairs[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
           for (int c = 0; c < 8; ++c)
             pairs[c / 4] = _mm256_add_epi16(pairs[c / 4], _mm256_maddubs_epi16(wv[c], Broadcast4(x + 4 * c)));
           dot = _mm256_add_epi32(_mm256_madd_epi16(pairs[0], ones), _mm256_madd_epi16(pairs[1], ones));
+          if constexpr (kOffset != 0) dot = _mm256_sub_epi32(dot, _mm256_set1_epi32(kOffset * t.xs[r * blocks + b]));
         } else if constexpr (kQ4) {
           __m256i pairs = _mm256_setzero_si256();
           for (int c = 0; c < 8; ++c) pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(wv[c], Broadcast4(x + 4 * c)));
@@ -118,7 +120,7 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
         }
         acc[r][half] =
             _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(t.xd[r * blocks + b])), acc[r][half]);
-        if constexpr (kFormat == Packed::kQ4_1 || kSuper)
+        if constexpr (HasBlockMin(kFormat) || kSuper)
           acc[r][half] = _mm256_fmadd_ps(mw, _mm256_set1_ps(t.xd[r * blocks + b] * float(t.xs[r * blocks + b])),
                                          acc[r][half]);
       }

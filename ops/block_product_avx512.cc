@@ -7,7 +7,8 @@
 // sum starts at -o Σ q. Q4_1's nibbles are its values; its value n d + m
 // adds m Σ q times the input's scale after the scaled integer sum. Q4_K
 // is Q4_1 with d = d_super sc and m = -(dmin m_sub), formed per block;
-// Q5_K is Q4_K with a fifth bit above each nibble.
+// Q5_K is Q4_K with a fifth bit above each nibble; Q5_0 and Q5_1 are Q4_0
+// (its values + 16) and Q4_1 so.
 #if defined(__x86_64__)
 
 #include <immintrin.h>
@@ -31,7 +32,7 @@ SWAN_VNNI_TARGET inline __m512i Broadcast4(const int8_t* p) {
   return _mm512_set1_epi32(four);
 }
 
-// Q5_K's top bit of a value from bit `bit` of each byte of `top`, in place
+// Q5_x's top bit of a value from bit `bit` of each byte of `top`, in place
 // (bit 4); bits a 16-bit shift carries across a byte are masked off.
 template <int bit>
 SWAN_VNNI_TARGET inline __m512i FifthBit(__m512i top) {
@@ -48,11 +49,12 @@ SWAN_VNNI_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
   const int64_t blocks = t.blocks, k = t.k;
   constexpr bool kQ4 = kFormat != Packed::kQ8_0;
   constexpr bool kSuper = kFormat == Packed::kQ4_K || kFormat == Packed::kQ5_K;  // d sc, dmin m
-  constexpr int64_t kPayload = kFormat == Packed::kQ5_K ? 320 : kQ4 ? 256 : 512;
-  // Q4_0's nibbles are value + 8, Q8_0's bytes value + 128 once flipped;
-  // Q4_1's and Q4_K's nibbles (Q5_K's with a fifth bit) are their values,
-  // the min added from the input's sum.
-  constexpr int32_t kOffset = kFormat == Packed::kQ4_0 ? 8 : kFormat == Packed::kQ8_0 ? 128 : 0;
+  constexpr int64_t kPayload = HasFifthBit(kFormat) ? 320 : kQ4 ? 256 : 512;
+  // Q4_0's nibbles are value + 8 (Q5_0's with a fifth bit value + 16), Q8_0's
+  // bytes value + 128 once flipped; Q4_1's and Q4_K's nibbles (Q5_1's and
+  // Q5_K's with a fifth bit) are their values, the min added from the
+  // input's sum.
+  constexpr int32_t kOffset = kFormat == Packed::kQ8_0 ? 128 : NibbleOffset(kFormat);
   const __m512i low = _mm512_set1_epi8(0x0f), flip = _mm512_set1_epi8(char(0x80));
   __m512 acc[kRows];
   for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
@@ -69,7 +71,7 @@ SWAN_VNNI_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
     } else {
       for (int c = 0; c < 8; ++c) wv[c] = _mm512_xor_si512(_mm512_loadu_si512(p + 64 * c), flip);
     }
-    if constexpr (kFormat == Packed::kQ5_K) {
+    if constexpr (HasFifthBit(kFormat)) {
       const __m512i top = _mm512_loadu_si512(p + 256);
       wv[0] = _mm512_or_si512(wv[0], FifthBit<0>(top));
       wv[1] = _mm512_or_si512(wv[1], FifthBit<1>(top));
@@ -93,7 +95,7 @@ SWAN_VNNI_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
     } else {
       dw = _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.scales + b * kPackedRows)));
     }
-    if constexpr (kFormat == Packed::kQ4_1)
+    if constexpr (HasBlockMin(kFormat))
       mw = _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.mins + b * kPackedRows)));
     for (int r = 0; r < kRows; ++r) {
       const int8_t* x = t.xq + r * k + b * kQuantBlockValues;
@@ -105,7 +107,7 @@ SWAN_VNNI_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
       }
       const __m512 dot = _mm512_maskz_cvtepi32_ps(kAll, _mm512_add_epi32(even, odd));
       acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(dw, _mm512_set1_ps(t.xd[r * blocks + b])), acc[r]);
-      if constexpr (kFormat == Packed::kQ4_1 || kSuper)
+      if constexpr (HasBlockMin(kFormat) || kSuper)
         acc[r] = _mm512_fmadd_ps(mw, _mm512_set1_ps(t.xd[r * blocks + b] * float(t.xs[r * blocks + b])), acc[r]);
     }
   }

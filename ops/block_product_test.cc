@@ -32,7 +32,7 @@ std::vector<uint8_t> RandomRows(WeightType type, int64_t n, int64_t k, std::mt19
   }
   for (size_t at = 0; at < rows.size(); at += QuantBlockBytes(type)) {
     rows[at + 1] &= 0x3b;                                  // |d| < 2
-    if (type == WeightType::kQ4_1) rows[at + 3] &= 0x3b;  // |m| < 2
+    if (type == WeightType::kQ4_1 || type == WeightType::kQ5_1) rows[at + 3] &= 0x3b;  // |m| < 2
   }
   return rows;
 }
@@ -51,8 +51,8 @@ Shapes ShapesFor(WeightType type, Shapes shapes) {
   return shapes;
 }
 
-constexpr WeightType kBlockTypes[] = {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ4_K,
-                                      WeightType::kQ5_K, WeightType::kQ6_K};
+constexpr WeightType kBlockTypes[] = {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ5_0,
+                                      WeightType::kQ5_1, WeightType::kQ4_K, WeightType::kQ5_K, WeightType::kQ6_K};
 
 TEST(PackedBlocks, HoldTheRowsBitForBit) {
   std::mt19937 rng(std::random_device{}());
@@ -147,7 +147,7 @@ TEST(BlockProduct, EveryKernelMatchesTheReference) {
 // The largest sums the kernels' integer steps meet: every nibble 15 (and
 // every int8 -128, which only a file from elsewhere holds; Q6_K: every q 63
 // with scales of -128) against inputs of ±127. AVX2 adds a Q4_x block's
-// pairs in int16 (at most 30480 here), Q5_K's four chunks' (31496) and
+// pairs in int16 (at most 30480 here), Q5_x's four chunks' (31496) and
 // Q6_K's two chunks' (32004).
 TEST(BlockProduct, ExtremeValuesDoNotOverflow) {
   const int64_t n = 16, k = 256, m = 2;
@@ -170,16 +170,19 @@ TEST(BlockProduct, ExtremeValuesDoNotOverflow) {
     } else {
       for (size_t at = 0; at < rows.size(); at += QuantBlockBytes(type)) {
         rows[at] = 0x00, rows[at + 1] = 0x3c;                                       // d = 1
-        if (type == WeightType::kQ4_1) rows[at + 2] = 0x00, rows[at + 3] = 0xc0;  // m = -2
+        if (type == WeightType::kQ4_1 || type == WeightType::kQ5_1) rows[at + 2] = 0x00, rows[at + 3] = 0xc0;  // m = -2
       }
     }
     const std::vector<uint8_t> packed = Pack(type, rows, n, k);
     // each value -128 (Q8_0), 15 - 8 = 7 (Q4_0), 15 - 2 = 13 (Q4_1),
+    // 31 - 16 = 15 (Q5_0), 31 - 2 = 29 (Q5_1),
     // 63 * 15 - 63 / 8 (Q4_K), 63 * 31 - 63 / 8 (Q5_K) or -128 (63 - 32)
     // (Q6_K), times ±127 · d_x
     const double value = type == WeightType::kQ8_0   ? -128
                          : type == WeightType::kQ4_0 ? 7
                          : type == WeightType::kQ4_1 ? 13
+                         : type == WeightType::kQ5_0 ? 15
+                         : type == WeightType::kQ5_1 ? 29
                          : type == WeightType::kQ4_K ? 63 * 15 - 63 / 8.0
                          : type == WeightType::kQ5_K ? 63 * 31 - 63 / 8.0
                                                      : -128 * 31;

@@ -140,6 +140,8 @@ void GemvRows(float* y, const float* x, const WeightView& w, int64_t m, int64_t 
     case WeightType::kQ8_0:
     case WeightType::kQ4_0:
     case WeightType::kQ4_1:
+    case WeightType::kQ5_0:
+    case WeightType::kQ5_1:
     case WeightType::kQ4_K:
     case WeightType::kQ5_K:
     case WeightType::kQ6_K: return;  // Gemv sends them to BlockProduct

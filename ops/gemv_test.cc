@@ -38,7 +38,7 @@ TEST(Gemv, MatchesReferenceOnEveryTarget) {
                           {70, 96}, {129, 1024}})
         for (WeightType type :
              {WeightType::kF32, WeightType::kBF16, WeightType::kF16, WeightType::kQ8_0, WeightType::kQ4_0,
-              WeightType::kQ4_1}) {
+              WeightType::kQ4_1, WeightType::kQ5_0, WeightType::kQ5_1}) {
           if (!RowFits(type, k)) continue;
           std::vector<float> x(size_t(m * k)), w(size_t(n * k));  // [m, k], [n, k]
           for (auto& e : x) e = normal(rng);

@@ -25,7 +25,8 @@ TEST(Linear, EveryPathMatchesTheReference) {
   std::vector<float> w(size_t(out * in));  // [out, in]
   for (auto& e : w) e = normal(rng);
   for (WeightType type :
-       {WeightType::kF32, WeightType::kBF16, WeightType::kF16, WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1}) {
+       {WeightType::kF32, WeightType::kBF16, WeightType::kF16, WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1,
+        WeightType::kQ5_0, WeightType::kQ5_1}) {
     const LinearWeight weight(w, out, in, type);
     const std::vector<float> stored = weight.ToF32();  // [out, in] the values multiplied
     for (int64_t m : {1, 3, 8, 9, 40}) {

@@ -39,7 +39,7 @@ PackedBlocks PackedBlocksAt(const void* data, WeightType type, int64_t n, int64_
     return w;
   }
   w.scales = reinterpret_cast<const uint16_t*>(w.payload + size_t(group_blocks) * PackedPayloadBytes(type));
-  if (type == WeightType::kQ4_1) w.mins = w.scales + group_blocks * kPackedRows;
+  if (type == WeightType::kQ4_1 || type == WeightType::kQ5_1) w.mins = w.scales + group_blocks * kPackedRows;
   return w;
 }
 
@@ -126,7 +126,9 @@ void PackGroups(WeightType type, uint8_t* dst, int64_t n, int64_t k, int64_t g_b
   const size_t value_offset = ValueOffset(type);
   uint8_t* payload = dst;                                                                        // [G, B, P]
   uint16_t* scales = reinterpret_cast<uint16_t*>(dst + size_t(groups * blocks) * payload_bytes);  // [G, B, 16]
-  uint16_t* mins = scales + groups * blocks * kPackedRows;  // [G, B, 16] (Q4_1)
+  uint16_t* mins = scales + groups * blocks * kPackedRows;  // [G, B, 16] (Q4_1, Q5_1)
+  const bool has_min = type == WeightType::kQ4_1 || type == WeightType::kQ5_1;
+  const bool five = type == WeightType::kQ5_0 || type == WeightType::kQ5_1;
   for (int64_t g = g_begin; g < g_end; ++g)
     for (int64_t b = 0; b < blocks; ++b) {
       uint8_t* out = payload + size_t(g * blocks + b) * payload_bytes;
@@ -136,9 +138,26 @@ void PackGroups(WeightType type, uint8_t* dst, int64_t n, int64_t k, int64_t g_b
         const uint8_t* block = row < n ? row_bytes_of(row) + size_t(b) * block_bytes : nullptr;
         uint16_t scale = 0, min = 0;
         if (block) std::memcpy(&scale, block, sizeof(scale));
-        if (block && type == WeightType::kQ4_1) std::memcpy(&min, block + sizeof(uint16_t), sizeof(min));
+        if (block && has_min) std::memcpy(&min, block + sizeof(uint16_t), sizeof(min));
         out_scales[j] = scale;
-        if (type == WeightType::kQ4_1) mins[(g * blocks + b) * kPackedRows + j] = min;
+        if (has_min) mins[(g * blocks + b) * kPackedRows + j] = min;
+        if (five) {  // qh (bit v: value v's top bit), then Q4_x's nibbles
+          uint32_t qh = 0;
+          if (block) std::memcpy(&qh, block + value_offset, sizeof(qh));
+          for (int c = 0; c < 4; ++c) {
+            uint8_t* four = out + c * 64 + size_t(j) * 4;
+            if (block)
+              std::memcpy(four, block + value_offset + 4 + c * 4, 4);
+            else
+              std::memset(four, 0, 4);
+          }
+          for (int i = 0; i < 4; ++i) {
+            uint8_t top = 0;  // Q5_K's layout: bit c value 4c + i, bit 4 + c value 16 + 4c + i
+            for (int c = 0; c < 4; ++c) top |= uint8_t((qh >> (4 * c + i) & 1) << c | (qh >> (16 + 4 * c + i) & 1) << (4 + c));
+            out[256 + size_t(j) * 4 + i] = top;
+          }
+          continue;
+        }
         // chunk c: the block's value bytes 4c .. 4c + 3
         for (size_t c = 0; c < value_bytes / 4; ++c) {
           uint8_t* four = out + c * 64 + size_t(j) * 4;
@@ -230,17 +249,23 @@ void DequantizePackedRows(const PackedBlocks& w, float* dst, int64_t row, int64_
       const float d = F16ToF32(w.scales[(g * blocks + b) * kPackedRows + j]);
       const float m = w.mins ? F16ToF32(w.mins[(g * blocks + b) * kPackedRows + j]) : 0.0f;
       float* out = dst + b * kQuantBlockValues;  // [32]
+      const bool five = w.type == WeightType::kQ5_0 || w.type == WeightType::kQ5_1;
+      const int offset = w.type == WeightType::kQ4_0 ? 8 : w.type == WeightType::kQ5_0 ? 16 : 0;
       for (int c = 0; c < (w.type == WeightType::kQ8_0 ? 8 : 4); ++c)
         for (int i = 0; i < 4; ++i) {
           const uint8_t byte = in[c * 64 + i];
           if (w.type == WeightType::kQ8_0) {
             out[4 * c + i] = d * float(int8_t(byte));
-          } else if (w.type == WeightType::kQ4_1) {
-            out[4 * c + i] = float(byte & 0xf) * d + m;
-            out[16 + 4 * c + i] = float(byte >> 4) * d + m;
-          } else {
-            out[4 * c + i] = d * float(int(byte & 0xf) - 8);
-            out[16 + 4 * c + i] = d * float(int(byte >> 4) - 8);
+            continue;
+          }
+          const int top = five ? in[256 + i] : 0;  // Q5_0's and Q5_1's fifth bits
+          const int q0 = (byte & 0xf) | (top >> c & 1) << 4, q1 = (byte >> 4) | (top >> (4 + c) & 1) << 4;
+          if (w.mins) {  // as ggml: q d + m
+            out[4 * c + i] = float(q0) * d + m;
+            out[16 + 4 * c + i] = float(q1) * d + m;
+          } else {  // d (q - offset)
+            out[4 * c + i] = d * float(q0 - offset);
+            out[16 + 4 * c + i] = d * float(q1 - offset);
           }
         }
     }

@@ -18,7 +18,7 @@
 //           So chunk c of the low nibbles and chunk c of the high ones
 //           hold values 4c .. 4c + 3 and 4(c + 4) .. 4(c + 4) + 3.
 //   scales  [G, B, 16]  the f16 scales of the group's rows for each block.
-//   mins    [G, B, 16]  Q4_1 only: the f16 mins likewise.
+//   mins    [G, B, 16]  Q4_1 (and Q5_1) only: the f16 mins likewise.
 // Q6_K (k a multiple of 256; its values q in [0, 63], value = d * scale * (q - 32)):
 //   payload [G, B, 384]: bytes [0, 256) Q4_x's layout of the low 4 bits of
 //           q; then 2 chunks h of 64 bytes, row j's 4 bytes at 256 + h * 64
@@ -39,6 +39,9 @@
 //           bytes at 256 + j * 4, whose byte i holds in bit c the top bit
 //           of value 4c + i and in bit 4 + c that of value 16 + 4c + i.
 // So 360 bytes per group-block where the file has 352.
+// Q5_0 and Q5_1 (q in [0, 31]; d (q - 16), and d q + m): Q4_0's and Q4_1's
+// scales (and mins) with Q5_K's payload, so the file's bytes (352 and 384
+// per group-block).
 // Rows past n in the last group are zero with a scale (and min) of 0. The
 // layout takes G * 16 rows of the format's bytes, so the same bytes as the
 // file for n a multiple of 16 (but Q4_K's and Q5_K's). The payload comes first, so it
@@ -58,7 +61,10 @@ constexpr int64_t kPackedRows = 16;
 constexpr int64_t PackedGroups(int64_t n) { return (n + kPackedRows - 1) / kPackedRows; }
 // Payload bytes of one group-block.
 constexpr size_t PackedPayloadBytes(WeightType type) {
-  return type == WeightType::kQ8_0 ? 512 : type == WeightType::kQ6_K ? 384 : type == WeightType::kQ5_K ? 320 : 256;
+  return type == WeightType::kQ8_0                                                       ? 512
+         : type == WeightType::kQ6_K                                                     ? 384
+         : type == WeightType::kQ5_K || type == WeightType::kQ5_0 || type == WeightType::kQ5_1 ? 320
+                                                                                         : 256;
 }
 // Bytes of a block's quantized values in the file's layout, and where they
 // start (after the scale, and Q4_1's min); 32-value formats.
@@ -76,7 +82,7 @@ constexpr size_t PackedBytes(WeightType type, int64_t n, int64_t k) {
 struct PackedBlocks {
   const uint8_t* payload = nullptr;  // [G, B, PackedPayloadBytes(type)]
   const uint16_t* scales = nullptr;  // [G, B, 16] f16 (K-quants: [G, B / 8, 16], d)
-  const uint16_t* mins = nullptr;    // [G, B, 16] f16 (Q4_1; Q4_K, Q5_K: [G, B / 8, 16], dmin; null for the others)
+  const uint16_t* mins = nullptr;    // [G, B, 16] f16 (Q4_1, Q5_1; Q4_K, Q5_K: [G, B / 8, 16], dmin; null for the others)
   const int8_t* sub_scales = nullptr;  // [G, B, 2, 16] (K-quants; null for the others)
   WeightType type = WeightType::kQ8_0;
   int64_t n = 0, k = 0;

@@ -69,6 +69,54 @@ void QuantizeRowQ4_1(BlockQ4_1* dst, const float* src, int64_t n) {
 
 namespace {
 
+// Q5_0's or Q5_1's block from its parts: q [32] in [0, 31].
+void Q5Block(uint8_t* dst, uint16_t d, const uint16_t* m, const uint8_t* q) {
+  std::memcpy(dst, &d, sizeof(d));
+  if (m) std::memcpy(dst + 2, m, sizeof(*m));
+  uint8_t* rest = dst + (m ? 4 : 2);  // qh [4], qs [16]
+  uint32_t qh = 0;
+  for (int j = 0; j < 32; ++j) qh |= uint32_t(q[j] >> 4) << j;
+  std::memcpy(rest, &qh, sizeof(qh));
+  for (int j = 0; j < 16; ++j) rest[4 + j] = uint8_t((q[j] & 15) | (q[j + 16] & 15) << 4);
+}
+
+}  // namespace
+
+void QuantizeRowQ5_0(uint8_t* dst, const float* src, int64_t n) {
+  for (int64_t b = 0; b < n / kQuantBlockValues; ++b, src += kQuantBlockValues, dst += 22) {
+    // as Q4_0: the value of largest magnitude maps to -16
+    float amax = 0, max = 0;
+    for (int i = 0; i < 32; ++i)
+      if (std::fabs(src[i]) > amax) {
+        amax = std::fabs(src[i]);
+        max = src[i];
+      }
+    const float d = max / -16.0f;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    uint8_t q[32];  // [32] value / d + 16, rounded as ggml does
+    for (int i = 0; i < 32; ++i) q[i] = uint8_t(std::min(31, int(int8_t(src[i] * id + 16.5f))));
+    Q5Block(dst, F32ToF16(d), nullptr, q);
+  }
+}
+
+void QuantizeRowQ5_1(uint8_t* dst, const float* src, int64_t n) {
+  for (int64_t b = 0; b < n / kQuantBlockValues; ++b, src += kQuantBlockValues, dst += 24) {
+    float min = src[0], max = src[0];
+    for (int i = 1; i < 32; ++i) {
+      min = std::min(min, src[i]);
+      max = std::max(max, src[i]);
+    }
+    const float d = (max - min) / 31.0f;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    uint8_t q[32];  // [32] (value - min) / d, rounded to nearest
+    for (int i = 0; i < 32; ++i) q[i] = uint8_t(std::min(31, int((src[i] - min) * id + 0.5f)));
+    const uint16_t m = F32ToF16(min);
+    Q5Block(dst, F32ToF16(d), &m, q);
+  }
+}
+
+namespace {
+
 // Q4_K (levels 15) or Q5_K (31).
 void QuantizeRowK(uint8_t* dst, const float* src, int64_t n, int levels) {
   const size_t block_bytes = levels == 15 ? kQ4KBytes : kQ5KBytes;
@@ -195,6 +243,10 @@ void QuantizeRowsInto(WeightType type, uint8_t* dst, const float* w, int64_t row
       QuantizeRowQ8_0(reinterpret_cast<BlockQ8_0*>(row), w + r * in, in);
     else if (type == WeightType::kQ4_1)
       QuantizeRowQ4_1(reinterpret_cast<BlockQ4_1*>(row), w + r * in, in);
+    else if (type == WeightType::kQ5_0)
+      QuantizeRowQ5_0(row, w + r * in, in);
+    else if (type == WeightType::kQ5_1)
+      QuantizeRowQ5_1(row, w + r * in, in);
     else
       QuantizeRowQ4_0(reinterpret_cast<BlockQ4_0*>(row), w + r * in, in);
   }
@@ -227,6 +279,8 @@ void DequantizeRows(WeightType type, float* dst, const void* src, int64_t rows, 
     case WeightType::kQ8_0:
     case WeightType::kQ4_0:
     case WeightType::kQ4_1:
+    case WeightType::kQ5_0:
+    case WeightType::kQ5_1:
     case WeightType::kQ4_K:
     case WeightType::kQ5_K:
     case WeightType::kQ6_K: break;
@@ -245,6 +299,9 @@ void DequantizeRows(WeightType type, float* dst, const void* src, int64_t rows, 
         DequantizeRowQ8_0(dst + r * in, reinterpret_cast<const BlockQ8_0*>(row), in);
       else if (type == WeightType::kQ4_1)
         DequantizeRowQ4_1(dst + r * in, reinterpret_cast<const BlockQ4_1*>(row), in);
+      else if (type == WeightType::kQ5_0 || type == WeightType::kQ5_1)
+        DequantizeFormatRow(type == WeightType::kQ5_0 ? DequantFormat::kQ5_0 : DequantFormat::kQ5_1, dst + r * in,
+                            row, in);
       else
         DequantizeRowQ4_0(dst + r * in, reinterpret_cast<const BlockQ4_0*>(row), in);
     }

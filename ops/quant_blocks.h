@@ -7,6 +7,9 @@
 //         nibble; value = d * (nibble - 8).
 //   Q4_1, 20 bytes per 32 values: an f16 scale d, an f16 min m, then Q4_0's
 //         16 bytes of nibbles; value = nibble * d + m.
+//   Q5_0, Q5_1 (22 and 24 bytes): Q4_0 and Q4_1 with q in [0, 31], whose
+//         top bits (bit j of a u32 for value j) come before the nibbles;
+//         value = d * (q - 16), and q * d + m (ops/dequant_blocks.h).
 // Quantization rounds as llama.cpp's reference quantizer does, so a file
 // swan writes holds the bytes llama.cpp would write for the same weights.
 // The K-quants (ops/dequant_blocks.h) are quantized more simply than
@@ -46,6 +49,9 @@ static_assert(sizeof(BlockQ4_0) == QuantBlockBytes(WeightType::kQ4_0));
 void QuantizeRowQ8_0(BlockQ8_0* dst, const float* src, int64_t n);
 void QuantizeRowQ4_0(BlockQ4_0* dst, const float* src, int64_t n);
 void QuantizeRowQ4_1(BlockQ4_1* dst, const float* src, int64_t n);
+// dst [n / 32 blocks of 22 or 24 bytes] from src [n].
+void QuantizeRowQ5_0(uint8_t* dst, const float* src, int64_t n);
+void QuantizeRowQ5_1(uint8_t* dst, const float* src, int64_t n);
 // dst [n / 256 super-blocks of 144, 176 or 210 bytes] from src [n]; n a
 // multiple of 256.
 void QuantizeRowQ4_K(uint8_t* dst, const float* src, int64_t n);

@@ -108,7 +108,8 @@ TEST(QuantBlocks, RoundTripErrorWithinHalfAStep) {
   const int64_t rows = 20, in = 256;
   std::vector<float> w(size_t(rows * in)), back(w.size());  // [rows, in]
   for (auto& e : w) e = normal(rng);
-  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1}) {
+  for (WeightType type :
+       {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ5_0, WeightType::kQ5_1}) {
     const std::vector<uint8_t> q = QuantizeRows(type, w.data(), rows, in);
     ASSERT_EQ(q.size(), size_t(rows) * WeightRowBytes(type, in));
     DequantizeRows(type, back.data(), q.data(), rows, in);
@@ -121,9 +122,15 @@ TEST(QuantBlocks, RoundTripErrorWithinHalfAStep) {
       }
       // Q8_0 steps amax / 127; Q4_0 steps amax / 8, and the side opposite
       // the largest value ends a step short (+7, not +8), so up to one
-      // step; Q4_1 steps (max - min) / 15 from the min. Plus f16 rounding.
-      const float step = type == WeightType::kQ8_0 ? amax / 127 : type == WeightType::kQ4_0 ? amax / 8 : (hi - lo) / 15;
-      const float bound = (type == WeightType::kQ4_0 ? 1.0f : 0.5f) * step + amax * 2e-3f;
+      // step; Q4_1 steps (max - min) / 15 from the min; Q5_0 and Q5_1 as
+      // Q4_0 and Q4_1 with twice the levels. Plus f16 rounding.
+      const bool signed_scale = type == WeightType::kQ4_0 || type == WeightType::kQ5_0;
+      const float step = type == WeightType::kQ8_0   ? amax / 127
+                         : type == WeightType::kQ4_0 ? amax / 8
+                         : type == WeightType::kQ5_0 ? amax / 16
+                         : type == WeightType::kQ4_1 ? (hi - lo) / 15
+                                                     : (hi - lo) / 31;
+      const float bound = (signed_scale ? 1.0f : 0.5f) * step + amax * 2e-3f;
       for (int i = 0; i < 32; ++i)
         ASSERT_LE(std::fabs(back[size_t(b * 32 + i)] - w[size_t(b * 32 + i)]), bound) << WeightTypeName(type);
     }
