@@ -24,9 +24,10 @@
 #
 # usage: bench/llama_cpp_side_by_side.sh [options]
 #   --models LIST    llama,gemma3 (default both)
-#   --types LIST     f16,q8_0,q4_0 (default all three), or q4_k_m: llama.cpp's
-#                    llama-quantize makes it from the f16 file (Q4_K and Q6_K;
-#                    swan holds both as they are)
+#   --types LIST     f16,q8_0,q4_0 (default all three), any other type `swan
+#                    convert --dtype` writes (q5_0, q4_k, ...), or q4_k_m:
+#                    llama.cpp's llama-quantize makes it from the f16 file
+#                    (Q4_K and Q6_K; swan holds both as they are)
 #   --depths LIST    tokens already in the cache (default 0,4096,16384,32768)
 #   --reps N         timed repeats per figure, after a warm-up (default 3)
 #   -p N / -n N      prompt tokens timed as prefill / tokens timed as decode
