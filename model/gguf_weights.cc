@@ -130,7 +130,9 @@ LinearWeight GgufWeights::Linear(const std::string& name, int64_t out, int64_t i
     for (int64_t g = 0; g < out; ++g) order[size_t(LlamaQkHfRow(g, config_.head_dim))] = g;
   }
   if (!permuted) {
-    LinearWeight w = LinearWeight::Borrow(file_.owner(), t.data, format, out, in);
+    // a block format's rows leave the mapping as they are packed
+    const auto evict = [&](const uint8_t* span, size_t bytes) { if (file_.owner()) EvictMappedPages(span, bytes); };
+    LinearWeight w = LinearWeight::Borrow(file_.owner(), t.data, format, out, in, evict);
     if (IsBlockQuantized(format)) Evict(name);  // packed into a copy: the file's bytes are not read again
     return w;
   }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <vector>
 
@@ -74,6 +75,28 @@ TEST(PackedBlocks, HoldTheRowsBitForBit) {
       DequantizePackedRows(PackedBlocksAt(packed.data(), type, n, k), row.data(), n / 2, 1);
       EXPECT_EQ(std::memcmp(row.data(), want.data() + (n / 2) * k, row.size() * sizeof(float)), 0);
     }
+  // done_with sees every source byte once, after its rows are packed (and
+  // nothing when the rows are reordered: they are not read in turn)
+  for (int64_t n : {1, 37, 300}) {
+    const int64_t k = 64;
+    const std::vector<uint8_t> rows = RandomRows(WeightType::kQ8_0, n, k, rng);
+    std::vector<uint8_t> packed(PackedBytes(WeightType::kQ8_0, n, k));
+    std::vector<int> seen(rows.size(), 0);  // [bytes] times each byte was handed back
+    std::mutex mu;
+    PackBlockRows(WeightType::kQ8_0, packed.data(), rows.data(), n, k, nullptr,
+                  [&](const uint8_t* span, size_t bytes) {
+                    std::lock_guard<std::mutex> lock(mu);
+                    for (size_t i = 0; i < bytes; ++i) ++seen[size_t(span - rows.data()) + i];
+                  });
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), int64_t(seen.size())) << n;
+    EXPECT_EQ(packed, Pack(WeightType::kQ8_0, rows, n, k));
+    std::vector<int64_t> order(static_cast<size_t>(n));  // [n] the rows backwards
+    for (int64_t r = 0; r < n; ++r) order[size_t(r)] = n - 1 - r;
+    bool called = false;
+    PackBlockRows(WeightType::kQ8_0, packed.data(), rows.data(), n, k, order.data(),
+                  [&](const uint8_t*, size_t) { called = true; });
+    EXPECT_FALSE(called);
+  }
   std::vector<uint8_t> bytes(PackedBytes(WeightType::kQ4_0, 3, 32));
   std::vector<float> row(32);
   EXPECT_THROW(DequantizePackedRows(PackedBlocksAt(bytes.data(), WeightType::kQ4_0, 3, 32), row.data(), 3, 1),

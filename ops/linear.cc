@@ -58,11 +58,11 @@ LinearWeight::LinearWeight(std::vector<uint16_t> w, int64_t out, int64_t in, Wei
 }
 
 LinearWeight LinearWeight::Borrow(std::shared_ptr<const void> owner, const void* data, WeightType type, int64_t out,
-                                  int64_t in) {
+                                  int64_t in, const SourceDone& done_with) {
   if (!RowFits(type, in))
     throw std::invalid_argument(std::string("LinearWeight: ") + WeightTypeName(type) + " rows of " +
                                 std::to_string(in) + " values (a multiple of " + std::to_string(RowMultiple(type)) + " is needed)");
-  if (IsBlockQuantized(type)) return Reordered(data, type, out, in, nullptr);
+  if (IsBlockQuantized(type)) return Reordered(data, type, out, in, nullptr, done_with);
   LinearWeight w;
   w.owner_ = std::move(owner);
   w.data_ = data;
@@ -122,13 +122,13 @@ LinearWeight LinearWeight::PackedFrom(int64_t out, int64_t in, WeightType type, 
 }
 
 LinearWeight LinearWeight::Reordered(const void* rows, WeightType type, int64_t out, int64_t in,
-                                     const int64_t* order) {
+                                     const int64_t* order, const SourceDone& done_with) {
   if (!RowFits(type, in))
     throw std::invalid_argument(std::string("LinearWeight: ") + WeightTypeName(type) + " rows of " +
                                 std::to_string(in) + " values (a multiple of " + std::to_string(RowMultiple(type)) + " is needed)");
   const uint8_t* src = static_cast<const uint8_t*>(rows);  // [out, row_bytes]
   if (IsBlockQuantized(type))
-    return OwningPacked(out, in, type, [&](uint8_t* dst) { PackBlockRows(type, dst, src, out, in, order); });
+    return OwningPacked(out, in, type, [&](uint8_t* dst) { PackBlockRows(type, dst, src, out, in, order, done_with); });
   const size_t row_bytes = WeightRowBytes(type, in);
   std::vector<uint8_t> copy(size_t(out) * row_bytes);  // [out, row_bytes]
   for (int64_t r = 0; r < out; ++r)

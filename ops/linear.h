@@ -36,12 +36,14 @@ class LinearWeight {
   // Uses `data` [out, WeightRowBytes(type, in)] in place (a mapped
   // checkpoint's tensor), alive as long as `owner` is; no copy. Q8_0 and
   // Q4_0 rows are packed into a copy of the same size (ops/packed_blocks.h)
-  // and `data` is not kept: the caller may let the mapping's pages go.
+  // and `data` is not kept: the caller may let the mapping's pages go, as
+  // the packing goes with done_with (PackBlockRows).
   static LinearWeight Borrow(std::shared_ptr<const void> owner, const void* data, WeightType type, int64_t out,
-                             int64_t in);
+                             int64_t in, const SourceDone& done_with = {});
   // A copy of rows [out, WeightRowBytes(type, in)] in another order: row r
   // is rows' row order[r] (in turn when order is null). Block types packed.
-  static LinearWeight Reordered(const void* rows, WeightType type, int64_t out, int64_t in, const int64_t* order);
+  static LinearWeight Reordered(const void* rows, WeightType type, int64_t out, int64_t in, const int64_t* order,
+                                const SourceDone& done_with = {});
   // w [out, in] float32 (a mapped tensor, say) quantized to a block type
   // straight into the packed layout: one allocation, the weight's own.
   static LinearWeight Quantized(const float* w, int64_t out, int64_t in, WeightType type);

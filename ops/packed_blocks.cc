@@ -172,12 +172,17 @@ void PackGroups(WeightType type, uint8_t* dst, int64_t n, int64_t k, int64_t g_b
 
 }  // namespace
 
-void PackBlockRows(WeightType type, uint8_t* dst, const uint8_t* src, int64_t n, int64_t k, const int64_t* order) {
+void PackBlockRows(WeightType type, uint8_t* dst, const uint8_t* src, int64_t n, int64_t k, const int64_t* order,
+                   const SourceDone& done_with) {
   RequirePackable(type, n, k);
   const size_t row_bytes = WeightRowBytes(type, k);
   ParallelRanges(PackedGroups(n), 8, [&](int64_t g_begin, int64_t g_end) {
     PackGroups(type, dst, n, k, g_begin, g_end,
                [&](int64_t r) { return src + size_t(order ? order[r] : r) * row_bytes; });
+    if (done_with && !order) {
+      const int64_t first = g_begin * kPackedRows, end = std::min(g_end * kPackedRows, n);
+      done_with(src + size_t(first) * row_bytes, size_t(end - first) * row_bytes);
+    }
   });
 }
 

@@ -94,8 +94,13 @@ PackedBlocks PackedBlocksAt(const void* data, WeightType type, int64_t n, int64_
 // dst [PackedBytes(type, n, k)] from rows in the file's layout, src
 // [n, WeightRowBytes(type, k)]: row r is src's row order[r] (src's rows in
 // turn when order is null). A block type, k a multiple of RowMultiple(type).
+// With src's rows in turn, done_with(span, bytes) is then called with each
+// span of src whose rows are packed (from several threads, as they finish),
+// which PackBlockRows will not read again: a mapped file's pages can go as
+// the packing goes, so a matrix is not held twice at the end of it.
+using SourceDone = std::function<void(const uint8_t* span, size_t bytes)>;
 void PackBlockRows(WeightType type, uint8_t* dst, const uint8_t* src, int64_t n, int64_t k,
-                   const int64_t* order = nullptr);
+                   const int64_t* order = nullptr, const SourceDone& done_with = {});
 
 // The same from rows in the file's layout made on demand: rows_of(first,
 // count, out) writes rows [first, first + count) into out [count,
