@@ -298,6 +298,25 @@ TEST(Jinja, ErrorsNameTheProblem) {
   EXPECT_THROW(jinja::Template("{% endfor %}"), jinja::TemplateError);
   EXPECT_THROW(jinja::Template("{{ 1 + 'a' }}").Render(Json::object()), jinja::TemplateError);
   EXPECT_THROW(jinja::Template("{{ x | nosuchfilter }}").Render(Json::object()), jinja::TemplateError);
+  // Found by the chat-template fuzzer: brackets, parentheses, `not` and `-`
+  // nested a thousand deep overflowed the stack; 100 levels are allowed.
+  for (const std::string open : {"[", "(", "not ", "-"}) {
+    const std::string close = open == "[" ? "]" : open == "(" ? ")" : "";
+    std::string deep, shallow;
+    for (int i = 0; i < 1000; ++i) deep += open;
+    deep += "1";
+    for (int i = 0; i < 1000; ++i) deep += close;
+    for (int i = 0; i < 90; ++i) shallow += open;
+    shallow += "1";
+    for (int i = 0; i < 90; ++i) shallow += close;
+    try {
+      jinja::Template("{{ " + deep + " }}");
+      ADD_FAILURE() << open << " nested 1000 deep parsed";
+    } catch (const jinja::TemplateError& e) {
+      EXPECT_NE(std::string(e.what()).find("nested more than 100 deep"), std::string::npos) << e.what();
+    }
+    EXPECT_NO_THROW(jinja::Template("{{ " + shallow + " }}")) << open;
+  }
 }
 
 TEST(ChatTemplate, FallbackForModelsWithout) {

@@ -214,7 +214,22 @@ class ExprParser {
     return e;
   }
 
+  // An expression inside this many others is refused: each level takes a
+  // dozen stack frames, and a template of nested brackets (the fuzzer's
+  // 1300 '[') would otherwise overflow the stack.
+  static constexpr int kMaxNesting = 100;
+  int nesting_ = 0;  // expressions being parsed, one inside the other
+  struct Nested {
+    explicit Nested(ExprParser& p) : parser(p) {
+      if (++parser.nesting_ > kMaxNesting)
+        parser.Fail("expressions nested more than " + std::to_string(kMaxNesting) + " deep");
+    }
+    ~Nested() { --parser.nesting_; }
+    ExprParser& parser;
+  };
+
   ExprPtr Ternary() {
+    const Nested nested(*this);
     ExprPtr value = Or();
     if (!IsName("if")) return value;
     ++at_;
@@ -248,6 +263,7 @@ class ExprParser {
   ExprPtr Not() {
     if (!IsName("not")) return Compare();
     ++at_;
+    const Nested nested(*this);
     ExprPtr e = Make(Expr::Kind::kUnary, "not");
     e->args.push_back(Not());
     return e;
@@ -313,6 +329,7 @@ class ExprParser {
   ExprPtr Unary() {
     if (IsOp("-")) {
       ++at_;
+      const Nested nested(*this);
       ExprPtr e = Make(Expr::Kind::kUnary, "-");
       e->args.push_back(Unary());
       return e;
