@@ -317,6 +317,22 @@ TEST(Jinja, ErrorsNameTheProblem) {
     }
     EXPECT_NO_THROW(jinja::Template("{{ " + shallow + " }}")) << open;
   }
+  // and blocks likewise
+  for (const std::string block : {"if x", "for x in y"}) {
+    const std::string end = block == "if x" ? "{% endif %}" : "{% endfor %}";
+    std::string deep, shallow;
+    for (int i = 0; i < 1000; ++i) deep += "{% " + block + " %}";
+    for (int i = 0; i < 1000; ++i) deep += end;
+    for (int i = 0; i < 90; ++i) shallow += "{% " + block + " %}";
+    for (int i = 0; i < 90; ++i) shallow += end;
+    try {
+      jinja::Template{deep};
+      ADD_FAILURE() << block << " nested 1000 deep parsed";
+    } catch (const jinja::TemplateError& e) {
+      EXPECT_NE(std::string(e.what()).find("blocks nested more than 100 deep"), std::string::npos) << e.what();
+    }
+    EXPECT_NO_THROW(jinja::Template{shallow}) << block;
+  }
 }
 
 TEST(ChatTemplate, FallbackForModelsWithout) {

@@ -506,6 +506,10 @@ class Parser {
         if (word == stop) return word;
       ++at_;
       p.Next();
+      // blocks recurse as expressions do (ExprParser::kMaxNesting)
+      if ((word == "if" || word == "for") && blocks_open_ >= kMaxBlockNesting)
+        p.Fail("blocks nested more than " + std::to_string(kMaxBlockNesting) + " deep");
+      const BlockOpen open(word == "if" || word == "for" ? &blocks_open_ : nullptr);
       if (word == "if") {
         body->push_back(ParseIf(p, seg.line));
       } else if (word == "for") {
@@ -522,6 +526,18 @@ class Parser {
   }
 
  private:
+  static constexpr int kMaxBlockNesting = 100;
+  int blocks_open_ = 0;  // if and for blocks being parsed, one inside the other
+  struct BlockOpen {     // counts one open block while it lives
+    explicit BlockOpen(int* count) : count(count) {
+      if (count) ++*count;
+    }
+    ~BlockOpen() {
+      if (count) --*count;
+    }
+    int* count;
+  };
+
   // The statement that closes a block; fails if the template ends first.
   ExprParser Closing(const std::string& word, const char* block, int line) {
     if (word.empty())
