@@ -25,17 +25,26 @@ void QuantizeRowQ8_0(BlockQ8_0* dst, const float* src, int64_t n) {
   }
 }
 
+namespace {
+
+// The value of largest magnitude of a block's 32 (the first of equals), sign kept.
+float LargestMagnitude(const float* src /*[32]*/) {
+  float amax = 0, max = 0;
+  for (int i = 0; i < 32; ++i)
+    if (std::fabs(src[i]) > amax) {
+      amax = std::fabs(src[i]);
+      max = src[i];
+    }
+  return max;
+}
+
+}  // namespace
+
 void QuantizeRowQ4_0(BlockQ4_0* dst, const float* src, int64_t n) {
   for (int64_t b = 0; b < n / kQuantBlockValues; ++b, src += kQuantBlockValues) {
     // The value of largest magnitude maps to -8, the end of the range with
     // one more step, so the scale's sign follows it.
-    float amax = 0, max = 0;
-    for (int i = 0; i < 32; ++i)
-      if (std::fabs(src[i]) > amax) {
-        amax = std::fabs(src[i]);
-        max = src[i];
-      }
-    const float d = max / -8.0f;
+    const float d = LargestMagnitude(src) / -8.0f;
     const float id = d != 0 ? 1.0f / d : 0.0f;
     dst[b].d = F32ToF16(d);
     for (int j = 0; j < 16; ++j) {
@@ -85,13 +94,7 @@ void Q5Block(uint8_t* dst, uint16_t d, const uint16_t* m, const uint8_t* q) {
 void QuantizeRowQ5_0(uint8_t* dst, const float* src, int64_t n) {
   for (int64_t b = 0; b < n / kQuantBlockValues; ++b, src += kQuantBlockValues, dst += 22) {
     // as Q4_0: the value of largest magnitude maps to -16
-    float amax = 0, max = 0;
-    for (int i = 0; i < 32; ++i)
-      if (std::fabs(src[i]) > amax) {
-        amax = std::fabs(src[i]);
-        max = src[i];
-      }
-    const float d = max / -16.0f;
+    const float d = LargestMagnitude(src) / -16.0f;
     const float id = d != 0 ? 1.0f / d : 0.0f;
     uint8_t q[32];  // [32] value / d + 16, rounded as ggml does
     for (int i = 0; i < 32; ++i) q[i] = uint8_t(std::min(31, int(int8_t(src[i] * id + 16.5f))));
