@@ -58,19 +58,15 @@ void QuantizeRowQ4_0(BlockQ4_0* dst, const float* src, int64_t n) {
 
 void QuantizeRowQ4_1(BlockQ4_1* dst, const float* src, int64_t n) {
   for (int64_t b = 0; b < n / kQuantBlockValues; ++b, src += kQuantBlockValues) {
-    float min = src[0], max = src[0];
-    for (int i = 1; i < 32; ++i) {
-      min = std::min(min, src[i]);
-      max = std::max(max, src[i]);
-    }
-    const float d = (max - min) / 15.0f;
+    const auto [min, max] = std::minmax_element(src, src + 32);
+    const float d = (*max - *min) / 15.0f;
     const float id = d != 0 ? 1.0f / d : 0.0f;
     dst[b].d = F32ToF16(d);
-    dst[b].m = F32ToF16(min);
+    dst[b].m = F32ToF16(*min);
     for (int j = 0; j < 16; ++j) {
       // + 0.5 then truncation: round to nearest into [0, 15]
-      const uint8_t lo = uint8_t(std::min(15, int(int8_t((src[j] - min) * id + 0.5f))));
-      const uint8_t hi = uint8_t(std::min(15, int(int8_t((src[j + 16] - min) * id + 0.5f))));
+      const uint8_t lo = uint8_t(std::min(15, int(int8_t((src[j] - *min) * id + 0.5f))));
+      const uint8_t hi = uint8_t(std::min(15, int(int8_t((src[j + 16] - *min) * id + 0.5f))));
       dst[b].q[j] = uint8_t(lo | (hi << 4));
     }
   }
@@ -104,16 +100,12 @@ void QuantizeRowQ5_0(uint8_t* dst, const float* src, int64_t n) {
 
 void QuantizeRowQ5_1(uint8_t* dst, const float* src, int64_t n) {
   for (int64_t b = 0; b < n / kQuantBlockValues; ++b, src += kQuantBlockValues, dst += 24) {
-    float min = src[0], max = src[0];
-    for (int i = 1; i < 32; ++i) {
-      min = std::min(min, src[i]);
-      max = std::max(max, src[i]);
-    }
-    const float d = (max - min) / 31.0f;
+    const auto [min, max] = std::minmax_element(src, src + 32);
+    const float d = (*max - *min) / 31.0f;
     const float id = d != 0 ? 1.0f / d : 0.0f;
     uint8_t q[32];  // [32] (value - min) / d, rounded to nearest
-    for (int i = 0; i < 32; ++i) q[i] = uint8_t(std::min(31, int((src[i] - min) * id + 0.5f)));
-    const uint16_t m = F32ToF16(min);
+    for (int i = 0; i < 32; ++i) q[i] = uint8_t(std::min(31, int((src[i] - *min) * id + 0.5f)));
+    const uint16_t m = F32ToF16(*min);
     Q5Block(dst, F32ToF16(d), &m, q);
   }
 }
