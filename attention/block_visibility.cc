@@ -1,22 +1,32 @@
 #include "attention/block_visibility.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace swan {
 
 std::vector<BlockBounds> ComputeBlockBounds(const int32_t* pos, int64_t n_rows) {
   std::vector<BlockBounds> blocks(static_cast<size_t>((n_rows + kBlockKeys - 1) / kBlockKeys));
-  for (int64_t j = 0; j < n_rows; ++j) {
-    BlockBounds& b = blocks[size_t(j / kBlockKeys)];
-    const int32_t p = pos[j];
-    if (p < 0) {
-      b.all_valid = false;
-    } else if (!b.any) {
-      b.min_pos = b.max_pos = p;
-      b.any = true;
-    } else {
-      b.min_pos = std::min(b.min_pos, p);
-      b.max_pos = std::max(b.max_pos, p);
+  // Branch-free reductions the compiler vectorizes (decode calls this for
+  // every layer and token over the whole view): an empty row's -1 is the
+  // largest unsigned value, so the unsigned minimum is the smallest
+  // position of the non-empty rows, and the signed minimum is negative
+  // exactly when a row is empty.
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const int64_t first = int64_t(b) * kBlockKeys, last = std::min(n_rows, first + kBlockKeys);
+    uint32_t min_unsigned = UINT32_MAX;
+    int32_t max_signed = INT32_MIN, min_signed = INT32_MAX;
+    for (int64_t j = first; j < last; ++j) {
+      min_unsigned = std::min(min_unsigned, uint32_t(pos[j]));
+      max_signed = std::max(max_signed, pos[j]);
+      min_signed = std::min(min_signed, pos[j]);
+    }
+    BlockBounds& bounds = blocks[b];
+    bounds.any = max_signed >= 0;
+    bounds.all_valid = min_signed >= 0;
+    if (bounds.any) {
+      bounds.min_pos = int32_t(min_unsigned);
+      bounds.max_pos = max_signed;
     }
   }
   return blocks;

@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <climits>
 #include <numeric>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "attention/flash_plan.h"
@@ -55,6 +59,45 @@ int64_t VisitedKeys(int64_t n, Span span) {
   for (int64_t t = 0; t < plan.n_tasks(); ++t)
     keys += int64_t(plan.VisitsFor(plan.Task(t)).size()) * kBlockKeys;
   return keys;
+}
+
+// Each block's bounds against a plain loop, on rings of shuffled positions
+// with empty slots (-1, and other negatives), ending inside a block.
+TEST(BlockVisibility, BoundsMatchAPlainLoop) {
+  std::mt19937 rng(7);
+  for (int64_t n_rows : {1, 63, 64, 65, 300, 1000}) {
+    for (double empty : {0.0, 0.1, 0.9, 1.0}) {
+      std::vector<int32_t> pos(static_cast<size_t>(n_rows));  // [n_rows]
+      std::iota(pos.begin(), pos.end(), 0);
+      std::shuffle(pos.begin(), pos.end(), rng);
+      for (int32_t& p : pos)
+        if (std::bernoulli_distribution(empty)(rng)) p = std::bernoulli_distribution(0.5)(rng) ? -1 : INT32_MIN;
+      const std::vector<BlockBounds> got = ComputeBlockBounds(pos.data(), n_rows);
+      ASSERT_EQ(int64_t(got.size()), (n_rows + kBlockKeys - 1) / kBlockKeys);
+      for (size_t b = 0; b < got.size(); ++b) {
+        BlockBounds want;
+        for (int64_t j = int64_t(b) * kBlockKeys; j < std::min(n_rows, int64_t(b + 1) * kBlockKeys); ++j) {
+          const int32_t p = pos[size_t(j)];
+          if (p < 0) {
+            want.all_valid = false;
+          } else if (!want.any) {
+            want.any = true;
+            want.min_pos = want.max_pos = p;
+          } else {
+            want.min_pos = std::min(want.min_pos, p);
+            want.max_pos = std::max(want.max_pos, p);
+          }
+        }
+        SCOPED_TRACE(std::to_string(n_rows) + " rows, block " + std::to_string(b));
+        EXPECT_EQ(got[b].any, want.any);
+        EXPECT_EQ(got[b].all_valid, want.all_valid);
+        if (want.any) {
+          EXPECT_EQ(got[b].min_pos, want.min_pos);
+          EXPECT_EQ(got[b].max_pos, want.max_pos);
+        }
+      }
+    }
+  }
 }
 
 TEST(BlockVisibility, WindowCostIsLinearInLength) {

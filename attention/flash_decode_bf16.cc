@@ -49,6 +49,7 @@ constexpr int64_t kKeyGroup = 16;  // keys whose scores one vector holds
 // Per-thread scratch of one task, grown on demand.
 struct Bf16Scratch {
   std::vector<uint16_t> q;     // [heads][rows][d] queries rounded to bf16
+  std::vector<uint16_t> q4;    // [heads][rows / 4][d / 8][4][8] the same, 4 rows interleaved
   std::vector<float> acc;      // [heads][rows][d] sum of p v, unpack order
   std::vector<float> m, l;     // [heads][rows]
   std::vector<float> s;        // [rows][kBlockKeys] scores, then probabilities
@@ -158,6 +159,51 @@ SWAN_BF16_DOT_TARGET __attribute__((noinline)) void AccumulateColumns(const uint
     for (int i = 0; i < 2 * kChunks; ++i) _mm512_storeu_ps(acc + r * d + c + 16 * i, o[r][i]);
 }
 
+// S[r][j] = scale (q[r] . K[j]) for 4 rows, as ScoreKeys<4> but without
+// its 60 folds per 16 keys: each 128-bit lane of a product holds one row
+// (qi [d / 8][4][8]: 8 values of each row in turn) against the same 8
+// values of one key, broadcast to the four lanes, so a key's accumulator
+// holds 4 partial sums per row and 16 keys need 12 folds and a 4 x 4
+// transpose. The products are as many; the folds (two permutes and an add
+// each) were as many as the products. G = 4 is the most common group
+// (Llama 3, Mistral, Gemma 3 1B); other remainders use ScoreKeys.
+SWAN_BF16_DOT_TARGET __attribute__((noinline)) void ScoreKeysFourRows(const uint16_t* k, int64_t stride,
+                                                                      int64_t n, int64_t d,
+                                                                      const uint16_t* qi, int64_t ahead,
+                                                                      float scale, float* s) {
+  int64_t offset[kKeyGroup];  // element offset of key j; past n, the last key again (garbage lanes)
+  for (int64_t j = 0; j < kKeyGroup; ++j) offset[j] = std::min(j, n - 1) * stride;
+  __m512 acc[kKeyGroup];
+  for (int j = 0; j < kKeyGroup; ++j) acc[j] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < d; c += 8) {
+    const __m512bh qv = AsBF16(_mm512_loadu_si512(qi + 4 * c));
+    const uint16_t* kc = k + c;
+    if (ahead && c % 32 == 0)
+      for (int j = 0; j < kKeyGroup; ++j) RequestKvLine(kc + offset[j] + ahead);
+    for (int j = 0; j < kKeyGroup; ++j) {
+      // (maskz: g++ 12 warns that the unmasked form's undefined operand is uninitialised)
+      const __m512i x = _mm512_maskz_broadcast_i32x4(
+          __mmask16(0xFFFF), _mm_loadu_si128(reinterpret_cast<const __m128i*>(kc + offset[j])));
+      acc[j] = _mm512_dpbf16_ps(acc[j], AsBF16(x), qv);
+    }
+  }
+  // acc[j] lane 4 r + i: row r's partial sum i. Two folds: g[i] lane 4 k + r
+  // = S[r][4 i + k].
+  __m512 f[8], g[4];
+  for (int i = 0; i < 8; ++i) f[i] = FoldPair(acc[2 * i], acc[2 * i + 1]);
+  for (int i = 0; i < 4; ++i) g[i] = FoldPair(f[2 * i], f[2 * i + 1]);
+  // Row r gathers lane 4 k + r of g[i] into lane 4 i + k: keys 0-7 from
+  // g[0] and g[1], keys 8-15 from g[2] and g[3] (the same index, upper half).
+  const __m512i every_fourth = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
+  const __m512 vscale = _mm512_set1_ps(scale);
+  for (int r = 0; r < 4; ++r) {
+    const __m512i index = _mm512_add_epi32(every_fourth, _mm512_set1_epi32(r));
+    const __m512 row = _mm512_mask_blend_ps(__mmask16(0xFF00), _mm512_permutex2var_ps(g[0], index, g[1]),
+                                            _mm512_permutex2var_ps(g[2], index, g[3]));
+    _mm512_storeu_ps(s + r * kBlockKeys, _mm512_mul_ps(row, vscale));
+  }
+}
+
 // Calls f.template operator()<kRows>(r0) over chunks of at most kMaxRows
 // of `rows` rows.
 template <class F>
@@ -176,13 +222,19 @@ SWAN_BF16_DOT_TARGET inline void ForRowChunks(int64_t rows, const F& f) {
   }
 }
 
-// Scores of the block's n_keys keys for every row into S [rows][kBlockKeys].
+// Scores of the block's n_keys keys for every row into S [rows][kBlockKeys]:
+// rows in fours from q4 [rows / 4][d / 8][4][8], the rest from q [rows][d].
 SWAN_BF16_DOT_TARGET void ScoreBlock(const uint16_t* k, int64_t stride, int64_t n_keys, int64_t d,
-                                     const uint16_t* q, int64_t rows, int64_t ahead, float scale,
-                                     float* folds, float* s) {
+                                     const uint16_t* q, const uint16_t* q4, int64_t rows, int64_t ahead,
+                                     float scale, float* folds, float* s) {
+  const int64_t fours = rows / 4;
   for (int64_t g = 0; g < n_keys; g += kKeyGroup) {
     const int64_t n = std::min(kKeyGroup, n_keys - g);
-    ForRowChunks(rows, [&]<int kRows>(int64_t r0) {
+    for (int64_t f = 0; f < fours; ++f)
+      ScoreKeysFourRows(k + g * stride, stride, n, d, q4 + f * 4 * d, f == 0 ? ahead : 0, scale,
+                        s + 4 * f * kBlockKeys + g);
+    const int64_t r0 = 4 * fours;
+    ForRowChunks(rows - r0, [&]<int kRows>(int64_t) {
       ScoreKeys<kRows>(k + g * stride, stride, n, d, q + r0 * d, r0 == 0 ? ahead : 0, scale, folds,
                        s + r0 * kBlockKeys + g);
     });
@@ -234,6 +286,7 @@ SWAN_BF16_DOT_TARGET void RunTask(const FlashPlan& plan, const FlashTask& t) {
 
   static thread_local Bf16Scratch s;
   Grow(s.q, heads * rows * d);
+  Grow(s.q4, heads * rows * d);
   Grow(s.acc, heads * rows * d);
   Grow(s.m, heads * rows);
   Grow(s.l, heads * rows);
@@ -249,6 +302,11 @@ SWAN_BF16_DOT_TARGET void RunTask(const FlashPlan& plan, const FlashTask& t) {
       uint16_t* dst = s.q.data() + (h * rows + r) * d;
       for (int64_t c = 0; c < d; ++c) dst[c] = F32ToBF16(q[c]);
     }
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t r = 0; r < rows / 4 * 4; ++r)
+      for (int64_t c = 0; c < d; ++c)
+        s.q4[size_t((h * rows + r / 4 * 4) * d + c / 8 * 32 + r % 4 * 8 + c % 8)] =
+            s.q[size_t((h * rows + r) * d + c)];
 
   const KvView& kv = args.kv;
   const int64_t stride = KvRowStride(kv, shape);
@@ -269,9 +327,8 @@ SWAN_BF16_DOT_TARGET void RunTask(const FlashPlan& plan, const FlashTask& t) {
     if (b.request_next) request_block(vi + 1);
     const int64_t j0 = b.first, n_keys = b.n_keys, ahead = b.ahead;
     for (int64_t h = 0; h < heads; ++h) {
-      const uint16_t* q = s.q.data() + h * rows * d;
-      ScoreBlock(k + j0 * stride + h * d, stride, n_keys, d, q, rows, ahead, plan.scale, s.folds.data(),
-                 s.s.data());
+      ScoreBlock(k + j0 * stride + h * d, stride, n_keys, d, s.q.data() + h * rows * d,
+                 s.q4.data() + h * rows * d, rows, ahead, plan.scale, s.folds.data(), s.s.data());
       if (visits[vi].span == Visibility::kPartial)
         MaskUnseen(s.s.data(), rows, n_keys, args.span, task.row_pos.data(), kv.pos + j0);
       DecodeSoftmaxBlock(s.s.data(), n_keys, rows, s.m.data() + h * rows, s.l.data() + h * rows,
