@@ -291,6 +291,29 @@ TEST(Jinja, Expressions) {
             "2dflt");
 }
 
+// Found by the chat-template fuzzer: a string as a slice bound escaped as
+// the JSON library's exception and ended the program.
+TEST(Jinja, SliceBoundsAndRangeTakeIntegers) {
+  const Json vars = {{"s", "abcd"}, {"x", "1"}};
+  EXPECT_EQ(jinja::Template("{{ s[1:3] }}|{{ s[::-1] }}|{{ s[true:] }}").Render(vars), "bc|dcba|bcd");
+  EXPECT_EQ(jinja::Template("{% for i in range(1, 4) %}{{ i }}{% endfor %}").Render(vars), "123");
+  for (const std::string bad : {"{{ s[x:] }}", "{{ s[:x] }}", "{{ s[::x] }}", "{{ s[1.5:] }}", "{{ range(x) }}",
+                                "{{ range(0, x) }}", "{{ range(nothing) }}"}) {
+    try {
+      jinja::Template(bad).Render(vars);
+      ADD_FAILURE() << bad << " rendered";
+    } catch (const jinja::TemplateError& e) {
+      EXPECT_NE(std::string(e.what()).find("must be an integer"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    jinja::Template("{% for i in range(100000000000) %}{% endfor %}").Render(vars);
+    ADD_FAILURE() << "a range of 1e11 numbers rendered";
+  } catch (const jinja::TemplateError& e) {
+    EXPECT_NE(std::string(e.what()).find("range() of more than"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Jinja, ErrorsNameTheProblem) {
   EXPECT_THROW(jinja::Template("{% if x %}never closed"), jinja::TemplateError);
   EXPECT_THROW(jinja::Template("{% macro m() %}{% endmacro %}"), jinja::TemplateError);

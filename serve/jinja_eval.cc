@@ -297,11 +297,11 @@ class Renderer {
       if (!p) return fallback;
       const Json v = Eval(*p);
       if (v.is_null()) return fallback;
-      int64_t i = v.get<int64_t>();
+      int64_t i = Integer(v, e.line, "a slice index");
       if (i < 0) i += n;
       return std::clamp<int64_t>(i, -1, n);
     };
-    const int64_t step = e.args[3] ? Eval(*e.args[3]).get<int64_t>() : 1;
+    const int64_t step = e.args[3] ? Integer(Eval(*e.args[3]), e.line, "a slice step") : 1;
     if (step == 0) Fail(e.line, "slice step cannot be zero");
     const int64_t start = bound(e.args[1], step > 0 ? 0 : n - 1);
     const int64_t stop = bound(e.args[2], step > 0 ? n : -1);
@@ -398,6 +398,15 @@ class Renderer {
     return a == b;
   }
 
+  // A slice bound or a range() argument: an integer (Python's also take
+  // booleans), anything else an error that says what it got.
+  static int64_t Integer(const Json& v, int line, const char* what) {
+    if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
+    if (!v.is_number_integer())
+      Fail(line, std::string(what) + " must be an integer, got " + (IsUndefined(v) ? "undefined" : Str(v, true)));
+    return v.get<int64_t>();
+  }
+
   static double Number(const Json& v, int line) {
     if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
     if (!v.is_number()) Fail(line, "expected a number, got " + (IsUndefined(v) ? "undefined" : Str(v, true)));
@@ -416,9 +425,15 @@ class Renderer {
       if (callee.name == "raise_exception")
         throw TemplateError("chat template: " + Str(Kwarg(e, "message", 1, "raise_exception()")));
       if (callee.name == "range") {
-        const int64_t a = Kwarg(e, "start", 1, 0).get<int64_t>();
+        const int64_t a = Integer(Kwarg(e, "start", 1, 0), e.line, "range()'s argument");
         const bool two = e.args.size() > 2;
-        const int64_t start = two ? a : 0, stop = two ? Eval(*e.args[2]).get<int64_t>() : a;
+        const int64_t start = two ? a : 0,
+                      stop = two ? Integer(Eval(*e.args[2]), e.line, "range()'s argument") : a;
+        // A chat template counts messages; a range past this is a mistake
+        // that would otherwise take all memory.
+        constexpr int64_t kMaxRange = 1 << 20;
+        if (stop > start && uint64_t(stop) - uint64_t(start) > uint64_t(kMaxRange))
+          Fail(e.line, "range() of more than " + std::to_string(kMaxRange) + " numbers");
         Json out = Json::array();
         for (int64_t i = start; i < stop; ++i) out.push_back(i);
         return out;
