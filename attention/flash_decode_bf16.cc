@@ -5,6 +5,8 @@
 //  * Scores: K rows are multiplied as loaded, 32 values per vdpbf16ps
 //    against the bf16 query; two keys' accumulators fold into one vector
 //    and 8 such into the 16 scores of 16 keys, as in flash_decode.cc.
+//    Rows in fours put one row in each 128-bit lane instead, against 8
+//    values of one key (ScoreKeysFourRows), and fold far less.
 //  * P.V: two V rows are interleaved (vpunpck{l,h}wd) so that each 32-bit
 //    lane holds one head_dim element of both keys; vdpbf16ps against the
 //    two keys' bf16 probabilities, broadcast, adds p0 v0 + p1 v1 into 16
@@ -234,7 +236,7 @@ SWAN_BF16_DOT_TARGET void ScoreBlock(const uint16_t* k, int64_t stride, int64_t 
       ScoreKeysFourRows(k + g * stride, stride, n, d, q4 + f * 4 * d, f == 0 ? ahead : 0, scale,
                         s + 4 * f * kBlockKeys + g);
     const int64_t r0 = 4 * fours;
-    ForRowChunks(rows - r0, [&]<int kRows>(int64_t) {
+    ForRowChunks(rows - r0, [&]<int kRows>(int64_t) {  // fewer than 4 rows: one chunk
       ScoreKeys<kRows>(k + g * stride, stride, n, d, q + r0 * d, r0 == 0 ? ahead : 0, scale, folds,
                        s + r0 * kBlockKeys + g);
     });
