@@ -59,6 +59,11 @@ BENCHMARK(BM_Gemv)
     ->Args({128256, 2048, 3})
     ->Args({512, 2048, 2})
     ->Args({512, 2048, 3})
+    ->Args({1536, 512, 2})     // the side by side's models (bench/llama_cpp_side_by_side.sh): MLP gate / up
+    ->Args({512, 1536, 2})     // MLP down
+    ->Args({32000, 512, 2})    // output head
+    ->Args({1536, 512, 4})
+    ->Args({32000, 512, 4})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -208,17 +208,21 @@ void RunProducts(BlockKernel kernel, const QuantizedInput& x, int64_t m, const B
       }
     }
   };
-  // Pieces of about 8 per thread, handed out as threads come free: on a
-  // machine shared with other programs a thread can lose its core for a
-  // while, and the others then take its pieces instead of waiting for it
-  // (llama.cpp's products share out their chunks the same way).
+  // Pieces of about 8 per thread. Each thread owns 8 in a row, one run of
+  // memory, and then helps with the others': on a machine shared with other
+  // programs a thread can lose its core for a while, and the others then
+  // take its pieces instead of waiting for it. Handing every piece out as
+  // threads come free (schedule(dynamic, 1)) did that too, but decoded the
+  // side by side's Llama Q8_0 and Q4_0 at 0.92x this speed (6 alternated
+  // runs each, Zen 4, 2 threads).
   const int64_t total = first.back();
   const int64_t threads = work >= 65536 ? omp_get_max_threads() : 1;
   if (threads == 1) return run(0, total);
   const int64_t piece = std::max<int64_t>(1, total / (8 * threads));
   const int64_t pieces = (total + piece - 1) / piece;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(int(threads))
-  for (int64_t p = 0; p < pieces; ++p) run(p * piece, std::min(total, (p + 1) * piece));
+  std::vector<int64_t> bounds(size_t(threads) + 1);  // [threads + 1] each thread's first piece
+  for (int64_t t = 0; t <= threads; ++t) bounds[size_t(t)] = pieces * t / threads;
+  ForEachOwnedFirst(bounds.data(), int(threads), [&](int64_t p) { run(p * piece, std::min(total, (p + 1) * piece)); });
 }
 
 }  // namespace

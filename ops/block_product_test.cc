@@ -1,6 +1,7 @@
 #include "ops/block_product.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 #include <hwy/targets.h>
 
 #include <algorithm>
@@ -244,6 +245,41 @@ TEST(BlockProduct, QuantizesAlikeOnEveryTarget) {
   int32_t s = 0;
   for (int i = 0; i < 32; ++i) s += plain.q[size_t(i)];
   EXPECT_EQ(plain.sum[0], s);
+}
+
+// A layer's q, k and v (sizes that leave part pieces) in one region on 1-3
+// threads, each output bit for bit as BlockProduct alone on one thread.
+TEST(BlockProduct, SeveralOutputsOnThreadsMatchOneAtATime) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  const int64_t k = 512, outs_n[] = {600, 128, 70};
+  const int threads_before = omp_get_max_threads();
+  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0})
+    for (int64_t m : {1, 3}) {
+      std::vector<std::vector<uint8_t>> packed;  // [outs] each output's packed rows
+      std::vector<float> x(size_t(m * k));       // [m, k]
+      for (auto& e : x) e = normal(rng);
+      std::vector<std::vector<float>> alone;  // [outs][m, n] one product at a time, one thread
+      omp_set_num_threads(1);
+      for (int64_t n : outs_n) {
+        packed.push_back(Pack(type, RandomRows(type, n, k, rng), n, k));
+        alone.emplace_back(size_t(m * n));
+        BlockProduct(alone.back().data(), x.data(), PackedBlocksAt(packed.back().data(), type, n, k), m);
+      }
+      for (int threads : {1, 2, 3}) {
+        omp_set_num_threads(threads);
+        std::vector<std::vector<float>> y;  // [outs][m, n]
+        std::vector<BlockOutput> outs;
+        for (size_t i = 0; i < packed.size(); ++i) {
+          y.emplace_back(size_t(m * outs_n[i]));
+          outs.push_back(BlockOutput{y.back().data(), PackedBlocksAt(packed[i].data(), type, outs_n[i], k)});
+        }
+        BlockProducts(x.data(), m, outs.data(), int64_t(outs.size()));
+        for (size_t i = 0; i < y.size(); ++i)
+          EXPECT_EQ(y[i], alone[i]) << WeightTypeName(type) << " m " << m << " threads " << threads << " out " << i;
+      }
+    }
+  omp_set_num_threads(threads_before);
 }
 
 TEST(BlockProduct, RejectsBadSizes) {

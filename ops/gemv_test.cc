@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
+#include <omp.h>
 
 #include <cmath>
 #include <random>
@@ -57,17 +58,20 @@ TEST(Gemv, MatchesReferenceOnEveryTarget) {
   hwy::SetSupportedTargetsForTest(0);
 }
 
-// q, k and v of a GQA layer (and sizes that leave part chunks) in one
-// region, each output as Gemv alone would compute it.
+// q, k and v of a GQA layer (and sizes that leave part pieces, or cut
+// pieces at a thread's share) in one region, each output as Gemv alone
+// would compute it, on 1-3 threads.
 TEST(Gemv, SeveralOutputsMatchOneAtATime) {
   const unsigned seed = std::random_device()();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal;
   const int64_t k = 256;
-  const int64_t outs_n[] = {512, 128, 128, 70, 1};
+  const int64_t outs_n[] = {600, 512, 128, 128, 70, 1};
+  const int threads_before = omp_get_max_threads();
   for (WeightType type : {WeightType::kF32, WeightType::kBF16, WeightType::kF16})
-    for (int64_t m : {1, 3}) {
+    for (auto [m, threads] : {std::pair<int64_t, int>{1, 1}, {1, 2}, {1, 3}, {3, 2}}) {
+      omp_set_num_threads(threads);
       std::vector<float> x(size_t(m * k));  // [m, k]
       for (auto& e : x) e = normal(rng);
       std::vector<LinearWeight> weights;
@@ -84,9 +88,11 @@ TEST(Gemv, SeveralOutputsMatchOneAtATime) {
       Gemvs(x.data(), m, outs.data(), int64_t(outs.size()), /*accumulate=*/true);
       for (size_t i = 0; i < weights.size(); ++i) {
         GemvReference(ref[i].data(), x.data(), weights[i].view(), m, /*accumulate=*/true);
-        EXPECT_LE(MaxRelativeError(y[i], ref[i], /*floor=*/2.0), 1e-5) << WeightTypeName(type) << " m " << m << " out " << i;
+        EXPECT_LE(MaxRelativeError(y[i], ref[i], /*floor=*/2.0), 1e-5)
+            << WeightTypeName(type) << " m " << m << " threads " << threads << " out " << i;
       }
     }
+  omp_set_num_threads(threads_before);
 }
 
 TEST(Gemv, SeveralOutputsRejectMixedInputsAndBlocks) {

@@ -1,0 +1,43 @@
+#include "util/parallel_ranges.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace swan {
+namespace {
+
+// Every item runs exactly once, whatever the shares: empty ones, uneven
+// ones, more threads than items.
+TEST(ParallelRanges, OwnedFirstRunsEveryItemOnce) {
+  const std::vector<std::vector<int64_t>> cases = {
+      {0, 10},  {0, 5, 10}, {0, 0, 7}, {0, 7, 7}, {3, 4, 9, 20}, {0, 1, 2, 3, 4}, {0, 0, 0, 0}, {5, 5, 5, 6}};
+  for (const std::vector<int64_t>& bounds : cases) {
+    const int threads = int(bounds.size()) - 1;
+    std::vector<std::atomic<int>> runs(size_t(bounds.back()));  // [items] times each ran
+    for (auto& r : runs) r = 0;
+    ForEachOwnedFirst(bounds.data(), threads, [&](int64_t i) { runs[size_t(i)]++; });
+    for (int64_t i = 0; i < bounds.back(); ++i)
+      EXPECT_EQ(runs[size_t(i)].load(), i >= bounds[0] ? 1 : 0) << "item " << i << ", " << threads << " threads";
+  }
+}
+
+// A thread that is held up (a core taken by another program) leaves its
+// range's later items to the others.
+TEST(ParallelRanges, OwnedFirstHelpsWithASlowThreadsItems) {
+  if (omp_get_max_threads() < 2) GTEST_SKIP() << "one OpenMP thread here";
+  const int64_t bounds[] = {0, 8, 16};
+  std::atomic<int> slow_items{0};  // items thread 1 ran; its first takes 200 ms
+  ForEachOwnedFirst(bounds, 2, [&](int64_t) {
+    if (omp_get_thread_num() == 1 && slow_items++ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  });
+  // Shares kept to their owners would leave 8 items to thread 1.
+  EXPECT_LE(slow_items.load(), 2);
+}
+
+}  // namespace
+}  // namespace swan
