@@ -73,67 +73,47 @@ HWY_INLINE void DotTile(const void* w_data, int64_t k, const int64_t* rows /*[kR
     }
 }
 
-template <size_t kRowsX, int kType>
-void RowsRange(float* y, const float* x, const WeightView& w, int64_t x0, int64_t n_begin,
-               int64_t n_end, bool accumulate) {
-  float tile[4 * 4];
-  int64_t n = n_begin;
-  auto store = [&](int64_t rows_w, int64_t base) {
-    for (size_t b = 0; b < kRowsX; ++b)
-      for (int64_t a = 0; a < rows_w; ++a) {
-        float& dst = y[(x0 + int64_t(b)) * w.n + base + a];
-        dst = accumulate ? dst + tile[int64_t(b) * rows_w + a] : tile[int64_t(b) * rows_w + a];
-      }
-  };
-  for (; n + 4 <= n_end; n += 4) {
-    const int64_t rows[4] = {n, n + 1, n + 2, n + 3};
-    DotTile<4, kRowsX, kType>(w.data, w.k, rows, x, x0, tile);
-    store(4, n);
-  }
-  for (; n < n_end; ++n) {
-    DotTile<1, kRowsX, kType>(w.data, w.k, &n, x, x0, tile);
-    store(1, n);
-  }
+// kRowsW weight rows against input rows [x0, x0 + kRowsX): y's entries.
+template <size_t kRowsW, size_t kRowsX, int kType>
+HWY_INLINE void TileInto(float* y, const float* x, const WeightView& w, const int64_t* rows /*[kRowsW]*/,
+                         int64_t x0, bool accumulate) {
+  float tile[kRowsX * kRowsW];
+  DotTile<kRowsW, kRowsX, kType>(w.data, w.k, rows, x, x0, tile);
+  for (size_t b = 0; b < kRowsX; ++b)
+    for (size_t a = 0; a < kRowsW; ++a) {
+      float& dst = y[(x0 + int64_t(b)) * w.n + rows[a]];
+      dst = accumulate ? dst + tile[b * kRowsW + a] : tile[b * kRowsW + a];
+    }
 }
 
-// One input row against output rows [n_begin, n_end), read as kStreams
-// equal parts side by side, kRowsPerStream rows of each per tile: a core
-// keeps several distant runs of memory in flight, which reads faster than
-// one run (util/bandwidth.cc measures both). Rows left over go through
-// RowsRange.
-template <size_t kStreams, size_t kRowsPerStream, int kType>
-void RowsStreams(float* y, const float* x, const WeightView& w, int64_t n_begin, int64_t n_end,
-                 bool accumulate) {
-  constexpr size_t kTile = kStreams * kRowsPerStream;
-  const int64_t part = (n_end - n_begin) / int64_t(kTile) * int64_t(kRowsPerStream);
-  float tile[kTile];
-  int64_t rows[kTile];
-  for (int64_t i = 0; i < part; i += int64_t(kRowsPerStream)) {
-    for (size_t s = 0; s < kStreams; ++s)
-      for (size_t a = 0; a < kRowsPerStream; ++a)
-        rows[s * kRowsPerStream + a] = n_begin + int64_t(s) * part + i + int64_t(a);
-    DotTile<kTile, 1, kType>(w.data, w.k, rows, x, 0, tile);
-    for (size_t r = 0; r < kTile; ++r) y[rows[r]] = accumulate ? y[rows[r]] + tile[r] : tile[r];
-  }
-  RowsRange<1, kType>(y, x, w, 0, n_begin + int64_t(kStreams) * part, n_end, accumulate);
+// Weight rows rows[0, kRowsW) against every input row, 4 at a time: the
+// weights come from memory for the first 4 and from L1 for the others.
+template <size_t kRowsW, int kType>
+HWY_INLINE void RowsAgainstInputs(float* y, const float* x, const WeightView& w, const int64_t* rows, int64_t m,
+                                  bool accumulate) {
+  int64_t x0 = 0;
+  for (; x0 + 4 <= m; x0 += 4) TileInto<kRowsW, 4, kType>(y, x, w, rows, x0, accumulate);
+  if (m - x0 >= 2) TileInto<kRowsW, 2, kType>(y, x, w, rows, x0, accumulate), x0 += 2;
+  if (m - x0 == 1) TileInto<kRowsW, 1, kType>(y, x, w, rows, x0, accumulate);
 }
 
-// Output rows [n_begin, n_end) for every input row, weights of kType.
+// Output rows [n_begin, n_end) for every input row, weights of kType, read
+// as 4 equal parts side by side, one row of each per tile: a core keeps a
+// few distant runs of memory in flight, each in pages of its own, which its
+// prefetchers follow. With pieces of up to 256 rows (Gemvs), decoding one
+// sequence, 4 rows side by side in one tile read 1.3-1.8x slower, and 8 or
+// 16 streams 1.0-1.2x (the side by side's Llama f16, the ways alternated
+// in one process). The rows left over (up to 3) go one at a time.
 template <int kType>
 void GemvRowsOf(float* y, const float* x, const WeightView& w, int64_t m, int64_t n_begin, int64_t n_end,
                 bool accumulate) {
-  int64_t x0 = 0;
-  for (; x0 + 4 <= m; x0 += 4) RowsRange<4, kType>(y, x, w, x0, n_begin, n_end, accumulate);
-  for (; x0 + 2 <= m; x0 += 2) RowsRange<2, kType>(y, x, w, x0, n_begin, n_end, accumulate);
-  // Decode of one sequence: 4 streams of single rows, each a quarter of a
-  // piece of up to 256 rows (Gemvs). Rows side by side in one tile (4 or 8
-  // of a stream's) read 1.3-1.8x slower, and 8 or 16 streams 1.0-1.2x: a
-  // core's prefetchers follow a few runs of memory, each in pages of its own.
-  if (m == 1) {
-    RowsStreams<4, 1, kType>(y, x, w, n_begin, n_end, accumulate);
-    return;
+  constexpr int64_t kStreams = 4;
+  const int64_t part = (n_end - n_begin) / kStreams;
+  for (int64_t i = 0; i < part; ++i) {
+    const int64_t rows[kStreams] = {n_begin + i, n_begin + part + i, n_begin + 2 * part + i, n_begin + 3 * part + i};
+    RowsAgainstInputs<kStreams, kType>(y, x, w, rows, m, accumulate);
   }
-  for (; x0 < m; ++x0) RowsRange<1, kType>(y, x, w, x0, n_begin, n_end, accumulate);
+  for (int64_t n = n_begin + kStreams * part; n < n_end; ++n) RowsAgainstInputs<1, kType>(y, x, w, &n, m, accumulate);
 }
 
 void GemvRows(float* y, const float* x, const WeightView& w, int64_t m, int64_t n_begin,
