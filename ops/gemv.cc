@@ -180,9 +180,7 @@ void Gemvs(const float* x, int64_t m, const GemvOutput* outs, int64_t count, boo
   };
   std::vector<Piece> pieces;                         // [pieces] in row order
   std::vector<int64_t> bounds(size_t(threads) + 1);  // [threads + 1] each thread's first piece
-  // Thread t's share starts at row t * rows / threads, rounded down to a
-  // multiple of 16 (whole tiles).
-  auto share_start = [&](int t) { return rows * t / threads / 16 * 16; };
+  auto share_start = [&](int t) { return rows * t / threads; };  // thread t's first row
   int64_t row = 0;  // of the next piece, counted over all outputs
   int next_thread = 1;
   for (int64_t i = 0; i < count; ++i)

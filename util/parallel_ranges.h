@@ -1,11 +1,18 @@
-// Splits [0, n) into pieces of `piece` and runs fn(begin, end) on each, the
-// pieces shared among the OpenMP threads (one piece: no parallel region).
+// Ways to share a range of work among the OpenMP threads: equal pieces in
+// turn (ParallelRanges), or a contiguous share per thread that the others
+// help with once theirs is done (ForEachOwnedFirst).
 #pragma once
 
+#include <omp.h>
+
+#include <atomic>
 #include <cstdint>
+#include <memory>
 
 namespace swan {
 
+// Splits [0, n) into pieces of `piece` and runs fn(begin, end) on each, the
+// pieces shared among the OpenMP threads (one piece: no parallel region).
 template <class Fn>
 void ParallelRanges(int64_t n, int64_t piece, const Fn& fn) {
   const int64_t pieces = (n + piece - 1) / piece;
@@ -15,15 +22,6 @@ void ParallelRanges(int64_t n, int64_t piece, const Fn& fn) {
     fn(begin, end);
   }
 }
-
-}  // namespace swan
-
-#include <omp.h>
-
-#include <atomic>
-#include <memory>
-
-namespace swan {
 
 // Runs fn(i) for every i in [bounds[0], bounds[threads]) on `threads` >= 1
 // OpenMP threads: thread t owns [bounds[t], bounds[t + 1]) and takes its
