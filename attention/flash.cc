@@ -17,6 +17,7 @@
 // mask from Sees()).
 #include <hwy/aligned_allocator.h>
 #include <hwy/cache_control.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -28,6 +29,7 @@
 #include "attention/flash_plan.h"
 #include "attention/kv_rows.h"
 #include "attention/softmax_state.h"
+#include "util/parallel_ranges.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "attention/flash.cc"
@@ -233,13 +235,13 @@ static void RunFlash(const AttentionArgs& args, const DualOutput& out, bool dual
   const bool threaded = n_tasks > 1 && double(args.n_q) * double(args.kv.n_rows) *
                                                args.shape.n_heads * args.shape.head_dim >
                                            double(1 << 18);
-#pragma omp parallel for schedule(dynamic, 1) if (threaded)
-  for (int64_t task = 0; task < n_tasks; ++task) {
+  const RegionThreads on = plan.decode ? RegionThreads::kSpinTeam : RegionThreads::kOpenMp;
+  ForEachDynamic(n_tasks, threaded ? omp_get_max_threads() : 1, on, [&](int64_t task) {
     if (plan.decode)
       RunDecodeTask(plan, task);
     else
       HWY_DYNAMIC_DISPATCH(RunFlashTask)(plan, task);
-  }
+  });
   plan.Finish();
 }
 

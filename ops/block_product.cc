@@ -9,6 +9,7 @@
 #include <string>
 
 #include "ops/block_kernels.h"
+#include "ops/linear.h"
 #include "util/f16.h"
 #include "util/parallel_ranges.h"
 #include "util/simd_target.h"
@@ -222,7 +223,8 @@ void RunProducts(BlockKernel kernel, const QuantizedInput& x, int64_t m, const B
   const int64_t pieces = (total + piece - 1) / piece;
   std::vector<int64_t> bounds(size_t(threads) + 1);  // [threads + 1] each thread's first piece
   for (int64_t t = 0; t <= threads; ++t) bounds[size_t(t)] = pieces * t / threads;
-  ForEachOwnedFirst(bounds.data(), int(threads), [&](int64_t p) { run(p * piece, std::min(total, (p + 1) * piece)); });
+  const RegionThreads on = m <= kGemvMaxRows ? RegionThreads::kSpinTeam : RegionThreads::kOpenMp;  // decode or prefill
+  ForEachOwnedFirst(bounds.data(), int(threads), on, [&](int64_t p) { run(p * piece, std::min(total, (p + 1) * piece)); });
 }
 
 }  // namespace
