@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "attention/softmax_state.h"
+#include "util/parallel_ranges.h"
 
 namespace swan {
 
@@ -133,8 +134,7 @@ void FlashPlan::Finish() {
   const int64_t n_rows = args->n_q * args->shape.n_heads;
   const int64_t d = args->shape.head_dim;
   const int n_states = dual ? 2 : 1;
-#pragma omp parallel for schedule(static) if (n_rows * d > 65536)
-  for (int64_t row = 0; row < n_rows; ++row) {
+  ParallelFor(n_rows, n_rows * d > 65536, [&](int64_t row) {
     const int64_t query = row / args->shape.n_heads, head = row % args->shape.n_heads;
     for (int state = 0; state < n_states; ++state) {
       float* first = PartialRow(0, state, query, head);
@@ -146,7 +146,7 @@ void FlashPlan::Finish() {
     }
     FinishRowStates(query, head, PartialRow(0, 0, query, head),
                     dual ? PartialRow(0, 1, query, head) : nullptr);
-  }
+  });
 }
 
 }  // namespace swan

@@ -5,12 +5,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "util/parallel_ranges.h"
+
 namespace swan {
 
 void RmsNorm(float* out, const float* x, const float* weight, float eps, int64_t n_tokens,
              int64_t dim, float* rstd) {
-#pragma omp parallel for if (n_tokens > 16)
-  for (int64_t t = 0; t < n_tokens; ++t) {
+  ParallelFor(n_tokens, n_tokens > 16, [&](int64_t t) {
     const float* xt = x + t * dim;
     float* ot = out + t * dim;
     double sum_sq = 0;
@@ -18,7 +19,7 @@ void RmsNorm(float* out, const float* x, const float* weight, float eps, int64_t
     const float inv = float(1.0 / std::sqrt(sum_sq / double(dim) + double(eps)));
     if (rstd) rstd[t] = inv;
     for (int64_t i = 0; i < dim; ++i) ot[i] = xt[i] * inv * weight[i];
-  }
+  });
 }
 
 void RmsNormBackward(float* dx, float* d_weight, const float* d_out, const float* x,
@@ -26,8 +27,7 @@ void RmsNormBackward(float* dx, float* d_weight, const float* d_out, const float
                      bool accumulate_dx) {
   // With g = d_out * weight and xhat = x * rstd:
   //   dx = rstd * (g - xhat * mean(g * xhat)),   d_weight += sum_t d_out * xhat
-#pragma omp parallel for if (n > 64)
-  for (int64_t t = 0; t < n; ++t) {
+  ParallelFor(n, n > 64, [&](int64_t t) {
     const float* xt = x + t * dim;
     const float* gt = d_out + t * dim;
     float* dxt = dx + t * dim;
@@ -39,14 +39,13 @@ void RmsNormBackward(float* dx, float* d_weight, const float* d_out, const float
       const float v = r * (gt[i] * weight[i] - xt[i] * r * mean);
       dxt[i] = accumulate_dx ? dxt[i] + v : v;
     }
-  }
+  });
   if (!d_weight) return;
-#pragma omp parallel for if (n * dim > 65536)
-  for (int64_t i = 0; i < dim; ++i) {
+  ParallelFor(dim, n * dim > 65536, [&](int64_t i) {
     double acc = 0;
     for (int64_t t = 0; t < n; ++t) acc += double(d_out[t * dim + i]) * x[t * dim + i] * rstd[t];
     d_weight[i] += float(acc);
-  }
+  });
 }
 
 
@@ -66,8 +65,7 @@ void AddBiasBackward(float* d_bias, const float* dx, int64_t n_rows, int64_t dim
 
 void SiluMulBackward(float* d_gate, float* d_up, const float* d_out, const float* gate,
                      const float* up, int64_t n) {
-#pragma omp parallel for if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) {
+  ParallelFor(n, n > 65536, [&](int64_t i) {
     const float g = gate[i];
     const float sig = 1.0f / (1.0f + std::exp(-g));
     const float silu = g * sig;
@@ -75,15 +73,14 @@ void SiluMulBackward(float* d_gate, float* d_up, const float* d_out, const float
     const float d = d_out[i];
     d_up[i] = d * silu;
     d_gate[i] = d * up[i] * sig * (1.0f + g * (1.0f - sig));
-  }
+  });
 }
 
 void GeluTanhMulBackward(float* d_gate, float* d_up, const float* d_out, const float* gate,
                          const float* up, int64_t n) {
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
   constexpr float kCubic = 0.044715f;
-#pragma omp parallel for if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) {
+  ParallelFor(n, n > 65536, [&](int64_t i) {
     const float g = gate[i];
     const float th = std::tanh(kSqrt2OverPi * (g + kCubic * g * g * g));
     const float gelu = 0.5f * g * (1.0f + th);
@@ -92,7 +89,7 @@ void GeluTanhMulBackward(float* d_gate, float* d_up, const float* d_out, const f
     const float d = d_out[i];
     d_up[i] = d * gelu;
     d_gate[i] = d * up[i] * (0.5f * (1.0f + th) + 0.5f * g * (1.0f - th * th) * d_inner);
-  }
+  });
 }
 
 }  // namespace swan

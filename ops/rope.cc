@@ -5,6 +5,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "util/parallel_ranges.h"
+
 namespace swan {
 namespace {
 
@@ -100,8 +102,7 @@ Rope::Rope(const RopeSettings& settings, int32_t head_dim)
 void Rope::Apply(float* x, const int32_t* pos, int64_t n_tokens, int32_t n_heads) const {
   if (!enabled_) return;
   const int32_t half = head_dim_ / 2;
-#pragma omp parallel for if (n_tokens > 16)
-  for (int64_t t = 0; t < n_tokens; ++t) {
+  ParallelFor(n_tokens, n_tokens > 16, [&](int64_t t) {
     std::vector<float> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));  // [head_dim / 2]
     for (int32_t i = 0; i < half; ++i) {
       const double angle = double(pos[t]) * inv_freq_[size_t(i)];
@@ -116,7 +117,7 @@ void Rope::Apply(float* x, const int32_t* pos, int64_t n_tokens, int32_t n_heads
         v[i + half] = b * cos_t[size_t(i)] + a * sin_t[size_t(i)];
       }
     }
-  }
+  });
 }
 
 }  // namespace swan

@@ -24,12 +24,13 @@ namespace swan {
 // core to any thread that wants it up to half a millisecond, then sleep
 // until the next call, so they do not keep a core from OpenMP's threads
 // (prefill) or from other programs.
-bool RunOnSpinTeamRaw(int threads, void (*fn)(void *ctx, int t), void *ctx);
+bool RunOnSpinTeamRaw(int threads, void (*fn)(void* ctx, int t), void* ctx);
 
-template <class Fn> bool RunOnSpinTeam(int threads, const Fn &fn /*(int t)*/) {
+template <class Fn>
+bool RunOnSpinTeam(int threads, const Fn& fn /*(int t)*/) {
   return RunOnSpinTeamRaw(
-      threads, [](void *ctx, int t) { (*static_cast<const Fn *>(ctx))(t); },
-      const_cast<void *>(static_cast<const void *>(&fn)));
+      threads, [](void* ctx, int t) { (*static_cast<const Fn*>(ctx))(t); },
+      const_cast<void*>(static_cast<const void*>(&fn)));
 }
 
-} // namespace swan
+}  // namespace swan

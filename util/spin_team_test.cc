@@ -19,12 +19,9 @@ TEST(SpinTeam, RunsEveryIndexOnceOnItsOwnThread) {
   for (int threads : {2, 3, 4, 2, 3}) {
     for (int pause_us : {0, 2000}) {
       std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
-      std::vector<std::atomic<int>> runs(
-          static_cast<size_t>(threads)); // [threads] times index t ran
-      std::vector<std::thread::id> ids(
-          static_cast<size_t>(threads)); // [threads] the thread that ran t
-      for (auto &r : runs)
-        r = 0;
+      std::vector<std::atomic<int>> runs(static_cast<size_t>(threads));  // [threads] times index t ran
+      std::vector<std::thread::id> ids(static_cast<size_t>(threads));    // [threads] the thread that ran t
+      for (auto& r : runs) r = 0;
       ASSERT_TRUE(RunOnSpinTeam(threads, [&](int t) {
         runs[size_t(t)]++;
         ids[size_t(t)] = std::this_thread::get_id();
@@ -32,9 +29,7 @@ TEST(SpinTeam, RunsEveryIndexOnceOnItsOwnThread) {
       std::set<std::thread::id> distinct(ids.begin(), ids.end());
       EXPECT_EQ(int(distinct.size()), threads);
       EXPECT_EQ(ids[0], std::this_thread::get_id());
-      for (int t = 0; t < threads; ++t)
-        EXPECT_EQ(runs[size_t(t)].load(), 1)
-            << threads << " threads, index " << t;
+      for (int t = 0; t < threads; ++t) EXPECT_EQ(runs[size_t(t)].load(), 1) << threads << " threads, index " << t;
     }
   }
 }
@@ -43,8 +38,7 @@ TEST(SpinTeam, RunsEveryIndexOnceOnItsOwnThread) {
 TEST(SpinTeam, EachCallReturnsAfterAllItsWork) {
   std::atomic<int64_t> sum{0};
   for (int call = 0; call < 5000; ++call) {
-    const int threads =
-        call % 100 == 99 ? 3 : 2; // a helper that sits out most calls
+    const int threads = call % 100 == 99 ? 3 : 2;  // a helper that sits out most calls
     ASSERT_TRUE(RunOnSpinTeam(threads, [&](int t) { sum += t + 1; }));
     ASSERT_EQ(sum.load(), threads * (threads + 1) / 2) << "call " << call;
     sum = 0;
@@ -70,13 +64,11 @@ TEST(SpinTeam, DeclinesACallWhileAnotherRuns) {
     EXPECT_TRUE(RunOnSpinTeam(2, [&](int t) {
       if (t == 0) {
         inside = true;
-        while (!release)
-          std::this_thread::yield();
+        while (!release) std::this_thread::yield();
       }
     }));
   });
-  while (!inside)
-    std::this_thread::yield();
+  while (!inside) std::this_thread::yield();
   EXPECT_FALSE(RunOnSpinTeam(2, [](int) {}));
   release = true;
   first.join();
@@ -88,15 +80,13 @@ TEST(SpinTeam, CallersExceptionWaitsForTheHelpers) {
   std::atomic<int> helper_done{0};
   EXPECT_THROW(RunOnSpinTeam(2,
                              [&](int t) {
-                               if (t == 0)
-                                 throw std::runtime_error("share 0");
-                               std::this_thread::sleep_for(
-                                   std::chrono::milliseconds(20));
+                               if (t == 0) throw std::runtime_error("share 0");
+                               std::this_thread::sleep_for(std::chrono::milliseconds(20));
                                helper_done = 1;
                              }),
                std::runtime_error);
   EXPECT_EQ(helper_done.load(), 1);
 }
 
-} // namespace
-} // namespace swan
+}  // namespace
+}  // namespace swan
