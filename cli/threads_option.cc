@@ -12,7 +12,8 @@ std::string ThreadsHelp(bool short_flag) {
          ": the cores swan may use,\n"
          "                   or OMP_NUM_THREADS); while other programs keep cores busy, each\n"
          "                   step (prefill, decode token, training step) runs on the ones they\n"
-         "                   leave idle (SWAN_ADAPT_THREADS=0: always N)\n";
+         "                   leave idle (SWAN_ADAPT_THREADS=0: always N); decode runs on swan's own\n"
+         "                   spinning helper threads (SWAN_SPIN_TEAM=0: on OpenMP's)\n";
 }
 
 void ApplyThreadsOption(const Args& args) {
