@@ -52,8 +52,8 @@ class SpinTeam {
     try {
       fn(ctx, 0);
     } catch (...) {
-      error = std::current_exception();  // the helpers still use ctx: wait for
-                                         // them first
+      // The helpers still use ctx: rethrown once they are done.
+      error = std::current_exception();
     }
     while (pending_.load(std::memory_order_acquire) > 0) Pause();
     if (error) std::rethrow_exception(error);
