@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "util/parallel_ranges.h"
+
 namespace swan {
 namespace {
 
@@ -56,8 +58,7 @@ void LinearAttend(float* out, float* norm, LinearState& state, const float* phi_
   if (int64_t(state.z.size()) != KV * P) throw std::invalid_argument("linear attention: the state has another shape");
   for (int64_t b0 = 0; b0 < n; b0 += kLinearBlock) {
     const int64_t b1 = std::min(n, b0 + kLinearBlock);
-#pragma omp parallel for if (KV > 1 && (b1 - b0) * P * D > 4096)
-    for (int64_t g = 0; g < KV; ++g) {
+    ParallelFor(KV, KV > 1 && (b1 - b0) * P * D > 4096, [&](int64_t g) {
       const float* S = state.s.data() + g * P * D;  // [P, D]
       const float* z = state.z.data() + g * P;      // [P]
       // float rows, so that the loops over d vectorize; the denominator in double.
@@ -87,7 +88,7 @@ void LinearAttend(float* out, float* norm, LinearState& state, const float* phi_
       float* zw = state.z.data() + g * P;
       for (int64_t j = b0; j < b1; ++j)
         AddToState(Sw, zw, phi_k + (j * KV + g) * P, v + (j * KV + g) * D, P, D);
-    }
+    });
   }
   state.tokens += n;
 }
@@ -132,8 +133,7 @@ void LinearWindowForward(float* out, float* norm, const float* q, const float* k
   const int64_t H = shape.n_heads, KV = shape.n_kv_heads, D = shape.head_dim, P = shape.phi_dim;
   const int64_t group = H / KV;
   const double scale = 1.0 / std::sqrt(double(D));
-#pragma omp parallel for if (KV > 1)
-  for (int64_t g = 0; g < KV; ++g) {
+  ParallelFor(KV, KV > 1, [&](int64_t g) {
     std::vector<double> num(static_cast<size_t>(D));         // [D]
     std::vector<double> logit(static_cast<size_t>(window));  // [W] the row's window
     for (int64_t h = g * group; h < (g + 1) * group; ++h)
@@ -161,7 +161,7 @@ void LinearWindowForward(float* out, float* norm, const float* q, const float* k
         for (int64_t d = 0; d < D; ++d) o[d] = float(num[size_t(d)] / den);
         norm[i * H + h] = float(den);
       }
-  }
+  });
 }
 
 void LinearWindowBackward(float* dq, float* dk, float* dv, float* d_phi_q, float* d_phi_k, float* d_window_factor,
@@ -245,8 +245,7 @@ void LinearWindowAttend(float* out, const float* window_out, const float* window
   state.pending_v.insert(state.pending_v.end(), v, v + n * KV * D);
   const float* pk = state.pending_phi.data();
   const float* pv = state.pending_v.data();
-#pragma omp parallel for if (KV > 1 && n * P * D > 4096)
-  for (int64_t g = 0; g < KV; ++g) {
+  ParallelFor(KV, KV > 1 && n * P * D > 4096, [&](int64_t g) {
     const float* S = state.s.data() + g * P * D;  // [P, D]
     const float* z = state.z.data() + g * P;      // [P]
     std::vector<float> num(static_cast<size_t>(D));  // [D]
@@ -272,7 +271,7 @@ void LinearWindowAttend(float* out, const float* window_out, const float* window
         const double inv = 1.0 / (c + den);
         for (int64_t d = 0; d < D; ++d) o[d] = float((c * wo[d] + num[size_t(d)]) * inv);
       }
-  }
+  });
   // Tokens no later query sees through its window join S and z.
   const int64_t fold_to = std::max(state.folded, p0 + n - window + 1);
   for (int64_t j = state.folded; j < fold_to; ++j) {

@@ -1,8 +1,8 @@
 // Ways to share a range of work among threads: equal shares or pieces in
-// turn among OpenMP's (ParallelFor, ParallelRanges); a contiguous share per thread that the others
-// help with once theirs is done (ForEachOwnedFirst), or each item to the
-// next free thread (ForEachDynamic), these two on OpenMP's threads or the
-// spin team's.
+// turn among OpenMP's (ParallelFor, ParallelRanges); a contiguous share
+// per thread that the others help with once theirs is done
+// (ForEachOwnedFirst), or each item to the next free thread
+// (ForEachDynamic), these two on OpenMP's threads or the spin team's.
 #pragma once
 
 #include <omp.h>
