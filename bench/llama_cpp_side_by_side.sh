@@ -45,6 +45,12 @@
 #                    programs to leave the cores (default 0: don't)
 #   --prepare-only   fetch, build, write the models, then stop
 #   --fresh-models   write the models and GGUF files again
+#   --isa avx2       measure both programs as they run on an AVX2-only CPU
+#                    (Zen 3, Haswell): llama.cpp built without GGML_NATIVE
+#                    (AVX2, FMA, F16C, BMI2; no AVX-512, no AVX-VNNI), under
+#                    .cache/llama.cpp/build-avx2/, and swan with
+#                    SWAN_SIMD_TARGET=AVX2 DNNL_MAX_CPU_ISA=AVX2. The cores
+#                    stay the machine's: a proxy for such a CPU, not one.
 #
 # Not a test: absolute figures move with the machine's load, so compare the
 # ratios of back-to-back runs. Figures are medians of the repeats for both
@@ -60,7 +66,7 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 
 models=llama,gemma3 types=f16,q8_0,q4_0 depths=0,4096,16384,32768 reps=3
-prompt=512 gen=128 threads=2 swan=build/swan out="" adapt=0 prepare_only=0 fresh=0 wait_idle=0 rounds=1
+prompt=512 gen=128 threads=2 swan=build/swan out="" adapt=0 prepare_only=0 fresh=0 wait_idle=0 rounds=1 isa_cap=native
 while [ $# -gt 0 ]; do
   case "$1" in
     --models) models=$2; shift ;;
@@ -77,11 +83,21 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift ;;
     --prepare-only) prepare_only=1 ;;
     --fresh-models) fresh=1 ;;
+    --isa) isa_cap=$2; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $1 (--help lists them)" >&2; exit 2 ;;
   esac
   shift
 done
+# The llama.cpp build and swan's environment per ISA.
+case "$isa_cap" in
+  native) llama_build=build ggml_isa=(-DGGML_NATIVE=ON) swan_isa_env=() ;;
+  avx2)
+    grep -qw avx2 /proc/cpuinfo || { echo "--isa avx2: this CPU has no AVX2" >&2; exit 2; }
+    llama_build=build-avx2 ggml_isa=(-DGGML_NATIVE=OFF -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF)
+    swan_isa_env=(SWAN_SIMD_TARGET=AVX2 DNNL_MAX_CPU_ISA=AVX2) ;;
+  *) echo "--isa: native or avx2, not $isa_cap" >&2; exit 2 ;;
+esac
 
 npm_pkg=node-llama-cpp@3.21.1
 llama_dir=$repo/.cache/llama.cpp
@@ -105,8 +121,8 @@ if [ ! -d "$llama_dir/src/.git" ]; then
 fi
 llama_commit=$(git -C "$llama_dir/src" rev-parse HEAD)
 llama_release=$(sed -n 's/.*"release": *"\([^"]*\)".*/\1/p' "$llama_dir/package/llama/binariesGithubRelease.json")
-llama_bench=$llama_dir/build/bin/llama-bench
-llama_quantize=$llama_dir/build/bin/llama-quantize
+llama_bench=$llama_dir/$llama_build/bin/llama-bench
+llama_quantize=$llama_dir/$llama_build/bin/llama-quantize
 if [ ! -x "$llama_bench" ] || [ ! -x "$llama_quantize" ]; then
   # CPU only, no network at build or run time: no OpenSSL (HTTPS model
   # downloads), no web UI, no server, tests or examples; static, so the
@@ -114,14 +130,14 @@ if [ ! -x "$llama_bench" ] || [ ! -x "$llama_quantize" ]; then
   # LLAMA_CURL any more; LLAMA_OPENSSL replaced it.)
   log "building llama-bench and llama-quantize ($llama_commit); this takes a while on 2 cores"
   start=$(date +%s)
-  nice -n 10 cmake -S "$llama_dir/src" -B "$llama_dir/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DGGML_NATIVE=ON -DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_METAL=OFF -DGGML_BLAS=OFF \
+  nice -n 10 cmake -S "$llama_dir/src" -B "$llama_dir/$llama_build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    "${ggml_isa[@]}" -DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_METAL=OFF -DGGML_BLAS=OFF \
     -DGGML_OPENMP=ON -DGGML_CCACHE=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
     -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
-    -DLLAMA_USE_PREBUILT_UI=OFF >"$llama_dir/cmake.log" 2>&1 ||
-    { tail -20 "$llama_dir/cmake.log" >&2; exit 1; }
-  nice -n 10 cmake --build "$llama_dir/build" --target llama-bench llama-quantize -j 2 >"$llama_dir/build.log" 2>&1 ||
-    { tail -20 "$llama_dir/build.log" >&2; exit 1; }
+    -DLLAMA_USE_PREBUILT_UI=OFF >"$llama_dir/$llama_build.cmake.log" 2>&1 ||
+    { tail -20 "$llama_dir/$llama_build.cmake.log" >&2; exit 1; }
+  nice -n 10 cmake --build "$llama_dir/$llama_build" --target llama-bench llama-quantize -j 2 \
+    >"$llama_dir/$llama_build.log" 2>&1 || { tail -20 "$llama_dir/$llama_build.log" >&2; exit 1; }
   log "llama-bench and llama-quantize built in $(( $(date +%s) - start )) s"
 fi
 
@@ -214,8 +230,8 @@ fi
 stamp=$(date -u +%Y%m%d-%H%M%S)
 run_dir=$work/runs/$stamp
 mkdir -p "$run_dir"
-swan_env=(env SWAN_ADAPT_THREADS=0)
-[ "$adapt" = 1 ] && swan_env=()
+swan_env=(env SWAN_ADAPT_THREADS=0 "${swan_isa_env[@]}")
+[ "$adapt" = 1 ] && swan_env=(env "${swan_isa_env[@]}")
 i=0
 for round in $(seq "$rounds"); do
   for m in "${model_list[@]}"; do
@@ -261,6 +277,7 @@ done
 # --- 4. the table ---------------------------------------------------------------
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
 if grep -qw avx512f /proc/cpuinfo; then isa=AVX-512; elif grep -qw avx2 /proc/cpuinfo; then isa=AVX2; else isa="no AVX2"; fi
+[ "$isa_cap" = avx2 ] && isa="$isa, both capped to AVX2 (llama.cpp built without GGML_NATIVE: AVX2 FMA F16C BMI2; swan SWAN_SIMD_TARGET=AVX2 DNNL_MAX_CPU_ISA=AVX2)"
 [ -n "$out" ] || out=$work/table-$stamp.md
 header="side by side, $(date -u '+%Y-%m-%d %H:%M UTC'): $cpu, $isa, $(nproc) cores, $threads threads each;"
 header+=" swan $swan_commit; llama.cpp ${llama_commit:0:12} (node-llama-cpp 3.21.1, bundle $llama_release);"
