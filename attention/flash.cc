@@ -95,9 +95,7 @@ static void UpdateState(const float* st, int64_t n_keys, int64_t rows, int64_t r
     float* row = acc + r * dim_padded;
     for (int64_t c = 0; c < dim_padded; c += L) hn::StoreU(hn::Mul(hn::LoadU(df, row + c), a), df, row + c);
   }
-  int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) AccumulateRows<4>(pt, rows_padded, vf, dim_padded, n_keys, r, acc);
-  for (; r < rows; ++r) AccumulateRows<1>(pt, rows_padded, vf, dim_padded, n_keys, r, acc);
+  AccumulateAllRows(pt, rows_padded, vf, dim_padded, n_keys, rows, acc);
 }
 
 // Copies ST to SM with -inf wherever the query of row r does not see key j

@@ -136,15 +136,8 @@ void BackwardKeyBlock(const BackwardPlan& plan, int64_t task) {
       }
     }
     // dV[j] += sum_r P[r][j] dO[r];  dK[j] += sum_r dS[r][j] q[r].
-    int64_t j = 0;
-    for (; j + 4 <= n_keys; j += 4) {
-      AccumulateRows<4>(p, kBlockKeys, go_rows, dim_padded, rows, j, dv);
-      AccumulateRows<4>(ds, kBlockKeys, q_rows, dim_padded, rows, j, dk);
-    }
-    for (; j < n_keys; ++j) {
-      AccumulateRows<1>(p, kBlockKeys, go_rows, dim_padded, rows, j, dv);
-      AccumulateRows<1>(ds, kBlockKeys, q_rows, dim_padded, rows, j, dk);
-    }
+    AccumulateAllRows(p, kBlockKeys, go_rows, dim_padded, rows, n_keys, dv);
+    AccumulateAllRows(ds, kBlockKeys, q_rows, dim_padded, rows, n_keys, dk);
   }
 
   const bool add = plan.grads->accumulate;
@@ -230,9 +223,7 @@ void BackwardQueryTile(const BackwardPlan& plan, int64_t task) {
           if (!Sees(a.span, row_pos[r], a.kv.pos[j0 + j])) pj[r] = 0.0f;
     }
     // dQ[r] += sum_j dS^T[j][r] k_j.
-    int64_t r = 0;
-    for (; r + 4 <= rows; r += 4) AccumulateRows<4>(pt, rows_padded, kf, dim_padded, n_keys, r, dq);
-    for (; r < rows; ++r) AccumulateRows<1>(pt, rows_padded, kf, dim_padded, n_keys, r, dq);
+    AccumulateAllRows(pt, rows_padded, kf, dim_padded, n_keys, rows, dq);
   }
 
   const bool add = plan.grads->accumulate;

@@ -25,6 +25,18 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 using DF = hn::ScalableTag<float>;
 
+// The tiles below keep their accumulators, one operand row and a broadcast
+// in vector registers. AVX-512 has 32 of them; AVX2 and SSE4 have 16, where
+// the AVX-512 tiles (21 live vectors) spill two accumulators to the stack
+// every step and reload the other operand from memory in every FMA. There
+// the tiles are two vectors wide and six tall (15 live vectors).
+#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
+constexpr bool kSixteenRegisters = true;
+#else
+constexpr bool kSixteenRegisters = false;
+#endif
+constexpr size_t kTileVecs = kSixteenRegisters ? 2 : 4;  // vectors across a tile
+
 // dst [n] = the values of `n` / 32 q8_0 blocks at `blocks` (scale x int8).
 HWY_INLINE void WidenQ8_0(const uint8_t* HWY_RESTRICT blocks, int64_t n, float* HWY_RESTRICT dst) {
   const DF df;
@@ -103,18 +115,27 @@ HWY_MAYBE_UNUSED inline void ScoreBlock(const float* kf, int64_t k_stride, int64
                                         float* st) {
   const int64_t L = int64_t(hn::Lanes(DF()));
   int64_t r = 0;
-  for (; r + 4 * L <= rows_padded; r += 4 * L) {
-    int64_t j = 0;
-    for (; j + 4 <= n_keys; j += 4) ScoreKeys<4, 4>(kf, k_stride, head_dim, qt, rows_padded, j, r, st);
-    for (; j < n_keys; ++j) ScoreKeys<1, 4>(kf, k_stride, head_dim, qt, rows_padded, j, r, st);
-  }
-  const int64_t left = (rows_padded - r) / L;
-  if (left == 0) return;
-  if (left >= 2) {
+  if constexpr (kSixteenRegisters) {
     for (; r + 2 * L <= rows_padded; r += 2 * L) {
       int64_t j = 0;
-      for (; j + 8 <= n_keys; j += 8) ScoreKeys<8, 2>(kf, k_stride, head_dim, qt, rows_padded, j, r, st);
+      for (; j + 6 <= n_keys; j += 6) ScoreKeys<6, 2>(kf, k_stride, head_dim, qt, rows_padded, j, r, st);
+      for (; j + 4 <= n_keys; j += 4) ScoreKeys<4, 2>(kf, k_stride, head_dim, qt, rows_padded, j, r, st);
       for (; j < n_keys; ++j) ScoreKeys<1, 2>(kf, k_stride, head_dim, qt, rows_padded, j, r, st);
+    }
+  } else {
+    for (; r + 4 * L <= rows_padded; r += 4 * L) {
+      int64_t j = 0;
+      for (; j + 4 <= n_keys; j += 4) ScoreKeys<4, 4>(kf, k_stride, head_dim, qt, rows_padded, j, r, st);
+      for (; j < n_keys; ++j) ScoreKeys<1, 4>(kf, k_stride, head_dim, qt, rows_padded, j, r, st);
+    }
+    const int64_t left = (rows_padded - r) / L;
+    if (left == 0) return;
+    if (left >= 2) {
+      for (; r + 2 * L <= rows_padded; r += 2 * L) {
+        int64_t j = 0;
+        for (; j + 8 <= n_keys; j += 8) ScoreKeys<8, 2>(kf, k_stride, head_dim, qt, rows_padded, j, r, st);
+        for (; j < n_keys; ++j) ScoreKeys<1, 2>(kf, k_stride, head_dim, qt, rows_padded, j, r, st);
+      }
     }
   }
   for (; r < rows_padded; r += L) {
@@ -155,10 +176,21 @@ HWY_MAYBE_UNUSED inline void AccumulateRows(const float* pt, int64_t rows_padded
                            int64_t dim_padded, int64_t n_keys, int64_t r0, float* acc) {
   const int64_t L = int64_t(hn::Lanes(DF()));
   int64_t c = 0;
-  for (; c + 4 * L <= dim_padded; c += 4 * L)
-    AccumulateValues<kRows, 4>(pt, rows_padded, vf, dim_padded, n_keys, r0, c, acc);
+  for (; c + int64_t(kTileVecs) * L <= dim_padded; c += int64_t(kTileVecs) * L)
+    AccumulateValues<kRows, kTileVecs>(pt, rows_padded, vf, dim_padded, n_keys, r0, c, acc);
   for (; c < dim_padded; c += L)
     AccumulateValues<kRows, 1>(pt, rows_padded, vf, dim_padded, n_keys, r0, c, acc);
+}
+
+// acc[r][...] += sum_j PT[j][r] * V[j][...] for rows [0, rows): the tallest
+// tile the registers hold, then the rest.
+HWY_MAYBE_UNUSED inline void AccumulateAllRows(const float* pt, int64_t rows_padded, const float* vf,
+                                               int64_t dim_padded, int64_t n_keys, int64_t rows, float* acc) {
+  int64_t r = 0;
+  if constexpr (kSixteenRegisters)
+    for (; r + 6 <= rows; r += 6) AccumulateRows<6>(pt, rows_padded, vf, dim_padded, n_keys, r, acc);
+  for (; r + 4 <= rows; r += 4) AccumulateRows<4>(pt, rows_padded, vf, dim_padded, n_keys, r, acc);
+  for (; r < rows; ++r) AccumulateRows<1>(pt, rows_padded, vf, dim_padded, n_keys, r, acc);
 }
 
 }  // namespace HWY_NAMESPACE
