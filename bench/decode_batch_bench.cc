@@ -88,4 +88,4 @@ BENCHMARK(BM_Decode)
 }  // namespace
 }  // namespace swan
 
-BENCHMARK_MAIN();
+// main(): bench_main.cc (SWAN_SIMD_TARGET applies)

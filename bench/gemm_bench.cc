@@ -69,4 +69,4 @@ BENCHMARK(BM_Gemm)
 }  // namespace
 }  // namespace swan
 
-BENCHMARK_MAIN();
+// main(): bench_main.cc (SWAN_SIMD_TARGET applies)

@@ -70,4 +70,4 @@ BENCHMARK(BM_Gemv)
 }  // namespace
 }  // namespace swan
 
-BENCHMARK_MAIN();
+// main(): bench_main.cc (SWAN_SIMD_TARGET applies)

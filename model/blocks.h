@@ -143,6 +143,12 @@ struct AttentionRows {
 void AttentionBlockBatch(float* residual, const float* xn, int64_t n,
                          const std::vector<AttentionRows>& parts, const BlockSizes& sizes);
 
+// The blocks keep their temporaries ([n, width] activations) per thread
+// from layer to layer and call to call (util/scratch.h). A forward pass
+// over many rows lets them go when its layers are done, so that a
+// prefill's buffers do not stay beside the weights for the decode after it.
+void ReleaseBlockScratch();
+
 // residual += down(act(gate(xn)) * up(xn)), act silu (HF LlamaMLP) or
 // gelu_tanh (HF GemmaMLP, gelu_pytorch_tanh).
 //   residual, xn [n, hidden]

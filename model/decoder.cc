@@ -230,6 +230,12 @@ void Decoder::ForwardSteps(float* logits, const std::vector<SequenceStep>& steps
     RmsNorm(xn.data(), x.data(), l.mlp_norm.data(), eps, n, hidden);
     add_block(l.post_mlp_norm, [&](float* out) { MlpBlock(out, xn.data(), n, l.mlp, sizes_, spec_.activation); });
   }
+  // A prefill's temporaries go before the head's weights are read (decode-sized steps keep theirs).
+  if (n > kGemvMaxRows) {
+    ReleaseBlockScratch();
+    std::vector<float>().swap(xn);
+    std::vector<float>().swap(branch);
+  }
   // Only the rows whose logits are wanted go through the final norm and head.
   OutputLogits(logits, x.data(), rows.logit_rows, norm_.data(), eps, lm_head_, hidden);
 }

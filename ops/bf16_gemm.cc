@@ -8,6 +8,7 @@
 #include <string>
 
 #include "util/bf16.h"
+#include "util/scratch.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/bf16_gemm.cc"
@@ -39,24 +40,6 @@ struct Problem {
 };
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// A grow-only buffer that a thread keeps for its later products: a fresh
-// 4 MB block per product cost a page fault and zeroing per 4 KB, ~10% of a
-// Qwen2.5-0.5B-shaped prefill.
-class Scratch {
- public:
-  float* Get(size_t n) {
-    if (n > size_) {
-      data_ = hwy::AllocateAligned<float>(n);
-      size_ = n;
-    }
-    return data_.get();
-  }
-
- private:
-  hwy::AlignedFreeUniquePtr<float[]> data_;
-  size_t size_ = 0;
-};
 
 // L contiguous bf16 values promoted to float32.
 HWY_INLINE hn::Vec<DF> LoadBF16(const uint16_t* p) {
@@ -161,13 +144,13 @@ void BlockedGemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmS
   const int64_t m = p.shape.m, n = p.shape.n, k = p.shape.k;
   const int64_t nc_max = std::min(kNC, CeilDiv(n, nr) * nr);
   // [nc_max / nr panels][kc][nr], packed once per (jc, pc) block by all threads
-  thread_local Scratch b_scratch;
+  thread_local ScratchFloats b_scratch;
   float* const b_block = b_scratch.Get(size_t(kKC * nc_max));
   // Small products are not worth waking the threads for.
   const bool parallel = 2.0 * double(m) * double(n) * double(k) >= 4e6;
 #pragma omp parallel if (parallel)
   {
-    thread_local Scratch a_scratch;
+    thread_local ScratchFloats a_scratch;
     float* const a_block = a_scratch.Get(size_t(kMC * kKC));  // [kMC/kMR][kc][kMR]
     const int64_t threads = omp_get_num_threads();
     // Row blocks of whole register tiles, as equal as they can be and a
