@@ -28,6 +28,7 @@
 #include "attention/flash_decode.h"
 #include "attention/flash_plan.h"
 #include "attention/kv_rows.h"
+#include "attention/softmax_exp.h"
 #include "attention/softmax_state.h"
 #include "util/parallel_ranges.h"
 
@@ -37,6 +38,7 @@
 #include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
 
+#include "attention/softmax_exp-inl.h"
 #include "attention/tile_kernels-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -78,10 +80,10 @@ static void UpdateState(const float* st, int64_t n_keys, int64_t rows, int64_t r
     const auto none = hn::Eq(m_new, neg_inf);  // rows that have seen no key yet
     // Subtracting 0 instead of -inf keeps -inf scores at -inf (exp -> 0).
     const auto shift = hn::IfThenZeroElse(none, m_new);
-    const auto a = hn::IfThenElse(none, one, hn::Exp(df, hn::Sub(m_old, shift)));
+    const auto a = hn::IfThenElse(none, one, SoftmaxExp(df, hn::Sub(m_old, shift)));
     auto sum = hn::Zero(df);
     for (int64_t j = 0; j < n_keys; ++j) {
-      const auto p = hn::Exp(df, hn::Sub(hn::LoadU(df, st + j * rows_padded + r), shift));
+      const auto p = SoftmaxExp(df, hn::Sub(hn::LoadU(df, st + j * rows_padded + r), shift));
       hn::StoreU(p, df, pt + j * rows_padded + r);
       sum = hn::Add(sum, p);
     }
@@ -109,6 +111,19 @@ static void MaskScores(const float* st, const int32_t* k_pos, int64_t n_keys,
     float* dst = sm + j * rows_padded;
     for (int64_t r = 0; r < rows; ++r) dst[r] = visible(row_pos[r], k_pos[j]) ? src[r] : kNegInf;
     for (int64_t r = rows; r < rows_padded; ++r) dst[r] = src[r];
+  }
+}
+
+void SoftmaxExpRange(const float* x, int64_t n, float* y) {
+  const DF df;
+  const int64_t L = int64_t(hn::Lanes(df));
+  int64_t i = 0;
+  for (; i + L <= n; i += L) hn::StoreU(SoftmaxExp(df, hn::LoadU(df, x + i)), df, y + i);
+  for (; i < n; ++i) {  // the tail through one padded vector
+    HWY_ALIGN float lanes[hn::MaxLanes(DF())] = {};
+    lanes[0] = x[i];
+    hn::Store(SoftmaxExp(df, hn::Load(df, lanes)), df, lanes);
+    y[i] = lanes[0];
   }
 }
 
@@ -222,6 +237,9 @@ HWY_AFTER_NAMESPACE();
 namespace swan {
 
 HWY_EXPORT(RunFlashTask);
+HWY_EXPORT(SoftmaxExpRange);
+
+void SoftmaxExpForTest(const float* x, int64_t n, float* y) { HWY_DYNAMIC_DISPATCH(SoftmaxExpRange)(x, n, y); }
 
 static void RunFlash(const AttentionArgs& args, const DualOutput& out, bool dual) {
   ValidateAttention(args);
