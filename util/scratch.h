@@ -23,10 +23,6 @@ class ScratchFloats {
     }
     return data_.get();
   }
-  void Release() {
-    data_.reset();
-    size_ = 0;
-  }
 
  private:
   hwy::AlignedFreeUniquePtr<float[]> data_;
