@@ -95,12 +95,12 @@ void WithPacked(WeightType type, const F& f) {
 }
 
 // Runs tile(rows, g, row, out) over groups [g_begin, g_end) and the input
-// rows in tiles of 4 (the last of 1-3), rows a std::integral_constant, and
-// stores each tile's out [rows, 16]. A group's weights are read once per
-// tile of input rows, from cache after the first.
-template <class Tile>
+// rows in tiles of kTile (2 to 4; the last of fewer), rows a
+// std::integral_constant, and stores each tile's out [rows, 16]. A group's
+// weights are read once per tile of input rows, from cache after the first.
+template <int kTile, class Tile>
 void ForEachTile(const BlockJob& job, int64_t g_begin, int64_t g_end, const Tile& tile) {
-  constexpr int kTile = 4;
+  static_assert(kTile >= 2 && kTile <= 4);
   float out[kTile * kPackedRows];
   for (int64_t g = g_begin; g < g_end; ++g) {
     int64_t row = 0;
@@ -109,8 +109,10 @@ void ForEachTile(const BlockJob& job, int64_t g_begin, int64_t g_end, const Tile
       StoreGroup(job, g, row, kTile, out);
     }
     const int64_t left = job.m - row;
-    if (left == 3) tile(std::integral_constant<int, 3>{}, g, row, out);
-    if (left == 2) tile(std::integral_constant<int, 2>{}, g, row, out);
+    if constexpr (kTile > 3)
+      if (left == 3) tile(std::integral_constant<int, 3>{}, g, row, out);
+    if constexpr (kTile > 2)
+      if (left == 2) tile(std::integral_constant<int, 2>{}, g, row, out);
     if (left == 1) tile(std::integral_constant<int, 1>{}, g, row, out);
     if (left) StoreGroup(job, g, row, left, out);
   }

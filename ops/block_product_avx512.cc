@@ -175,7 +175,7 @@ SWAN_VNNI_TARGET void GroupTileQ6K(const BlockJob& job, int64_t g, int64_t row, 
 
 void GroupsAvx512Vnni(const BlockJob& job, int64_t g_begin, int64_t g_end) {
   WithPacked(job.w.type, [&](auto format) {
-    ForEachTile(job, g_begin, g_end, [&](auto rows, int64_t g, int64_t row, float* out) {
+    ForEachTile<4>(job, g_begin, g_end, [&](auto rows, int64_t g, int64_t row, float* out) {
       if constexpr (format() == Packed::kQ6_K)
         GroupTileQ6K<rows()>(job, g, row, out);
       else
