@@ -33,7 +33,7 @@ void BM_Prefill(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * n);
 }
 BENCHMARK(BM_Prefill)
-    ->ArgsProduct({{1024, 4096}, {64, 128}, {0, 1024}, {0}})
+    ->ArgsProduct({{1024, 4096}, {64, 128}, {0, 512, 1024}, {0}})
     ->Args({4096, 128, 1024, 4})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
