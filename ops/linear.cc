@@ -84,10 +84,14 @@ LinearWeight LinearWeight::FromBytes(std::vector<uint8_t> blocks, int64_t out, i
 
 LinearWeight LinearWeight::OwningPacked(int64_t out, int64_t in, WeightType type,
                                         const std::function<void(uint8_t*)>& fill) {
-  auto packed = std::make_shared<std::vector<uint8_t>>(PackedBytes(type, out, in));  // ops/packed_blocks.h
-  fill(packed->data());
+  // Not zeroed first: every packing writes each byte (rows past `out`
+  // included), and zeroing a model's packed weights on one thread before the
+  // packing threads fill them took 4.6% of `swan generate`'s time for a
+  // 2048-token prompt on the side by side's Llama Q8_0.
+  std::shared_ptr<uint8_t[]> packed(new uint8_t[PackedBytes(type, out, in)]);  // ops/packed_blocks.h
+  fill(packed.get());
   LinearWeight w;
-  w.data_ = packed->data();
+  w.data_ = packed.get();
   w.owner_ = std::move(packed);
   w.type_ = type;
   w.out_ = out;
