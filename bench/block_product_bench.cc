@@ -1,5 +1,6 @@
-// Prefill's products with block-quantized weights (ops/block_product.h):
-// 512 input rows against the side by side's Llama shapes, each kernel this
+// Products with block-quantized weights (ops/block_product.h): 512 input
+// rows (prefill) against the side by side's Llama shapes, and one row
+// (decode) against a 1536 x 512 matrix that stays in cache, each kernel this
 // CPU has on the same quantized input in the same run. Integer operations
 // per second (2 m n k) in the counter "GOPS".
 //   SWAN_SIMD_TARGET=AVX2 build/bench/block_product_bench
@@ -15,10 +16,9 @@ namespace swan {
 namespace {
 
 // Args: out features n, in features k, the weights' WeightType, the
-// BlockKernel.
+// BlockKernel, input rows m.
 void BM_BlockProduct(benchmark::State& state) {
-  constexpr int64_t m = 512;
-  const int64_t n = state.range(0), k = state.range(1);
+  const int64_t n = state.range(0), k = state.range(1), m = state.range(4);
   const auto type = WeightType(state.range(2));
   const auto kernel = BlockKernel(state.range(3));
   bool here = false;
@@ -58,11 +58,14 @@ void Shapes(benchmark::internal::Benchmark* b) {
   for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_K, WeightType::kQ6_K})
     for (const auto& s : shapes)
       for (BlockKernel kernel : {BlockKernel::kAvx2, BlockKernel::kAvx512Vnni})
-        b->Args({s[0], s[1], int64_t(type), int64_t(kernel)});
+        b->Args({s[0], s[1], int64_t(type), int64_t(kernel), 512});
+  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0})
+    for (BlockKernel kernel : {BlockKernel::kAvx2, BlockKernel::kAvx512Vnni})
+      b->Args({1536, 512, int64_t(type), int64_t(kernel), 1});
 }
 BENCHMARK(BM_BlockProduct)
     ->Apply(Shapes)
-    ->ArgNames({"n", "k", "type", "kernel"})
+    ->ArgNames({"n", "k", "type", "kernel", "m"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
