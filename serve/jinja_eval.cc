@@ -143,9 +143,11 @@ class Renderer {
     switch (n.kind) {
       case Node::Kind::kText:
         out_ += n.text;
+        CheckOutputSize(n.line);
         break;
       case Node::Kind::kOutput:
         out_ += Str(Eval(*n.expr));
+        CheckOutputSize(n.line);
         break;
       case Node::Kind::kIf:
         for (const auto& [cond, body] : n.branches)
@@ -183,10 +185,12 @@ class Renderer {
     } else if (!IsUndefined(seq) && !seq.is_null()) {
       Fail(n.line, "cannot loop over " + Str(seq, true));
     }
+    CountIteration(n.line, int64_t(items.size()));  // the items made, whether or not they run
     scopes_.emplace_back();
     if (n.filter) {
       std::vector<Json> kept;
       for (const Json& item : items) {
+        CountIteration(n.line);
         Bind(n, item);
         if (Truthy(Eval(*n.filter))) kept.push_back(item);
       }
@@ -194,6 +198,7 @@ class Renderer {
     }
     const int64_t len = int64_t(items.size());
     for (int64_t i = 0; i < len; ++i) {
+      CountIteration(n.line);
       scopes_.back().clear();
       Bind(n, items[size_t(i)]);
       Json loop = {{"index0", i},   {"index", i + 1},      {"first", i == 0},         {"last", i + 1 == len},
@@ -653,8 +658,25 @@ class Renderer {
     Fail(line, "unsupported test '" + t + "'");
   }
 
+  // A render's budget: loops' items and iterations, and output. Nested
+  // loops over strings (a character an item) made a 1 KB template run for
+  // minutes (chat_template_fuzz); a chat template's loops run over
+  // messages, their parts and tools, far below these.
+  static constexpr int64_t kMaxIterations = int64_t(1) << 16;
+  static constexpr size_t kMaxOutputBytes = size_t(64) << 20;
+  void CountIteration(int line, int64_t count = 1) {
+    iterations_ += count;
+    if (iterations_ > kMaxIterations)
+      Fail(line, "more than " + std::to_string(kMaxIterations) + " loop iterations in one render");
+  }
+  void CheckOutputSize(int line) const {
+    if (out_.size() > kMaxOutputBytes)
+      Fail(line, "more than " + std::to_string(kMaxOutputBytes >> 20) + " MiB of output in one render");
+  }
+
   std::vector<std::map<std::string, Json>> scopes_;
   std::string out_;
+  int64_t iterations_ = 0;  // loops' items made and iterations run so far, filters' included
 };
 
 }  // namespace
