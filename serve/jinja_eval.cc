@@ -660,8 +660,7 @@ class Renderer {
 
   // A render's budget: loops' items and iterations, and output. Nested
   // loops over strings (a character an item) made a 1 KB template run for
-  // minutes (chat_template_fuzz); a chat template's loops run over
-  // messages, their parts and tools, far below these.
+  // minutes (chat_template_fuzz). A loop over N messages costs 2N.
   static constexpr int64_t kMaxIterations = int64_t(1) << 16;
   static constexpr size_t kMaxOutputBytes = size_t(64) << 20;
   void CountIteration(int line, int64_t count = 1) {
