@@ -66,7 +66,7 @@ void Shapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_BlockProduct)
     ->Apply(Shapes)
     ->ArgNames({"n", "k", "type", "kernel", "m"})
-    ->Unit(benchmark::kMillisecond)
+    ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
 }  // namespace

@@ -111,18 +111,20 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
       // chunk c's bytes: low nibbles values 4c .. 4c + 3, high ones 16 + 4c ..
       __m256i pairs[kRows][2];  // int16 pairs of products, added up
       for (int r = 0; r < kRows; ++r) pairs[r][0] = pairs[r][1] = _mm256_setzero_si256();
+      __m256i top[2] = {};  // [half] Q5_x's fifth bits of the block's values
+      if constexpr (kFive)
+        for (int half = 0; half < 2; ++half)
+          top[half] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 256 + 32 * half));
       ForChunks(std::make_integer_sequence<int, 4>{}, [&](auto c) SWAN_AVX2_TARGET {
         const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * c));
         const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * c + 32));
         __m256i lo0 = _mm256_and_si256(b0, low), hi0 = _mm256_and_si256(_mm256_srli_epi16(b0, 4), low);
         __m256i lo1 = _mm256_and_si256(b1, low), hi1 = _mm256_and_si256(_mm256_srli_epi16(b1, 4), low);
         if constexpr (kFive) {
-          const __m256i top0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 256));
-          const __m256i top1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 256 + 32));
-          lo0 = _mm256_or_si256(lo0, FifthBit<c()>(top0));
-          hi0 = _mm256_or_si256(hi0, FifthBit<c() + 4>(top0));
-          lo1 = _mm256_or_si256(lo1, FifthBit<c()>(top1));
-          hi1 = _mm256_or_si256(hi1, FifthBit<c() + 4>(top1));
+          lo0 = _mm256_or_si256(lo0, FifthBit<c()>(top[0]));
+          hi0 = _mm256_or_si256(hi0, FifthBit<c() + 4>(top[0]));
+          lo1 = _mm256_or_si256(lo1, FifthBit<c()>(top[1]));
+          hi1 = _mm256_or_si256(hi1, FifthBit<c() + 4>(top[1]));
         }
         for (int r = 0; r < kRows; ++r) {
           const __m256i xl = Broadcast4(x[r] + 4 * c()), xh = Broadcast4(x[r] + 16 + 4 * c());
