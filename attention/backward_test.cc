@@ -11,7 +11,7 @@
 
 #include "attention/attention.h"
 #include "attention/backward.h"
-#include "attention/seeded_test.h"
+#include "util/seeded_test.h"
 #include "attention/test_problem.h"
 
 namespace swan {

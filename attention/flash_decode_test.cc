@@ -14,7 +14,7 @@
 #include "attention/attention.h"
 #include "attention/flash_decode_bf16.h"
 #include "attention/flash_plan.h"
-#include "attention/seeded_test.h"
+#include "util/seeded_test.h"
 #include "attention/test_problem.h"
 #include "kv/kv_cache.h"
 #include "util/simd_target.h"

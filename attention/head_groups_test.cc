@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "attention/flash_decode_bf16.h"
-#include "attention/seeded_test.h"
+#include "util/seeded_test.h"
 #include "attention/test_problem.h"
 
 namespace swan {

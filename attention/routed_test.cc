@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "attention/seeded_test.h"
+#include "util/seeded_test.h"
 #include "attention/test_problem.h"
 
 namespace swan {
