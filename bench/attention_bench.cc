@@ -34,6 +34,7 @@ void BM_Prefill(benchmark::State& state) {
 }
 BENCHMARK(BM_Prefill)
     ->ArgsProduct({{1024, 4096}, {64, 128}, {0, 512, 1024}, {0}})
+    ->Args({512, 64, 0, 0})  // the side by side's prefill at depth 0
     ->Args({4096, 128, 1024, 4})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
