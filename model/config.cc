@@ -289,6 +289,11 @@ std::string ModelConfigJson(const ModelConfig& c) {
 ModelConfig LoadModelConfig(const std::string& dir) {
   namespace fs = std::filesystem;
   const fs::path config = fs::path(dir) / "config.json";
+  // A model is a GGUF file or a directory; say which the path is not.
+  if (!fs::exists(dir)) throw std::runtime_error(dir + ": no such file or directory");
+  if (!fs::is_directory(dir))
+    throw std::runtime_error(dir + ": not a model: a GGUF file begins with \"GGUF\", and a model directory holds "
+                                   "config.json and model.safetensors");
   if (!fs::exists(config)) throw std::runtime_error(dir + ": no config.json (is this a model directory?)");
   const fs::path gen = fs::path(dir) / "generation_config.json";
   const std::string gen_text = fs::exists(gen) ? ReadText(gen.string()) : "";

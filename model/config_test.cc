@@ -105,6 +105,12 @@ TEST(Config, LoadModelNamesMissingTensor) {
   // No config at all.
   fs::remove(dir / "config.json");
   EXPECT_NE(ErrorOf([&] { LoadModel(dir.string()); }).find("no config.json"), std::string::npos);
+  // A file that is not GGUF (a safetensors file given alone), and no file at all.
+  const std::string file = (dir / "model.safetensors").string();
+  EXPECT_NE(ErrorOf([&] { LoadModel(file); }).find("not a model: a GGUF file begins with \"GGUF\""),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { LoadModel((dir / "absent").string()); }).find("no such file or directory"),
+            std::string::npos);
   fs::remove_all(dir);
 }
 
