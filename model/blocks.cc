@@ -128,8 +128,7 @@ void AttendRows(float* out, float* q, float* k, const float* v, const float* xn,
   const bool cache_positions = layer.position_mode == PositionMode::kCache && layer.span.sinks > 0;
   std::vector<float> q_unrotated;  // [n, n_heads, head_dim] before RoPE
   if (cache_positions) q_unrotated.assign(q, q + n * h.n_heads * h.head_dim);
-  layer.rope->Apply(q, part.pos, n, h.n_heads);
-  layer.rope->Apply(k, part.pos, n, h.n_kv_heads);
+  layer.rope->Apply(q, h.n_heads, k, h.n_kv_heads, part.pos, n);
   if (layer.cache->linear() && part.pos[0] != layer.cache->linear_state().tokens)  // before any write
     throw std::invalid_argument("a linear layer's state holds " + std::to_string(layer.cache->linear_state().tokens) +
                                 " tokens; the next must be at that position, not " + std::to_string(part.pos[0]));

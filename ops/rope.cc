@@ -100,23 +100,34 @@ Rope::Rope(const RopeSettings& settings, int32_t head_dim)
 }
 
 void Rope::Apply(float* x, const int32_t* pos, int64_t n_tokens, int32_t n_heads) const {
+  Apply(x, n_heads, nullptr, 0, pos, n_tokens);
+}
+
+void Rope::Apply(float* q, int32_t q_heads, float* k, int32_t k_heads, const int32_t* pos, int64_t n_tokens) const {
   if (!enabled_) return;
   const int32_t half = head_dim_ / 2;
   ParallelFor(n_tokens, n_tokens > 16, [&](int64_t t) {
-    std::vector<float> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));  // [head_dim / 2]
+    thread_local std::vector<float> cos_sin;  // [2, head_dim / 2] this token's cosines, then sines
+    if (cos_sin.size() < size_t(2 * half)) cos_sin.resize(size_t(2 * half));
+    float* cos_t = cos_sin.data();
+    float* sin_t = cos_t + half;
     for (int32_t i = 0; i < half; ++i) {
       const double angle = double(pos[t]) * inv_freq_[size_t(i)];
-      cos_t[size_t(i)] = float(std::cos(angle) * attention_factor_);
-      sin_t[size_t(i)] = float(std::sin(angle) * attention_factor_);
+      cos_t[i] = float(std::cos(angle) * attention_factor_);
+      sin_t[i] = float(std::sin(angle) * attention_factor_);
     }
-    for (int32_t h = 0; h < n_heads; ++h) {
-      float* v = x + (t * n_heads + h) * head_dim_;  // [head_dim]
-      for (int32_t i = 0; i < half; ++i) {
-        const float a = v[i], b = v[i + half];
-        v[i] = a * cos_t[size_t(i)] - b * sin_t[size_t(i)];
-        v[i + half] = b * cos_t[size_t(i)] + a * sin_t[size_t(i)];
+    auto rotate = [&](float* x, int32_t n_heads) {
+      for (int32_t h = 0; h < n_heads; ++h) {
+        float* v = x + (t * n_heads + h) * head_dim_;  // [head_dim]
+        for (int32_t i = 0; i < half; ++i) {
+          const float a = v[i], b = v[i + half];
+          v[i] = a * cos_t[i] - b * sin_t[i];
+          v[i + half] = b * cos_t[i] + a * sin_t[i];
+        }
       }
-    }
+    };
+    rotate(q, q_heads);
+    if (k) rotate(k, k_heads);
   });
 }
 

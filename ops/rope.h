@@ -45,6 +45,9 @@ class Rope {
 
   // Rotates in place x [n_tokens, n_heads, head_dim], token t at pos[t].
   void Apply(float* x, const int32_t* pos, int64_t n_tokens, int32_t n_heads) const;
+  // Rotates a layer's queries q [n_tokens, q_heads, head_dim] and keys
+  // k [n_tokens, k_heads, head_dim] alike, each token's sines taken once.
+  void Apply(float* q, int32_t q_heads, float* k, int32_t k_heads, const int32_t* pos, int64_t n_tokens) const;
 
   const std::vector<double>& inv_freq() const { return inv_freq_; }  // [head_dim / 2]
   double attention_factor() const { return attention_factor_; }
