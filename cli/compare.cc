@@ -37,7 +37,7 @@ const char kUsage[] =
     "perplexity inside and beyond the window, bits per byte, passkey and needle-in-a-haystack\n"
     "accuracy with the needle inside and outside the window, associative recall by distance,\n"
     "prefill and decode tokens/s and KV cache MiB at several depths.\n"
-    "  -m DIR            Hugging Face model directory\n"
+    "  -m DIR            Hugging Face model directory, or a GGUF file with a tokenizer\n"
     "  --attn LIST       plans separated by ';' (plan specs contain commas), quoted for the shell:\n"
     "                    default 'full;swa:W;swa:W,sinks:4;hybrid:3:1'\n"
     "  --window W        window of the default plans, and of any hybrid plan given without\n"

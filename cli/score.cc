@@ -21,7 +21,7 @@ namespace {
 
 const char kUsage[] =
     "usage: swan score -m DIR --ids FILE.jsonl [--attn SPEC] [--batch B] [--kv f32|bf16|q8_0]\n"
-    "  -m DIR         model directory\n"
+    "  -m DIR         model directory, or a GGUF file (no tokenizer needed)\n"
     "  --ids FILE     one sequence of token ids per line: a JSON array (every token after the\n"
     "                 first is scored), or {\"ids\": [...], \"score\": [positions]} (the tokens\n"
     "                 at those positions are scored, each predicted from the ones before it)\n"

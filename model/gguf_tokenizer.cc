@@ -115,15 +115,18 @@ bool Flag(const GgufFile& file, const std::string& key, bool fallback) {
 
 }  // namespace
 
+// What still runs a model without a tokenizer.
+constexpr char kIdsOnly[] = "; it runs on token ids: swan generate --ids, swan score --ids, swan bench";
+
 GgufTokenizerParts ReadGgufTokenizer(const GgufFile& file) {
   const std::string& where = file.origin();
   const GgufValue* model_value = file.Find("tokenizer.ggml.model");
   if (!model_value)
-    throw std::runtime_error(where + ": holds no tokenizer (no tokenizer.ggml.model): give token ids (--ids)");
+    throw std::runtime_error(where + ": holds no tokenizer (no tokenizer.ggml.model)" + kIdsOnly);
   const std::string model = file.String("tokenizer.ggml.model");
   if (model == "none" || model == "no_vocab")
     throw std::runtime_error(where + ": holds no tokenizer (tokenizer.ggml.model is '" + model +
-                             "'): give token ids (--ids)");
+                             "')" + kIdsOnly);
   if (model != "llama" && model != "gpt2")
     throw std::runtime_error(where + ": tokenizer.ggml.model '" + model +
                              "' is not read by swan (llama: SentencePiece BPE; gpt2: byte-level BPE)");
