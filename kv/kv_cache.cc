@@ -96,6 +96,10 @@ void KvStore::Write(const float* k, const float* v, const int32_t* pos, int64_t 
                             " is past the maximum context of " + std::to_string(max_slots_) +
                             " positions (raise the context size)");
   GrowTo(need);
+  // The rows about to be written, backed in one call rather than a page
+  // fault per page during the step (a prefill's 512 rows were 523 faults).
+  k_.Commit(size_t(need) * row_bytes_);
+  v_.Commit(size_t(need) * row_bytes_);
   for (int64_t t = 0; t < n; ++t) {
     const int64_t slot = slots_.SlotOf(pos[t]);
     uint8_t* k_row = k_.data() + size_t(slot) * row_bytes_;

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -36,7 +37,8 @@ ReservedBuffer::~ReservedBuffer() {
 ReservedBuffer::ReservedBuffer(ReservedBuffer&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       max_bytes_(std::exchange(other.max_bytes_, 0)),
-      mapped_bytes_(std::exchange(other.mapped_bytes_, 0)) {}
+      mapped_bytes_(std::exchange(other.mapped_bytes_, 0)),
+      committed_(std::exchange(other.committed_, 0)) {}
 
 ReservedBuffer& ReservedBuffer::operator=(ReservedBuffer&& other) noexcept {
   if (this != &other) {
@@ -44,13 +46,26 @@ ReservedBuffer& ReservedBuffer::operator=(ReservedBuffer&& other) noexcept {
     data_ = std::exchange(other.data_, nullptr);
     max_bytes_ = std::exchange(other.max_bytes_, 0);
     mapped_bytes_ = std::exchange(other.mapped_bytes_, 0);
+    committed_ = std::exchange(other.committed_, 0);
   }
   return *this;
+}
+
+void ReservedBuffer::Commit(size_t bytes) {
+  const size_t page = OsPage();
+  const size_t end = std::min(mapped_bytes_, (bytes + page - 1) / page * page);
+  if (!data_ || end <= committed_) return;
+#ifdef MADV_POPULATE_WRITE
+  // Linux 5.14 and later; elsewhere (EINVAL) the pages fault in as written.
+  ::madvise(data_ + committed_, end - committed_, MADV_POPULATE_WRITE);
+#endif
+  committed_ = end;
 }
 
 void ReservedBuffer::Release(size_t from) {
   const size_t page = OsPage();
   const size_t start = (from + page - 1) / page * page;
+  committed_ = std::min(committed_, start);
   if (data_ && start < mapped_bytes_) ::madvise(data_ + start, mapped_bytes_ - start, MADV_DONTNEED);
 }
 
