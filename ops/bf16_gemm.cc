@@ -215,6 +215,8 @@ void GemmBF16Swan(float* c, const uint16_t* a, const uint16_t* b, const GemmShap
         "bf16 matrix product sizes must be positive, got m=" + std::to_string(s.m) +
         " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k));
   if (!c || !a || !b) throw std::invalid_argument("bf16 matrix product: null buffer");
+  if (s.ldc != 0 && s.ldc != s.n)
+    throw std::invalid_argument("bf16 matrix product: a dense C only, not a row stride of " + std::to_string(s.ldc));
   HWY_DYNAMIC_DISPATCH(BlockedGemmBF16)(c, a, b, s, accumulate);
 }
 

@@ -20,10 +20,11 @@ using dnnl::memory;
 struct Key {
   int64_t m, n, k;
   bool trans_a, trans_b, accumulate;
-  bool bf16;  // A and B in bfloat16
+  bool bf16;    // A and B in bfloat16
+  int64_t ldc;  // C's row stride
   bool operator<(const Key& o) const {
-    return std::tie(m, n, k, trans_a, trans_b, accumulate, bf16) <
-           std::tie(o.m, o.n, o.k, o.trans_a, o.trans_b, o.accumulate, o.bf16);
+    return std::tie(m, n, k, trans_a, trans_b, accumulate, bf16, ldc) <
+           std::tie(o.m, o.n, o.k, o.trans_a, o.trans_b, o.accumulate, o.bf16, o.ldc);
   }
 };
 
@@ -63,7 +64,7 @@ class GemmCache {
                          : memory::desc({key.m, key.k}, in, memory::dims{key.k, 1});
     e.b_md = key.trans_b ? memory::desc({key.k, key.n}, in, memory::dims{1, key.k})
                          : memory::desc({key.k, key.n}, in, memory::dims{key.n, 1});
-    e.c_md = memory::desc({key.m, key.n}, f32, memory::format_tag::ab);
+    e.c_md = memory::desc({key.m, key.n}, f32, memory::dims{key.ldc, 1});
     dnnl::primitive_attr attr;
     if (key.accumulate) {
       dnnl::post_ops ops;
@@ -100,6 +101,8 @@ GemmCounters counters;
 
 namespace {
 
+int64_t Ldc(const GemmShape& s) { return s.ldc != 0 ? s.ldc : s.n; }
+
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -111,6 +114,9 @@ void RunCounted(const GemmShape& s, const Product& product) {
     throw std::invalid_argument(
         "matrix product sizes must be positive, got m=" + std::to_string(s.m) +
         " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k));
+  if (s.ldc != 0 && s.ldc < s.n)
+    throw std::invalid_argument("matrix product: C's row stride " + std::to_string(s.ldc) + " is below its " +
+                                std::to_string(s.n) + " columns");
   const auto start = std::chrono::steady_clock::now();
   product();
   const double seconds = SecondsSince(start);
@@ -141,16 +147,19 @@ bool OneDnnHasBF16Matmul() {
 
 void Gemm(float* c, const float* a, const float* b, const GemmShape& s, bool accumulate) {
   RunCounted(s, [&] {
-    Cache().Run(c, a, b, Key{s.m, s.n, s.k, s.trans_a, s.trans_b, accumulate, /*bf16=*/false});
+    Cache().Run(c, a, b, Key{s.m, s.n, s.k, s.trans_a, s.trans_b, accumulate, /*bf16=*/false, Ldc(s)});
   });
 }
 
 void GemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& s, bool accumulate) {
   RunCounted(s, [&] {
     if (OneDnnHasBF16Matmul())
-      Cache().Run(c, a, b, Key{s.m, s.n, s.k, s.trans_a, s.trans_b, accumulate, /*bf16=*/true});
-    else
+      Cache().Run(c, a, b, Key{s.m, s.n, s.k, s.trans_a, s.trans_b, accumulate, /*bf16=*/true, Ldc(s)});
+    else if (Ldc(s) == s.n)
       GemmBF16Swan(c, a, b, s, accumulate);
+    else
+      throw std::invalid_argument("bf16 matrix product: swan's own takes a dense C, not a row stride of " +
+                                  std::to_string(s.ldc));
   });
 }
 

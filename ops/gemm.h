@@ -23,11 +23,13 @@ struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false;
   bool trans_b = false;
+  int64_t ldc = 0;  // C's row stride, >= n (columns of a wider matrix); 0 = n
 };
 
-// Throws std::invalid_argument on non-positive sizes.
+// Throws std::invalid_argument on non-positive sizes or ldc in (0, n).
 void Gemm(float* c, const float* a, const float* b, const GemmShape& shape, bool accumulate);
-// The same with A and B in bfloat16 (raw bits); C stays float32.
+// The same with A and B in bfloat16 (raw bits); C stays float32. swan's own
+// bf16 product (no oneDNN bf16 here) takes dense C only (ldc 0 or n).
 void GemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& shape,
               bool accumulate);
 

@@ -15,7 +15,7 @@ namespace swan {
 namespace {
 
 // Every path of Linear (GEMV for few rows, oneDNN f32 and bf16 for many,
-// f16 widened in blocks of 256 rows: 300 rows take two; Q8_0 and Q4_0 in
+// f16 converted in one piece here (LargeF16MatrixInPanels has 17); Q8_0 and Q4_0 in
 // integers, 300 rows being 18 groups of 16 and a part) against double loops
 // over the values the kernel actually multiplies.
 TEST(Linear, EveryPathMatchesTheReference) {
@@ -72,12 +72,13 @@ TEST(Linear, EveryPathMatchesTheReference) {
   EXPECT_THROW(LinearWeight(w, out + 1, in), std::invalid_argument);
 }
 
-// f16 weights of more than 4M values are widened 256 rows at a time, the
-// products gathered into y (smaller ones in one product straight into y).
-TEST(Linear, LargeF16MatrixInBlocks) {
+// f16 weights go in pieces of 256 rows here: widened to float32 in panels
+// of 256K values, each multiplied straight into its columns of y, or for
+// bf16 products (matrices above 4M values, here 4.3M) gathered into y.
+TEST(Linear, LargeF16MatrixInPanels) {
   std::mt19937 rng(std::random_device{}());
   std::normal_distribution<float> normal;
-  const int64_t out = 4200, in = 1024, m = 9;  // 4.3M values: 17 blocks, the last of 104 rows
+  const int64_t out = 4200, in = 1024, m = 9;  // 17 panels, the last of 104 rows
   std::vector<float> w(size_t(out * in)), x(size_t(m * in));  // [out, in], [m, in]
   for (auto& e : w) e = normal(rng);
   for (auto& e : x) e = normal(rng);

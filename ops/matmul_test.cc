@@ -40,6 +40,28 @@ TEST(Matmul, MatchesReferenceForManyShapes) {
 TEST(Matmul, RejectsEmptyShapes) {
   float y = 0, x = 0, w = 0;
   EXPECT_THROW(MatmulTransB(&y, &x, &w, {0, 1, 1}), std::invalid_argument);
+  EXPECT_THROW(MatmulTransB(&y, &x, &w, {1, 2, 1, /*ldy=*/1}), std::invalid_argument);
+}
+
+// With a row stride, the product fills columns of a wider y and leaves the
+// others as they were.
+TEST(Matmul, RowStrideWritesOnlyItsColumns) {
+  const MatmulShape s{17, 40, 64, /*ldy=*/100};
+  const auto x = Random(size_t(s.m * s.k), 4), w = Random(size_t(s.n * s.k), 5);
+  for (bool accumulate : {false, true}) {
+    const std::vector<float> before = Random(size_t(s.m * s.ldy), 6);  // [m, ldy]
+    std::vector<float> y = before, expected = before;
+    MatmulTransB(y.data() + 30, x.data(), w.data(), s, accumulate);  // columns [30, 70)
+    MatmulTransBReference(expected.data() + 30, x.data(), w.data(), s, accumulate);
+    for (int64_t r = 0; r < s.m; ++r)
+      for (int64_t c = 0; c < s.ldy; ++c) {
+        const size_t i = size_t(r * s.ldy + c);
+        if (c < 30 || c >= 70)
+          ASSERT_EQ(y[i], before[i]) << r << "," << c;
+        else
+          ASSERT_NEAR(y[i], expected[i], 1e-4 * (1 + std::fabs(expected[i]))) << r << "," << c;
+      }
+  }
 }
 
 TEST(Elementwise, RmsNormAndSiluMul) {
