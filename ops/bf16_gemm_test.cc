@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -147,6 +148,19 @@ TEST(RoundToBF16, RoundsLikeTheScalarConversionOnEveryTarget) {
   std::vector<uint16_t> got(x.size());
   ConvertToBF16(got.data(), x.data(), int64_t(x.size()));
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], F32ToBF16(x[i])) << i;
+}
+
+// swan's own bf16 product writes a dense C; a row stride (which oneDNN's
+// takes) is refused, not ignored.
+TEST(GemmBF16Swan, RefusesARowStride) {
+  std::vector<uint16_t> a(4, F32ToBF16(1.0f)), b(4, F32ToBF16(1.0f));  // [2, 2] each
+  std::vector<float> c(6, 0.0f);                                       // [2, 3]
+  EXPECT_THROW(GemmBF16Swan(c.data(), a.data(), b.data(), GemmShape{2, 2, 2, false, false, /*ldc=*/3}, false),
+               std::invalid_argument);
+  GemmBF16Swan(c.data(), a.data(), b.data(), GemmShape{2, 2, 2, false, false, /*ldc=*/2}, false);
+  EXPECT_EQ(c[0], 2.0f);
+  EXPECT_EQ(c[3], 2.0f);
+  EXPECT_EQ(c[4], 0.0f);
 }
 
 }  // namespace
