@@ -49,18 +49,55 @@ namespace hn = hwy::HWY_NAMESPACE;
 // Per-thread scratch of one task, grown on demand.
 struct TileScratch {
   std::vector<float> qt;    // [head_dim][rows_padded] scaled queries, transposed
-  std::vector<float> st;    // [kBlockKeys][rows_padded] scores, key-major
-  std::vector<float> sm;    // [kBlockKeys][rows_padded] masked scores
-  std::vector<float> pt;    // [kBlockKeys][rows_padded] probabilities
+  std::vector<float> st;    // [kBlockKeys][strip] scores of a strip of rows, key-major
+  std::vector<float> sm;    // [kBlockKeys][strip] masked scores
+  std::vector<float> pt;    // [kBlockKeys][strip] probabilities
   std::vector<float> kf;    // [kBlockKeys][dim_padded] K block as float
   std::vector<float> vf;    // [kBlockKeys][dim_padded] V block as float
-  std::vector<float> alpha; // [rows_padded] rescale factor of this block
+  std::vector<float> alpha; // [strip] rescale factor of this block
   std::vector<float> m[2], l[2];  // [rows_padded] per state
   std::vector<float> acc[2];      // [rows][dim_padded] per state
 };
 
 static void Grow(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
+}
+
+// The online-softmax step of rows [r0, r0 + kVecs L) over a block of
+// scores ST [n_keys][rows_padded]: new max m, probabilities PT, sums l, and
+// alpha, the factor that rescales what the rows had accumulated.
+template <int kVecs>
+static void SoftmaxRows(const float* st, int64_t n_keys, int64_t rows_padded, int64_t r0, float* m, float* l,
+                        float* pt, float* alpha) {
+  const DF df;
+  const int64_t L = int64_t(hn::Lanes(df));
+  const auto neg_inf = hn::Set(df, kNegInf);
+  const auto one = hn::Set(df, 1.0f);
+  hn::Vec<DF> shift[kVecs], sum[kVecs];
+  for (int v = 0; v < kVecs; ++v) {
+    const int64_t r = r0 + v * L;
+    auto block_max = neg_inf;
+    for (int64_t j = 0; j < n_keys; ++j) block_max = hn::Max(block_max, hn::LoadU(df, st + j * rows_padded + r));
+    const auto m_old = hn::LoadU(df, m + r);
+    const auto m_new = hn::Max(m_old, block_max);
+    const auto none = hn::Eq(m_new, neg_inf);  // rows that have seen no key yet
+    // Subtracting 0 instead of -inf keeps -inf scores at -inf (exp -> 0).
+    shift[v] = hn::IfThenZeroElse(none, m_new);
+    hn::StoreU(m_new, df, m + r);
+    hn::StoreU(hn::IfThenElse(none, one, SoftmaxExp(df, hn::Sub(m_old, shift[v]))), df, alpha + r);
+    sum[v] = hn::Zero(df);
+  }
+  for (int64_t j = 0; j < n_keys; ++j)
+    for (int v = 0; v < kVecs; ++v) {
+      const int64_t at = j * rows_padded + r0 + v * L;
+      const auto p = SoftmaxExp(df, hn::Sub(hn::LoadU(df, st + at), shift[v]));
+      hn::StoreU(p, df, pt + at);
+      sum[v] = hn::Add(sum[v], p);
+    }
+  for (int v = 0; v < kVecs; ++v) {
+    const int64_t r = r0 + v * L;
+    hn::StoreU(hn::MulAdd(hn::LoadU(df, l + r), hn::LoadU(df, alpha + r), sum[v]), df, l + r);
+  }
 }
 
 // One online-softmax step of state `s` over a block of scores ST [n_keys][R]
@@ -70,31 +107,16 @@ static void UpdateState(const float* st, int64_t n_keys, int64_t rows, int64_t r
                         float* pt, float* alpha) {
   const DF df;
   const int64_t L = int64_t(hn::Lanes(df));
-  const auto neg_inf = hn::Set(df, kNegInf);
-  const auto one = hn::Set(df, 1.0f);
-  for (int64_t r = 0; r < rows_padded; r += L) {
-    auto block_max = neg_inf;
-    for (int64_t j = 0; j < n_keys; ++j) block_max = hn::Max(block_max, hn::LoadU(df, st + j * rows_padded + r));
-    const auto m_old = hn::LoadU(df, m + r);
-    const auto m_new = hn::Max(m_old, block_max);
-    const auto none = hn::Eq(m_new, neg_inf);  // rows that have seen no key yet
-    // Subtracting 0 instead of -inf keeps -inf scores at -inf (exp -> 0).
-    const auto shift = hn::IfThenZeroElse(none, m_new);
-    const auto a = hn::IfThenElse(none, one, SoftmaxExp(df, hn::Sub(m_old, shift)));
-    auto sum = hn::Zero(df);
-    for (int64_t j = 0; j < n_keys; ++j) {
-      const auto p = SoftmaxExp(df, hn::Sub(hn::LoadU(df, st + j * rows_padded + r), shift));
-      hn::StoreU(p, df, pt + j * rows_padded + r);
-      sum = hn::Add(sum, p);
-    }
-    hn::StoreU(hn::MulAdd(hn::LoadU(df, l + r), a, sum), df, l + r);
-    hn::StoreU(m_new, df, m + r);
-    hn::StoreU(a, df, alpha + r);
-  }
-  for (int64_t r = 0; r < rows; ++r) {
-    if (alpha[r] == 1.0f) continue;
-    const auto a = hn::Set(df, alpha[r]);
-    float* row = acc + r * dim_padded;
+  // Two vectors of rows at a time where there are two: e^x is one long
+  // chain of dependent operations, and two independent ones per key keep
+  // the FMA units busy where one left them waiting on its latency.
+  int64_t r = 0;
+  for (; r + 2 * L <= rows_padded; r += 2 * L) SoftmaxRows<2>(st, n_keys, rows_padded, r, m, l, pt, alpha);
+  for (; r < rows_padded; r += L) SoftmaxRows<1>(st, n_keys, rows_padded, r, m, l, pt, alpha);
+  for (int64_t row_index = 0; row_index < rows; ++row_index) {
+    if (alpha[row_index] == 1.0f) continue;
+    const auto a = hn::Set(df, alpha[row_index]);
+    float* row = acc + row_index * dim_padded;
     for (int64_t c = 0; c < dim_padded; c += L) hn::StoreU(hn::Mul(hn::LoadU(df, row + c), a), df, row + c);
   }
   AccumulateAllRows(pt, rows_padded, vf, dim_padded, n_keys, rows, acc);
@@ -141,12 +163,14 @@ void RunFlashTask(const FlashPlan& plan, int64_t task) {
   const int64_t rows_padded = (rows + L - 1) / L * L;
   const int64_t dim_padded = (d + L - 1) / L * L;
   const int n_states = plan.dual ? 2 : 1;
+  // Rows scored and softmaxed together: the width of ScoreBlock's widest tile.
+  const int64_t strip_rows = int64_t(kTileVecs) * L;
 
   static thread_local TileScratch s;
   Grow(s.qt, size_t(d * rows_padded));
-  Grow(s.st, size_t(kBlockKeys * rows_padded));
-  Grow(s.sm, size_t(kBlockKeys * rows_padded));
-  Grow(s.pt, size_t(kBlockKeys * rows_padded));
+  Grow(s.st, size_t(kBlockKeys * strip_rows));
+  Grow(s.sm, size_t(kBlockKeys * strip_rows));
+  Grow(s.pt, size_t(kBlockKeys * strip_rows));
   Grow(s.kf, size_t(kBlockKeys * dim_padded));
   Grow(s.vf, size_t(kBlockKeys * dim_padded));
   Grow(s.alpha, size_t(rows_padded));
@@ -183,8 +207,10 @@ void RunFlashTask(const FlashPlan& plan, int64_t task) {
   // This head's K and V rows of block `b`, requested ahead: a row is a few
   // cache lines far apart from the next, and decode does too little work
   // per row for the hardware prefetcher alone to keep loads in flight.
-  auto prefetch_block = [&](int64_t b) {
-    const int64_t first = b * kBlockKeys, last = std::min<int64_t>(kv.n_rows, first + kBlockKeys);
+  // Part `part` of `parts` of block b's rows.
+  auto prefetch_block = [&](int64_t b, int64_t part, int64_t parts) {
+    const int64_t first = b * kBlockKeys + kBlockKeys * part / parts;
+    const int64_t last = std::min<int64_t>(kv.n_rows, b * kBlockKeys + kBlockKeys * (part + 1) / parts);
     for (int64_t j = first; j < last; ++j) {
       const int64_t offset = KvBytes(kv.type, j * stride + int64_t(t.kv_head) * d);
       for (int64_t byte = 0; byte < row_bytes; byte += 64) {
@@ -193,10 +219,10 @@ void RunFlashTask(const FlashPlan& plan, int64_t task) {
       }
     }
   };
-  if (!visits.empty()) prefetch_block(visits[0].block);
+  const int64_t n_strips = (rows_padded + strip_rows - 1) / strip_rows;
+  if (!visits.empty()) prefetch_block(visits[0].block, 0, 1);
   for (size_t vi = 0; vi < visits.size(); ++vi) {
     const BlockVisit& visit = visits[vi];
-    if (vi + 1 < visits.size()) prefetch_block(visits[vi + 1].block);
     const int64_t j0 = visit.block * kBlockKeys;
     const int64_t n_keys = std::min<int64_t>(kBlockKeys, kv.n_rows - j0);
     for (int64_t j = 0; j < n_keys; ++j) {
@@ -204,21 +230,31 @@ void RunFlashTask(const FlashPlan& plan, int64_t task) {
       LoadRowAsFloat(kv.k, kv.type, index, d, s.kf.data() + j * dim_padded);
       LoadRowAsFloat(kv.v, kv.type, index, d, s.vf.data() + j * dim_padded);
     }
-    ScoreBlock(s.kf.data(), dim_padded, d, s.qt.data(), rows_padded, n_keys, s.st.data());
     const int32_t* k_pos = kv.pos + j0;
-    for (int state = 0; state < n_states; ++state) {
-      const Visibility vis = state == 0 ? visit.span : visit.outside;
-      if (vis == Visibility::kNone) continue;
-      const float* scores = s.st.data();
-      if (vis == Visibility::kPartial) {
-        if (state == 0)
-          MaskScores(s.st.data(), k_pos, n_keys, row_pos.data(), rows, rows_padded, in_span, s.sm.data());
-        else
-          MaskScores(s.st.data(), k_pos, n_keys, row_pos.data(), rows, rows_padded, outside_span, s.sm.data());
-        scores = s.sm.data();
+    // Strip by strip of the tile's rows, so that a strip's scores and
+    // probabilities stay in L1 from its QK product through its PV product.
+    for (int64_t r0 = 0; r0 < rows_padded; r0 += strip_rows) {
+      const int64_t strip = std::min(strip_rows, rows_padded - r0);   // padded rows of the strip
+      const int64_t real = std::clamp<int64_t>(rows - r0, 0, strip);  // rows of queries in it
+      // The next block's rows, requested a part per strip: all at once they
+      // stalled on the misses they left outstanding.
+      if (vi + 1 < visits.size()) prefetch_block(visits[vi + 1].block, r0 / strip_rows, n_strips);
+      ScoreBlock(s.kf.data(), dim_padded, d, s.qt.data() + r0, rows_padded, strip, n_keys, s.st.data());
+      for (int state = 0; state < n_states; ++state) {
+        const Visibility vis = state == 0 ? visit.span : visit.outside;
+        if (vis == Visibility::kNone) continue;
+        const float* scores = s.st.data();
+        if (vis == Visibility::kPartial) {
+          const int32_t* pos = row_pos.data() + r0;
+          if (state == 0)
+            MaskScores(s.st.data(), k_pos, n_keys, pos, real, strip, in_span, s.sm.data());
+          else
+            MaskScores(s.st.data(), k_pos, n_keys, pos, real, strip, outside_span, s.sm.data());
+          scores = s.sm.data();
+        }
+        UpdateState(scores, n_keys, real, strip, s.vf.data(), dim_padded, s.m[state].data() + r0,
+                    s.l[state].data() + r0, s.acc[state].data() + r0 * dim_padded, s.pt.data(), s.alpha.data());
       }
-      UpdateState(scores, n_keys, rows, rows_padded, s.vf.data(), dim_padded, s.m[state].data(),
-                  s.l[state].data(), s.acc[state].data(), s.pt.data(), s.alpha.data());
     }
   }
 

@@ -83,10 +83,10 @@ HWY_INLINE void LoadRowAsFloat(const void* base, KvType type, int64_t index, int
 }
 
 // ST[j][r0 .. r0 + kVecs*L) = sum_c K[j][c] * QT[c][...] for kKeys keys
-// starting at j0.
+// starting at j0 (QT's rows qt_stride apart, ST's st_stride).
 template <size_t kKeys, size_t kVecs>
 HWY_INLINE void ScoreKeys(const float* HWY_RESTRICT kf, int64_t k_stride, int64_t head_dim,
-                          const float* HWY_RESTRICT qt, int64_t rows_padded, int64_t j0,
+                          const float* HWY_RESTRICT qt, int64_t qt_stride, int64_t st_stride, int64_t j0,
                           int64_t r0, float* HWY_RESTRICT st) {
   const DF df;
   const size_t L = hn::Lanes(df);
@@ -95,7 +95,7 @@ HWY_INLINE void ScoreKeys(const float* HWY_RESTRICT kf, int64_t k_stride, int64_
     for (size_t v = 0; v < kVecs; ++v) acc[k][v] = hn::Zero(df);
   const float* krow = kf + j0 * k_stride;
   for (int64_t c = 0; c < head_dim; ++c) {
-    const float* qrow = qt + c * rows_padded + r0;
+    const float* qrow = qt + c * qt_stride + r0;
     hn::Vec<DF> q[kVecs];
     for (size_t v = 0; v < kVecs; ++v) q[v] = hn::LoadU(df, qrow + v * L);
     for (size_t k = 0; k < kKeys; ++k) {
@@ -105,44 +105,53 @@ HWY_INLINE void ScoreKeys(const float* HWY_RESTRICT kf, int64_t k_stride, int64_
   }
   for (size_t k = 0; k < kKeys; ++k)
     for (size_t v = 0; v < kVecs; ++v)
-      hn::StoreU(acc[k][v], df, st + (j0 + int64_t(k)) * rows_padded + r0 + int64_t(v * L));
+      hn::StoreU(acc[k][v], df, st + (j0 + int64_t(k)) * st_stride + r0 + int64_t(v * L));
 }
 
-// Scores of `n_keys` keys (rows of kf, k_stride apart) for all padded rows:
-// ST[j][r] = sum_c kf[j][c] * QT[c][r].
+// Scores of `n_keys` keys (rows of kf, k_stride apart) for `rows_padded`
+// rows (a multiple of the vector): ST[j][r] = sum_c kf[j][c] * QT[c][r],
+// QT's rows qt_stride apart (a strip of a wider QT), ST's rows_padded.
 HWY_MAYBE_UNUSED inline void ScoreBlock(const float* kf, int64_t k_stride, int64_t head_dim,
-                                        const float* qt, int64_t rows_padded, int64_t n_keys,
-                                        float* st) {
+                                        const float* qt, int64_t qt_stride, int64_t rows_padded,
+                                        int64_t n_keys, float* st) {
   const int64_t L = int64_t(hn::Lanes(DF()));
+  const int64_t ss = rows_padded;
   int64_t r = 0;
   if constexpr (kSixteenRegisters) {
     for (; r + 2 * L <= rows_padded; r += 2 * L) {
       int64_t j = 0;
-      for (; j + 6 <= n_keys; j += 6) ScoreKeys<6, 2>(kf, k_stride, head_dim, qt, rows_padded, j, r, st);
-      for (; j + 4 <= n_keys; j += 4) ScoreKeys<4, 2>(kf, k_stride, head_dim, qt, rows_padded, j, r, st);
-      for (; j < n_keys; ++j) ScoreKeys<1, 2>(kf, k_stride, head_dim, qt, rows_padded, j, r, st);
+      for (; j + 6 <= n_keys; j += 6) ScoreKeys<6, 2>(kf, k_stride, head_dim, qt, qt_stride, ss, j, r, st);
+      for (; j + 4 <= n_keys; j += 4) ScoreKeys<4, 2>(kf, k_stride, head_dim, qt, qt_stride, ss, j, r, st);
+      for (; j < n_keys; ++j) ScoreKeys<1, 2>(kf, k_stride, head_dim, qt, qt_stride, ss, j, r, st);
     }
   } else {
     for (; r + 4 * L <= rows_padded; r += 4 * L) {
       int64_t j = 0;
-      for (; j + 4 <= n_keys; j += 4) ScoreKeys<4, 4>(kf, k_stride, head_dim, qt, rows_padded, j, r, st);
-      for (; j < n_keys; ++j) ScoreKeys<1, 4>(kf, k_stride, head_dim, qt, rows_padded, j, r, st);
+      for (; j + 4 <= n_keys; j += 4) ScoreKeys<4, 4>(kf, k_stride, head_dim, qt, qt_stride, ss, j, r, st);
+      for (; j < n_keys; ++j) ScoreKeys<1, 4>(kf, k_stride, head_dim, qt, qt_stride, ss, j, r, st);
     }
     const int64_t left = (rows_padded - r) / L;
     if (left == 0) return;
     if (left >= 2) {
       for (; r + 2 * L <= rows_padded; r += 2 * L) {
         int64_t j = 0;
-        for (; j + 8 <= n_keys; j += 8) ScoreKeys<8, 2>(kf, k_stride, head_dim, qt, rows_padded, j, r, st);
-        for (; j < n_keys; ++j) ScoreKeys<1, 2>(kf, k_stride, head_dim, qt, rows_padded, j, r, st);
+        for (; j + 8 <= n_keys; j += 8) ScoreKeys<8, 2>(kf, k_stride, head_dim, qt, qt_stride, ss, j, r, st);
+        for (; j < n_keys; ++j) ScoreKeys<1, 2>(kf, k_stride, head_dim, qt, qt_stride, ss, j, r, st);
       }
     }
   }
   for (; r < rows_padded; r += L) {
     int64_t j = 0;
-    for (; j + 8 <= n_keys; j += 8) ScoreKeys<8, 1>(kf, k_stride, head_dim, qt, rows_padded, j, r, st);
-    for (; j < n_keys; ++j) ScoreKeys<1, 1>(kf, k_stride, head_dim, qt, rows_padded, j, r, st);
+    for (; j + 8 <= n_keys; j += 8) ScoreKeys<8, 1>(kf, k_stride, head_dim, qt, qt_stride, ss, j, r, st);
+    for (; j < n_keys; ++j) ScoreKeys<1, 1>(kf, k_stride, head_dim, qt, qt_stride, ss, j, r, st);
   }
+}
+
+// ScoreBlock over all of QT's rows_padded rows.
+HWY_MAYBE_UNUSED inline void ScoreBlock(const float* kf, int64_t k_stride, int64_t head_dim,
+                                        const float* qt, int64_t rows_padded, int64_t n_keys,
+                                        float* st) {
+  ScoreBlock(kf, k_stride, head_dim, qt, rows_padded, rows_padded, n_keys, st);
 }
 
 // acc[r][c0 .. c0 + kVecs*L) += sum_j PT[j][r] * V[j][...] for kRows rows.

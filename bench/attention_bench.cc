@@ -39,6 +39,35 @@ BENCHMARK(BM_Prefill)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// Args: depth (keys before the 512 queries), KV type (0: f32, 1: bf16),
+// window (0: full span). The side by side's prefill of 512 tokens after
+// `depth` (8/2 heads of 64); counter: GFLOP/s of the QK and PV products
+// (4 d FLOPs a visible query-key pair).
+void BM_PrefillAtDepth(benchmark::State& state) {
+  std::mt19937 rng(1);
+  const int64_t depth = state.range(0), n_q = 512;
+  const AttentionShape shape{8, 2, 64};
+  const KvType type = state.range(1) == 1 ? KvType::kBF16 : KvType::kF32;
+  const int32_t window = int32_t(state.range(2));
+  const testing::Problem p = testing::MakePrefill(rng, shape, Span{window, 0}, depth + n_q, n_q, false, type);
+  std::vector<float> out(p.q.size());  // [n_q, heads, head_dim]
+  const AttentionArgs a = p.Args();
+  for (auto _ : state) {
+    Attend(a, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  double pairs = 0;  // visible query-key pairs
+  for (int64_t i = 0; i < n_q; ++i) pairs += double(window > 0 ? std::min<int64_t>(window, depth + i + 1) : depth + i + 1);
+  state.counters["GFLOP/s"] = benchmark::Counter(pairs * shape.n_heads * 4.0 * shape.head_dim * 1e-9 *
+                                                     double(state.iterations()),
+                                                 benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_PrefillAtDepth)
+    ->ArgsProduct({{0, 4096}, {0, 1}, {0}})
+    ->Args({4096, 1, 512})  // the side by side's Gemma 3 window layers at 4K
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // A bf16 KV view of `keys` rows and `copies` copies of it: a model's layers
 // each read their own cache once per token, so cycling through copies that
 // together exceed the last-level cache measures what decode reads from

@@ -51,7 +51,11 @@ void Shapes(benchmark::internal::Benchmark* b) {
   // (2048, 8192), 512 tokens; the 2048^3 yardstick.
   const std::vector<std::vector<int64_t>> shapes = {
       {512, 768, 256},   {512, 688, 256},   {512, 256, 688},   {512, 4096, 256},
-      {512, 2048, 2048}, {512, 8192, 2048}, {512, 2048, 8192}, {2048, 2048, 2048}};
+      {512, 2048, 2048}, {512, 8192, 2048}, {512, 2048, 8192}, {2048, 2048, 2048},
+      // the side by side's models (bench/llama_cpp_side_by_side.sh): q and o,
+      // k and v, gate and up, down; q, k, v together and gate, up together
+      {512, 512, 512},   {512, 128, 512},   {512, 1536, 512}, {512, 512, 1536},
+      {512, 768, 512},   {512, 3072, 512}};
   for (const auto& s : shapes)
     for (int64_t path : {kOneDnnF32, kSwanBF16, kOneDnnBF16}) b->Args({s[0], s[1], s[2], path, 0});
   // Training's other two products of swan-7m's MLP at context 2048.
