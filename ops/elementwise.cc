@@ -9,18 +9,7 @@
 
 namespace swan {
 
-void RmsNorm(float* out, const float* x, const float* weight, float eps, int64_t n_tokens,
-             int64_t dim, float* rstd) {
-  ParallelFor(n_tokens, n_tokens > 16, [&](int64_t t) {
-    const float* xt = x + t * dim;
-    float* ot = out + t * dim;
-    double sum_sq = 0;
-    for (int64_t i = 0; i < dim; ++i) sum_sq += double(xt[i]) * xt[i];
-    const float inv = float(1.0 / std::sqrt(sum_sq / double(dim) + double(eps)));
-    if (rstd) rstd[t] = inv;
-    for (int64_t i = 0; i < dim; ++i) ot[i] = xt[i] * inv * weight[i];
-  });
-}
+// RmsNorm: ops/rms_norm.cc (Highway).
 
 void RmsNormBackward(float* dx, float* d_weight, const float* d_out, const float* x,
                      const float* rstd, const float* weight, int64_t n, int64_t dim,
