@@ -33,20 +33,23 @@ void SiluMulRange(float* out, const float* gate, const float* up, int64_t n) {
   for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
-// gelu_tanh(g) * u = g/2 (1 + tanh(sqrt(2/pi) (g + 0.044715 g³))) * u.
+// gelu_tanh(g) * u = g/2 (1 + tanh(z)) * u, z = sqrt(2/pi) (g + 0.044715 g³),
+// computed as g / (1 + e^-2z) * u (1 + tanh(z) = 2 / (1 + e^-2z)): one exp
+// where Highway's tanh took about twice the operations (1.6% of Gemma 3
+// f16's prefill capped to AVX2). e^-2z is taken at -2z <= 88, as in SiluMul.
 void GeluTanhMulRange(float* out, const float* gate, const float* up, int64_t n) {
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
   constexpr float kCubic = 0.044715f;
   const hn::ScalableTag<float> df;
   const int64_t L = int64_t(hn::Lanes(df));
-  const auto half = hn::Set(df, 0.5f), one = hn::Set(df, 1.0f);
-  const auto scale = hn::Set(df, kSqrt2OverPi), cubic = hn::Set(df, kCubic);
+  const auto one = hn::Set(df, 1.0f), limit = hn::Set(df, 88.0f);
+  const auto minus_two_scale = hn::Set(df, -2.0f * kSqrt2OverPi), cubic = hn::Set(df, kCubic);
   int64_t i = 0;
   for (; i + L <= n; i += L) {
     const auto g = hn::LoadU(df, gate + i);
-    const auto inner = hn::Mul(scale, hn::MulAdd(hn::Mul(cubic, g), hn::Mul(g, g), g));
-    const auto gelu = hn::Mul(hn::Mul(half, g), hn::Add(one, hn::Tanh(df, inner)));
-    hn::StoreU(hn::Mul(gelu, hn::LoadU(df, up + i)), df, out + i);
+    const auto minus_2z = hn::Mul(minus_two_scale, hn::MulAdd(hn::Mul(cubic, g), hn::Mul(g, g), g));
+    const auto e = hn::Exp(df, hn::Min(minus_2z, limit));
+    hn::StoreU(hn::Mul(hn::Div(g, hn::Add(one, e)), hn::LoadU(df, up + i)), df, out + i);
   }
   for (; i < n; ++i) {
     const float g = gate[i];
