@@ -173,7 +173,7 @@ void RunFlashTask(const FlashPlan& plan, int64_t task) {
   Grow(s.pt, size_t(kBlockKeys * strip_rows));
   Grow(s.kf, size_t(kBlockKeys * dim_padded));
   Grow(s.vf, size_t(kBlockKeys * dim_padded));
-  Grow(s.alpha, size_t(rows_padded));
+  Grow(s.alpha, size_t(strip_rows));
   for (int i = 0; i < n_states; ++i) {
     Grow(s.m[i], size_t(rows_padded));
     Grow(s.l[i], size_t(rows_padded));
