@@ -274,6 +274,17 @@ for round in $(seq "$rounds"); do
   done
 done
 
+# The FMA bound of these cores as swan runs (capped or not): with f16 weights
+# both programs multiply float32 FMAs, so no prefill of them can beat it.
+fma_bench=$(dirname "$swan")/bench/fma_peak_bench
+fma_gflops=
+if [ -x "$fma_bench" ]; then
+  wait_idle
+  fma_gflops=$(env OMP_NUM_THREADS="$threads" "${swan_isa_env[@]}" "$fma_bench" --benchmark_filter='threads:0' \
+    --benchmark_format=json 2>/dev/null | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{
+      const b=JSON.parse(s).benchmarks[0]; console.log((b.GFLOPS/1e9).toFixed(1))})') || fma_gflops=
+fi
+
 # --- 4. the table ---------------------------------------------------------------
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
 if grep -qw avx512f /proc/cpuinfo; then isa=AVX-512; elif grep -qw avx2 /proc/cpuinfo; then isa=AVX2; else isa="no AVX2"; fi
@@ -287,10 +298,29 @@ header+="; peak RSS: /usr/bin/time of one more run of each doing the same job, a
 header+=" tokens then $gen decoded (llama-bench -pg, swan generate)"
 [ "$rounds" -gt 1 ] && header+="; medians over $rounds rounds, ratios per round's back-to-back pair (their range in brackets)"
 header+="; busy: cores other programs kept busy during the two timed runs (the largest)"
-HEADER=$header node - "$run_dir" "$models" "$types" "$depths" "$rounds" >"$out.tmp" <<'EOF'
+HEADER=$header node - "$run_dir" "$models" "$types" "$depths" "$rounds" "$prompt" "$threads" "$fma_gflops" \
+  >"$out.tmp" <<'EOF'
 const fs = require("fs");
-const [dir, models, types, depths, roundsArg] = process.argv.slice(2);
-const rounds = Number(roundsArg);
+const [dir, models, types, depths, roundsArg, promptArg, threads, fmaArg] = process.argv.slice(2);
+const rounds = Number(roundsArg), prompt = Number(promptArg), fma = Number(fmaArg);
+// The models' shapes (model_args above) and the FLOPs a prefill token needs
+// at a depth: 2 per weight of the layers' products, and 4 x head dim per key
+// a head attends to (QK and PV; causal, a window layer its last W keys).
+const shapes = {
+  llama: { layers: 8, hidden: 512, heads: 8, kv: 2, hd: 64, inter: 1536, window: 0, pattern: 1 },
+  gemma3: { layers: 12, hidden: 512, heads: 8, kv: 2, hd: 64, inter: 1536, window: 512, pattern: 4 },
+};
+const flopsPerToken = (m, depth) => {
+  const s = shapes[m];
+  const weights = 2 * s.hidden * s.heads * s.hd + 2 * s.hidden * s.kv * s.hd + 3 * s.hidden * s.inter;
+  let keys = 0;  // summed over layers, averaged over the prompt's tokens
+  for (let l = 0; l < s.layers; ++l) {
+    const window = s.window && (l + 1) % s.pattern !== 0 ? s.window : Infinity;
+    for (let i = 0; i < prompt; ++i) keys += Math.min(window, depth + i + 1) / prompt;
+  }
+  return 2 * s.layers * weights + 4 * s.heads * s.hd * keys;
+};
+const needs = [];  // lines under the table: what 1.5x llama.cpp's prefill needs of the FMA bound
 const text = (f) => { try { return fs.readFileSync(f, "utf8"); } catch { return null; } };
 const read = (f) => { try { return JSON.parse(text(f)); } catch { return null; } };
 // /usr/bin/time's last line: elapsed, user, system seconds, peak RSS KiB
@@ -349,10 +379,18 @@ for (const m of models.split(","))
       if (!Number.isFinite(lrss)) lrss = per[0].lrss;  // with the saved KV copy
       if (!Number.isFinite(srss)) srss = per[0].srss;  // with the probes
       const others = Math.max(...per.map((p) => p.busy).filter(Number.isFinite));
+      if (Number.isFinite(fma) && fma > 0 && ["f16", "bf16", "f32"].includes(t) && shapes[m] && Number.isFinite(lpp)) {
+        const at = (tps) => (100 * tps * flopsPerToken(m, Number(d)) / 1e9 / fma).toFixed(0) + "%";
+        needs.push(`${m} ${t} at depth ${d}: llama.cpp ${at(lpp)}, swan ${at(spp)}, 1.5x llama.cpp ${at(1.5 * lpp)}`);
+      }
       console.log(`| ${m} | ${t} | ${d} | ${fmt(lpp)} | ${fmt(spp)} | ${ratioCell("spp", "lpp")} | ${fmt(ltg)} | ${fmt(stg)} | ` +
                   `${ratioCell("stg", "ltg")} | ${fmt(lrss)} | ${fmt(srss)} | ` +
                   `${Number.isFinite(others) ? others.toFixed(2) : "-"} |`);
     }
+if (needs.length)
+  console.log(`\nFMA bound: ${fma} GFLOP/s on ${threads} threads (build/bench/fma_peak_bench, as swan ran). ` +
+              "Prefill FLOPs (2 per weight of the layers' products, 4 x head dim per key attended) per second, " +
+              "as a share of it:\n\n" + needs.map((n) => "- " + n).join("\n"));
 EOF
 mv "$out.tmp" "$out"
 cat "$out"
