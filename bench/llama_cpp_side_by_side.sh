@@ -274,16 +274,22 @@ for round in $(seq "$rounds"); do
   done
 done
 
-# The FMA bound of these cores as swan runs (capped or not): with f16 weights
-# both programs multiply float32 FMAs, so no prefill of them can beat it.
-fma_bench=$(dirname "$swan")/bench/fma_peak_bench
-fma_gflops=
-if [ -x "$fma_bench" ]; then
+# What the cores can multiply at best as swan runs (capped or not,
+# bench/peak_bench.cc): float32 FMAs, which both programs multiply f16
+# weights with, and AVX2's exact 8-bit products (the sign trick), which both
+# multiply Q8_0 with below AVX-512 VNNI. No prefill of those beats them.
+peak_bench=$(dirname "$swan")/bench/peak_bench
+peaks=
+if [ -x "$peak_bench" ]; then
   wait_idle
-  fma_gflops=$(env OMP_NUM_THREADS="$threads" "${swan_isa_env[@]}" "$fma_bench" --benchmark_filter='threads:0' \
+  peaks=$(env OMP_NUM_THREADS="$threads" "${swan_isa_env[@]}" "$peak_bench" --benchmark_filter='threads:0' \
     --benchmark_format=json 2>/dev/null | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{
-      const b=JSON.parse(s).benchmarks[0]; console.log((b.GFLOPS/1e9).toFixed(1))})') || fma_gflops=
+      const r={};for(const b of JSON.parse(s).benchmarks){if(b.GFLOPS)r.fma=b.GFLOPS/1e9;if(b.GMACS)r.int8=b.GMACS/1e9;}
+      console.log(JSON.stringify(r))})') || peaks=
 fi
+# The 8-bit bound applies where swan's Q8_0 kernel is the AVX2 one.
+sign_trick=0
+{ [ "$isa_cap" = avx2 ] || ! grep -qw avx512_vnni /proc/cpuinfo; } && sign_trick=1
 
 # --- 4. the table ---------------------------------------------------------------
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
@@ -304,10 +310,11 @@ header+="; busy: cores other programs kept busy during the two timed runs (the l
 bf16_products=0
 [ "$isa_cap" != avx2 ] && grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo && bf16_products=1
 BF16_PRODUCTS=$bf16_products HEADER=$header node - "$run_dir" "$models" "$types" "$depths" "$rounds" "$prompt" \
-  "$threads" "$fma_gflops" >"$out.tmp" <<'EOF'
+  "$threads" "${peaks:-"{}"}" "$sign_trick" >"$out.tmp" <<'EOF'
 const fs = require("fs");
-const [dir, models, types, depths, roundsArg, promptArg, threads, fmaArg] = process.argv.slice(2);
-const rounds = Number(roundsArg), prompt = Number(promptArg), fma = Number(fmaArg);
+const [dir, models, types, depths, roundsArg, promptArg, threads, peaksArg, signTrick] = process.argv.slice(2);
+const rounds = Number(roundsArg), prompt = Number(promptArg);
+const peaks = JSON.parse(peaksArg);  // {fma: GFLOP/s, int8: G products/s}
 // The models' shapes (model_args above) and the FLOPs a prefill token needs
 // at a depth: 2 per weight of the layers' products, and 4 x head dim per key
 // a head attends to (QK and PV; causal, a window layer its last W keys).
@@ -315,7 +322,7 @@ const shapes = {
   llama: { layers: 8, hidden: 512, heads: 8, kv: 2, hd: 64, inter: 1536, window: 0, pattern: 1 },
   gemma3: { layers: 12, hidden: 512, heads: 8, kv: 2, hd: 64, inter: 1536, window: 512, pattern: 4 },
 };
-const flopsPerToken = (m, depth) => {
+const workPerToken = (m, depth) => {
   const s = shapes[m];
   const weights = 2 * s.hidden * s.heads * s.hd + 2 * s.hidden * s.kv * s.hd + 3 * s.hidden * s.inter;
   let keys = 0;  // summed over layers, averaged over the prompt's tokens
@@ -323,9 +330,21 @@ const flopsPerToken = (m, depth) => {
     const window = s.window && (l + 1) % s.pattern !== 0 ? s.window : Infinity;
     for (let i = 0; i < prompt; ++i) keys += Math.min(window, depth + i + 1) / prompt;
   }
-  return 2 * s.layers * weights + 4 * s.heads * s.hd * keys;
+  return { products: s.layers * weights, attention: 4 * s.heads * s.hd * keys };  // products, FLOPs
 };
-const needs = [];  // lines under the table: what 1.5x llama.cpp's prefill needs of the FMA bound
+// The share of the cores' time a prefill at tps tokens/s takes with every
+// product at its bound: f16 (bf16, f32) products as 2 FLOPs each against
+// the FMA bound, Q8_0's against the 8-bit bound; attention against the FMA
+// bound. null where no bound applies.
+const boundShare = (m, t, depth, tps) => {
+  const w = workPerToken(m, depth);
+  let products = null;
+  if (["f16", "bf16", "f32"].includes(t) && peaks.fma) products = 2 * w.products / (peaks.fma * 1e9);
+  if (t === "q8_0" && signTrick === "1" && peaks.int8) products = w.products / (peaks.int8 * 1e9);
+  if (products === null || !peaks.fma) return null;
+  return tps * (products + w.attention / (peaks.fma * 1e9));
+};
+const needs = [];  // lines under the table: each prefill's share of the bounds
 const text = (f) => { try { return fs.readFileSync(f, "utf8"); } catch { return null; } };
 const read = (f) => { try { return JSON.parse(text(f)); } catch { return null; } };
 // /usr/bin/time's last line: elapsed, user, system seconds, peak RSS KiB
@@ -384,8 +403,8 @@ for (const m of models.split(","))
       if (!Number.isFinite(lrss)) lrss = per[0].lrss;  // with the saved KV copy
       if (!Number.isFinite(srss)) srss = per[0].srss;  // with the probes
       const others = Math.max(...per.map((p) => p.busy).filter(Number.isFinite));
-      if (Number.isFinite(fma) && fma > 0 && ["f16", "bf16", "f32"].includes(t) && shapes[m] && Number.isFinite(lpp)) {
-        const at = (tps) => (100 * tps * flopsPerToken(m, Number(d)) / 1e9 / fma).toFixed(0) + "%";
+      if (shapes[m] && Number.isFinite(lpp) && boundShare(m, t, Number(d), lpp) !== null) {
+        const at = (tps) => (100 * boundShare(m, t, Number(d), tps)).toFixed(0) + "%";
         needs.push(`${m} ${t} at depth ${d}: llama.cpp ${at(lpp)}, swan ${at(spp)}, 1.5x llama.cpp ${at(1.5 * lpp)}`);
       }
       console.log(`| ${m} | ${t} | ${d} | ${fmt(lpp)} | ${fmt(spp)} | ${ratioCell("spp", "lpp")} | ${fmt(ltg)} | ${fmt(stg)} | ` +
@@ -393,10 +412,13 @@ for (const m of models.split(","))
                   `${Number.isFinite(others) ? others.toFixed(2) : "-"} |`);
     }
 if (needs.length)
-  console.log(`\nFMA bound: ${fma} GFLOP/s on ${threads} threads (build/bench/fma_peak_bench, as swan ran). ` +
-              "Prefill FLOPs (2 per weight of the layers' products, 4 x head dim per key attended) per second, " +
-              "as a share of it" + (process.env.BF16_PRODUCTS === "1"
-                ? " (swan multiplies f16 weights as bf16 here, two products per lane and instruction)" : "") +
+  console.log(`\nBounds on ${threads} threads (build/bench/peak_bench, as swan ran): float32 FMAs ` +
+              `${peaks.fma.toFixed(0)} GFLOP/s` + (signTrick === "1" && peaks.int8
+                ? `, AVX2's signed 8-bit products ${peaks.int8.toFixed(0)} G/s` : "") +
+              ". The share of the cores' time each prefill would take with every product and the attention " +
+              "(4 x head dim FLOPs per key attended) at its bound" + (process.env.BF16_PRODUCTS === "1"
+                ? " (swan multiplies f16 weights as bf16 here, two products per lane and instruction, so its " +
+                  "share can pass 100%)" : "") +
               ":\n\n" + needs.map((n) => "- " + n).join("\n"));
 EOF
 mv "$out.tmp" "$out"

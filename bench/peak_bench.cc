@@ -1,0 +1,132 @@
+// What the cores can multiply at best, on one thread and on all:
+//  - BM_FmaPeak: a loop of nothing but independent vector FMAs (Highway's
+//    dispatched target, so SWAN_SIMD_TARGET=AVX2 gives the 8-wide figure an
+//    AVX2-only CPU would have). A product of float32 (or of f16 widened to
+//    float32) can at best run at this rate; gemm_bench's GFLOPS read against
+//    it. GFLOP/s in the counter "GFLOPS".
+//  - BM_SignTrickPeak: AVX2's exact signed 8-bit products, as Q8_0 against a
+//    quantized input needs them (llama.cpp's AVX2 path and swan's,
+//    ops/block_product_avx2.cc): vpsignb, vpmaddubsw, vpmaddwd and vpaddd
+//    per 32 products, in independent chains. Products per second in the
+//    counter "GMACS".
+//   SWAN_SIMD_TARGET=AVX2 build/bench/peak_bench
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <cstdint>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "bench/peak_bench.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace swan {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// kChains accumulators, each one FMA per step: more than latency x FMA
+// units (4 x 2 on the cores swan has met), so no step waits on the last.
+constexpr int kChains = 12;
+
+// steps x kChains FMAs of `lanes` floats; returns a sum the compiler must keep.
+float FmaChains(int64_t steps) {
+  const hn::ScalableTag<float> df;
+  const auto scale = hn::Set(df, 0.999999f), add = hn::Set(df, 1e-7f);
+  hn::Vec<decltype(df)> acc[kChains];
+  for (int c = 0; c < kChains; ++c) acc[c] = hn::Set(df, float(c));
+  for (int64_t s = 0; s < steps; ++s)
+    for (int c = 0; c < kChains; ++c) acc[c] = hn::MulAdd(acc[c], scale, add);
+  for (int c = 1; c < kChains; ++c) acc[0] = hn::Add(acc[0], acc[c]);
+  return hn::GetLane(hn::SumOfLanes(df, acc[0]));
+}
+
+// Floating-point operations in one step of FmaChains, and the vector's lanes.
+int64_t FlopsPerStep() { return 2 * kChains * int64_t(hn::Lanes(hn::ScalableTag<float>())); }
+int64_t FloatLanes() { return int64_t(hn::Lanes(hn::ScalableTag<float>())); }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace swan
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace swan {
+namespace {
+
+HWY_EXPORT(FmaChains);
+HWY_EXPORT(FloatLanes);
+HWY_EXPORT(FlopsPerStep);
+
+constexpr int64_t kSteps = int64_t(1) << 20;
+
+// Args: threads (0: all of OpenMP's).
+void BM_FmaPeak(benchmark::State& state) {
+  const int threads = state.range(0) > 0 ? int(state.range(0)) : omp_get_max_threads();
+  float sink = 0;
+  for (auto _ : state) {
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+    sink += HWY_DYNAMIC_DISPATCH(FmaChains)(kSteps);
+  }
+  benchmark::DoNotOptimize(sink);
+  const double flops = double(HWY_DYNAMIC_DISPATCH(FlopsPerStep)()) * double(kSteps) * threads;
+  state.counters["GFLOPS"] =
+      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["lanes"] = double(HWY_DYNAMIC_DISPATCH(FloatLanes)());
+  state.counters["threads"] = threads;
+}
+BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(0)->ArgName("threads")->Unit(benchmark::kMillisecond)->UseRealTime();
+
+#if defined(__x86_64__)
+constexpr int kIntChains = 8;  // (w, acc) pairs: the kernel's tile holds 8 sums
+
+// Tells the compiler v may have changed, without an instruction: otherwise
+// it hoists the products of loop-invariant operands out of the loop.
+__attribute__((target("avx2"))) inline void Opaque(__m256i& v) { __asm__ volatile("" : "+x"(v)); }
+
+// steps x kIntChains x 32 signed 8-bit products; returns a sum to keep.
+__attribute__((target("avx2"))) int32_t SignTrickChains(int64_t steps) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i x = _mm256_set1_epi8(-3), w[kIntChains], acc[kIntChains];
+  for (int c = 0; c < kIntChains; ++c) w[c] = _mm256_set1_epi8(int8_t(c - 4)), acc[c] = _mm256_setzero_si256();
+  for (int64_t s = 0; s < steps; ++s) {
+    Opaque(x);
+    const __m256i ax = _mm256_sign_epi8(x, x);  // |x|, once per input as in the kernels
+    for (int c = 0; c < kIntChains; ++c) {
+      Opaque(w[c]);
+      const __m256i pairs = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(w[c], x));  // |x| (w sign(x)), pairs added
+      acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(pairs, ones));
+    }
+  }
+  for (int c = 1; c < kIntChains; ++c) acc[0] = _mm256_add_epi32(acc[0], acc[c]);
+  return _mm256_extract_epi32(acc[0], 0);
+}
+
+// Args: threads (0: all of OpenMP's).
+void BM_SignTrickPeak(benchmark::State& state) {
+  if (!__builtin_cpu_supports("avx2")) {
+    state.SkipWithError("no AVX2 on this CPU");
+    return;
+  }
+  const int threads = state.range(0) > 0 ? int(state.range(0)) : omp_get_max_threads();
+  int32_t sink = 0;
+  for (auto _ : state) {
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+    sink += SignTrickChains(kSteps);
+  }
+  benchmark::DoNotOptimize(sink);
+  state.counters["GMACS"] =
+      benchmark::Counter(double(kIntChains) * 32 * double(kSteps) * threads,
+                         benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["threads"] = threads;
+}
+BENCHMARK(BM_SignTrickPeak)->Arg(1)->Arg(0)->ArgName("threads")->Unit(benchmark::kMillisecond)->UseRealTime();
+#endif
+
+}  // namespace
+}  // namespace swan
+#endif  // HWY_ONCE
+
+// main(): bench_main.cc (SWAN_SIMD_TARGET applies)
