@@ -80,29 +80,36 @@ void BM_FmaPeak(benchmark::State& state) {
 BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(0)->ArgName("threads")->Unit(benchmark::kMillisecond)->UseRealTime();
 
 #if defined(__x86_64__)
-constexpr int kIntChains = 8;  // (w, acc) pairs: the kernel's tile holds 8 sums
+constexpr int kIntChains = 8;  // independent sums, as many as the Q8_0 kernel's tile keeps
 
-// Tells the compiler v may have changed, without an instruction: otherwise
-// it hoists the products of loop-invariant operands out of the loop.
-__attribute__((target("avx2"))) inline void Opaque(__m256i& v) { __asm__ volatile("" : "+x"(v)); }
+// One step: |x| once, then per chain the sign trick's 32 products w x,
+// pairs added into 8 int32 lanes, added to the chain's sum. In assembly (AT&T
+// operand order), so that the compiler neither hoists the loop-invariant
+// products nor keeps the sums in memory; one temporary serves every chain,
+// the core renames it.
+#define SWAN_SIGN_TRICK(acc)         \
+  "vpsignb %[x], %[w], %[t]\n\t"     \
+  "vpmaddubsw %[t], %[ax], %[t]\n\t" \
+  "vpmaddwd %[ones], %[t], %[t]\n\t" \
+  "vpaddd %[t], %[" #acc "], %[" #acc "]\n\t"
 
 // steps x kIntChains x 32 signed 8-bit products; returns a sum to keep.
 __attribute__((target("avx2"))) int32_t SignTrickChains(int64_t steps) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256i x = _mm256_set1_epi8(-3), w[kIntChains], acc[kIntChains];
-  for (int c = 0; c < kIntChains; ++c) w[c] = _mm256_set1_epi8(int8_t(c - 4)), acc[c] = _mm256_setzero_si256();
-  for (int64_t s = 0; s < steps; ++s) {
-    Opaque(x);
-    const __m256i ax = _mm256_sign_epi8(x, x);  // |x|, once per input as in the kernels
-    for (int c = 0; c < kIntChains; ++c) {
-      Opaque(w[c]);
-      const __m256i pairs = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(w[c], x));  // |x| (w sign(x)), pairs added
-      acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(pairs, ones));
-    }
-  }
-  for (int c = 1; c < kIntChains; ++c) acc[0] = _mm256_add_epi32(acc[0], acc[c]);
-  return _mm256_extract_epi32(acc[0], 0);
+  const __m256i ones = _mm256_set1_epi16(1), x = _mm256_set1_epi8(-3), w = _mm256_set1_epi8(5);
+  __m256i ax, t;
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  for (int64_t s = 0; s < steps; ++s)
+    __asm__ volatile("vpsignb %[x], %[x], %[ax]\n\t" SWAN_SIGN_TRICK(a0) SWAN_SIGN_TRICK(a1) SWAN_SIGN_TRICK(a2)
+                         SWAN_SIGN_TRICK(a3) SWAN_SIGN_TRICK(a4) SWAN_SIGN_TRICK(a5) SWAN_SIGN_TRICK(a6)
+                             SWAN_SIGN_TRICK(a7)
+                     : [a0] "+x"(a0), [a1] "+x"(a1), [a2] "+x"(a2), [a3] "+x"(a3), [a4] "+x"(a4), [a5] "+x"(a5),
+                       [a6] "+x"(a6), [a7] "+x"(a7), [ax] "=&x"(ax), [t] "=&x"(t)
+                     : [x] "x"(x), [w] "x"(w), [ones] "x"(ones));
+  const __m256i sum = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)),
+                                       _mm256_add_epi32(_mm256_add_epi32(a4, a5), _mm256_add_epi32(a6, a7)));
+  return _mm256_extract_epi32(sum, 0);
 }
+#undef SWAN_SIGN_TRICK
 
 // Args: threads (0: all of OpenMP's).
 void BM_SignTrickPeak(benchmark::State& state) {
