@@ -20,7 +20,11 @@
 # 4. Prints one markdown table (and writes it to --out): pp and tg tokens/s
 #    of both with the ratio swan / llama.cpp, both peak RSS figures, and the
 #    cores other programs kept busy meanwhile (0 on an idle machine), under a
-#    line with the date, CPU, ISA and both commits.
+#    line with the date, CPU, ISA and both commits; below it, what the cores
+#    can multiply at best as swan runs (build/bench/peak_bench: float32 FMAs,
+#    and AVX2's exact 8-bit products where swan's Q8_0 kernel is the AVX2
+#    one) and, per f16 and Q8_0 row, the share of the cores' time each
+#    program's prefill and 1.5x llama.cpp's would take at those bounds.
 #
 # usage: bench/llama_cpp_side_by_side.sh [options]
 #   --models LIST    llama,gemma3 (default both)
