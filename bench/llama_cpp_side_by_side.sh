@@ -314,20 +314,25 @@ header+="; busy: cores other programs kept busy during the two timed runs (the l
 bf16_products=0
 [ "$isa_cap" != avx2 ] && grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo && bf16_products=1
 BF16_PRODUCTS=$bf16_products HEADER=$header node - "$run_dir" "$models" "$types" "$depths" "$rounds" "$prompt" \
-  "$threads" "${peaks:-"{}"}" "$sign_trick" >"$out.tmp" <<'EOF'
+  "$threads" "${peaks:-"{}"}" "$sign_trick" "$work/models" >"$out.tmp" <<'EOF'
 const fs = require("fs");
-const [dir, models, types, depths, roundsArg, promptArg, threads, peaksArg, signTrick] = process.argv.slice(2);
+const [dir, models, types, depths, roundsArg, promptArg, threads, peaksArg, signTrick, modelsDir] =
+  process.argv.slice(2);
 const rounds = Number(roundsArg), prompt = Number(promptArg);
 const peaks = JSON.parse(peaksArg);  // {fma: GFLOP/s, int8: G products/s}
-// The models' shapes (model_args above) and the FLOPs a prefill token needs
-// at a depth: 2 per weight of the layers' products, and 4 x head dim per key
-// a head attends to (QK and PV; causal, a window layer its last W keys).
-const shapes = {
-  llama: { layers: 8, hidden: 512, heads: 8, kv: 2, hd: 64, inter: 1536, window: 0, pattern: 1 },
-  gemma3: { layers: 12, hidden: 512, heads: 8, kv: 2, hd: 64, inter: 1536, window: 512, pattern: 4 },
+// A model's shape from the config.json written above, and the work a
+// prefill token needs at a depth: its layers' products, and 4 x head dim
+// FLOPs per key a head attends to (QK and PV; causal, a window layer its
+// last W keys; every sliding_window_pattern-th layer is global).
+const shape = (m) => {
+  const c = read(`${modelsDir}/${m}/config.json`);
+  if (!c) return null;
+  return { layers: c.num_hidden_layers, hidden: c.hidden_size, heads: c.num_attention_heads,
+           kv: c.num_key_value_heads, hd: c.head_dim || c.hidden_size / c.num_attention_heads,
+           inter: c.intermediate_size, window: c.sliding_window || 0, pattern: c.sliding_window_pattern || 1 };
 };
 const workPerToken = (m, depth) => {
-  const s = shapes[m];
+  const s = shape(m);
   const weights = 2 * s.hidden * s.heads * s.hd + 2 * s.hidden * s.kv * s.hd + 3 * s.hidden * s.inter;
   let keys = 0;  // summed over layers, averaged over the prompt's tokens
   for (let l = 0; l < s.layers; ++l) {
@@ -407,7 +412,7 @@ for (const m of models.split(","))
       if (!Number.isFinite(lrss)) lrss = per[0].lrss;  // with the saved KV copy
       if (!Number.isFinite(srss)) srss = per[0].srss;  // with the probes
       const others = Math.max(...per.map((p) => p.busy).filter(Number.isFinite));
-      if (shapes[m] && Number.isFinite(lpp) && boundShare(m, t, Number(d), lpp) !== null) {
+      if (shape(m) && Number.isFinite(lpp) && boundShare(m, t, Number(d), lpp) !== null) {
         const at = (tps) => (100 * boundShare(m, t, Number(d), tps)).toFixed(0) + "%";
         needs.push(`${m} ${t} at depth ${d}: llama.cpp ${at(lpp)}, swan ${at(spp)}, 1.5x llama.cpp ${at(1.5 * lpp)}`);
       }

@@ -62,20 +62,28 @@ HWY_EXPORT(FlopsPerStep);
 
 constexpr int64_t kSteps = int64_t(1) << 20;
 
-// Args: threads (0: all of OpenMP's).
-void BM_FmaPeak(benchmark::State& state) {
+// Runs chains(kSteps) on the benchmark's threads (Arg 0: all of OpenMP's) per
+// iteration; returns how many ran.
+template <class Chains>
+int OnThreads(benchmark::State& state, const Chains& chains) {
   const int threads = state.range(0) > 0 ? int(state.range(0)) : omp_get_max_threads();
-  float sink = 0;
+  double sink = 0;
   for (auto _ : state) {
 #pragma omp parallel num_threads(threads) reduction(+ : sink)
-    sink += HWY_DYNAMIC_DISPATCH(FmaChains)(kSteps);
+    sink += double(chains(kSteps));
   }
   benchmark::DoNotOptimize(sink);
+  state.counters["threads"] = threads;
+  return threads;
+}
+
+// Args: threads (0: all of OpenMP's).
+void BM_FmaPeak(benchmark::State& state) {
+  const int threads = OnThreads(state, [](int64_t steps) { return HWY_DYNAMIC_DISPATCH(FmaChains)(steps); });
   const double flops = double(HWY_DYNAMIC_DISPATCH(FlopsPerStep)()) * double(kSteps) * threads;
   state.counters["GFLOPS"] =
       benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
   state.counters["lanes"] = double(HWY_DYNAMIC_DISPATCH(FloatLanes)());
-  state.counters["threads"] = threads;
 }
 BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(0)->ArgName("threads")->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -117,17 +125,10 @@ void BM_SignTrickPeak(benchmark::State& state) {
     state.SkipWithError("no AVX2 on this CPU");
     return;
   }
-  const int threads = state.range(0) > 0 ? int(state.range(0)) : omp_get_max_threads();
-  int32_t sink = 0;
-  for (auto _ : state) {
-#pragma omp parallel num_threads(threads) reduction(+ : sink)
-    sink += SignTrickChains(kSteps);
-  }
-  benchmark::DoNotOptimize(sink);
+  const int threads = OnThreads(state, SignTrickChains);
   state.counters["GMACS"] =
       benchmark::Counter(double(kIntChains) * 32 * double(kSteps) * threads,
                          benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
-  state.counters["threads"] = threads;
 }
 BENCHMARK(BM_SignTrickPeak)->Arg(1)->Arg(0)->ArgName("threads")->Unit(benchmark::kMillisecond)->UseRealTime();
 #endif
