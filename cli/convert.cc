@@ -34,8 +34,11 @@ const char kUsage[] =
     "type: write a .gguf file, or load the model with\n"
     "--weights q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k.\n"
     "FILE.gguf: llama.cpp's layout (tensor names, q/k row order of llama files, Gemma's\n"
-    "norms as 1 + w) for Llama, Mistral, Qwen2 and Gemma 3, matrices in the given type\n"
-    "(rows not a multiple of 32 values, 256 for the K-quants, and vectors, stay f32).\n"
+    "norms as 1 + w, llama3 RoPE scaling as a rope_freqs tensor) for Llama, Mistral,\n"
+    "Qwen2 and Gemma 3, matrices in the given type (rows not a multiple of 32 values, 256\n"
+    "for the K-quants, and vectors, stay f32). A Llama with sliding-window layers (swan's\n"
+    "hybrids) is written as llama.cpp's granite_swa, a window flag per layer; sink tokens\n"
+    "have no place in it (a note says so), routed, per-head and linear layers are refused.\n"
     "Every swan command that takes -m reads it back. DIR's tokenizer.json goes into the\n"
     "file as llama.cpp's tokenizer keys (SentencePiece-style BPE as \"llama\" with\n"
     "scores, byte-level BPE as \"gpt2\" with merges and its pre-tokenizer's name), with\n"
@@ -62,7 +65,9 @@ int RunConvert(const std::vector<std::string>& words) {
   const std::string dtype = args.Get("--dtype", "bf16");
   if (dst.extension() == ".gguf") {
     if (fs::exists(dst) && !args.Has("--force")) throw std::invalid_argument(dst.string() + " exists; --force overwrites it");
-    const std::string bytes = HfToGgufBytes(src.string(), ParseWeightType(dtype, "--dtype"));
+    std::vector<std::string> notes;
+    const std::string bytes = HfToGgufBytes(src.string(), ParseWeightType(dtype, "--dtype"), &notes);
+    for (const std::string& note : notes) std::fprintf(stderr, "note: %s\n", note.c_str());
     std::ofstream out(dst, std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), std::streamsize(bytes.size()));
     if (!out) throw std::runtime_error("cannot write " + dst.string());

@@ -111,9 +111,21 @@ RopeScaling ParseRopeScaling(const json& j, const std::string& origin, int64_t m
     s.kind = RopeScaling::Kind::kLlama3;
     s.low_freq_factor = f.Required<double>("low_freq_factor");
     s.high_freq_factor = f.Required<double>("high_freq_factor");
+  } else if (type == "longrope") {
+    // each frequency divided by a factor of its own (how swan writes the
+    // rope_freqs of a GGUF file): one set of factors, cos and sin unscaled
+    s.kind = RopeScaling::Kind::kFrequencyFactors;
+    s.frequency_factors = f.Required<std::vector<double>>("short_factor");
+    const double attention = f.Optional<double>("attention_factor", f.Optional<double>("factor", 1.0) > 1 ? 0.0 : 1.0);
+    if (f.Required<std::vector<double>>("long_factor") != s.frequency_factors || attention != 1.0)
+      throw std::runtime_error(origin +
+                               ": longrope scaling is supported with long_factor equal to short_factor and "
+                               "attention_factor 1");
+    s.original_max_position_embeddings = f.Optional<int64_t>("original_max_position_embeddings", max_pos);
+    return s;
   } else {
     throw std::runtime_error(origin + ": rope_scaling type '" + type +
-                             "' is not supported (default, linear, yarn, llama3)");
+                             "' is not supported (default, linear, yarn, llama3, longrope)");
   }
   s.factor = f.Required<double>("factor");
   s.original_max_position_embeddings =
@@ -226,7 +238,8 @@ json RopeScalingJson(const RopeScaling& s) {
   if (s.kind == RopeScaling::Kind::kNone) return nullptr;
   json j;
   j["factor"] = s.factor;
-  j["original_max_position_embeddings"] = s.original_max_position_embeddings;
+  if (s.original_max_position_embeddings > 0)
+    j["original_max_position_embeddings"] = s.original_max_position_embeddings;
   switch (s.kind) {
     case RopeScaling::Kind::kLinear: j["rope_type"] = "linear"; break;
     case RopeScaling::Kind::kYarn:
@@ -239,6 +252,12 @@ json RopeScalingJson(const RopeScaling& s) {
       j["rope_type"] = "llama3";
       j["low_freq_factor"] = s.low_freq_factor;
       j["high_freq_factor"] = s.high_freq_factor;
+      break;
+    case RopeScaling::Kind::kFrequencyFactors:  // transformers' longrope with one set of factors
+      j["rope_type"] = "longrope";
+      j["short_factor"] = s.frequency_factors;
+      j["long_factor"] = s.frequency_factors;
+      j["attention_factor"] = 1.0;
       break;
     case RopeScaling::Kind::kNone: break;
   }

@@ -47,6 +47,24 @@ TEST(Config, ReadsLlamaFieldsAndDefaults) {
   EXPECT_DOUBLE_EQ(c.generation.top_p, 0.9);
 }
 
+// Per-frequency RoPE factors (a GGUF file's rope_freqs) are written into
+// config.json as transformers' longrope with one set of factors, and read
+// back; longrope with two sets, or an attention factor, is refused.
+TEST(Config, FrequencyFactorsTravelAsLongrope) {
+  ModelConfig c = ParseModelConfig(kLlama, "", "t");
+  c.rope.scaling = RopeScaling{};
+  c.rope.scaling.kind = RopeScaling::Kind::kFrequencyFactors;
+  c.rope.scaling.frequency_factors = {1, 1.5, 4, 8, 8, 8, 8, 8};
+  const ModelConfig back = ParseModelConfig(ModelConfigJson(c), "", "written");
+  EXPECT_EQ(back.rope.scaling.kind, RopeScaling::Kind::kFrequencyFactors);
+  EXPECT_EQ(back.rope.scaling.frequency_factors, c.rope.scaling.frequency_factors);
+  std::string two_sets = kLlama;
+  two_sets.replace(two_sets.find("{\"rope_type\": \"llama3\""), 0,
+                   R"({"rope_type": "longrope", "short_factor": [1, 2], "long_factor": [1, 3]}, "was": )");
+  EXPECT_NE(ErrorOf([&] { ParseModelConfig(two_sets, "", "cfg.json"); }).find("long_factor equal to short_factor"),
+            std::string::npos);
+}
+
 TEST(Config, RejectsMissingAndBadFields) {
   EXPECT_NE(ErrorOf([] { ParseModelConfig(R"({"hidden_size": 64})", "", "cfg.json"); })
                 .find("cfg.json: missing field \"intermediate_size\""),

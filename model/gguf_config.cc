@@ -1,15 +1,96 @@
 #include "model/gguf_config.h"
 
+#include <cmath>
+#include <cstring>
+#include <initializer_list>
 #include <stdexcept>
 
+#include "model/safetensors.h"
+
 namespace swan {
+namespace {
+
+// llama.cpp's rope_freqs tensor (its converter writes Llama 3.1+'s llama3
+// scaling so): one F32 factor per frequency, which the frequency is divided by.
+RopeScaling RopeFrequencyFactors(const GgufTensor& t, const std::string& arch, int32_t head_dim,
+                                 const std::string& origin) {
+  const std::string what = origin + ": rope_freqs.weight";
+  if (arch != "llama" && arch != "granite_swa") throw std::runtime_error(what + " belongs to llama files, not " + arch);
+  if (t.type != uint32_t(GgmlType::kF32) || t.ne != std::vector<int64_t>{head_dim / 2})
+    throw std::runtime_error(what + " is " + GgmlTypeName(t.type) + " " + ShapeToString(t.ne) + ", expected F32 [" +
+                             std::to_string(head_dim / 2) + "] (one factor per frequency of a " +
+                             std::to_string(head_dim) + "-wide head)");
+  RopeScaling s;
+  s.kind = RopeScaling::Kind::kFrequencyFactors;
+  s.frequency_factors.resize(size_t(head_dim / 2));
+  for (size_t i = 0; i < s.frequency_factors.size(); ++i) {
+    float f = 0;
+    std::memcpy(&f, t.data + i * sizeof(float), sizeof(float));
+    if (!(f > 0) || !std::isfinite(f))
+      throw std::runtime_error(what + " holds " + std::to_string(f) + " at " + std::to_string(i) +
+                               ": a frequency's factor must be a positive number");
+    s.frequency_factors[i] = f;
+  }
+  return s;
+}
+
+// llama.cpp's granite_swa as swan writes its hybrids: Llama's network with
+// a window flag per layer. What else granite_swa can hold (logit,
+// residual, embedding and attention scales, NoPE layers, experts) is
+// refused unless it leaves Llama's network as it is.
+void GraniteSwaLayers(const GgufFile& file, int32_t window, ModelConfig* c) {
+  const std::string p = "granite_swa.", origin = file.origin();
+  // a key Llama's network has no use for, present with a value other than those that change nothing
+  auto neutral = [&](const std::string& key, std::initializer_list<double> values) {
+    if (!file.Find(p + key)) return;
+    const double v = file.Float(p + key);
+    for (double ok : values)
+      if (std::fabs(v - ok) <= 1e-6 * std::fabs(ok)) return;
+    throw std::runtime_error(origin + ": granite_swa " + key + " " + std::to_string(v) +
+                             " is not supported (swan runs granite_swa files that are Llama's network)");
+  };
+  if (!file.Find(p + "logit_scale")) throw std::runtime_error(origin + ": granite_swa without logit_scale");
+  neutral("logit_scale", {1.0});
+  neutral("residual_scale", {0.0, 1.0});  // llama.cpp scales by a nonzero one
+  neutral("embedding_scale", {0.0, 1.0});
+  neutral("attention.scale", {0.0, 1.0 / std::sqrt(double(c->head_dim))});
+  if (file.OptionalInt(p + "expert_count").value_or(0) > 0)
+    throw std::runtime_error(origin + ": granite_swa with experts is not supported");
+  if (const GgufValue* rope = file.Find(p + "attention.rope_pattern"))
+    for (double on : rope->numbers)
+      if (on == 0) throw std::runtime_error(origin + ": granite_swa layers without RoPE are not supported");
+  const GgufValue* pattern = file.Find(p + "attention.sliding_window_pattern");
+  if (!pattern || pattern->type != GgufValue::kArray || pattern->numbers.size() != size_t(c->n_layers))
+    throw std::runtime_error(origin + ": granite_swa needs attention.sliding_window_pattern, one flag per layer (" +
+                             std::to_string(c->n_layers) + ")");
+  if (window <= 0) throw std::runtime_error(origin + ": granite_swa needs attention.sliding_window > 0");
+  c->sliding_window = window;
+  for (double w : pattern->numbers) c->layer_types.push_back(w != 0 ? "sliding_attention" : "full_attention");
+  for (int32_t l = 0; l < c->n_layers; ++l) {
+    const std::string name = "blk." + std::to_string(l) + ".attn_sinks.weight";
+    const GgufTensor* t = file.Tensor(name);
+    if (!t) continue;  // llama.cpp requires it; swan has no use for it
+    if (t->type != uint32_t(GgmlType::kF32) || t->ne != std::vector<int64_t>{c->n_heads})
+      throw std::runtime_error(origin + ": " + name + " is " + GgmlTypeName(t->type) + " " + ShapeToString(t->ne) +
+                               ", expected F32 [" + std::to_string(c->n_heads) + "]");
+    for (int64_t h = 0; h < c->n_heads; ++h) {
+      float s = 0;
+      std::memcpy(&s, t->data + h * sizeof(float), sizeof(float));
+      if (!(s <= kNoSinkLogitBelow))
+        throw std::runtime_error(origin + ": " + name + " holds the learned sink logit " + std::to_string(s) +
+                                 " for head " + std::to_string(h) + "; swan's models run without sink logits");
+    }
+  }
+}
+
+}  // namespace
 
 ModelConfig GgufModelConfig(const GgufFile& file) {
   const std::string arch = file.String("general.architecture");
   const std::string p = arch + ".";
   ModelConfig c;
   c.model_type = arch;
-  if (arch == "llama")
+  if (arch == "llama" || arch == "granite_swa")
     c.architecture = "LlamaForCausalLM";
   else if (arch == "qwen2")
     c.architecture = "Qwen2ForCausalLM";
@@ -17,7 +98,7 @@ ModelConfig GgufModelConfig(const GgufFile& file) {
     c.architecture = "Gemma3ForCausalLM";
   else
     throw std::runtime_error(file.origin() + ": GGUF architecture '" + arch +
-                             "' is not supported (llama, qwen2, gemma3)");
+                             "' is not supported (llama, qwen2, gemma3, granite_swa)");
   c.hidden_size = file.Int(p + "embedding_length");
   c.intermediate_size = file.Int(p + "feed_forward_length");
   c.n_layers = int32_t(file.Int(p + "block_count"));
@@ -39,10 +120,12 @@ ModelConfig GgufModelConfig(const GgufFile& file) {
   c.rms_norm_eps = file.Find(p + "attention.layer_norm_rms_epsilon") ? file.Float(p + "attention.layer_norm_rms_epsilon")
                                                                       : 1e-6;
   c.rope.base = file.Find(p + "rope.freq_base") ? file.Float(p + "rope.freq_base") : 10000.0;
-  if (file.Tensor("rope_freqs.weight"))
-    throw std::runtime_error(file.origin() +
-                             ": per-frequency RoPE factors (rope_freqs.weight, Llama 3.1+ scaling) are not supported yet");
-  if (file.Find(p + "rope.scaling.type")) {
+  if (const GgufTensor* freqs = file.Tensor("rope_freqs.weight")) {
+    c.rope.scaling = RopeFrequencyFactors(*freqs, arch, c.head_dim, file.origin());
+    if (file.Find(p + "rope.scaling.type") && file.String(p + "rope.scaling.type") != "none")
+      throw std::runtime_error(file.origin() + ": rope_freqs.weight together with RoPE scaling '" +
+                               file.String(p + "rope.scaling.type") + "' is not supported");
+  } else if (file.Find(p + "rope.scaling.type")) {
     const std::string type = file.String(p + "rope.scaling.type");
     if (type == "linear" || type == "yarn") {
       c.rope.scaling.kind = type == "linear" ? RopeScaling::Kind::kLinear : RopeScaling::Kind::kYarn;
@@ -57,7 +140,9 @@ ModelConfig GgufModelConfig(const GgufFile& file) {
   if (const auto bos = file.OptionalInt("tokenizer.ggml.bos_token_id")) c.bos_token_id = int32_t(*bos);
   if (const auto eos = file.OptionalInt("tokenizer.ggml.eos_token_id")) c.eos_token_ids.push_back(int32_t(*eos));
   const int32_t window = int32_t(file.OptionalInt(p + "attention.sliding_window").value_or(0));
-  if (arch == "llama" && window > 0) {
+  if (arch == "granite_swa") {
+    GraniteSwaLayers(file, window, &c);
+  } else if (arch == "llama" && window > 0) {
     c.architecture = "MistralForCausalLM";
     c.sliding_window = window;
   } else if (arch == "qwen2") {

@@ -7,9 +7,18 @@
 
 namespace swan {
 
-// general.architecture llama (Llama, Mistral), qwen2 or gemma3 as the HF
-// architecture and hyperparameters. Throws std::runtime_error for other
-// architectures and missing or unsupported metadata, naming the file.
+// general.architecture llama (Llama, Mistral), qwen2, gemma3 or
+// granite_swa (a Llama with window layers, as swan writes its hybrids) as
+// the HF architecture and hyperparameters, with the tensors that are
+// hyperparameters: rope_freqs (RoPE factors), granite_swa's attn_sinks
+// (learned sink logits, which must be none). Throws std::runtime_error for
+// other architectures and missing or unsupported metadata, naming the file.
 ModelConfig GgufModelConfig(const GgufFile& file);
+
+// The sink logit swan writes into granite_swa files, which require one per
+// head and layer: none (its exp against any score is 0). Sink logits at or
+// below kNoSinkLogitBelow read back as none; others are refused.
+constexpr float kNoSinkLogit = -1e30f;
+constexpr float kNoSinkLogitBelow = -1e4f;
 
 }  // namespace swan

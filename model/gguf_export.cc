@@ -1,5 +1,6 @@
 #include "model/gguf_export.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -10,6 +11,8 @@
 #include "model/gguf.h"
 #include "model/gguf_tokenizer.h"
 #include "model/gguf_weights.h"
+#include "model/model.h"
+#include "model/plan.h"
 #include "model/safetensors.h"
 #include "ops/quant_blocks.h"
 #include "util/bf16.h"
@@ -53,7 +56,44 @@ std::string Encode(const std::vector<float>& w, int64_t out, int64_t in, WeightT
 
 }  // namespace
 
-std::string HfToGgufBytes(const std::string& dir, WeightType type) {
+namespace {
+
+// Each layer's window under the plan swan runs `dir` under by default (its
+// trained plan, else its config's layer types): what granite_swa holds.
+// Throws for layers it cannot hold; `notes` gets what the file leaves out.
+std::vector<int32_t> WindowPerLayer(const ModelConfig& c, const std::string& dir, std::vector<std::string>* notes) {
+  const AttentionPlan plan =
+      ResolvePlan(c.attention_plan.empty() ? "model" : c.attention_plan, AttentionDefaultsFor(c));
+  std::vector<int32_t> windows;  // [layers]
+  int32_t window = 0, sinks = 0;
+  for (size_t l = 0; l < plan.layers.size(); ++l) {
+    const LayerPlan& layer = plan.layers[l];
+    const std::string which = dir + ": layer " + std::to_string(l) + " ";
+    if (layer.kind != LayerKind::kFull && layer.kind != LayerKind::kWindow)
+      throw std::runtime_error(which + "attends as a " + LayerKindName(layer.kind) +
+                               " layer; GGUF files hold full and sliding-window layers");
+    if (layer.rope.ToString() != c.rope.ToString())
+      throw std::runtime_error(which + "has " + layer.rope.ToString() + " where the model has " + c.rope.ToString() +
+                               "; GGUF files hold one RoPE for every layer here");
+    if (layer.position_mode != PositionMode::kAbsolute)
+      throw std::runtime_error(which + "counts positions in the cache; GGUF files hold absolute positions");
+    windows.push_back(layer.span.window);
+    if (layer.span.window > 0 && window > 0 && layer.span.window != window)
+      throw std::runtime_error(dir + ": window layers of " + std::to_string(window) + " and " +
+                               std::to_string(layer.span.window) + " keys; granite_swa holds one window");
+    window = std::max(window, layer.span.window);
+    sinks = std::max(sinks, layer.span.sinks);
+  }
+  if (sinks > 0 && notes)
+    notes->push_back("the plan's " + std::to_string(sinks) + " sink tokens have no place in a GGUF file (llama.cpp " +
+                     "keeps none): the file's window layers see their last " + std::to_string(window) +
+                     " keys; swan runs it as trained with --attn '" + plan.spec + "'");
+  return windows;
+}
+
+}  // namespace
+
+std::string HfToGgufBytes(const std::string& dir, WeightType type, std::vector<std::string>* notes) {
   const ModelConfig c = LoadModelConfig(dir);
   std::string arch;
   if (c.architecture == "LlamaForCausalLM" || c.architecture == "MistralForCausalLM")
@@ -64,10 +104,28 @@ std::string HfToGgufBytes(const std::string& dir, WeightType type) {
     arch = "gemma3";
   else
     throw std::runtime_error(dir + ": " + c.architecture + " has no GGUF layout here (Llama, Mistral, Qwen2, Gemma 3)");
-  if (c.rope.scaling.kind == RopeScaling::Kind::kLlama3)
-    throw std::runtime_error(dir + ": llama3 RoPE scaling is written by llama.cpp as a rope_freqs tensor, not yet here");
-  if (!c.layer_types.empty() || (arch == "qwen2" && c.use_sliding_window))
-    throw std::runtime_error(dir + ": per-layer attention types have no GGUF metadata here");
+  // A Llama with window layers beside full ones (swan's hybrids), or
+  // trained by swan under a window plan, is llama.cpp's granite_swa:
+  // Llama's network with a window flag per layer (and a logit scale and
+  // learned sink logits: 1, none). A Mistral (one window on every layer,
+  // named by sliding_window alone) stays llama, as llama.cpp's converter
+  // writes it.
+  std::vector<int32_t> windows;  // [layers] per layer its window, 0 = full
+  if (arch == "llama" && (!c.layer_types.empty() || !c.attention_plan.empty())) windows = WindowPerLayer(c, dir, notes);
+  const bool hybrid = std::count_if(windows.begin(), windows.end(), [](int32_t w) { return w > 0; }) > 0;
+  if (hybrid) arch = "granite_swa";
+  const int32_t window = hybrid ? *std::max_element(windows.begin(), windows.end()) : c.sliding_window;
+  const bool llama_rows = arch == "llama" || arch == "granite_swa";  // q/k rows in interleaved RoPE order
+  // llama3 scaling (and factors read from a GGUF file) go into the file as
+  // llama.cpp's converter writes them: a rope_freqs tensor, which its
+  // Llama-like architectures read
+  const bool frequency_factors =
+      c.rope.scaling.kind == RopeScaling::Kind::kLlama3 || c.rope.scaling.kind == RopeScaling::Kind::kFrequencyFactors;
+  if (frequency_factors && !llama_rows)
+    throw std::runtime_error(dir + ": " + c.rope.scaling.ToString() + " RoPE scaling has no GGUF form for " + arch +
+                             " (llama.cpp reads rope_freqs.weight in llama files)");
+  if ((!c.layer_types.empty() && arch != "llama" && arch != "granite_swa") || (arch == "qwen2" && c.use_sliding_window))
+    throw std::runtime_error(dir + ": per-layer attention types of " + arch + " have no GGUF metadata here");
   const std::string p = arch + ".";
   using V = GgufValue;
   std::vector<std::pair<std::string, GgufValue>> meta = {
@@ -90,7 +148,15 @@ std::string HfToGgufBytes(const std::string& dir, WeightType type) {
     meta.push_back({p + "rope.scaling.original_context_length",
                     GgufNumber(V::kU32, double(c.rope.scaling.original_max_position_embeddings))});
   }
-  if (c.sliding_window > 0) meta.push_back({p + "attention.sliding_window", GgufNumber(V::kU32, c.sliding_window)});
+  if (window > 0) meta.push_back({p + "attention.sliding_window", GgufNumber(V::kU32, window)});
+  if (hybrid) {
+    GgufValue window_layers;  // [layers] true: a window layer
+    window_layers.type = V::kArray;
+    window_layers.element = V::kBool;
+    for (int32_t w : windows) window_layers.numbers.push_back(w > 0);
+    meta.push_back({p + "attention.sliding_window_pattern", window_layers});
+    meta.push_back({p + "logit_scale", GgufNumber(V::kF32, 1.0)});
+  }
   if (arch == "gemma3") {
     meta.push_back({p + "attention.sliding_window_pattern", GgufNumber(V::kU32, c.sliding_window_pattern > 0 ? c.sliding_window_pattern : 6)});
     if ((c.rope_local_base_freq > 0 && c.rope_local_base_freq != 10000.0) ||
@@ -119,7 +185,7 @@ std::string HfToGgufBytes(const std::string& dir, WeightType type) {
     std::vector<float> w = store.ReadF32(hf, info.shape);
     const int64_t in = info.shape.back(), out = int64_t(w.size()) / in;
     const bool qk = std::string_view(hf).ends_with("q_proj.weight") || std::string_view(hf).ends_with("k_proj.weight");
-    if (arch == "llama" && qk) {
+    if (llama_rows && qk) {
       const std::vector<float> rows = w;  // [out, in] in Hugging Face's order
       for (int64_t g = 0; g < out; ++g)
         std::memcpy(&w[size_t(g * in)], &rows[size_t(LlamaQkHfRow(g, c.head_dim) * in)], size_t(in) * sizeof(float));
@@ -133,6 +199,22 @@ std::string HfToGgufBytes(const std::string& dir, WeightType type) {
     t.ne.assign(info.shape.rbegin(), info.shape.rend());
     t.bytes = Encode(w, out, in, as);
     tensors.push_back(std::move(t));
+  }
+  if (hybrid) {  // granite_swa's learned sink logits, which it requires: none (exp(-1e30 - score) is 0)
+    const std::vector<float> none(size_t(c.n_heads), kNoSinkLogit);
+    for (int32_t l = 0; l < c.n_layers; ++l)
+      tensors.push_back({"blk." + std::to_string(l) + ".attn_sinks.weight",
+                         uint32_t(GgmlType::kF32),
+                         {c.n_heads},
+                         std::string(reinterpret_cast<const char*>(none.data()), none.size() * sizeof(float))});
+  }
+  if (frequency_factors) {
+    const std::vector<double> factors = FrequencyFactors(c.rope, c.head_dim);  // [head_dim / 2]
+    const std::vector<float> values(factors.begin(), factors.end());
+    tensors.push_back({"rope_freqs.weight",
+                       uint32_t(GgmlType::kF32),
+                       {int64_t(values.size())},
+                       std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float))});
   }
   return GgufBytes(meta, tensors);
 }

@@ -6,14 +6,18 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "ops/weight_type.h"
 
 namespace swan {
 
 // The file's bytes, matrices as `type` (rows a block format cannot hold,
-// and every 1-D tensor, stay F32). Throws std::runtime_error for
-// architectures or tensors GGUF has no place for (swan's routers).
-std::string HfToGgufBytes(const std::string& dir, WeightType type);
+// and every 1-D tensor, stay F32). A Llama with window layers (swan's
+// hybrids) is written as llama.cpp's granite_swa. Throws
+// std::runtime_error for architectures, tensors and layers GGUF has no
+// place for (swan's routers, per-head and linear layers, NoPE); `notes`, if
+// given, gets what the file leaves out (sink tokens).
+std::string HfToGgufBytes(const std::string& dir, WeightType type, std::vector<std::string>* notes = nullptr);
 
 }  // namespace swan

@@ -6,16 +6,17 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <random>
 
 #include "model/gguf_export.h"
 #include "model/gguf_weights.h"
-#include "model/tiny_reference.h"
 #include "model/model.h"
 #include "model/safetensors.h"
 #include "model/test_files.h"
+#include "model/tiny_reference.h"
 #include "ops/dequant_blocks.h"
 #include "util/f16.h"
 
@@ -235,16 +236,25 @@ DequantPair DequantFiles(const std::string& dir, const std::vector<DequantFormat
   return {GgufBytes(metadata, block_tensors), GgufBytes(metadata, f_tensors)};
 }
 
+// A tiny Llama of `s`, its weights drawn from `seed`, its config.json from
+// the shape and `extra` (more members, each with a leading comma).
+std::filesystem::path TinyLlamaDir(const std::string& name, const test::TinyLlamaShape& s, uint64_t seed,
+                                   const std::string& extra = "") {
+  const auto dir = test::TempDir(name);
+  test::TinyCheckpoint c(seed);
+  test::AddTinyLlamaWeights(c, s, /*qkv_bias=*/false);
+  c.Write(dir, R"({"architectures": ["LlamaForCausalLM"], "hidden_size": )" + std::to_string(s.hidden) +
+                   R"(, "intermediate_size": )" + std::to_string(s.inter) + R"(, "num_hidden_layers": )" +
+                   std::to_string(s.layers) + R"(, "num_attention_heads": )" + std::to_string(s.heads) +
+                   R"(, "num_key_value_heads": )" + std::to_string(s.kv_heads) + R"(, "head_dim": )" +
+                   std::to_string(s.head_dim) + R"(, "vocab_size": )" + std::to_string(s.vocab) +
+                   R"(, "max_position_embeddings": 512, "rms_norm_eps": 1e-5, "rope_theta": 10000.0)" + extra + "}");
+  return dir;
+}
+
 // A one-layer Llama 256 wide, every matrix's rows a multiple of 256 values.
 std::filesystem::path Llama256(const std::string& name) {
-  const auto dir = test::TempDir(name);
-  const test::TinyLlamaShape shape{61, 256, 256, 4, 2, 64, 1};
-  test::TinyCheckpoint c(5);
-  test::AddTinyLlamaWeights(c, shape, /*qkv_bias=*/false);
-  c.Write(dir, R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 256, "intermediate_size": 256,
-    "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 61,
-    "max_position_embeddings": 512, "rms_norm_eps": 1e-5, "rope_theta": 10000.0})");
-  return dir;
+  return TinyLlamaDir(name, test::TinyLlamaShape{61, 256, 256, 4, 2, 64, 1}, 5);
 }
 
 // DequantFiles' two files, written into dir.
@@ -318,6 +328,144 @@ TEST(Gguf, Q5_1IsHeldAsItIs) { ExpectHeldAsItIs(DequantFormat::kQ5_1, WeightType
 TEST(Gguf, Q4KIsHeldAsItIs) { ExpectHeldAsItIs(DequantFormat::kQ4_K, WeightType::kQ4_K, GgmlType::kQ4_K); }
 TEST(Gguf, Q5KIsHeldAsItIs) { ExpectHeldAsItIs(DequantFormat::kQ5_K, WeightType::kQ5_K, GgmlType::kQ5_K); }
 TEST(Gguf, Q6KIsHeldAsItIs) { ExpectHeldAsItIs(DequantFormat::kQ6_K, WeightType::kQ6_K, GgmlType::kQ6_K); }
+
+// A two-layer Llama with 64-wide heads (32 frequencies) and the given
+// rope_scaling JSON; the same weights whatever the scaling.
+std::filesystem::path Llama64(const std::string& name, const std::string& rope_scaling) {
+  return TinyLlamaDir(name, test::TinyLlamaShape{61, 128, 64, 2, 1, 64, 2}, 6, R"(, "rope_scaling": )" + rope_scaling);
+}
+
+// The GGUF file `bytes` with one more tensor.
+std::string WithTensor(const std::string& bytes, const GgufTensorBytes& extra) {
+  const GgufFile file(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "in.gguf");
+  std::vector<std::pair<std::string, GgufValue>> metadata(file.metadata().begin(), file.metadata().end());
+  std::vector<GgufTensorBytes> tensors;
+  for (const GgufTensor& t : file.tensors())
+    tensors.push_back({t.name, t.type, t.ne, std::string(reinterpret_cast<const char*>(t.data), t.n_bytes)});
+  tensors.push_back(extra);
+  return GgufBytes(metadata, tensors);
+}
+
+// Llama 3.1's RoPE scaling goes into the file as llama.cpp's converter
+// writes it, a rope_freqs tensor of one factor per frequency, and comes back
+// as the same frequencies.
+TEST(Gguf, Llama3ScalingTravelsAsRopeFreqs) {
+  const auto dir = Llama64("gguf_llama3", R"({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0, "original_max_position_embeddings": 32})");
+  const std::string path = (dir / "llama3.gguf").string();
+  test::WriteFile(path, HfToGgufBytes(dir.string(), WeightType::kF32));
+  const GgufFile file(path);
+  EXPECT_EQ(file.Find("llama.rope.scaling.type"), nullptr);  // llama.cpp's converter writes none for llama3
+  const GgufTensor* freqs = file.Tensor("rope_freqs.weight");
+  ASSERT_NE(freqs, nullptr);
+  ASSERT_EQ(freqs->type, uint32_t(GgmlType::kF32));
+  ASSERT_EQ(freqs->ne, std::vector<int64_t>{32});
+  std::vector<float> factors(32);  // [32] as stored
+  std::memcpy(factors.data(), freqs->data, 32 * sizeof(float));
+  for (int i = 0; i < 32; ++i) {  // llama.cpp's converter's rule
+    const double wavelen = 2 * 3.14159265358979323846 * std::pow(10000.0, 2.0 * i / 64);
+    const double smooth = (32 / wavelen - 1) / (4 - 1);
+    const double expected = wavelen < 32 / 4.0 ? 1 : wavelen > 32 ? 8 : 1 / ((1 - smooth) / 8 + smooth);
+    EXPECT_NEAR(factors[size_t(i)], expected, 1e-6 * expected) << i;
+  }
+  EXPECT_EQ(factors.front(), 1.0f);  // kept
+  EXPECT_GT(factors[3], 1.0f);       // between
+  EXPECT_LT(factors[3], 8.0f);
+  EXPECT_EQ(factors.back(), 8.0f);  // divided
+  const auto gguf = LoadModel(path);
+  EXPECT_EQ(gguf->config().rope.scaling.kind, RopeScaling::Kind::kFrequencyFactors);
+  const std::vector<float> logits = Logits(*gguf, 48);
+  EXPECT_LE(MaxDiff(logits, Logits(*LoadModel(dir.string()), 48)), 1e-4);
+  // without the factors the logits would be another model's
+  EXPECT_GT(MaxDiff(logits, Logits(*LoadModel(Llama64("gguf_unscaled", "null").string()), 48)), 1e-2);
+}
+
+// A rope_freqs tensor divides each frequency by its factor (all 2: linear
+// scaling by 2), and a wrong one is refused with what it should be.
+TEST(Gguf, RopeFreqsDivideEachFrequency) {
+  const auto plain = Llama64("gguf_freqs_plain", "null");
+  const std::string f32 = HfToGgufBytes(plain.string(), WeightType::kF32);
+  auto load = [&](uint32_t type, const std::vector<int64_t>& ne, const std::vector<float>& values) {
+    const std::string path = (plain / "freqs.gguf").string();
+    test::WriteFile(path, WithTensor(f32, {"rope_freqs.weight", type, ne, FloatBytes(values)}));
+    return LoadModel(path);
+  };
+  const auto twice = load(uint32_t(GgmlType::kF32), {32}, std::vector<float>(32, 2.0f));
+  const auto linear = LoadModel(Llama64("gguf_freqs_linear", R"({"rope_type": "linear", "factor": 2.0})").string());
+  EXPECT_LE(MaxDiff(Logits(*twice, 48), Logits(*linear, 48)), 1e-5);
+  auto refused = [&](uint32_t type, const std::vector<int64_t>& ne, const std::vector<float>& values,
+                     const std::string& why) {
+    try {
+      load(type, ne, values);
+      ADD_FAILURE() << "loaded: " << why;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  refused(uint32_t(GgmlType::kF32), {31}, std::vector<float>(31, 2.0f), "expected F32 [32]");
+  refused(uint32_t(GgmlType::kF16), {32}, std::vector<float>(16, 2.0f), "expected F32 [32]");
+  std::vector<float> zero(32, 1.0f);
+  zero[7] = 0;
+  refused(uint32_t(GgmlType::kF32), {32}, zero, "must be a positive number");
+}
+
+// A Llama whose layers mix full and window attention goes into the file as
+// llama.cpp's granite_swa (a window flag per layer, logit scale 1, sink
+// logits that count for nothing), and comes back as the same hybrid.
+TEST(Gguf, HybridLlamaTravelsAsGraniteSwa) {
+  const auto dir = TinyLlamaDir("gguf_hybrid", test::TinyLlamaShape{61, 32, 64, 4, 2, 8, 4}, 7, R"(, "sliding_window": 6,
+    "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"])");
+  const std::string bytes = HfToGgufBytes(dir.string(), WeightType::kF32);
+  const GgufFile file(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "hybrid.gguf");
+  EXPECT_EQ(file.String("general.architecture"), "granite_swa");
+  EXPECT_EQ(file.Int("granite_swa.attention.sliding_window"), 6);
+  EXPECT_EQ(file.Find("granite_swa.attention.sliding_window_pattern")->numbers, (std::vector<double>{1, 1, 1, 0}));
+  EXPECT_EQ(file.Float("granite_swa.logit_scale"), 1.0);
+  const GgufTensor* sinks = file.Tensor("blk.3.attn_sinks.weight");
+  ASSERT_NE(sinks, nullptr);
+  EXPECT_EQ(sinks->ne, std::vector<int64_t>{4});
+  const std::string path = (dir / "hybrid.gguf").string();
+  test::WriteFile(path, bytes);
+  const auto gguf = LoadModel(path), hf = LoadModel(dir.string());
+  EXPECT_EQ(gguf->config().layer_types, hf->config().layer_types);
+  // 24 tokens against a window of 6: the window layers see only the last 6
+  const std::vector<float> logits = Logits(*gguf, 24);
+  EXPECT_LE(MaxDiff(logits, Logits(*hf, 24)), 1e-5);
+  auto full = [&] {
+    auto session = gguf->NewSession(gguf->ResolvePlan("full"));
+    std::vector<int32_t> ids(24), pos(24);  // [24]
+    std::iota(ids.begin(), ids.end(), 3);
+    std::iota(pos.begin(), pos.end(), 0);
+    std::vector<float> out(logits.size());  // [24, vocab]
+    gguf->Forward(out.data(), Batch{ids.data(), pos.data(), 24}, *session);
+    return out;
+  };
+  EXPECT_GT(MaxDiff(logits, full()), 1e-3);  // the windows show in the logits
+
+  // what swan does not run is refused: a learned sink logit, a logit scale
+  auto with = [&](const std::string& name, const GgufValue* value, float sink) {
+    std::vector<std::pair<std::string, GgufValue>> metadata(file.metadata().begin(), file.metadata().end());
+    for (auto& [key, v] : metadata)
+      if (value && key == name) v = *value;
+    std::vector<GgufTensorBytes> tensors;
+    for (const GgufTensor& t : file.tensors()) {
+      GgufTensorBytes b{t.name, t.type, t.ne, std::string(reinterpret_cast<const char*>(t.data), t.n_bytes)};
+      if (!value && t.name == name) std::memcpy(b.bytes.data(), &sink, sizeof(sink));
+      tensors.push_back(b);
+    }
+    const std::string bad = (dir / "bad.gguf").string();
+    test::WriteFile(bad, GgufBytes(metadata, tensors));
+    try {
+      LoadModel(bad);
+      return std::string("loaded");
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_NE(with("blk.2.attn_sinks.weight", nullptr, 0.5f).find("learned sink logit 0.5"), std::string::npos);
+  const GgufValue scale = GgufNumber(GgufValue::kF32, 0.25);
+  EXPECT_NE(with("granite_swa.logit_scale", &scale, 0).find("logit_scale 0.25"), std::string::npos);
+}
 
 TEST(Gguf, RefusesArchitecturesItDoesNotRun) {
   const auto dir = test::TempDir("gguf_arch");

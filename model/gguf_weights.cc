@@ -68,6 +68,13 @@ std::string GgufTensorName(const std::string& hf, const std::string& architectur
   return "";
 }
 
+GgufWeights::GgufWeights(const GgufFile& file, const ModelConfig& config) : file_(file), config_(config) {
+  // read by GgufModelConfig: the RoPE factors, granite_swa's sink logits (checked to be none)
+  if (config.rope.scaling.kind == RopeScaling::Kind::kFrequencyFactors) read_.insert("rope_freqs.weight");
+  if (config.model_type == "granite_swa")
+    for (int32_t l = 0; l < config.n_layers; ++l) read_.insert("blk." + std::to_string(l) + ".attn_sinks.weight");
+}
+
 bool GgufWeights::Has(const std::string& name) const {
   const std::string g = GgufTensorName(name, config_.model_type);
   return !g.empty() && file_.Tensor(g) != nullptr;
@@ -122,7 +129,7 @@ WeightType GgufWeights::LinearType(const std::string& name) const {
 LinearWeight GgufWeights::Linear(const std::string& name, int64_t out, int64_t in) const {
   const GgufTensor& t = Find(name, {out, in});
   const WeightType format = FormatOf(t, file_.origin());
-  const bool permuted = config_.model_type == "llama" &&
+  const bool permuted = (config_.model_type == "llama" || config_.model_type == "granite_swa") &&
                         (EndsWith(name, "self_attn.q_proj.weight") || EndsWith(name, "self_attn.k_proj.weight"));
   std::vector<int64_t> order;  // [out] Hugging Face's row r is the file's row order[r]; empty: the same row
   if (permuted) {

@@ -22,7 +22,7 @@ namespace swan {
 
 class GgufWeights : public WeightSource {
  public:
-  GgufWeights(const GgufFile& file, const ModelConfig& config) : file_(file), config_(config) {}
+  GgufWeights(const GgufFile& file, const ModelConfig& config);
   bool Has(const std::string& name) const override;
   std::vector<float> F32(const std::string& name, const std::vector<int64_t>& shape) const override;
   LinearWeight Linear(const std::string& name, int64_t out, int64_t in) const override;

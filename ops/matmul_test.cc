@@ -147,5 +147,58 @@ TEST(Rope, ScalingFrequencies) {
   EXPECT_NEAR(yarn.attention_factor(), 0.1 * std::log(8.0) + 1, 1e-12);
 }
 
+// llama.cpp's rope_freqs: each frequency divided by its own factor. Equal
+// factors are linear scaling; llama3's are what llama.cpp's converter
+// writes for Llama 3.1 (written out here as it computes them).
+TEST(Rope, PerFrequencyFactors) {
+  RopeSettings s;
+  s.scaling.kind = RopeScaling::Kind::kFrequencyFactors;
+  s.scaling.frequency_factors.assign(32, 4.0);
+  RopeSettings linear;
+  linear.scaling.kind = RopeScaling::Kind::kLinear;
+  linear.scaling.factor = 4;
+  for (size_t i = 0; i < 32; ++i) EXPECT_DOUBLE_EQ(Rope(s, 64).inv_freq()[i], Rope(linear, 64).inv_freq()[i]);
+  EXPECT_EQ(FrequencyFactors(linear, 64), std::vector<double>(32, 4.0));
+
+  RopeSettings l3;
+  l3.base = 500000;
+  l3.scaling.kind = RopeScaling::Kind::kLlama3;
+  l3.scaling.factor = 8;
+  l3.scaling.original_max_position_embeddings = 8192;
+  const std::vector<double> factors = FrequencyFactors(l3, 128);  // [64]
+  ASSERT_EQ(factors.size(), 64u);
+  int kept = 0, divided = 0, smoothed = 0;
+  for (int i = 0; i < 64; ++i) {
+    const double wavelen = 2 * 3.14159265358979323846 * std::pow(500000.0, 2.0 * i / 128);
+    double expected = 0;
+    if (wavelen < 8192 / 4.0) {
+      expected = 1, ++kept;
+    } else if (wavelen > 8192 / 1.0) {
+      expected = 8, ++divided;
+    } else {
+      const double smooth = (8192 / wavelen - 1) / (4 - 1);
+      expected = 1 / ((1 - smooth) / 8 + smooth), ++smoothed;
+    }
+    EXPECT_NEAR(factors[size_t(i)], expected, 1e-12 * expected) << i;
+  }
+  EXPECT_GT(kept, 0);
+  EXPECT_GT(divided, 0);
+  EXPECT_GT(smoothed, 0);
+  s = l3;
+  s.scaling = RopeScaling{};
+  s.scaling.kind = RopeScaling::Kind::kFrequencyFactors;
+  s.scaling.frequency_factors = factors;
+  for (size_t i = 0; i < 64; ++i)
+    EXPECT_NEAR(Rope(s, 128).inv_freq()[i], Rope(l3, 128).inv_freq()[i], 1e-15 * Rope(l3, 128).inv_freq()[i]);
+
+  s.scaling.frequency_factors.pop_back();
+  EXPECT_THROW(Rope(s, 128), std::invalid_argument);  // 63 factors for 64 frequencies
+  for (double bad : {0.0, -1.0, std::nan("")}) {
+    s.scaling.frequency_factors = factors;
+    s.scaling.frequency_factors[5] = bad;
+    EXPECT_THROW(Rope(s, 128), std::invalid_argument) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace swan

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <sstream>
 #include <stdexcept>
 
@@ -27,6 +28,12 @@ std::string RopeScaling::ToString() const {
     case Kind::kLinear: s << "linear x" << factor; break;
     case Kind::kYarn: s << "yarn x" << factor << " (orig " << original_max_position_embeddings << ")"; break;
     case Kind::kLlama3: s << "llama3 x" << factor << " (orig " << original_max_position_embeddings << ")"; break;
+    case Kind::kFrequencyFactors: {
+      const auto [low, high] = std::minmax_element(frequency_factors.begin(), frequency_factors.end());
+      s << "per-freq";
+      if (low != frequency_factors.end()) s << std::setprecision(3) << " x" << *low << "-" << *high;
+      break;
+    }
   }
   return s.str();
 }
@@ -54,6 +61,18 @@ Rope::Rope(const RopeSettings& settings, int32_t head_dim)
     throw std::invalid_argument("RoPE scaling factor must be > 0");
   switch (sc.kind) {
     case RopeScaling::Kind::kNone:
+      break;
+    case RopeScaling::Kind::kFrequencyFactors:
+      if (sc.frequency_factors.size() != size_t(half))
+        throw std::invalid_argument("per-frequency RoPE factors: " + std::to_string(sc.frequency_factors.size()) +
+                                    " for " + std::to_string(half) + " frequencies");
+      for (int32_t i = 0; i < half; ++i) {
+        const double f = sc.frequency_factors[size_t(i)];
+        if (!(f > 0) || !std::isfinite(f))
+          throw std::invalid_argument("per-frequency RoPE factor " + std::to_string(i) + " is " + std::to_string(f) +
+                                      ", not a positive number");
+        inv_freq_[size_t(i)] /= f;
+      }
       break;
     case RopeScaling::Kind::kLinear:
       for (double& f : inv_freq_) f /= sc.factor;
@@ -97,6 +116,16 @@ Rope::Rope(const RopeSettings& settings, int32_t head_dim)
       break;
     }
   }
+}
+
+std::vector<double> FrequencyFactors(const RopeSettings& settings, int32_t head_dim) {
+  if (settings.scaling.kind == RopeScaling::Kind::kFrequencyFactors) return settings.scaling.frequency_factors;
+  RopeSettings plain = settings;
+  plain.scaling = RopeScaling{};
+  const std::vector<double> unscaled = Rope(plain, head_dim).inv_freq(), scaled = Rope(settings, head_dim).inv_freq();
+  std::vector<double> factors(unscaled.size());  // [head_dim / 2]
+  for (size_t i = 0; i < factors.size(); ++i) factors[i] = unscaled[i] / scaled[i];
+  return factors;
 }
 
 void Rope::Apply(float* x, const int32_t* pos, int64_t n_tokens, int32_t n_heads) const {

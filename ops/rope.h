@@ -3,7 +3,9 @@
 // i < head_dim/2, rotated by angle pos * inv_freq[i].
 //
 // The frequencies follow transformers' modeling_rope_utils: plain
-// (`base`), linear (positions divided by `factor`), YaRN and llama3 scaling.
+// (`base`), linear (positions divided by `factor`), YaRN and llama3 scaling;
+// or each frequency divided by a factor of its own, as llama.cpp applies the
+// rope_freqs tensor of a GGUF file (Llama 3.1 and later).
 #pragma once
 
 #include <cstdint>
@@ -13,7 +15,7 @@
 namespace swan {
 
 struct RopeScaling {
-  enum class Kind { kNone, kLinear, kYarn, kLlama3 };
+  enum class Kind { kNone, kLinear, kYarn, kLlama3, kFrequencyFactors };
   Kind kind = Kind::kNone;
   double factor = 1.0;
   // YaRN and llama3: the context the model was trained with.
@@ -25,6 +27,8 @@ struct RopeScaling {
   // llama3.
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
+  // kFrequencyFactors: inv_freq[i] is divided by frequency_factors[i].
+  std::vector<double> frequency_factors;  // [head_dim / 2]
 
   std::string ToString() const;  // "none", "linear x4", "yarn x8 (orig 4096)", ...
 };
@@ -58,5 +62,11 @@ class Rope {
   std::vector<double> inv_freq_;  // [head_dim / 2]
   double attention_factor_ = 1.0;  // multiplies cos and sin (YaRN)
 };
+
+// What each frequency of `settings` is divided by against plain RoPE of
+// its base: linear and llama3 scaling as llama.cpp's rope_freqs tensor
+// holds them (1 where a frequency is kept, `factor` where it is divided).
+// [head_dim / 2]
+std::vector<double> FrequencyFactors(const RopeSettings& settings, int32_t head_dim);
 
 }  // namespace swan

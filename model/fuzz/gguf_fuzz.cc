@@ -1,6 +1,7 @@
 // libFuzzer target: GGUF files made of the input's bytes, parsed and read
-// as a model's hyperparameters and tokenizer (which then encodes and
-// decodes a short text). Bad input must throw std::exception
+// as a model's hyperparameters (RoPE factors and sink logits included) and
+// tokenizer (which then encodes and decodes a short text). Bad input must
+// throw std::exception
 // subclasses with a message, never crash or read out of bounds.
 #include <cstddef>
 #include <cstdint>
