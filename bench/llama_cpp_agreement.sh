@@ -4,7 +4,8 @@
 #   - the side by side's random-weight Llama and Gemma 3 files (f16, Q8_0,
 #     Q4_0; bench/llama_cpp_side_by_side.sh --prepare-only writes them and
 #     builds llama.cpp), prompts of random ids;
-#   - swan's own trained Python model (models/swan-7m-full) with Llama 3.1's
+#   - swan's own trained Python model (models/swan-7m-full; prompts from
+#     argparse.py where /usr/lib/python3.11 has it) with Llama 3.1's
 #     RoPE scaling put into its config.json (llama3, factor 8, original
 #     context 64, so that a prompt of a few hundred tokens reaches the scaled
 #     frequencies), written by `swan convert` with the rope_freqs tensor
@@ -20,7 +21,9 @@
 # llama.cpp's side is bench/llama_cpp_greedy.cc, compiled here against the
 # llama.cpp the side by side built. Not a test (it needs that build); it
 # prints one markdown table: per file and prompt length, how many of the
-# first N ids agree and where they first differ.
+# first N ids agree, where they first differ, and by how much llama.cpp's
+# pick there led its runner-up, against the median lead of its N picks (in
+# logits: a near tie is rounding's to break).
 #
 # usage: bench/llama_cpp_agreement.sh [--isa native|avx2] [-n N] [--prompts LIST]
 #   -n N           ids to continue each prompt by (default 32)
@@ -35,7 +38,7 @@ while [ $# -gt 0 ]; do
     -n) n=$2; shift 2 ;;
     --prompts) prompts=$2; shift 2 ;;
     --isa) isa=$2; shift 2 ;;
-    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $1 (--help)" >&2; exit 2 ;;
   esac
 done
@@ -78,6 +81,11 @@ for t in f32 q8_0; do
   [ -f "$work/swan-7m-hybrid-$t.gguf" ] || "$swan" convert -m models/swan-7m --out "$work/swan-7m-hybrid-$t.gguf" --dtype "$t" --force >&2
 done
 
+# swan's models continue Python: their prompts are the start of argparse.py
+# (where the machine has Python 3.11's library), the others random ids
+python_ids=""
+text=/usr/lib/python3.11/argparse.py
+[ -f "$text" ] && python_ids=$("$swan" tokenize -t models/swan-7m-full --text "$(head -c 20000 "$text")")
 # a prompt of `len` ids below `vocab`, the same for both programs
 prompt_ids() { node -e '
   let s = 12345; const [len, vocab] = process.argv.slice(1).map(Number), ids = [];
@@ -89,8 +97,8 @@ out=$work/table-$(date +%Y%m%d-%H%M).md
 {
   echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(lscpu | sed -n 's/^Model name: *//p'), ISA $isa; swan $(git rev-parse --short HEAD), llama.cpp $(git -C "$src" rev-parse --short HEAD); greedy, $n ids per prompt"
   echo
-  echo "| file | prompt | ids agreeing | first difference (llama.cpp / swan) |"
-  echo "| --- | ---: | ---: | --- |"
+  echo "| file | prompt | ids agreeing | first difference (llama.cpp / swan) | llama.cpp's margin there | its median margin |"
+  echo "| --- | ---: | ---: | --- | ---: | ---: |"
 } | tee "$out"
 IFS=, read -ra lengths <<<"$prompts"
 files=()
@@ -105,15 +113,22 @@ for f in "${files[@]}"; do
   vocab=$(vocab_of "$f")
   [ -n "$vocab" ] || { echo "no vocabulary size from swan inspect -m $f" >&2; exit 1; }
   for len in "${lengths[@]}"; do
-    ids=$(prompt_ids "$len" "$vocab")
-    theirs=$("$greedy" "$f" "$ids" "$n" 2)
+    if [[ "$f" == */swan-7m-* && -n "$python_ids" ]]; then
+      ids=$(echo "$python_ids" | cut -d, -f"1-$len")
+    else
+      ids=$(prompt_ids "$len" "$vocab")
+    fi
+    both=$("$greedy" "$f" "$ids" "$n" 2)  # ids, then each pick's margin over the runner-up
+    theirs=$(echo "$both" | sed -n 1p) margins=$(echo "$both" | sed -n 2p)
     ours=$(swan_ids "$f" "$ids")
     [[ "$f" == *hybrid* ]] && swan_full_ids[$(basename "$f"):$len]=$(swan_ids "$f" "$ids" --attn full)
     llama_ids[$(basename "$f"):$len]=$theirs
     same=$(node -e '
-      const [a, b] = process.argv.slice(1).map((s) => s.trim().split(","));
+      const [a, b, m] = process.argv.slice(1).map((s) => s.trim().split(","));
       let k = 0; while (k < a.length && a[k] === b[k]) ++k;
-      console.log(k === a.length && a.length === b.length ? `${k} of ${a.length} | -` : `${k} of ${a.length} | ${a[k]} / ${b[k]}`);' "$theirs" "$ours")
+      const sorted = m.map(Number).sort((x, y) => x - y), median = sorted[sorted.length >> 1].toPrecision(3);
+      console.log(k === a.length && a.length === b.length ? `${k} of ${a.length} | - | - | ${median}`
+                  : `${k} of ${a.length} | ${a[k]} / ${b[k]} | ${m[k]} | ${median}`);' "$theirs" "$ours" "$margins")
     echo "| $(basename "$f") | $len | $same |" | tee -a "$out"
   done
 done

@@ -4,7 +4,10 @@
 // by that script against the llama.cpp the side by side builds (not part
 // of swan's build).
 //   usage: llama_cpp_greedy MODEL.gguf IDS N [THREADS]
-//   IDS: the prompt, comma-separated; prints N ids, comma-separated.
+//   IDS: the prompt, comma-separated. Prints N ids, comma-separated, and on
+//   a second line the margin of each pick: its logit less the runner-up's
+//   (how near a tie the pick was).
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -44,6 +47,7 @@ int main(int argc, char** argv) {
   }
   const int vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
   llama_token next = 0;
+  std::vector<float> margins;  // [n] each pick's logit less the runner-up's
   for (int i = 0; i < n; ++i) {
     // the prompt in one batch, then one token at a time; logits of the last
     llama_batch batch =
@@ -56,8 +60,14 @@ int main(int argc, char** argv) {
     next = 0;
     for (int v = 1; v < vocab; ++v)
       if (logits[v] > logits[next]) next = v;
+    float second = -INFINITY;
+    for (int v = 0; v < vocab; ++v)
+      if (v != next && logits[v] > second) second = logits[v];
+    margins.push_back(logits[next] - second);
     std::printf("%s%d", i ? "," : "", next);
   }
+  std::printf("\n");
+  for (int i = 0; i < n; ++i) std::printf("%s%.3g", i ? "," : "", margins[size_t(i)]);
   std::printf("\n");
   llama_free(ctx);
   llama_model_free(model);
