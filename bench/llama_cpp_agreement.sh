@@ -17,7 +17,10 @@
 #     per layer; its 4 sink tokens have no place in GGUF, so both programs
 #     run the file without them), and the ids swan gives the same file
 #     under full attention: where those differ from llama.cpp's, the
-#     windows matter, so agreement shows llama.cpp runs the hybrid as swan.
+#     windows matter, so agreement shows llama.cpp runs the hybrid as swan;
+#   - the retrieval lab's NoPE hybrid (models/lab/hybrid-nope: a window-64
+#     layer, then a full layer without RoPE, which granite_swa's per-layer
+#     RoPE flags hold), against swan's ids with RoPE on both layers.
 # llama.cpp's side is bench/llama_cpp_greedy.cc, compiled here against the
 # llama.cpp the side by side built. Not a test (it needs that build); it
 # prints one markdown table: per file and prompt length, how many of the
@@ -38,7 +41,7 @@ while [ $# -gt 0 ]; do
     -n) n=$2; shift 2 ;;
     --prompts) prompts=$2; shift 2 ;;
     --isa) isa=$2; shift 2 ;;
-    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $1 (--help)" >&2; exit 2 ;;
   esac
 done
@@ -79,7 +82,11 @@ done
 
 for t in f32 q8_0; do
   [ -f "$work/swan-7m-hybrid-$t.gguf" ] || "$swan" convert -m models/swan-7m --out "$work/swan-7m-hybrid-$t.gguf" --dtype "$t" --force >&2
+  [ -f "$work/lab-nope-$t.gguf" ] || "$swan" convert -m models/lab/hybrid-nope --out "$work/lab-nope-$t.gguf" --dtype "$t" --force >&2
 done
+# the plan each file's ids are also taken under, to show what the file's own
+# plan changes: the hybrid under full attention, the NoPE one with RoPE on
+declare -A other_plan=([swan-7m-hybrid]=full [lab-nope]=full,layer0:swa:64)
 
 # swan's models continue Python: their prompts are the start of argparse.py
 # (where the machine has Python 3.11's library), the others random ids
@@ -92,6 +99,7 @@ prompt_ids() { node -e '
   for (let i = 0; i < len; ++i) { s = (s * 1103515245 + 12345) % 2147483648; ids.push(s % vocab); }
   console.log(ids.join(","));' "$1" "$2"; }
 vocab_of() { "$swan" inspect -m "$1" 2>/dev/null | sed -n 's/.*vocab[ :=]*\([0-9][0-9]*\).*/\1/p' | head -1; }
+context_of() { "$swan" inspect -m "$1" 2>/dev/null | sed -n 's/^positions *max \([0-9][0-9]*\).*/\1/p' | head -1; }
 
 out=$work/table-$(date +%Y%m%d-%H%M).md
 {
@@ -104,15 +112,17 @@ IFS=, read -ra lengths <<<"$prompts"
 files=()
 for m in llama gemma3; do for t in f16 q8_0 q4_0; do files+=("$repo/.cache/side_by_side/gguf/$m-$t.gguf"); done; done
 files+=("$work/swan-7m-plain-f32.gguf" "$work/swan-7m-llama3-f32.gguf" "$work/swan-7m-plain-q8_0.gguf" "$work/swan-7m-llama3-q8_0.gguf")
-files+=("$work/swan-7m-hybrid-f32.gguf" "$work/swan-7m-hybrid-q8_0.gguf")
-declare -A llama_ids swan_full_ids
+files+=("$work/swan-7m-hybrid-f32.gguf" "$work/swan-7m-hybrid-q8_0.gguf" "$work/lab-nope-f32.gguf" "$work/lab-nope-q8_0.gguf")
+declare -A llama_ids swan_other_ids
 # swan's greedy ids: file, prompt ids, then swan's options
 swan_ids() { env "${swan_env[@]}" "$swan" generate -m "$1" --ids "$2" -n "$n" --temp 0 -t 2 "${@:3}" 2>/dev/null |
   sed -n 's/.* | //p' | tr ' ' ','; }  # "prompt | id id ...": the ids after the bar
 for f in "${files[@]}"; do
-  vocab=$(vocab_of "$f")
+  vocab=$(vocab_of "$f") context=$(context_of "$f")
   [ -n "$vocab" ] || { echo "no vocabulary size from swan inspect -m $f" >&2; exit 1; }
+  name=$(basename "$f" .gguf)
   for len in "${lengths[@]}"; do
+    [ -n "$context" ] && [ $((len + n)) -gt "$context" ] && continue  # past what the model was trained for
     if [[ "$f" == */swan-7m-* && -n "$python_ids" ]]; then
       ids=$(echo "$python_ids" | cut -d, -f"1-$len")
     else
@@ -121,7 +131,8 @@ for f in "${files[@]}"; do
     both=$("$greedy" "$f" "$ids" "$n" 2)  # ids, then each pick's margin over the runner-up
     theirs=$(echo "$both" | sed -n 1p) margins=$(echo "$both" | sed -n 2p)
     ours=$(swan_ids "$f" "$ids")
-    [[ "$f" == *hybrid* ]] && swan_full_ids[$(basename "$f"):$len]=$(swan_ids "$f" "$ids" --attn full)
+    other=${other_plan[${name%-*}]:-}
+    [ -n "$other" ] && swan_other_ids[$(basename "$f"):$len]=$(swan_ids "$f" "$ids" --attn "$other")
     llama_ids[$(basename "$f"):$len]=$theirs
     same=$(node -e '
       const [a, b, m] = process.argv.slice(1).map((s) => s.trim().split(","));
@@ -135,11 +146,12 @@ done
 echo
 # contrast A TABLE_A B TABLE_B ALIKE APART: per type and prompt length, one
 # line saying whether the ids of file A in TABLE_A (llama_ids or
-# swan_full_ids) match those of B in TABLE_B; TYPE and LEN in the file
+# swan_other_ids) match those of B in TABLE_B; TYPE and LEN in the file
 # names and lines stand for the type and length
 contrast() {
   local -n first=$2 second=$4
   for t in f32 q8_0; do for len in "${lengths[@]}"; do
+    [ -n "${first[${1//TYPE/$t}:$len]:-}" ] || continue  # a prompt past the model's context
     local a=${first[${1//TYPE/$t}:$len]} b=${second[${3//TYPE/$t}:$len]}
     if [ "$a" = "$b" ]; then echo "$5"; else echo "$6"; fi | sed "s/TYPE/$t/; s/LEN/$len/"
   done; done
@@ -148,8 +160,12 @@ contrast swan-7m-plain-TYPE.gguf llama_ids swan-7m-llama3-TYPE.gguf llama_ids \
   "swan-7m TYPE, prompt LEN: llama.cpp continues the scaled and the plain file alike (the factors do not show here)" \
   "swan-7m TYPE, prompt LEN: llama.cpp continues the scaled and the plain file differently (the factors show)" |
   tee -a "$out"
-contrast swan-7m-hybrid-TYPE.gguf llama_ids swan-7m-hybrid-TYPE.gguf swan_full_ids \
+contrast swan-7m-hybrid-TYPE.gguf llama_ids swan-7m-hybrid-TYPE.gguf swan_other_ids \
   "swan-7m hybrid TYPE, prompt LEN: llama.cpp's ids are also swan's under full attention (the windows do not show here)" \
   "swan-7m hybrid TYPE, prompt LEN: llama.cpp's ids differ from swan's under full attention (the windows show)" |
+  tee -a "$out"
+contrast lab-nope-TYPE.gguf llama_ids lab-nope-TYPE.gguf swan_other_ids \
+  "lab NoPE hybrid TYPE, prompt LEN: llama.cpp's ids are also swan's with RoPE on every layer (NoPE does not show here)" \
+  "lab NoPE hybrid TYPE, prompt LEN: llama.cpp's ids differ from swan's with RoPE on every layer (NoPE shows)" |
   tee -a "$out"
 log "table written to $out"

@@ -56,9 +56,6 @@ void GraniteSwaLayers(const GgufFile& file, int32_t window, ModelConfig* c) {
   neutral("attention.scale", {0.0, 1.0 / std::sqrt(double(c->head_dim))});
   if (file.OptionalInt(p + "expert_count").value_or(0) > 0)
     throw std::runtime_error(origin + ": granite_swa with experts is not supported");
-  if (const GgufValue* rope = file.Find(p + "attention.rope_pattern"))
-    for (double on : rope->numbers)
-      if (on == 0) throw std::runtime_error(origin + ": granite_swa layers without RoPE are not supported");
   const GgufValue* pattern = file.Find(p + "attention.sliding_window_pattern");
   if (!pattern || pattern->type != GgufValue::kArray || pattern->numbers.size() != size_t(c->n_layers))
     throw std::runtime_error(origin + ": granite_swa needs attention.sliding_window_pattern, one flag per layer (" +
@@ -66,6 +63,26 @@ void GraniteSwaLayers(const GgufFile& file, int32_t window, ModelConfig* c) {
   if (window <= 0) throw std::runtime_error(origin + ": granite_swa needs attention.sliding_window > 0");
   c->sliding_window = window;
   for (double w : pattern->numbers) c->layer_types.push_back(w != 0 ? "sliding_attention" : "full_attention");
+  // NoPE layers (a 0 in rope_pattern) as the plan swan trains them under:
+  // on every full layer, every window layer or all
+  if (const GgufValue* rope = file.Find(p + "attention.rope_pattern")) {
+    if (rope->type != GgufValue::kArray || rope->numbers.size() != pattern->numbers.size())
+      throw std::runtime_error(origin + ": granite_swa's attention.rope_pattern needs one flag per layer");
+    bool all_full = true, any_full = false, all_window = true, any_window = false;  // NoPE among each kind
+    std::string spec = "full";
+    for (size_t l = 0; l < rope->numbers.size(); ++l) {
+      const bool windowed = pattern->numbers[l] != 0, nope = rope->numbers[l] == 0;
+      if (windowed) spec += ",layer" + std::to_string(l) + ":swa:" + std::to_string(window);
+      (windowed ? all_window : all_full) &= nope;
+      (windowed ? any_window : any_full) |= nope;
+    }
+    if ((any_full && !all_full) || (any_window && !all_window))
+      throw std::runtime_error(origin +
+                               ": granite_swa's layers without RoPE are neither every full layer, every "
+                               "window layer nor all; swan's plans have no other");
+    if (any_full || any_window)
+      c->attention_plan = spec + (any_full && any_window ? ",nope:all" : any_full ? ",nope:full" : ",nope:window");
+  }
   for (int32_t l = 0; l < c->n_layers; ++l) {
     const std::string name = "blk." + std::to_string(l) + ".attn_sinks.weight";
     const GgufTensor* t = file.Tensor(name);

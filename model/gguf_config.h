@@ -8,7 +8,8 @@
 namespace swan {
 
 // general.architecture llama (Llama, Mistral), qwen2, gemma3 or
-// granite_swa (a Llama with window layers, as swan writes its hybrids) as
+// granite_swa (a Llama with window layers and perhaps NoPE ones, as swan
+// writes its hybrids; the NoPE layers become the config's attention plan) as
 // the HF architecture and hyperparameters, with the tensors that are
 // hyperparameters: rope_freqs (RoPE factors), granite_swa's attn_sinks
 // (learned sink logits, which must be none). Throws std::runtime_error for

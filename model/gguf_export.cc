@@ -59,9 +59,11 @@ std::string Encode(const std::vector<float>& w, int64_t out, int64_t in, WeightT
 namespace {
 
 // Each layer's window under the plan swan runs `dir` under by default (its
-// trained plan, else its config's layer types): what granite_swa holds.
-// Throws for layers it cannot hold; `notes` gets what the file leaves out.
-std::vector<int32_t> WindowPerLayer(const ModelConfig& c, const std::string& dir, std::vector<std::string>* notes) {
+// trained plan, else its config's layer types), and whether it rotates by
+// RoPE (`rope`, [layers]): what granite_swa holds. Throws for layers it
+// cannot hold; `notes` gets what the file leaves out.
+std::vector<int32_t> WindowPerLayer(const ModelConfig& c, const std::string& dir, std::vector<bool>* rope,
+                                    std::vector<std::string>* notes) {
   const AttentionPlan plan =
       ResolvePlan(c.attention_plan.empty() ? "model" : c.attention_plan, AttentionDefaultsFor(c));
   std::vector<int32_t> windows;  // [layers]
@@ -72,9 +74,12 @@ std::vector<int32_t> WindowPerLayer(const ModelConfig& c, const std::string& dir
     if (layer.kind != LayerKind::kFull && layer.kind != LayerKind::kWindow)
       throw std::runtime_error(which + "attends as a " + LayerKindName(layer.kind) +
                                " layer; GGUF files hold full and sliding-window layers");
-    if (layer.rope.ToString() != c.rope.ToString())
+    RopeSettings rotated = layer.rope;  // NoPE layers are flagged apart
+    rotated.enabled = true;
+    if (rotated.ToString() != c.rope.ToString())
       throw std::runtime_error(which + "has " + layer.rope.ToString() + " where the model has " + c.rope.ToString() +
-                               "; GGUF files hold one RoPE for every layer here");
+                               "; GGUF files hold one RoPE, on or off per layer");
+    rope->push_back(layer.rope.enabled);
     if (layer.position_mode != PositionMode::kAbsolute)
       throw std::runtime_error(which + "counts positions in the cache; GGUF files hold absolute positions");
     windows.push_back(layer.span.window);
@@ -111,9 +116,14 @@ std::string HfToGgufBytes(const std::string& dir, WeightType type, std::vector<s
   // named by sliding_window alone) stays llama, as llama.cpp's converter
   // writes it.
   std::vector<int32_t> windows;  // [layers] per layer its window, 0 = full
-  if (arch == "llama" && (!c.layer_types.empty() || !c.attention_plan.empty())) windows = WindowPerLayer(c, dir, notes);
+  std::vector<bool> rope;        // [layers] false: a NoPE layer
+  if (arch == "llama" && (!c.layer_types.empty() || !c.attention_plan.empty()))
+    windows = WindowPerLayer(c, dir, &rope, notes);
+  const bool nope = std::count(rope.begin(), rope.end(), false) > 0;
   const bool hybrid = std::count_if(windows.begin(), windows.end(), [](int32_t w) { return w > 0; }) > 0;
   if (hybrid) arch = "granite_swa";
+  if (nope && !hybrid)
+    throw std::runtime_error(dir + ": NoPE layers go into GGUF files beside window layers only (as granite_swa)");
   const int32_t window = hybrid ? *std::max_element(windows.begin(), windows.end()) : c.sliding_window;
   const bool llama_rows = arch == "llama" || arch == "granite_swa";  // q/k rows in interleaved RoPE order
   // llama3 scaling (and factors read from a GGUF file) go into the file as
@@ -155,6 +165,11 @@ std::string HfToGgufBytes(const std::string& dir, WeightType type, std::vector<s
     window_layers.element = V::kBool;
     for (int32_t w : windows) window_layers.numbers.push_back(w > 0);
     meta.push_back({p + "attention.sliding_window_pattern", window_layers});
+    if (nope) {
+      GgufValue rotated = window_layers;  // [layers] true: the layer rotates q and k by RoPE
+      rotated.numbers.assign(rope.begin(), rope.end());
+      meta.push_back({p + "attention.rope_pattern", rotated});
+    }
     meta.push_back({p + "logit_scale", GgufNumber(V::kF32, 1.0)});
   }
   if (arch == "gemma3") {

@@ -14,9 +14,9 @@ namespace swan {
 
 // The file's bytes, matrices as `type` (rows a block format cannot hold,
 // and every 1-D tensor, stay F32). A Llama with window layers (swan's
-// hybrids) is written as llama.cpp's granite_swa. Throws
-// std::runtime_error for architectures, tensors and layers GGUF has no
-// place for (swan's routers, per-head and linear layers, NoPE); `notes`, if
+// hybrids, NoPE layers included) is written as llama.cpp's granite_swa.
+// Throws std::runtime_error for architectures, tensors and layers GGUF has
+// no place for (swan's routers, per-head and linear layers); `notes`, if
 // given, gets what the file leaves out (sink tokens).
 std::string HfToGgufBytes(const std::string& dir, WeightType type, std::vector<std::string>* notes = nullptr);
 

@@ -467,6 +467,48 @@ TEST(Gguf, HybridLlamaTravelsAsGraniteSwa) {
   EXPECT_NE(with("granite_swa.logit_scale", &scale, 0).find("logit_scale 0.25"), std::string::npos);
 }
 
+// A hybrid trained with NoPE on its full layers keeps them NoPE through
+// granite_swa's per-layer RoPE flags; a pattern no plan of swan's says is
+// refused.
+TEST(Gguf, NopeLayersTravelAsRopePattern) {
+  const std::string plan = "full,layer0:swa:6,layer1:swa:6,layer2:swa:6,nope:full";
+  const auto dir = TinyLlamaDir("gguf_nope", test::TinyLlamaShape{61, 32, 64, 4, 2, 8, 4}, 8, R"(, "sliding_window": 6,
+    "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"],
+    "swan_attention_plan": ")" + plan + "\"");
+  const std::string bytes = HfToGgufBytes(dir.string(), WeightType::kF32);
+  const GgufFile file(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "nope.gguf");
+  EXPECT_EQ(file.Find("granite_swa.attention.rope_pattern")->numbers, (std::vector<double>{1, 1, 1, 0}));
+  const std::string path = (dir / "nope.gguf").string();
+  test::WriteFile(path, bytes);
+  const auto gguf = LoadModel(path), hf = LoadModel(dir.string());
+  EXPECT_EQ(gguf->config().attention_plan, plan);
+  const std::vector<float> logits = Logits(*gguf, 24);
+  EXPECT_LE(MaxDiff(logits, Logits(*hf, 24)), 1e-5);
+  // RoPE on the full layer too: other logits
+  auto session = gguf->NewSession(gguf->ResolvePlan("full,layer0:swa:6,layer1:swa:6,layer2:swa:6"));
+  std::vector<int32_t> ids(24), pos(24);  // [24]
+  std::iota(ids.begin(), ids.end(), 3);
+  std::iota(pos.begin(), pos.end(), 0);
+  std::vector<float> rotated(logits.size());  // [24, vocab]
+  gguf->Forward(rotated.data(), Batch{ids.data(), pos.data(), 24}, *session);
+  EXPECT_GT(MaxDiff(logits, rotated), 1e-3);
+
+  std::vector<std::pair<std::string, GgufValue>> metadata(file.metadata().begin(), file.metadata().end());
+  for (auto& [key, v] : metadata)
+    if (key == "granite_swa.attention.rope_pattern") v.numbers = {0, 1, 1, 1};  // one window layer of three
+  std::vector<GgufTensorBytes> tensors;
+  for (const GgufTensor& t : file.tensors())
+    tensors.push_back({t.name, t.type, t.ne, std::string(reinterpret_cast<const char*>(t.data), t.n_bytes)});
+  const std::string bad = (dir / "bad.gguf").string();
+  test::WriteFile(bad, GgufBytes(metadata, tensors));
+  try {
+    LoadModel(bad);
+    ADD_FAILURE() << "loaded";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("neither every full layer"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Gguf, RefusesArchitecturesItDoesNotRun) {
   const auto dir = test::TempDir("gguf_arch");
   const std::string path = (dir / "m.gguf").string();
