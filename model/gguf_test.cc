@@ -102,12 +102,13 @@ TEST(Gguf, RefusesBrokenFields) {
   refuses(bad_rows, "not a multiple");
 }
 
-std::vector<float> Logits(const LanguageModel& model, int64_t n) {
+// Logits of ids 3, 4, ... at positions 0.. under `plan` (the model's own when empty).
+std::vector<float> Logits(const LanguageModel& model, int64_t n, const std::string& plan = "") {
   std::vector<int32_t> ids(static_cast<size_t>(n)), pos(static_cast<size_t>(n));  // [n]
   std::iota(ids.begin(), ids.end(), 3);
   std::iota(pos.begin(), pos.end(), 0);
   std::vector<float> logits(size_t(n * model.config().vocab_size));  // [n, vocab]
-  auto session = model.NewSession(model.ResolvePlan(""));
+  auto session = model.NewSession(model.ResolvePlan(plan));
   model.Forward(logits.data(), Batch{ids.data(), pos.data(), n}, *session);
   return logits;
 }
@@ -116,6 +117,31 @@ double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
   double d = 0;
   for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(double(a[i]) - b[i]));
   return d;
+}
+
+// A file's metadata and tensors as GgufBytes takes them: to change and write again.
+struct GgufParts {
+  std::vector<std::pair<std::string, GgufValue>> metadata;
+  std::vector<GgufTensorBytes> tensors;
+  std::string Bytes() const { return GgufBytes(metadata, tensors); }
+};
+GgufParts PartsOf(const GgufFile& file) {
+  GgufParts parts{{file.metadata().begin(), file.metadata().end()}, {}};
+  for (const GgufTensor& t : file.tensors())
+    parts.tensors.push_back({t.name, t.type, t.ne, std::string(reinterpret_cast<const char*>(t.data), t.n_bytes)});
+  return parts;
+}
+
+// What loading `bytes`, written into dir as a GGUF file, throws; "loaded" when it loads.
+std::string LoadError(const std::filesystem::path& dir, const std::string& bytes) {
+  const std::string path = (dir / "refused.gguf").string();
+  test::WriteFile(path, bytes);
+  try {
+    LoadModel(path);
+    return "loaded";
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
 }
 
 // Written as GGUF and read back, a model gives the logits it gave from its
@@ -274,27 +300,16 @@ TEST(Gguf, RefusesBlockFormatsItDoesNotRead) {
   const auto dir = Llama256("gguf_refused");
   const DequantPaths paths = WriteDequantFiles(dir, {DequantFormat::kQ5_0});
   const GgufFile file(paths.blocks);
-  std::vector<std::pair<std::string, GgufValue>> metadata(file.metadata().begin(), file.metadata().end());
-  std::vector<GgufTensorBytes> tensors;
-  for (const GgufTensor& t : file.tensors()) {
-    GgufTensorBytes b{t.name, t.type, t.ne, std::string(reinterpret_cast<const char*>(t.data), t.n_bytes)};
+  GgufParts parts = PartsOf(file);
+  for (GgufTensorBytes& t : parts.tensors)
     if (t.name == "blk.0.ffn_up.weight") {
-      b.type = uint32_t(GgmlType::kQ2_K);
-      b.bytes.assign(size_t(t.numel() / 256 * 84), '\0');
+      t.type = uint32_t(GgmlType::kQ2_K);
+      t.bytes.assign(size_t(t.ne[0] * t.ne[1] / 256 * 84), '\0');
     }
-    tensors.push_back(b);
-  }
-  const std::string q2_path = (dir / "q2_k.gguf").string();
-  test::WriteFile(q2_path, GgufBytes(metadata, tensors));
-  try {
-    LoadModel(q2_path);
-    ADD_FAILURE() << "Q2_K loaded";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("of Q2_K is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, "
-                                         "Q4_K, Q5_K, Q6_K)"),
-              std::string::npos)
-        << e.what();
-  }
+  const std::string error = LoadError(dir, parts.Bytes());
+  EXPECT_NE(error.find("of Q2_K is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)"),
+            std::string::npos)
+      << error;
 }
 
 // Q5_0, Q5_1 and the K-quants are held as they are: the file's values (rearranged into
@@ -337,13 +352,9 @@ std::filesystem::path Llama64(const std::string& name, const std::string& rope_s
 
 // The GGUF file `bytes` with one more tensor.
 std::string WithTensor(const std::string& bytes, const GgufTensorBytes& extra) {
-  const GgufFile file(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "in.gguf");
-  std::vector<std::pair<std::string, GgufValue>> metadata(file.metadata().begin(), file.metadata().end());
-  std::vector<GgufTensorBytes> tensors;
-  for (const GgufTensor& t : file.tensors())
-    tensors.push_back({t.name, t.type, t.ne, std::string(reinterpret_cast<const char*>(t.data), t.n_bytes)});
-  tensors.push_back(extra);
-  return GgufBytes(metadata, tensors);
+  GgufParts parts = PartsOf(GgufFile(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "in.gguf"));
+  parts.tensors.push_back(extra);
+  return parts.Bytes();
 }
 
 // Llama 3.1's RoPE scaling goes into the file as llama.cpp's converter
@@ -385,22 +396,17 @@ TEST(Gguf, Llama3ScalingTravelsAsRopeFreqs) {
 TEST(Gguf, RopeFreqsDivideEachFrequency) {
   const auto plain = Llama64("gguf_freqs_plain", "null");
   const std::string f32 = HfToGgufBytes(plain.string(), WeightType::kF32);
-  auto load = [&](uint32_t type, const std::vector<int64_t>& ne, const std::vector<float>& values) {
-    const std::string path = (plain / "freqs.gguf").string();
-    test::WriteFile(path, WithTensor(f32, {"rope_freqs.weight", type, ne, FloatBytes(values)}));
-    return LoadModel(path);
+  auto with = [&](uint32_t type, const std::vector<int64_t>& ne, const std::vector<float>& values) {
+    return WithTensor(f32, {"rope_freqs.weight", type, ne, FloatBytes(values)});
   };
-  const auto twice = load(uint32_t(GgmlType::kF32), {32}, std::vector<float>(32, 2.0f));
+  const std::string path = (plain / "freqs.gguf").string();
+  test::WriteFile(path, with(uint32_t(GgmlType::kF32), {32}, std::vector<float>(32, 2.0f)));
   const auto linear = LoadModel(Llama64("gguf_freqs_linear", R"({"rope_type": "linear", "factor": 2.0})").string());
-  EXPECT_LE(MaxDiff(Logits(*twice, 48), Logits(*linear, 48)), 1e-5);
+  EXPECT_LE(MaxDiff(Logits(*LoadModel(path), 48), Logits(*linear, 48)), 1e-5);
   auto refused = [&](uint32_t type, const std::vector<int64_t>& ne, const std::vector<float>& values,
                      const std::string& why) {
-    try {
-      load(type, ne, values);
-      ADD_FAILURE() << "loaded: " << why;
-    } catch (const std::runtime_error& e) {
-      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
-    }
+    const std::string error = LoadError(plain, with(type, ne, values));
+    EXPECT_NE(error.find(why), std::string::npos) << error;
   };
   refused(uint32_t(GgmlType::kF32), {31}, std::vector<float>(31, 2.0f), "expected F32 [32]");
   refused(uint32_t(GgmlType::kF16), {32}, std::vector<float>(16, 2.0f), "expected F32 [32]");
@@ -431,36 +437,16 @@ TEST(Gguf, HybridLlamaTravelsAsGraniteSwa) {
   // 24 tokens against a window of 6: the window layers see only the last 6
   const std::vector<float> logits = Logits(*gguf, 24);
   EXPECT_LE(MaxDiff(logits, Logits(*hf, 24)), 1e-5);
-  auto full = [&] {
-    auto session = gguf->NewSession(gguf->ResolvePlan("full"));
-    std::vector<int32_t> ids(24), pos(24);  // [24]
-    std::iota(ids.begin(), ids.end(), 3);
-    std::iota(pos.begin(), pos.end(), 0);
-    std::vector<float> out(logits.size());  // [24, vocab]
-    gguf->Forward(out.data(), Batch{ids.data(), pos.data(), 24}, *session);
-    return out;
-  };
-  EXPECT_GT(MaxDiff(logits, full()), 1e-3);  // the windows show in the logits
+  EXPECT_GT(MaxDiff(logits, Logits(*gguf, 24, "full")), 1e-3);  // the windows show in the logits
 
   // what swan does not run is refused: a learned sink logit, a logit scale
   auto with = [&](const std::string& name, const GgufValue* value, float sink) {
-    std::vector<std::pair<std::string, GgufValue>> metadata(file.metadata().begin(), file.metadata().end());
-    for (auto& [key, v] : metadata)
+    GgufParts parts = PartsOf(file);
+    for (auto& [key, v] : parts.metadata)
       if (value && key == name) v = *value;
-    std::vector<GgufTensorBytes> tensors;
-    for (const GgufTensor& t : file.tensors()) {
-      GgufTensorBytes b{t.name, t.type, t.ne, std::string(reinterpret_cast<const char*>(t.data), t.n_bytes)};
-      if (!value && t.name == name) std::memcpy(b.bytes.data(), &sink, sizeof(sink));
-      tensors.push_back(b);
-    }
-    const std::string bad = (dir / "bad.gguf").string();
-    test::WriteFile(bad, GgufBytes(metadata, tensors));
-    try {
-      LoadModel(bad);
-      return std::string("loaded");
-    } catch (const std::runtime_error& e) {
-      return std::string(e.what());
-    }
+    for (GgufTensorBytes& t : parts.tensors)
+      if (!value && t.name == name) std::memcpy(t.bytes.data(), &sink, sizeof(sink));
+    return LoadError(dir, parts.Bytes());
   };
   EXPECT_NE(with("blk.2.attn_sinks.weight", nullptr, 0.5f).find("learned sink logit 0.5"), std::string::npos);
   const GgufValue scale = GgufNumber(GgufValue::kF32, 0.25);
@@ -485,40 +471,19 @@ TEST(Gguf, NopeLayersTravelAsRopePattern) {
   const std::vector<float> logits = Logits(*gguf, 24);
   EXPECT_LE(MaxDiff(logits, Logits(*hf, 24)), 1e-5);
   // RoPE on the full layer too: other logits
-  auto session = gguf->NewSession(gguf->ResolvePlan("full,layer0:swa:6,layer1:swa:6,layer2:swa:6"));
-  std::vector<int32_t> ids(24), pos(24);  // [24]
-  std::iota(ids.begin(), ids.end(), 3);
-  std::iota(pos.begin(), pos.end(), 0);
-  std::vector<float> rotated(logits.size());  // [24, vocab]
-  gguf->Forward(rotated.data(), Batch{ids.data(), pos.data(), 24}, *session);
-  EXPECT_GT(MaxDiff(logits, rotated), 1e-3);
+  EXPECT_GT(MaxDiff(logits, Logits(*gguf, 24, "full,layer0:swa:6,layer1:swa:6,layer2:swa:6")), 1e-3);
 
-  std::vector<std::pair<std::string, GgufValue>> metadata(file.metadata().begin(), file.metadata().end());
-  for (auto& [key, v] : metadata)
+  GgufParts parts = PartsOf(file);
+  for (auto& [key, v] : parts.metadata)
     if (key == "granite_swa.attention.rope_pattern") v.numbers = {0, 1, 1, 1};  // one window layer of three
-  std::vector<GgufTensorBytes> tensors;
-  for (const GgufTensor& t : file.tensors())
-    tensors.push_back({t.name, t.type, t.ne, std::string(reinterpret_cast<const char*>(t.data), t.n_bytes)});
-  const std::string bad = (dir / "bad.gguf").string();
-  test::WriteFile(bad, GgufBytes(metadata, tensors));
-  try {
-    LoadModel(bad);
-    ADD_FAILURE() << "loaded";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("neither every full layer"), std::string::npos) << e.what();
-  }
+  const std::string error = LoadError(dir, parts.Bytes());
+  EXPECT_NE(error.find("neither every full layer"), std::string::npos) << error;
 }
 
 TEST(Gguf, RefusesArchitecturesItDoesNotRun) {
-  const auto dir = test::TempDir("gguf_arch");
-  const std::string path = (dir / "m.gguf").string();
-  test::WriteFile(path, GgufBytes({{"general.architecture", GgufString("mamba")}}, {}));
-  try {
-    LoadModel(path);
-    ADD_FAILURE() << "mamba loaded";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("'mamba' is not supported"), std::string::npos) << e.what();
-  }
+  const std::string error =
+      LoadError(test::TempDir("gguf_arch"), GgufBytes({{"general.architecture", GgufString("mamba")}}, {}));
+  EXPECT_NE(error.find("'mamba' is not supported"), std::string::npos) << error;
 }
 
 }  // namespace
