@@ -35,9 +35,10 @@ RopeScaling RopeFrequencyFactors(const GgufTensor& t, const std::string& arch, i
 }
 
 // llama.cpp's granite_swa as swan writes its hybrids: Llama's network with
-// a window flag per layer. What else granite_swa can hold (logit,
-// residual, embedding and attention scales, NoPE layers, experts) is
-// refused unless it leaves Llama's network as it is.
+// a window flag per layer, and a RoPE flag for NoPE layers. What else
+// granite_swa can hold (logit, residual, embedding and attention scales,
+// experts, learned sink logits) is refused unless it leaves Llama's
+// network as it is.
 void GraniteSwaLayers(const GgufFile& file, int32_t window, ModelConfig* c) {
   const std::string p = "granite_swa.", origin = file.origin();
   // a key Llama's network has no use for, present with a value other than those that change nothing

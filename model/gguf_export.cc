@@ -54,10 +54,6 @@ std::string Encode(const std::vector<float>& w, int64_t out, int64_t in, WeightT
   return bytes;
 }
 
-}  // namespace
-
-namespace {
-
 // Each layer's window under the plan swan runs `dir` under by default (its
 // trained plan, else its config's layer types), and whether it rotates by
 // RoPE (`rope`, [layers]): what granite_swa holds. Throws for layers it
