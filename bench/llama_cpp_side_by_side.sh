@@ -9,9 +9,12 @@
 # 2. Writes random-weight models once (scripts/random_model.mjs), a Llama
 #    (8 layers, hidden 512, 8 heads / 2 KV heads of 64, MLP 1536, vocab
 #    32000, untied: 57M parameters) and a Gemma 3 hybrid (12 layers, the same
-#    widths, tied: 3 window-512 layers per global layer, 53M), and converts
-#    each to GGUF per type with `swan convert` (a model without a tokenizer
-#    gets llama.cpp's tokenizer "none"); both programs read that one file.
+#    widths, tied: 3 window-512 layers per global layer, 53M) (with --models
+#    hybrid also the Llama as a 3:1 hybrid of window 1024, as swan trains
+#    them, which `swan convert` writes as llama.cpp's granite_swa), and
+#    converts each to GGUF per type with `swan convert` (a model without a
+#    tokenizer gets llama.cpp's tokenizer "none"); both programs read that
+#    one file.
 # 3. Per model, type and depth, runs llama-bench and `swan bench` back to
 #    back (their order alternating), each with the same threads, prompt,
 #    decode length and repeats, under /usr/bin/time. For the peak RSS, one
@@ -27,7 +30,7 @@
 #    program's prefill and 1.5x llama.cpp's would take at those bounds.
 #
 # usage: bench/llama_cpp_side_by_side.sh [options]
-#   --models LIST    llama,gemma3 (default both)
+#   --models LIST    llama,gemma3 (default both), hybrid
 #   --types LIST     f16,q8_0,q4_0 (default all three), any other type `swan
 #                    convert --dtype` writes (q5_0, q4_k, ...), or q4_k_m:
 #                    llama.cpp's llama-quantize makes it from the f16 file
@@ -152,7 +155,8 @@ model_args() {
   case "$1" in
     llama) echo "--arch LlamaForCausalLM --layers 8 --hidden 512 --heads 8 --kv-heads 2 --inter 1536 --vocab 32000 --max-pos 32768" ;;
     gemma3) echo "--arch Gemma3ForCausalLM --layers 12 --hidden 512 --heads 8 --kv-heads 2 --inter 1536 --vocab 32000 --tied --sliding-window 512 --pattern 4" ;;
-    *) echo "unknown model $1 (llama, gemma3)" >&2; return 1 ;;
+    hybrid) echo "--arch LlamaForCausalLM --layers 8 --hidden 512 --heads 8 --kv-heads 2 --inter 1536 --vocab 32000 --max-pos 32768 --sliding-window 1024 --pattern 4" ;;
+    *) echo "unknown model $1 (llama, gemma3, hybrid)" >&2; return 1 ;;
   esac
 }
 
@@ -323,20 +327,24 @@ const peaks = JSON.parse(peaksArg);  // {fma: GFLOP/s, int8: G products/s}
 // A model's shape from the config.json written above, and the work a
 // prefill token needs at a depth: its layers' products, and 4 x head dim
 // FLOPs per key a head attends to (QK and PV; causal, a window layer its
-// last W keys; every sliding_window_pattern-th layer is global).
+// last W keys; window layers from layer_types, or every layer but each
+// sliding_window_pattern-th (Gemma 3)).
 const shape = (m) => {
   const c = read(`${modelsDir}/${m}/config.json`);
   if (!c) return null;
+  const pattern = c.sliding_window_pattern || 1;  // Gemma 3: every pattern-th layer global
+  const windowed = c.layer_types ? c.layer_types.map((t) => t === "sliding_attention")
+                                 : Array.from({ length: c.num_hidden_layers }, (_, l) => (l + 1) % pattern !== 0);
   return { layers: c.num_hidden_layers, hidden: c.hidden_size, heads: c.num_attention_heads,
            kv: c.num_key_value_heads, hd: c.head_dim || c.hidden_size / c.num_attention_heads,
-           inter: c.intermediate_size, window: c.sliding_window || 0, pattern: c.sliding_window_pattern || 1 };
+           inter: c.intermediate_size, window: c.sliding_window || 0, windowed };
 };
 const workPerToken = (m, depth) => {
   const s = shape(m);
   const weights = 2 * s.hidden * s.heads * s.hd + 2 * s.hidden * s.kv * s.hd + 3 * s.hidden * s.inter;
   let keys = 0;  // summed over layers, averaged over the prompt's tokens
   for (let l = 0; l < s.layers; ++l) {
-    const window = s.window && (l + 1) % s.pattern !== 0 ? s.window : Infinity;
+    const window = s.window && s.windowed[l] ? s.window : Infinity;
     for (let i = 0; i < prompt; ++i) keys += Math.min(window, depth + i + 1) / prompt;
   }
   return { products: s.layers * weights, attention: 4 * s.heads * s.hd * keys };  // products, FLOPs

@@ -12,6 +12,8 @@
 // feed-forward norms (all norms 0, since Gemma scales by 1 + weight), GELU-tanh,
 // every --pattern-th layer global and the others a window of --sliding-window,
 // RoPE base 1M global / 10K local.
+// A Llama given --sliding-window is swan's hybrid: every --pattern-th layer
+// full, the others a window of --sliding-window (config.json's layer_types).
 import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 
@@ -74,6 +76,11 @@ if (gemma3)  // Gemma 3 1B's settings, in its config's words
     model_type: "gemma3_text", rms_norm_eps: 1e-6, rope_theta: 1000000,
     rope_local_base_freq: 10000, sliding_window: slidingWindow, sliding_window_pattern: pattern,
     query_pre_attn_scalar: headDim, hidden_activation: "gelu_pytorch_tanh",
+  });
+else if (args.includes("--sliding-window"))
+  Object.assign(config, {
+    sliding_window: slidingWindow,
+    layer_types: Array.from({ length: layers }, (_, l) => ((l + 1) % pattern === 0 ? "full_attention" : "sliding_attention")),
   });
 writeFileSync(join(out, "config.json"), JSON.stringify(config, null, 1) + "\n");
 const fd = openSync(join(out, "model.safetensors"), "w");
