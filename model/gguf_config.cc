@@ -10,27 +10,32 @@
 namespace swan {
 namespace {
 
+// The n values of a 1-D F32 tensor that holds hyperparameters; throws,
+// naming it as `what`, for any other type or shape (`why`: what the n are).
+std::vector<float> F32Values(const GgufTensor& t, int64_t n, const std::string& what, const std::string& why) {
+  if (t.type != uint32_t(GgmlType::kF32) || t.ne != std::vector<int64_t>{n})
+    throw std::runtime_error(what + " is " + GgmlTypeName(t.type) + " " + ShapeToString(t.ne) + ", expected F32 [" +
+                             std::to_string(n) + "] (" + why + ")");
+  std::vector<float> values(static_cast<size_t>(n));  // [n]
+  std::memcpy(values.data(), t.data, values.size() * sizeof(float));
+  return values;
+}
+
 // llama.cpp's rope_freqs tensor (its converter writes Llama 3.1+'s llama3
 // scaling so): one F32 factor per frequency, which the frequency is divided by.
 RopeScaling RopeFrequencyFactors(const GgufTensor& t, const std::string& arch, int32_t head_dim,
                                  const std::string& origin) {
   const std::string what = origin + ": rope_freqs.weight";
-  if (arch != "llama" && arch != "granite_swa") throw std::runtime_error(what + " belongs to llama files, not " + arch);
-  if (t.type != uint32_t(GgmlType::kF32) || t.ne != std::vector<int64_t>{head_dim / 2})
-    throw std::runtime_error(what + " is " + GgmlTypeName(t.type) + " " + ShapeToString(t.ne) + ", expected F32 [" +
-                             std::to_string(head_dim / 2) + "] (one factor per frequency of a " +
-                             std::to_string(head_dim) + "-wide head)");
+  if (!LlamaRowOrder(arch)) throw std::runtime_error(what + " belongs to llama files, not " + arch);
   RopeScaling s;
   s.kind = RopeScaling::Kind::kFrequencyFactors;
-  s.frequency_factors.resize(size_t(head_dim / 2));
-  for (size_t i = 0; i < s.frequency_factors.size(); ++i) {
-    float f = 0;
-    std::memcpy(&f, t.data + i * sizeof(float), sizeof(float));
-    if (!(f > 0) || !std::isfinite(f))
-      throw std::runtime_error(what + " holds " + std::to_string(f) + " at " + std::to_string(i) +
+  const std::vector<float> factors =
+      F32Values(t, head_dim / 2, what, "one factor per frequency of a " + std::to_string(head_dim) + "-wide head");
+  for (size_t i = 0; i < factors.size(); ++i)
+    if (!(factors[i] > 0) || !std::isfinite(factors[i]))
+      throw std::runtime_error(what + " holds " + std::to_string(factors[i]) + " at " + std::to_string(i) +
                                ": a frequency's factor must be a positive number");
-    s.frequency_factors[i] = f;
-  }
+  s.frequency_factors.assign(factors.begin(), factors.end());
   return s;
 }
 
@@ -88,16 +93,11 @@ void GraniteSwaLayers(const GgufFile& file, int32_t window, ModelConfig* c) {
     const std::string name = "blk." + std::to_string(l) + ".attn_sinks.weight";
     const GgufTensor* t = file.Tensor(name);
     if (!t) continue;  // llama.cpp requires it; swan has no use for it
-    if (t->type != uint32_t(GgmlType::kF32) || t->ne != std::vector<int64_t>{c->n_heads})
-      throw std::runtime_error(origin + ": " + name + " is " + GgmlTypeName(t->type) + " " + ShapeToString(t->ne) +
-                               ", expected F32 [" + std::to_string(c->n_heads) + "]");
-    for (int64_t h = 0; h < c->n_heads; ++h) {
-      float s = 0;
-      std::memcpy(&s, t->data + h * sizeof(float), sizeof(float));
-      if (!(s <= kNoSinkLogitBelow))
-        throw std::runtime_error(origin + ": " + name + " holds the learned sink logit " + std::to_string(s) +
+    const std::vector<float> sinks = F32Values(*t, c->n_heads, origin + ": " + name, "a sink logit per head");
+    for (size_t h = 0; h < sinks.size(); ++h)
+      if (!(sinks[h] <= kNoSinkLogitBelow))
+        throw std::runtime_error(origin + ": " + name + " holds the learned sink logit " + std::to_string(sinks[h]) +
                                  " for head " + std::to_string(h) + "; swan's models run without sink logits");
-    }
   }
 }
 

@@ -2,6 +2,8 @@
 // it came from (the keys llama.cpp's converter writes).
 #pragma once
 
+#include <string>
+
 #include "model/config.h"
 #include "model/gguf.h"
 
@@ -15,6 +17,10 @@ namespace swan {
 // (learned sink logits, which must be none). Throws std::runtime_error for
 // other architectures and missing or unsupported metadata, naming the file.
 ModelConfig GgufModelConfig(const GgufFile& file);
+
+// Whether llama.cpp's architecture `arch` is Llama's network with q/k rows
+// in its interleaved RoPE order (llama, and granite_swa as swan writes it).
+inline bool LlamaRowOrder(const std::string& arch) { return arch == "llama" || arch == "granite_swa"; }
 
 // The sink logit swan writes into granite_swa files, which require one per
 // head and layer: none (its exp against any score is 0). Sink logits at or

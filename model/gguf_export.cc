@@ -121,7 +121,7 @@ std::string HfToGgufBytes(const std::string& dir, WeightType type, std::vector<s
   if (nope && !hybrid)
     throw std::runtime_error(dir + ": NoPE layers go into GGUF files beside window layers only (as granite_swa)");
   const int32_t window = hybrid ? *std::max_element(windows.begin(), windows.end()) : c.sliding_window;
-  const bool llama_rows = arch == "llama" || arch == "granite_swa";  // q/k rows in interleaved RoPE order
+  const bool llama_rows = LlamaRowOrder(arch);  // q/k rows in interleaved RoPE order
   // llama3 scaling (and factors read from a GGUF file) go into the file as
   // llama.cpp's converter writes them: a rope_freqs tensor, which its
   // Llama-like architectures read
@@ -130,7 +130,7 @@ std::string HfToGgufBytes(const std::string& dir, WeightType type, std::vector<s
   if (frequency_factors && !llama_rows)
     throw std::runtime_error(dir + ": " + c.rope.scaling.ToString() + " RoPE scaling has no GGUF form for " + arch +
                              " (llama.cpp reads rope_freqs.weight in llama files)");
-  if ((!c.layer_types.empty() && arch != "llama" && arch != "granite_swa") || (arch == "qwen2" && c.use_sliding_window))
+  if ((!c.layer_types.empty() && !llama_rows) || (arch == "qwen2" && c.use_sliding_window))
     throw std::runtime_error(dir + ": per-layer attention types of " + arch + " have no GGUF metadata here");
   const std::string p = arch + ".";
   using V = GgufValue;

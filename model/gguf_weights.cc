@@ -129,7 +129,7 @@ WeightType GgufWeights::LinearType(const std::string& name) const {
 LinearWeight GgufWeights::Linear(const std::string& name, int64_t out, int64_t in) const {
   const GgufTensor& t = Find(name, {out, in});
   const WeightType format = FormatOf(t, file_.origin());
-  const bool permuted = (config_.model_type == "llama" || config_.model_type == "granite_swa") &&
+  const bool permuted = LlamaRowOrder(config_.model_type) &&
                         (EndsWith(name, "self_attn.q_proj.weight") || EndsWith(name, "self_attn.k_proj.weight"));
   std::vector<int64_t> order;  // [out] Hugging Face's row r is the file's row order[r]; empty: the same row
   if (permuted) {
