@@ -105,11 +105,15 @@ int RunInspect(const std::vector<std::string>& words) {
   int64_t params = 0;
   size_t n_tensors = 0;
   std::string held;  // GGUF: how its matrices' types are held
+  std::string parts;  // GGUF cut by gguf-split: its files
   if (IsGgufFile(dir)) {
     const GgufFile file(dir);
     for (const GgufTensor& t : file.tensors()) params += t.numel();
     n_tensors = file.tensors().size();
     held = HeldTypes(file);
+    if (file.paths().size() > 1)
+      parts = std::to_string(file.paths().size()) + " parts of a split model, " + file.paths().front() + " .. " +
+              file.paths().back();
   } else {
     const TensorStore store = TensorStore::OpenDirectory(dir);
     for (const std::string& name : store.Names()) params += store.Info(name).numel();
@@ -117,6 +121,7 @@ int RunInspect(const std::vector<std::string>& words) {
   }
   std::printf("weights     %zu tensors, %lld parameters\n", n_tensors, (long long)params);
   if (!held.empty()) std::printf("matrices    %s\n", held.c_str());
+  if (!parts.empty()) std::printf("files       %s\n", parts.c_str());
   std::printf("plan        %s\n\n", plan.spec.c_str());
 
   const KvShape shape{c.n_kv_heads, c.head_dim, LinearPhiDim(c)};

@@ -200,9 +200,12 @@ int64_t GgufTensor::numel() const {
   return n;
 }
 
-GgufFile::GgufFile(const std::string& path) : map_(std::make_shared<MappedFile>(path)), origin_(path) {
+GgufFile::GgufFile(const std::string& path, OnePart)
+    : map_(std::make_shared<MappedFile>(path)), owner_(map_), paths_{path}, origin_(path) {
   Parse(map_->data(), map_->size());
 }
+
+GgufFile::GgufFile(const std::string& path) : GgufFile(path, OnePart{}) { JoinSplitParts(); }
 
 GgufFile::GgufFile(const uint8_t* data, size_t size, const std::string& origin) : origin_(origin) {
   Parse(data, size);

@@ -72,7 +72,10 @@ struct GgufTensor {
 class GgufFile {
  public:
   // Maps and parses `path`. Throws std::runtime_error naming the file and
-  // what is wrong with it.
+  // what is wrong with it. The first part of a model llama.cpp's gguf-split
+  // cut into files (split.count > 1; PREFIX-00001-of-0000N.gguf) brings in
+  // the others from beside it (gguf_split.cc): their tensors join its own,
+  // its metadata is the model's.
   explicit GgufFile(const std::string& path);
   // Parses `size` bytes at `data` (kept by the caller); `origin` names them
   // in messages. For tests and the fuzz target.
@@ -82,8 +85,10 @@ class GgufFile {
   const std::map<std::string, GgufValue>& metadata() const { return metadata_; }
   const std::vector<GgufTensor>& tensors() const { return tensors_; }
   const std::string& origin() const { return origin_; }
-  // What keeps the tensors' bytes mapped (null for caller-kept bytes).
-  std::shared_ptr<const void> owner() const { return map_; }
+  // What keeps the tensors' bytes mapped, every part's (null for caller-kept bytes).
+  std::shared_ptr<const void> owner() const { return owner_; }
+  // The files read: the path, then a split model's other parts.
+  const std::vector<std::string>& paths() const { return paths_; }
 
   // A metadata value of the right kind, or a message naming the key.
   const GgufValue* Find(const std::string& key) const;
@@ -94,9 +99,16 @@ class GgufFile {
   const GgufTensor* Tensor(const std::string& name) const;  // null when absent
 
  private:
+  struct OnePart {};
+  // Maps and parses one file, a split model's part as it is.
+  GgufFile(const std::string& path, OnePart);
   void Parse(const uint8_t* data, size_t size);
+  // Adds the tensors of the other parts of a split model (gguf_split.cc).
+  void JoinSplitParts();
 
   std::shared_ptr<MappedFile> map_;  // null for caller-kept bytes
+  std::shared_ptr<const void> owner_;  // map_, or every part's mapping
+  std::vector<std::string> paths_;     // [parts] the files read (empty for caller-kept bytes)
   std::string origin_;
   uint32_t version_ = 0;
   std::map<std::string, GgufValue> metadata_;

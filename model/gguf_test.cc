@@ -12,6 +12,7 @@
 #include <random>
 
 #include "model/gguf_export.h"
+#include "model/gguf_test_util.h"
 #include "model/gguf_weights.h"
 #include "model/model.h"
 #include "model/safetensors.h"
@@ -22,6 +23,11 @@
 
 namespace swan {
 namespace {
+
+using test::GgufParts;
+using test::Logits;
+using test::MaxDiff;
+using test::PartsOf;
 
 std::string FloatBytes(const std::vector<float>& values) {
   return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
@@ -100,36 +106,6 @@ TEST(Gguf, RefusesBrokenFields) {
   refuses(unknown, "unknown type 5");
   const std::string bad_rows = GgufBytes({}, {{"t", 8, {33}, std::string(40, '\0')}});
   refuses(bad_rows, "not a multiple");
-}
-
-// Logits of ids 3, 4, ... at positions 0.. under `plan` (the model's own when empty).
-std::vector<float> Logits(const LanguageModel& model, int64_t n, const std::string& plan = "") {
-  std::vector<int32_t> ids(static_cast<size_t>(n)), pos(static_cast<size_t>(n));  // [n]
-  std::iota(ids.begin(), ids.end(), 3);
-  std::iota(pos.begin(), pos.end(), 0);
-  std::vector<float> logits(size_t(n * model.config().vocab_size));  // [n, vocab]
-  auto session = model.NewSession(model.ResolvePlan(plan));
-  model.Forward(logits.data(), Batch{ids.data(), pos.data(), n}, *session);
-  return logits;
-}
-
-double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  double d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(double(a[i]) - b[i]));
-  return d;
-}
-
-// A file's metadata and tensors as GgufBytes takes them: to change and write again.
-struct GgufParts {
-  std::vector<std::pair<std::string, GgufValue>> metadata;
-  std::vector<GgufTensorBytes> tensors;
-  std::string Bytes() const { return GgufBytes(metadata, tensors); }
-};
-GgufParts PartsOf(const GgufFile& file) {
-  GgufParts parts{{file.metadata().begin(), file.metadata().end()}, {}};
-  for (const GgufTensor& t : file.tensors())
-    parts.tensors.push_back({t.name, t.type, t.ne, std::string(reinterpret_cast<const char*>(t.data), t.n_bytes)});
-  return parts;
 }
 
 // What loading `bytes`, written into dir as a GGUF file, throws; "loaded" when it loads.

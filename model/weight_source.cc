@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "model/gguf.h"
 #include "util/bf16.h"
 
 namespace swan {
@@ -84,7 +85,12 @@ size_t CheckpointBytes(const std::string& dir) {
   namespace fs = std::filesystem;
   size_t bytes = 0;
   std::error_code error;
-  if (fs::is_regular_file(dir, error)) return size_t(fs::file_size(dir, error));  // a GGUF file
+  if (fs::is_regular_file(dir, error)) {  // a GGUF file, and a split model's other parts
+    if (!IsGgufFile(dir)) return size_t(fs::file_size(dir, error));
+    const GgufFile file(dir);
+    for (const std::string& part : file.paths()) bytes += size_t(fs::file_size(part, error));
+    return bytes;
+  }
   for (const fs::directory_entry& e : fs::directory_iterator(dir, error))
     if (e.path().extension() == ".safetensors" && e.is_regular_file(error)) bytes += size_t(e.file_size(error));
   return bytes;

@@ -32,7 +32,8 @@ class WeightSource {
 };
 
 // The bytes of a model directory's safetensors files, or of a GGUF file
-// (its weights, before loading them); 0 for a directory without any.
+// (its weights, before loading them; every part of a split one); 0 for a
+// directory without any.
 size_t CheckpointBytes(const std::string& dir);
 
 // lm_head [vocab, hidden]: the embedding table itself when tied (one copy,
