@@ -32,9 +32,11 @@
 # usage: bench/llama_cpp_side_by_side.sh [options]
 #   --models LIST    llama,gemma3 (default both), hybrid
 #   --types LIST     f16,q8_0,q4_0 (default all three), any other type `swan
-#                    convert --dtype` writes (q5_0, q4_k, ...), or q4_k_m:
+#                    convert --dtype` writes (q5_0, q4_k, ...), or one of
+#                    llama.cpp's mixtures (q4_k_m, q3_k_m, q5_k_s, ...):
 #                    llama.cpp's llama-quantize makes it from the f16 file
-#                    (Q4_K and Q6_K; swan holds both as they are)
+#                    (q4_k_m: Q4_K and Q6_K, which swan holds as they are;
+#                    q3_k_m: Q3_K, which swan holds as Q6_K, Q4_K, Q5_K)
 #   --depths LIST    tokens already in the cache (default 0,4096,16384,32768)
 #   --reps N         timed repeats per figure, after a warm-up (default 3)
 #   -p N / -n N      prompt tokens timed as prefill / tokens timed as decode
@@ -174,13 +176,13 @@ for m in "${model_list[@]}"; do
     node scripts/random_model.mjs --out "$dir" $args >&2
     echo "$args" >"$dir/.args"
   fi
-  # q4_k_m comes from the f16 file, so that is written first.
-  for t in $(printf '%s\n' "${type_list[@]}" | sed 's/^q4_k_m$/f16\nq4_k_m/'); do
+  # llama.cpp's mixtures (q4_k_m, q3_k_m, ...) come from the f16 file, so that is written first.
+  for t in $(printf '%s\n' "${type_list[@]}" | sed -E 's/^(q[2-6]_k_[sml])$/f16\n\1/'); do
     f=$work/gguf/$m-$t.gguf
     [ -f "$f" ] && continue
     log "converting $m to $t GGUF"
-    if [ "$t" = q4_k_m ]; then
-      "$llama_quantize" "$work/gguf/$m-f16.gguf" "$f" Q4_K_M >"$f.log" 2>&1 || { tail -5 "$f.log" >&2; exit 1; }
+    if [[ "$t" =~ ^q[2-6]_k_[sml]$ ]]; then
+      "$llama_quantize" "$work/gguf/$m-f16.gguf" "$f" "${t^^}" >"$f.log" 2>&1 || { tail -5 "$f.log" >&2; exit 1; }
       continue
     fi
     # No tokenizer.json in a random model: swan writes llama.cpp's tokenizer

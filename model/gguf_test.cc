@@ -195,6 +195,7 @@ uint32_t GgmlTypeOf(DequantFormat f) {
     case DequantFormat::kQ4_K: return uint32_t(GgmlType::kQ4_K);
     case DequantFormat::kQ5_K: return uint32_t(GgmlType::kQ5_K);
     case DequantFormat::kQ6_K: return uint32_t(GgmlType::kQ6_K);
+    case DequantFormat::kQ3_K: return uint32_t(GgmlType::kQ3_K);
   }
   return 0;
 }
@@ -218,10 +219,11 @@ DequantPair DequantFiles(const std::string& dir, const std::vector<DequantFormat
       for (int64_t b = 0; b < blocks; ++b) {  // scales for values of about 0.03
         uint8_t* block = reinterpret_cast<uint8_t*>(bytes.data()) + size_t(b) * block_bytes;
         const bool k_quant = DequantBlockValues(type) == 256;
-        const uint16_t d = F32ToF16(type == DequantFormat::kQ6_K ? 3e-5f : k_quant ? 1e-4f : 4e-3f);
+        const bool six = type == DequantFormat::kQ6_K, three = type == DequantFormat::kQ3_K;
+        const uint16_t d = F32ToF16(six ? 3e-5f : three ? 2.5e-4f : k_quant ? 1e-4f : 4e-3f);
         const uint16_t min = F32ToF16(k_quant ? 1e-3f : -0.03f);
-        std::memcpy(block + (type == DequantFormat::kQ6_K ? 208 : 0), &d, 2);
-        if (type != DequantFormat::kQ6_K && type != DequantFormat::kQ5_0) std::memcpy(block + 2, &min, 2);
+        std::memcpy(block + (six ? 208 : three ? 108 : 0), &d, 2);
+        if (!six && !three && type != DequantFormat::kQ5_0) std::memcpy(block + 2, &min, 2);
       }
       std::vector<float> values(size_t(t.numel()));  // [numel]
       const size_t row_bytes = size_t(t.ne[0] / DequantBlockValues(type)) * block_bytes;
@@ -283,14 +285,15 @@ TEST(Gguf, RefusesBlockFormatsItDoesNotRead) {
       t.bytes.assign(size_t(t.ne[0] * t.ne[1] / 256 * 84), '\0');
     }
   const std::string error = LoadError(dir, parts.Bytes());
-  EXPECT_NE(error.find("of Q2_K is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)"),
-            std::string::npos)
+  EXPECT_NE(
+      error.find("of Q2_K is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K)"),
+      std::string::npos)
       << error;
 }
 
-// Q5_0, Q5_1 and the K-quants are held as they are: the file's values (rearranged into
-// groups of 16 rows), multiplied as ggml dequantizes them, so the logits are
-// the F32 file's but for the input's int8 rounding.
+// Q5_0, Q5_1 and the K-quants are held as they are (Q3_K as Q6_K of the same values): the file's values (rearranged
+// into groups of 16 rows), multiplied as ggml dequantizes them, so the logits are the F32 file's but for the input's
+// int8 rounding.
 void ExpectHeldAsItIs(DequantFormat format, WeightType type, GgmlType ggml) {
   const auto dir = Llama256(std::string("gguf_") + WeightTypeName(type));
   const DequantPaths paths = WriteDequantFiles(dir, {format});
@@ -319,6 +322,8 @@ TEST(Gguf, Q5_1IsHeldAsItIs) { ExpectHeldAsItIs(DequantFormat::kQ5_1, WeightType
 TEST(Gguf, Q4KIsHeldAsItIs) { ExpectHeldAsItIs(DequantFormat::kQ4_K, WeightType::kQ4_K, GgmlType::kQ4_K); }
 TEST(Gguf, Q5KIsHeldAsItIs) { ExpectHeldAsItIs(DequantFormat::kQ5_K, WeightType::kQ5_K, GgmlType::kQ5_K); }
 TEST(Gguf, Q6KIsHeldAsItIs) { ExpectHeldAsItIs(DequantFormat::kQ6_K, WeightType::kQ6_K, GgmlType::kQ6_K); }
+// Q3_K as Q6_K, whose values include Q3_K's exactly
+TEST(Gguf, Q3KIsHeldAsQ6K) { ExpectHeldAsItIs(DequantFormat::kQ3_K, WeightType::kQ6_K, GgmlType::kQ3_K); }
 
 // A two-layer Llama with 64-wide heads (32 frequencies) and the given
 // rope_scaling JSON; the same weights whatever the scaling.

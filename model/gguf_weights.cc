@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "ops/dequant_blocks.h"
 #include "ops/quant_blocks.h"
 #include "util/memory.h"
 
@@ -94,13 +95,17 @@ const GgufTensor& GgufWeights::Find(const std::string& hf, const std::vector<int
 
 namespace {
 
+// Q3_K, which swan holds as Q6_K.
+bool IsQ3K(const GgufTensor& t) { return t.type == uint32_t(GgmlType::kQ3_K); }
+
 // A tensor's type, which swan computes in; throws naming the file and
 // tensor for a type it does not read.
 WeightType FormatOf(const GgufTensor& t, const std::string& origin) {
   const std::optional<WeightType> f = WeightTypeOf(t.type);
   if (!f)
     throw std::runtime_error(origin + ": tensor '" + t.name + "' of " + GgmlTypeName(t.type) +
-                             " is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
+                             " is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, "
+                             "Q6_K)");
   return *f;
 }
 
@@ -108,17 +113,21 @@ WeightType FormatOf(const GgufTensor& t, const std::string& origin) {
 
 std::vector<float> GgufWeights::F32(const std::string& name, const std::vector<int64_t>& shape) const {
   const GgufTensor& t = Find(name, shape);
-  const WeightType format = FormatOf(t, file_.origin());
   const int64_t in = t.ne[0], rows = t.numel() / in;
   std::vector<float> out(size_t(t.numel()));  // [numel]
-  DequantizeRows(format, out.data(), t.data, rows, in);
+  if (IsQ3K(t))
+    DequantizeFormatRow(DequantFormat::kQ3_K, out.data(), t.data, t.numel());
+  else
+    DequantizeRows(FormatOf(t, file_.origin()), out.data(), t.data, rows, in);
   // llama.cpp's converter stores Gemma's norm weights as 1 + w
   if (config_.model_type == "gemma3" && EndsWith(name, "norm.weight"))
     for (float& v : out) v -= 1.0f;
   return out;
 }
 
-std::optional<WeightType> GgufHeldType(const GgufTensor& t) { return WeightTypeOf(t.type); }
+std::optional<WeightType> GgufHeldType(const GgufTensor& t) {
+  return IsQ3K(t) ? std::optional<WeightType>(WeightType::kQ6_K) : WeightTypeOf(t.type);
+}
 
 WeightType GgufWeights::LinearType(const std::string& name) const {
   const std::string g = GgufTensorName(name, config_.model_type);
@@ -128,7 +137,6 @@ WeightType GgufWeights::LinearType(const std::string& name) const {
 
 LinearWeight GgufWeights::Linear(const std::string& name, int64_t out, int64_t in) const {
   const GgufTensor& t = Find(name, {out, in});
-  const WeightType format = FormatOf(t, file_.origin());
   const bool permuted = LlamaRowOrder(config_.model_type) &&
                         (EndsWith(name, "self_attn.q_proj.weight") || EndsWith(name, "self_attn.k_proj.weight"));
   std::vector<int64_t> order;  // [out] Hugging Face's row r is the file's row order[r]; empty: the same row
@@ -136,6 +144,22 @@ LinearWeight GgufWeights::Linear(const std::string& name, int64_t out, int64_t i
     order.resize(size_t(out));
     for (int64_t g = 0; g < out; ++g) order[size_t(LlamaQkHfRow(g, config_.head_dim))] = g;
   }
+  if (IsQ3K(t)) {
+    // held as Q6_K of the same values (ops/dequant_blocks.h), converted 16 rows at a time as they are packed
+    const int64_t blocks = in / DequantBlockValues(DequantFormat::kQ3_K);
+    const size_t q3_row = size_t(blocks) * DequantBlockBytes(DequantFormat::kQ3_K);
+    const size_t q6_row = size_t(blocks) * DequantBlockBytes(DequantFormat::kQ6_K);
+    LinearWeight w =
+        LinearWeight::PackedFrom(out, in, WeightType::kQ6_K, [&](int64_t first, int64_t count, uint8_t* rows) {
+          for (int64_t r = 0; r < count; ++r) {
+            const int64_t src = order.empty() ? first + r : order[size_t(first + r)];
+            Q3KAsQ6K(t.data + size_t(src) * q3_row, blocks, rows + size_t(r) * q6_row);
+          }
+        });
+    Evict(name);  // converted into a copy
+    return w;
+  }
+  const WeightType format = FormatOf(t, file_.origin());
   if (!permuted) {
     // a block format's rows leave the mapping as they are packed
     const auto evict = [&](const uint8_t* span, size_t bytes) { if (file_.owner()) EvictMappedPages(span, bytes); };

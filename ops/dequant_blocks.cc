@@ -46,6 +46,16 @@ void DequantizeQ6(const uint8_t* block, float* y) {
   for (int i = 0; i < 256; ++i) y[i] = d * float(scales[i / 16]) * float(q[i] - 32);
 }
 
+// One Q3_K super-block into y [256].
+void DequantizeQ3(const uint8_t* block, float* y) {
+  uint8_t q[256];     // [256]
+  int8_t scales[16];  // [16]
+  uint16_t bits;
+  Q3KParts(block, q, scales, &bits);
+  const float d = F16ToF32(bits);
+  for (int i = 0; i < 256; ++i) y[i] = d * float(scales[i / 16]) * float(q[i] - 4);
+}
+
 // One Q5_0 or Q5_1 block into y [32].
 void DequantizeBlock32(DequantFormat f, const uint8_t* block, float* y) {
   const float d = F16ToF32(ReadU16(block));
@@ -72,6 +82,8 @@ const char* DequantFormatName(DequantFormat f) {
     case DequantFormat::kQ4_K: return "Q4_K";
     case DequantFormat::kQ5_K: return "Q5_K";
     case DequantFormat::kQ6_K: return "Q6_K";
+    case DequantFormat::kQ3_K:
+      return "Q3_K";
   }
   return "?";
 }
@@ -84,6 +96,9 @@ void DequantizeFormatRow(DequantFormat f, float* dst, const uint8_t* src, int64_
   for (int64_t b = 0; b < n / values; ++b, dst += values, src += DequantBlockBytes(f)) {
     switch (f) {
       case DequantFormat::kQ6_K: DequantizeQ6(src, dst); break;
+      case DequantFormat::kQ3_K:
+        DequantizeQ3(src, dst);
+        break;
       case DequantFormat::kQ4_K:
       case DequantFormat::kQ5_K: DequantizeQ45(src, f == DequantFormat::kQ5_K, dst); break;
       default: DequantizeBlock32(f, src, dst); break;
@@ -116,6 +131,32 @@ void Q6KBlock(const uint8_t* q, const int8_t* scales, uint16_t d, uint8_t* block
       }
   std::memcpy(block + 192, scales, 16);
   block[208] = uint8_t(d), block[209] = uint8_t(d >> 8);
+}
+
+void Q3KParts(const uint8_t* block, uint8_t* q, int8_t* scales, uint16_t* d) {
+  const uint8_t* hmask = block;        // [32]
+  const uint8_t* qs = block + 32;      // [64]
+  const uint8_t* packed = block + 96;  // [12]
+  *d = ReadU16(block + 108);
+  for (int j = 0; j < 16; ++j) {
+    const int low = j < 8 ? packed[j] & 15 : packed[j - 8] >> 4, top = packed[8 + j % 4] >> (2 * (j / 4)) & 3;
+    scales[j] = int8_t((low | top << 4) - 32);
+  }
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 4; ++i)
+      for (int l = 0; l < 32; ++l)
+        q[128 * h + 32 * i + l] = uint8_t((qs[32 * h + l] >> (2 * i) & 3) | (hmask[l] >> (4 * h + i) & 1) << 2);
+}
+
+void Q3KAsQ6K(const uint8_t* q3, int64_t blocks, uint8_t* q6) {
+  for (int64_t b = 0; b < blocks; ++b, q3 += 110, q6 += 210) {
+    uint8_t q[256];     // [256] 0..7, then 28..35: q - 4 = (q + 28) - 32
+    int8_t scales[16];  // [16]
+    uint16_t d;
+    Q3KParts(q3, q, scales, &d);
+    for (uint8_t& v : q) v = uint8_t(v + 28);
+    Q6KBlock(q, scales, d, q6);
+  }
 }
 
 namespace {

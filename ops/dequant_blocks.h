@@ -29,6 +29,15 @@
 //         the low (i = 0, 1) or high (i = 2, 3) nibble of ql[64h + l + 32 (i
 //         odd)] with bits 2i, 2i + 1 of qh[32h + l] above it; value =
 //         (d * scales[8h + 2i + l / 16]) * (q - 32).
+//   Q3_K, 110 bytes: hmask[32], qs[64], scales[12], f16 d. Scale j (16 of
+//         6 bits, for values 16j .. 16j + 15) is s - 32, s's low 4 bits the
+//         low (j < 8) or high nibble of scales[j % 8], its top 2 bits bits
+//         2 (j / 4), 2 (j / 4) + 1 of scales[8 + j % 4]. Each half h of 128
+//         values reads qs[32h ..]: for l < 32, value 128h + 32i + l (i in
+//         0..3) has bits 2i, 2i + 1 of qs[32h + l] as q's low 2 bits and bit
+//         4h + i of hmask[l] as its third; value = (d * scale) * (q - 4).
+//         Swan holds Q3_K as Q6_K, whose values include these exactly (the
+//         same d and scales, q + 28 in Q6_K's 6 bits): 210 bytes for 110.
 #pragma once
 
 #include <cstddef>
@@ -36,7 +45,7 @@
 
 namespace swan {
 
-enum class DequantFormat : uint8_t { kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K };
+enum class DequantFormat : uint8_t { kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K, kQ3_K };
 
 // Values per block: a row's length must be a multiple of it.
 constexpr int64_t DequantBlockValues(DequantFormat f) {
@@ -50,11 +59,13 @@ constexpr size_t DequantBlockBytes(DequantFormat f) {
     case DequantFormat::kQ4_K: return 144;
     case DequantFormat::kQ5_K: return 176;
     case DequantFormat::kQ6_K: return 210;
+    case DequantFormat::kQ3_K:
+      return 110;
   }
   return 0;
 }
 
-// "Q5_0", ..., "Q6_K"
+// "Q5_0", ..., "Q3_K"
 const char* DequantFormatName(DequantFormat f);
 
 // dst [n] float32 from src [n / DequantBlockValues(f) blocks]; n a multiple
@@ -67,6 +78,12 @@ void DequantizeFormatRow(DequantFormat f, float* dst, const uint8_t* src, int64_
 // (ops/packed_blocks.h), so these move them between layouts unchanged.
 void Q6KParts(const uint8_t* block, uint8_t* q, int8_t* scales, uint16_t* d);
 void Q6KBlock(const uint8_t* q, const int8_t* scales, uint16_t d, uint8_t* block);
+
+// One Q3_K super-block's parts: q [256] in [0, 7] (value i = d * scales[i /
+// 16] * (q[i] - 4)), scales [16] in [-32, 31], and d's f16 bits.
+void Q3KParts(const uint8_t* block, uint8_t* q, int8_t* scales, uint16_t* d);
+// q6 [blocks * 210] = q3 [blocks * 110] as Q6_K blocks of the same values.
+void Q3KAsQ6K(const uint8_t* q3, int64_t blocks, uint8_t* q6);
 
 // One Q4_K super-block's parts: q [256] in [0, 15] (value i = (d * sc[i /
 // 32]) * q[i] - dmin * m[i / 32]), sc [8] and m [8] in [0, 63], and the f16

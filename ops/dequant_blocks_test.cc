@@ -21,8 +21,8 @@ namespace {
 // What a block holds, before it is packed into bytes.
 struct SuperBlock {
   uint16_t d = 0, dmin = 0;  // f16 (dmin: Q5_1's m)
-  int q[256] = {};           // [DequantBlockValues] Q4_K 0..15; Q5_x 0..31; Q6_K 0..63
-  int scale[16] = {};        // Q4_K/Q5_K: 8 of 0..63; Q6_K: 16 of -128..127
+  int q[256] = {};           // [DequantBlockValues] Q3_K 0..7; Q4_K 0..15; Q5_x 0..31; Q6_K 0..63
+  int scale[16] = {};        // Q4_K/Q5_K: 8 of 0..63; Q6_K: 16 of -128..127; Q3_K: 16 of -32..31
   int min[8] = {};           // Q4_K/Q5_K: 0..63
 };
 
@@ -37,13 +37,15 @@ SuperBlock RandomSuperBlock(DequantFormat type, std::mt19937& rng) {
   SuperBlock s;
   s.d = RandomHalf(rng, true);
   s.dmin = RandomHalf(rng, true);
-  const int levels = type == DequantFormat::kQ4_K ? 16 : type == DequantFormat::kQ6_K ? 64 : 32;
+  const bool six = type == DequantFormat::kQ6_K, three = type == DequantFormat::kQ3_K;
+  const int levels = type == DequantFormat::kQ4_K ? 16 : six ? 64 : three ? 8 : 32;
   for (int& q : s.q) q = int(rng() % uint32_t(levels));
-  for (int j = 0; j < 16; ++j) s.scale[j] = type == DequantFormat::kQ6_K ? int(rng() % 256) - 128 : int(rng() % 64);
+  for (int j = 0; j < 16; ++j) s.scale[j] = six ? int(rng() % 256) - 128 : int(rng() % 64) - (three ? 32 : 0);
   for (int& m : s.min) m = int(rng() % 64);
   // the ends of each range, so the packing of every bit is exercised
-  s.q[0] = s.q[31] = levels - 1;
-  s.scale[7] = type == DequantFormat::kQ6_K ? -128 : 63;
+  s.q[0] = s.q[31] = s.q[255] = levels - 1;
+  s.scale[7] = six ? -128 : three ? -32 : 63;
+  if (three) s.scale[15] = 31;
   s.min[7] = 63;
   return s;
 }
@@ -62,6 +64,24 @@ void PackScalesMins(const SuperBlock& s, uint8_t* out) {
 
 std::vector<uint8_t> Encode(DequantFormat type, const SuperBlock& s) {
   std::vector<uint8_t> b(DequantBlockBytes(type), 0);
+  if (type == DequantFormat::kQ3_K) {
+    // hmask[32], qs[64], scales[12], d. Value i = 128h + 32k + l: low 2
+    // bits at bit 2k of qs[32h + l], the third at bit 4h + k of hmask[l].
+    // Scale j, stored as j + 32: low 4 bits in the low (j < 8) or high
+    // nibble of scales[j % 8], top 2 at bit 2 (j / 4) of scales[8 + j % 4].
+    for (int i = 0; i < 256; ++i) {
+      const int h = i / 128, k = i % 128 / 32, l = i % 32;
+      b[size_t(32 + 32 * h + l)] |= uint8_t((s.q[i] & 3) << (2 * k));
+      b[size_t(l)] |= uint8_t((s.q[i] >> 2) << (4 * h + k));
+    }
+    for (int j = 0; j < 16; ++j) {
+      const int stored = s.scale[j] + 32;
+      b[size_t(96 + j % 8)] |= uint8_t((stored & 15) << (j < 8 ? 0 : 4));
+      b[size_t(104 + j % 4)] |= uint8_t((stored >> 4) << (2 * (j / 4)));
+    }
+    std::memcpy(b.data() + 108, &s.d, 2);
+    return b;
+  }
   if (type == DequantFormat::kQ6_K) {
     // value i = 128h + 32k + l: low 4 bits in ql[64h + l + 32 (k odd)]
     // (low nibble for k < 2), top 2 bits at bit 2k of qh[32h + l].
@@ -107,13 +127,14 @@ float Expected(DequantFormat type, const SuperBlock& s, int i) {
   if (type == DequantFormat::kQ5_0) return float(s.q[i] - 16) * d;
   if (DequantBlockValues(type) == 32) return float(s.q[i]) * d + F16ToF32(s.dmin);
   if (type == DequantFormat::kQ6_K) return d * float(s.scale[i / 16]) * float(s.q[i] - 32);
+  if (type == DequantFormat::kQ3_K) return d * float(s.scale[i / 16]) * float(s.q[i] - 4);
   return d * float(s.scale[i / 32]) * float(s.q[i]) - F16ToF32(s.dmin) * float(s.min[i / 32]);
 }
 
 TEST(DequantBlocks, EveryFormatDequantizesBitForBit) {
   std::mt19937 rng(7);
-  for (DequantFormat type :
-       {DequantFormat::kQ5_0, DequantFormat::kQ5_1, DequantFormat::kQ4_K, DequantFormat::kQ5_K, DequantFormat::kQ6_K}) {
+  for (DequantFormat type : {DequantFormat::kQ5_0, DequantFormat::kQ5_1, DequantFormat::kQ4_K, DequantFormat::kQ5_K,
+                             DequantFormat::kQ6_K, DequantFormat::kQ3_K}) {
     SCOPED_TRACE(DequantFormatName(type));
     constexpr int kBlocks = 40;  // one row of 40 blocks
     const int values = int(DequantBlockValues(type));
@@ -180,6 +201,36 @@ TEST(DequantBlocks, Q6KPartsAreWhatTheBlockWasMadeOf) {
     Q6KBlock(q, scales, d, again.data());
     EXPECT_EQ(again, bytes);
   }
+}
+
+// Q3KParts takes a block apart into what it was made of, and Q3KAsQ6K
+// writes Q6_K blocks of the same values, bit for bit.
+TEST(DequantBlocks, Q3KIsHeldAsQ6KOfTheSameValues) {
+  std::mt19937 rng(9);
+  constexpr int kBlocks = 20;
+  std::vector<uint8_t> row;  // [kBlocks * 110]
+  std::vector<SuperBlock> supers;
+  for (int b = 0; b < kBlocks; ++b) {
+    supers.push_back(RandomSuperBlock(DequantFormat::kQ3_K, rng));
+    const SuperBlock& s = supers.back();
+    const std::vector<uint8_t> bytes = Encode(DequantFormat::kQ3_K, s);
+    uint8_t q[256];
+    int8_t scales[16];
+    uint16_t d = 0;
+    Q3KParts(bytes.data(), q, scales, &d);
+    EXPECT_EQ(d, s.d);
+    for (int i = 0; i < 256; ++i) ASSERT_EQ(q[i], s.q[i]) << i;
+    for (int j = 0; j < 16; ++j) ASSERT_EQ(scales[j], s.scale[j]) << j;
+    row.insert(row.end(), bytes.begin(), bytes.end());
+  }
+  std::vector<uint8_t> six(size_t(kBlocks) * 210);  // [kBlocks * 210]
+  Q3KAsQ6K(row.data(), kBlocks, six.data());
+  std::vector<float> from3(size_t(kBlocks) * 256), from6(from3.size());  // [kBlocks * 256]
+  DequantizeFormatRow(DequantFormat::kQ3_K, from3.data(), row.data(), int64_t(from3.size()));
+  DequantizeFormatRow(DequantFormat::kQ6_K, from6.data(), six.data(), int64_t(from6.size()));
+  EXPECT_EQ(std::memcmp(from3.data(), from6.data(), from3.size() * sizeof(float)), 0);
+  // and both are the values the blocks were made of
+  EXPECT_EQ(from3[0], Expected(DequantFormat::kQ3_K, supers[0], 0));
 }
 
 TEST(DequantBlocks, RefusesRowsOfOtherLengths) {
