@@ -39,7 +39,7 @@ compile() {
 }
 tokenizer_srcs=$(ls tokenizer/*.cc | grep -v _test.cc)
 # GGUF files with their tokenizer and chat template (serve reads templates from them too).
-gguf_srcs="model/gguf.cc model/gguf_config.cc model/gguf_tokenizer.cc model/safetensors.cc ops/rope.cc util/memory.cc"
+gguf_srcs="model/gguf.cc model/gguf_split.cc model/gguf_config.cc model/gguf_tokenizer.cc model/safetensors.cc ops/rope.cc util/memory.cc"
 
 for target in "${targets[@]}"; do
   corpus="$out/corpus-$target"
