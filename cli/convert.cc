@@ -35,7 +35,7 @@ const char kUsage[] =
     "--weights q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k.\n"
     "FILE.gguf: llama.cpp's layout (tensor names, q/k row order of llama files, Gemma's\n"
     "norms as 1 + w, llama3 RoPE scaling as a rope_freqs tensor) for Llama, Mistral,\n"
-    "Qwen2 and Gemma 3, matrices in the given type (rows not a multiple of 32 values, 256\n"
+    "Qwen2, Qwen3 and Gemma 3, matrices in the given type (rows not a multiple of 32 values, 256\n"
     "for the K-quants, and vectors, stay f32). A Llama with sliding-window layers (swan's\n"
     "hybrids) is written as llama.cpp's granite_swa, a window flag (and a RoPE flag, for\n"
     "NoPE layers) per layer; sink tokens have no place in it (a note says so), routed,\n"

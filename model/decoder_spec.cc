@@ -14,7 +14,7 @@ const char* MlpActivationName(MlpActivation a) {
 }
 
 const std::vector<DecoderFamily>& DecoderFamilies() {
-  static const std::vector<DecoderFamily> families = {LlamaFamily(), MistralFamily(), Qwen2Family(),
+  static const std::vector<DecoderFamily> families = {LlamaFamily(), MistralFamily(), Qwen2Family(), Qwen3Family(),
                                                       Gemma3Family()};
   return families;
 }

@@ -1,4 +1,4 @@
-// A decoder family as data: what Llama, Mistral, Qwen2 and Gemma 3 do
+// A decoder family as data: what Llama, Mistral, Qwen2, Qwen3 and Gemma 3 do
 // differently inside the one decoder network, and the one table of a
 // model's tensors. What the inference loader reads (model/decoder.cc), what
 // the trainer lays out (train/model.cc) and what an export writes
@@ -37,7 +37,7 @@ struct DecoderSpec {
   std::string model_type;    // HF "model_type": "llama"
   MlpActivation activation = MlpActivation::kSilu;
   bool qkv_bias = false;           // q/k/v projection biases (Qwen2)
-  bool qk_norm = false;            // RMSNorm over each head of q and k before RoPE (Gemma 3)
+  bool qk_norm = false;            // RMSNorm over each head of q and k before RoPE (Qwen3, Gemma 3)
   bool sandwich_norms = false;     // norms on the attention and MLP outputs too (Gemma 3)
   bool unit_offset_norms = false;  // a norm's stored w is applied as 1 + w (Gemma)
   bool scale_embeddings = false;   // the embedding times sqrt(hidden_size) enters the stream (Gemma)

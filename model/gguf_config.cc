@@ -112,11 +112,13 @@ ModelConfig GgufModelConfig(const GgufFile& file) {
     c.architecture = "LlamaForCausalLM";
   else if (arch == "qwen2")
     c.architecture = "Qwen2ForCausalLM";
+  else if (arch == "qwen3")
+    c.architecture = "Qwen3ForCausalLM";
   else if (arch == "gemma3")
     c.architecture = "Gemma3ForCausalLM";
   else
     throw std::runtime_error(file.origin() + ": GGUF architecture '" + arch +
-                             "' is not supported (llama, qwen2, gemma3, granite_swa)");
+                             "' is not supported (llama, qwen2, qwen3, gemma3, granite_swa)");
   c.hidden_size = file.Int(p + "embedding_length");
   c.intermediate_size = file.Int(p + "feed_forward_length");
   c.n_layers = int32_t(file.Int(p + "block_count"));

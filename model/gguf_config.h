@@ -9,7 +9,7 @@
 
 namespace swan {
 
-// general.architecture llama (Llama, Mistral), qwen2, gemma3 or
+// general.architecture llama (Llama, Mistral), qwen2, qwen3, gemma3 or
 // granite_swa (a Llama with window layers and perhaps NoPE ones, as swan
 // writes its hybrids; the NoPE layers become the config's attention plan) as
 // the HF architecture and hyperparameters, with the tensors that are

@@ -101,10 +101,13 @@ std::string HfToGgufBytes(const std::string& dir, WeightType type, std::vector<s
     arch = "llama";
   else if (c.architecture == "Qwen2ForCausalLM")
     arch = "qwen2";
+  else if (c.architecture == "Qwen3ForCausalLM")
+    arch = "qwen3";
   else if (c.architecture == "Gemma3ForCausalLM")
     arch = "gemma3";
   else
-    throw std::runtime_error(dir + ": " + c.architecture + " has no GGUF layout here (Llama, Mistral, Qwen2, Gemma 3)");
+    throw std::runtime_error(dir + ": " + c.architecture +
+                             " has no GGUF layout here (Llama, Mistral, Qwen2, Qwen3, Gemma 3)");
   // A Llama with window layers beside full ones (swan's hybrids), or
   // trained by swan under a window plan, is llama.cpp's granite_swa:
   // Llama's network with a window flag per layer (and a logit scale and
@@ -130,7 +133,8 @@ std::string HfToGgufBytes(const std::string& dir, WeightType type, std::vector<s
   if (frequency_factors && !llama_rows)
     throw std::runtime_error(dir + ": " + c.rope.scaling.ToString() + " RoPE scaling has no GGUF form for " + arch +
                              " (llama.cpp reads rope_freqs.weight in llama files)");
-  if ((!c.layer_types.empty() && !llama_rows) || (arch == "qwen2" && c.use_sliding_window))
+  const bool window_types = std::count(c.layer_types.begin(), c.layer_types.end(), "sliding_attention") > 0;
+  if ((window_types && !llama_rows) || ((arch == "qwen2" || arch == "qwen3") && c.use_sliding_window))
     throw std::runtime_error(dir + ": per-layer attention types of " + arch + " have no GGUF metadata here");
   const std::string p = arch + ".";
   using V = GgufValue;

@@ -33,4 +33,12 @@ DecoderFamily Qwen2Family() {
   return {spec, Qwen2AttentionDefaults};
 }
 
+DecoderFamily Qwen3Family() {
+  DecoderSpec spec;
+  spec.architecture = "Qwen3ForCausalLM";
+  spec.model_type = "qwen3";
+  spec.qk_norm = true;
+  return {spec, Qwen2AttentionDefaults};
+}
+
 }  // namespace swan

@@ -103,7 +103,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(FamilyCase{"LlamaForCausalLM", "full"}, FamilyCase{"LlamaForCausalLM", "routed:4,sinks:1"},
                       FamilyCase{"MistralForCausalLM", "swa:6"}, FamilyCase{"Qwen2ForCausalLM", "full"},
                       FamilyCase{"Qwen2ForCausalLM", "hybrid:1:1,window:5,sinks:1"},
-                      FamilyCase{"Qwen2ForCausalLM", "routed:4"}, FamilyCase{"Gemma3ForCausalLM", "model"},
+                      FamilyCase{"Qwen2ForCausalLM", "routed:4"}, FamilyCase{"Qwen3ForCausalLM", "full"},
+                      FamilyCase{"Qwen3ForCausalLM", "hybrid:1:1,window:5,sinks:1"},
+                      FamilyCase{"Gemma3ForCausalLM", "model"},
                       FamilyCase{"Gemma3ForCausalLM", "hybrid:1:1,window:5,sinks:1,nope:full"},
                       FamilyCase{"Gemma3ForCausalLM", "routed:4,sinks:1"}),
     CaseName);

@@ -163,7 +163,8 @@ void ExportHfDirectory(const std::string& dir, const TrainModel& model, const Ex
         window = l.span.window;
       }
     c.sliding_window = one_window ? window : 0;
-    if (model.spec().architecture == "Qwen2ForCausalLM") {  // whose window is off unless asked for
+    if (model.spec().architecture == "Qwen2ForCausalLM" ||
+        model.spec().architecture == "Qwen3ForCausalLM") {  // whose window is off unless asked for
       c.use_sliding_window = c.sliding_window > 0;
       c.max_window_layers = c.use_sliding_window ? 0 : -1;
     }

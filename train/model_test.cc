@@ -368,6 +368,8 @@ TEST(ModelGrad, LinearGqaTied) { CheckModelGradient("linear", true, 1); }
 TEST(ModelGrad, LinearWindowGqaUntied) { CheckModelGradient("linear:3,layer0:linear", false, 1); }
 // Qwen2's q/k/v biases, under a window and a routed layer.
 TEST(ModelGrad, Qwen2RoutedUntied) { CheckModelGradient("swa:4,layer1:routed:3", TinyConfig("Qwen2ForCausalLM", false)); }
+// Qwen3's QK-norms (applied as w), under a window.
+TEST(ModelGrad, Qwen3WindowTied) { CheckModelGradient("swa:4", TinyConfig("Qwen3ForCausalLM", true)); }
 // Gemma 3: QK-norms, sandwich norms, 1 + w norms, embedding scale, GELU-tanh
 // and its logit scale, under a hybrid with sinks, a routed plan and per-head.
 TEST(ModelGrad, Gemma3HybridTied) {
