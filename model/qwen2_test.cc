@@ -36,36 +36,12 @@ test::TinyCheckpoint MakeCheckpoint() {
 }
 
 // Qwen2ForCausalLM.forward in float64: logits [n, vocab] for tokens at 0..n-1.
-Vec ReferenceLogits(const test::TinyCheckpoint& w, const std::vector<int32_t>& ids,
-                    bool use_sliding_window) {
-  const int64_t n = int64_t(ids.size());
-  std::vector<int32_t> pos(ids.size());
-  for (size_t i = 0; i < pos.size(); ++i) pos[i] = int32_t(i);
-  Vec x = test::RefEmbed(w["model.embed_tokens.weight"], ids, kHidden);
-  for (int32_t i = 0; i < kLayers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    const Vec h = test::RefRmsNorm(x, n, kHidden, w[p + "input_layernorm.weight"], kEps);
-    Vec q = test::RefLinear(h, n, w[p + "self_attn.q_proj.weight"], kHeads * kHeadDim, kHidden,
-                            &w[p + "self_attn.q_proj.bias"]);
-    Vec k = test::RefLinear(h, n, w[p + "self_attn.k_proj.weight"], kKvHeads * kHeadDim, kHidden,
-                            &w[p + "self_attn.k_proj.bias"]);
-    const Vec v = test::RefLinear(h, n, w[p + "self_attn.v_proj.weight"], kKvHeads * kHeadDim,
-                                  kHidden, &w[p + "self_attn.v_proj.bias"]);
-    test::RefRope(q, n, kHeads, kHeadDim, pos, kTheta);
-    test::RefRope(k, n, kKvHeads, kHeadDim, pos, kTheta);
-    const int64_t window = use_sliding_window && i >= kMaxWindowLayers ? kWindow : 0;
-    const Vec a = test::RefAttention(q, k, v, n, kHeads, kKvHeads, kHeadDim, window,
-                                     1.0 / std::sqrt(double(kHeadDim)));
-    test::AddInto(
-        x, test::RefLinear(a, n, w[p + "self_attn.o_proj.weight"], kHidden, kHeads * kHeadDim));
-    const Vec h2 = test::RefRmsNorm(x, n, kHidden, w[p + "post_attention_layernorm.weight"], kEps);
-    Vec g = test::RefLinear(h2, n, w[p + "mlp.gate_proj.weight"], kInter, kHidden);
-    const Vec u = test::RefLinear(h2, n, w[p + "mlp.up_proj.weight"], kInter, kHidden);
-    for (size_t j = 0; j < g.size(); ++j) g[j] = g[j] / (1.0 + std::exp(-g[j])) * u[j];
-    test::AddInto(x, test::RefLinear(g, n, w[p + "mlp.down_proj.weight"], kHidden, kInter));
-  }
-  const Vec xn = test::RefRmsNorm(x, n, kHidden, w["model.norm.weight"], kEps);
-  return test::RefLinear(xn, n, w["lm_head.weight"], kVocab, kHidden);
+Vec ReferenceLogits(const test::TinyCheckpoint& w, const std::vector<int32_t>& ids, bool use_sliding_window) {
+  test::RefLlamaOptions o;
+  o.qkv_bias = true;
+  o.eps = kEps, o.theta = kTheta;
+  for (int32_t i = 0; i < kLayers; ++i) o.windows.push_back(use_sliding_window && i >= kMaxWindowLayers ? kWindow : 0);
+  return test::RefLlamaLogits(w, ids, {kVocab, kHidden, kInter, kHeads, kKvHeads, kHeadDim, kLayers}, o);
 }
 
 std::vector<int32_t> Tokens(int64_t n) {

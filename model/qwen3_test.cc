@@ -23,62 +23,29 @@ constexpr double kEps = 1e-6, kTheta = 1000000.0;
 const char* kConfig = R"({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 16,
   "intermediate_size": 32, "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
   "head_dim": 8, "vocab_size": 50, "max_position_embeddings": 128, "rms_norm_eps": 1e-6,
-  "rope_theta": 1000000.0, "hidden_act": "silu", "attention_bias": false, "tie_word_embeddings": true,
+  "rope_theta": 1000000.0, "hidden_act": "silu", "attention_bias": false, "tie_word_embeddings": false,
   "sliding_window": null, "use_sliding_window": false, "max_window_layers": 3,
   "layer_types": ["full_attention", "full_attention", "full_attention"]})";
 
+const test::TinyLlamaShape kShape{kVocab, kHidden, kInter, kHeads, kKvHeads, kHeadDim, kLayers};
+
+// A Llama's tensors and each layer's q and k norms.
 test::TinyCheckpoint MakeCheckpoint() {
   test::TinyCheckpoint w(13);
-  const double s_in = 1.0 / std::sqrt(double(kHidden)), s_inter = 1.0 / std::sqrt(double(kInter));
-  const double s_q = 1.0 / std::sqrt(double(kHeads * kHeadDim));
-  w.Add("model.embed_tokens.weight", {kVocab, kHidden}, 0.5);
-  w.Add("model.norm.weight", {kHidden}, 0.2, 1.0);
-  for (int32_t i = 0; i < kLayers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    w.Add(p + "input_layernorm.weight", {kHidden}, 0.2, 1.0);
-    w.Add(p + "self_attn.q_proj.weight", {kHeads * kHeadDim, kHidden}, s_in);
-    w.Add(p + "self_attn.k_proj.weight", {kKvHeads * kHeadDim, kHidden}, s_in);
-    w.Add(p + "self_attn.v_proj.weight", {kKvHeads * kHeadDim, kHidden}, s_in);
-    w.Add(p + "self_attn.o_proj.weight", {kHidden, kHeads * kHeadDim}, s_q);
+  test::AddTinyLlamaWeights(w, kShape, /*qkv_bias=*/false, [&](const std::string& p, int32_t) {
     w.Add(p + "self_attn.q_norm.weight", {kHeadDim}, 0.3, 1.0);
     w.Add(p + "self_attn.k_norm.weight", {kHeadDim}, 0.3, 1.0);
-    w.Add(p + "post_attention_layernorm.weight", {kHidden}, 0.2, 1.0);
-    w.Add(p + "mlp.gate_proj.weight", {kInter, kHidden}, 2 * s_in);
-    w.Add(p + "mlp.up_proj.weight", {kInter, kHidden}, s_in);
-    w.Add(p + "mlp.down_proj.weight", {kHidden, kInter}, s_inter);
-  }
+  });
   return w;
 }
 
 // Qwen3ForCausalLM.forward in float64: logits [n, vocab] for tokens at 0..n-1
 // (`qk_norm` false: the same network without its q/k norms, to show they count).
 Vec ReferenceLogits(const test::TinyCheckpoint& w, const std::vector<int32_t>& ids, bool qk_norm = true) {
-  const int64_t n = int64_t(ids.size());
-  std::vector<int32_t> pos(ids.size());
-  for (size_t i = 0; i < pos.size(); ++i) pos[i] = int32_t(i);
-  Vec x = test::RefEmbed(w["model.embed_tokens.weight"], ids, kHidden);
-  for (int32_t i = 0; i < kLayers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    const Vec h = test::RefRmsNorm(x, n, kHidden, w[p + "input_layernorm.weight"], kEps);
-    Vec q = test::RefLinear(h, n, w[p + "self_attn.q_proj.weight"], kHeads * kHeadDim, kHidden);
-    Vec k = test::RefLinear(h, n, w[p + "self_attn.k_proj.weight"], kKvHeads * kHeadDim, kHidden);
-    const Vec v = test::RefLinear(h, n, w[p + "self_attn.v_proj.weight"], kKvHeads * kHeadDim, kHidden);
-    if (qk_norm) {
-      q = test::RefRmsNorm(q, n * kHeads, kHeadDim, w[p + "self_attn.q_norm.weight"], kEps);
-      k = test::RefRmsNorm(k, n * kKvHeads, kHeadDim, w[p + "self_attn.k_norm.weight"], kEps);
-    }
-    test::RefRope(q, n, kHeads, kHeadDim, pos, kTheta);
-    test::RefRope(k, n, kKvHeads, kHeadDim, pos, kTheta);
-    const Vec a = test::RefAttention(q, k, v, n, kHeads, kKvHeads, kHeadDim, 0, 1.0 / std::sqrt(double(kHeadDim)));
-    test::AddInto(x, test::RefLinear(a, n, w[p + "self_attn.o_proj.weight"], kHidden, kHeads * kHeadDim));
-    const Vec h2 = test::RefRmsNorm(x, n, kHidden, w[p + "post_attention_layernorm.weight"], kEps);
-    Vec g = test::RefLinear(h2, n, w[p + "mlp.gate_proj.weight"], kInter, kHidden);
-    const Vec u = test::RefLinear(h2, n, w[p + "mlp.up_proj.weight"], kInter, kHidden);
-    for (size_t j = 0; j < g.size(); ++j) g[j] = g[j] / (1.0 + std::exp(-g[j])) * u[j];
-    test::AddInto(x, test::RefLinear(g, n, w[p + "mlp.down_proj.weight"], kHidden, kInter));
-  }
-  const Vec xn = test::RefRmsNorm(x, n, kHidden, w["model.norm.weight"], kEps);
-  return test::RefLinear(xn, n, w["model.embed_tokens.weight"], kVocab, kHidden);  // tied head
+  test::RefLlamaOptions o;
+  o.qk_norm = qk_norm;
+  o.eps = kEps, o.theta = kTheta;
+  return test::RefLlamaLogits(w, ids, kShape, o);
 }
 
 std::vector<int32_t> Tokens(int64_t n) {

@@ -216,4 +216,48 @@ inline double MaxAbsDiff(const std::vector<float>& a, const Vec& b) {
   return m;
 }
 
+// What the Llama-family forward below varies by.
+struct RefLlamaOptions {
+  bool qkv_bias = false;  // Qwen2: q/k/v projection biases
+  bool qk_norm = false;   // Qwen3: an RMSNorm over each head of q and k before RoPE
+  double theta = 10000.0, eps = 1e-6;
+  std::vector<int64_t> windows;  // [layers] each layer's window, 0 = full (empty: all full)
+};
+
+// LlamaForCausalLM.forward in float64 (with Qwen2's biases or Qwen3's q/k
+// norms as `o` says) on AddTinyLlamaWeights' tensors of shape `s`: logits
+// [n, vocab] for `ids` at positions 0..n-1.
+inline Vec RefLlamaLogits(const TinyCheckpoint& w, const std::vector<int32_t>& ids, const TinyLlamaShape& s,
+                          const RefLlamaOptions& o) {
+  const int64_t n = int64_t(ids.size()), q_dim = s.heads * s.head_dim, kv_dim = s.kv_heads * s.head_dim;
+  std::vector<int32_t> pos(ids.size());
+  for (size_t i = 0; i < pos.size(); ++i) pos[i] = int32_t(i);
+  Vec x = RefEmbed(w["model.embed_tokens.weight"], ids, s.hidden);
+  for (int32_t i = 0; i < s.layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    auto bias = [&](const char* name) { return o.qkv_bias ? &w[p + "self_attn." + name + ".bias"] : nullptr; };
+    const Vec h = RefRmsNorm(x, n, s.hidden, w[p + "input_layernorm.weight"], o.eps);
+    Vec q = RefLinear(h, n, w[p + "self_attn.q_proj.weight"], q_dim, s.hidden, bias("q_proj"));
+    Vec k = RefLinear(h, n, w[p + "self_attn.k_proj.weight"], kv_dim, s.hidden, bias("k_proj"));
+    const Vec v = RefLinear(h, n, w[p + "self_attn.v_proj.weight"], kv_dim, s.hidden, bias("v_proj"));
+    if (o.qk_norm) {
+      q = RefRmsNorm(q, n * s.heads, s.head_dim, w[p + "self_attn.q_norm.weight"], o.eps);
+      k = RefRmsNorm(k, n * s.kv_heads, s.head_dim, w[p + "self_attn.k_norm.weight"], o.eps);
+    }
+    RefRope(q, n, s.heads, s.head_dim, pos, o.theta);
+    RefRope(k, n, s.kv_heads, s.head_dim, pos, o.theta);
+    const int64_t window = o.windows.empty() ? 0 : o.windows[size_t(i)];
+    const Vec a =
+        RefAttention(q, k, v, n, s.heads, s.kv_heads, s.head_dim, window, 1.0 / std::sqrt(double(s.head_dim)));
+    AddInto(x, RefLinear(a, n, w[p + "self_attn.o_proj.weight"], s.hidden, q_dim));
+    const Vec h2 = RefRmsNorm(x, n, s.hidden, w[p + "post_attention_layernorm.weight"], o.eps);
+    Vec g = RefLinear(h2, n, w[p + "mlp.gate_proj.weight"], s.inter, s.hidden);
+    const Vec u = RefLinear(h2, n, w[p + "mlp.up_proj.weight"], s.inter, s.hidden);
+    for (size_t j = 0; j < g.size(); ++j) g[j] = g[j] / (1.0 + std::exp(-g[j])) * u[j];
+    AddInto(x, RefLinear(g, n, w[p + "mlp.down_proj.weight"], s.hidden, s.inter));
+  }
+  const Vec xn = RefRmsNorm(x, n, s.hidden, w["model.norm.weight"], o.eps);
+  return RefLinear(xn, n, w["lm_head.weight"], s.vocab, s.hidden);
+}
+
 }  // namespace swan::test

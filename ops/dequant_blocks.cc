@@ -36,24 +36,15 @@ void DequantizeQ45(const uint8_t* block, bool five_bits, float* y) {
   }
 }
 
-// One Q6_K super-block into y [256].
-void DequantizeQ6(const uint8_t* block, float* y) {
+// One Q6_K (q offset 32) or Q3_K (offset 4) super-block into y [256]: (d * scale) * (q - offset).
+void DequantizeScaledBy16(const uint8_t* block, bool six, float* y) {
   uint8_t q[256];     // [256]
-  int8_t scales[16];  // [16]
+  int8_t scales[16];  // [16] one per 16 values
   uint16_t bits;
-  Q6KParts(block, q, scales, &bits);
+  (six ? Q6KParts : Q3KParts)(block, q, scales, &bits);
   const float d = F16ToF32(bits);
-  for (int i = 0; i < 256; ++i) y[i] = d * float(scales[i / 16]) * float(q[i] - 32);
-}
-
-// One Q3_K super-block into y [256].
-void DequantizeQ3(const uint8_t* block, float* y) {
-  uint8_t q[256];     // [256]
-  int8_t scales[16];  // [16]
-  uint16_t bits;
-  Q3KParts(block, q, scales, &bits);
-  const float d = F16ToF32(bits);
-  for (int i = 0; i < 256; ++i) y[i] = d * float(scales[i / 16]) * float(q[i] - 4);
+  const int offset = six ? 32 : 4;
+  for (int i = 0; i < 256; ++i) y[i] = d * float(scales[i / 16]) * float(q[i] - offset);
 }
 
 // One Q5_0 or Q5_1 block into y [32].
@@ -95,9 +86,9 @@ void DequantizeFormatRow(DequantFormat f, float* dst, const uint8_t* src, int64_
                                 std::to_string(values) + " values, not " + std::to_string(n));
   for (int64_t b = 0; b < n / values; ++b, dst += values, src += DequantBlockBytes(f)) {
     switch (f) {
-      case DequantFormat::kQ6_K: DequantizeQ6(src, dst); break;
+      case DequantFormat::kQ6_K:
       case DequantFormat::kQ3_K:
-        DequantizeQ3(src, dst);
+        DequantizeScaledBy16(src, f == DequantFormat::kQ6_K, dst);
         break;
       case DequantFormat::kQ4_K:
       case DequantFormat::kQ5_K: DequantizeQ45(src, f == DequantFormat::kQ5_K, dst); break;
