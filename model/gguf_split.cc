@@ -20,10 +20,6 @@ std::string PartSuffix(int64_t no, int64_t count) {
   return suffix;
 }
 
-bool EndsWith(const std::string& s, const std::string& end) {
-  return s.size() > end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
-}
-
 }  // namespace
 
 void GgufFile::JoinSplitParts() {
@@ -34,8 +30,9 @@ void GgufFile::JoinSplitParts() {
     throw std::runtime_error(origin_ + ": split.no " + std::to_string(no) + " and split.count " +
                              std::to_string(*count) + " name no part of a split model");
   const std::string first_suffix = PartSuffix(0, *count), own_suffix = PartSuffix(no, *count);
-  const std::string prefix =
-      EndsWith(origin_, own_suffix) ? origin_.substr(0, origin_.size() - own_suffix.size()) : std::string();
+  const std::string prefix = origin_.size() > own_suffix.size() && origin_.ends_with(own_suffix)
+                                 ? origin_.substr(0, origin_.size() - own_suffix.size())
+                                 : std::string();
   if (no != 0)
     throw std::runtime_error(origin_ + ": part " + std::to_string(no + 1) + " of " + std::to_string(*count) +
                              " of a model split by llama.cpp's gguf-split; load its first part" +
