@@ -15,7 +15,7 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
-"$SWAN" tokenize -t ../shared/data/stories260K --out "$TMP/text.bin" --holdout 0 README.md ../shared/DESIGN.md \
+"$SWAN" tokenize -t models/stories260K --out "$TMP/text.bin" --holdout 0 README.md docs/*.md \
   models/README.md > /dev/null 2>&1
 COMMON="--data $TMP/text.bin --preset small --context 2048 --steps $STEPS --eval-every 0 --checkpoint-every 0"
 

@@ -6,8 +6,7 @@
 // Text: $SWAN_BENCH_TEXT if set, else the first 8 MB of the Python standard
 // library (/usr/lib/python3*). Tokenizers: the real ones cached by
 // scripts/fetch_test_tokenizers.sh under .cache/tokenizers/ (run from the
-// repository root or set SWAN_SOURCE_DIR), and stories260K from
-// $SWAN_SHARED_DIR (default ../shared).
+// repository root or set SWAN_SOURCE_DIR), and models/stories260K.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "tokenizer/tokenizer.h"
+#include "util/test_paths.h"
 
 namespace {
 
@@ -56,12 +56,8 @@ const std::string& BenchText() {
 }
 
 fs::path TokenizerPath(const std::string& name) {
-  if (name == "stories260K") {
-    const char* shared = std::getenv("SWAN_SHARED_DIR");
-    return fs::path(shared ? shared : "../shared") / "data" / "stories260K";
-  }
-  const char* src = std::getenv("SWAN_SOURCE_DIR");
-  return fs::path(src ? src : ".") / ".cache" / "tokenizers" / name;
+  if (name == "stories260K") return swan::test::Stories260K();
+  return fs::path(swan::test::SourceRoot()) / ".cache" / "tokenizers" / name;
 }
 
 void BM_Encode(benchmark::State& state, const std::string& name) {

@@ -15,8 +15,8 @@ namespace {
 class Perplexity : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    model_ = LoadModel(test::EvalStories260K()).release();
-    tokenizer_ = new Tokenizer(Tokenizer::Load(test::EvalStories260K()));
+    model_ = LoadModel(test::Stories260K()).release();
+    tokenizer_ = new Tokenizer(Tokenizer::Load(test::Stories260K()));
     text_ = new std::vector<int32_t>(test::EncodePlain(*tokenizer_, test::StoryText()));
   }
   static void TearDownTestSuite() {

@@ -141,8 +141,8 @@ TEST(RouteHeatmap, BinsAverageTheirTokens) {
 class RouteStatsOnStories : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    model_ = LoadModel(test::EvalStories260K()).release();
-    tokenizer_ = new Tokenizer(Tokenizer::Load(test::EvalStories260K()));
+    model_ = LoadModel(test::Stories260K()).release();
+    tokenizer_ = new Tokenizer(Tokenizer::Load(test::Stories260K()));
   }
   static void TearDownTestSuite() {
     delete tokenizer_;
@@ -222,7 +222,7 @@ TEST(RoutedFixture, WriteForCli) {
   const char* env = std::getenv("SWAN_FIXTURE_DIR");
   const fs::path dir = env ? fs::path(env) : test::TempDir("routed_stories");
   fs::create_directories(dir);
-  const std::string src = test::EvalStories260K();
+  const std::string src = test::Stories260K();
   const TensorStore store = TensorStore::OpenDirectory(src);
   std::vector<test::RawTensor> tensors;
   for (const std::string& name : store.Names()) {

@@ -18,7 +18,7 @@ namespace {
 class Tasks : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    tokenizer_ = new Tokenizer(Tokenizer::Load(test::EvalStories260K()));
+    tokenizer_ = new Tokenizer(Tokenizer::Load(test::Stories260K()));
     encoder_ = new PieceEncoder(*tokenizer_);
     noise_ = new Filler(NoiseFiller(*encoder_));
     story_ = new Filler(TextFiller(*encoder_, test::StoryText()));
@@ -153,7 +153,7 @@ TEST_F(Tasks, RecallPutsEachQueryAtTheDistanceAsked) {
 }
 
 TEST_F(Tasks, TeacherForcedScoreAgreesWithGreedyDecoding) {
-  auto model = LoadModel(test::EvalStories260K());
+  auto model = LoadModel(test::Stories260K());
   const AttentionPlan plan = model->ResolvePlan("full");
   // A prompt and the 6 tokens greedy decoding continues it with.
   TaskItem item;

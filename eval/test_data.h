@@ -11,14 +11,10 @@
 
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
+#include "util/test_paths.h"
 
 namespace swan::test {
 
-inline std::string EvalSharedDir() {
-  const char* d = std::getenv("SWAN_SHARED_DIR");
-  return d ? d : "../shared";
-}
-inline std::string EvalStories260K() { return EvalSharedDir() + "/data/stories260K"; }
 
 // eval/testdata/stories.txt: six short children's stories (about 3 KB).
 // SWAN_EVAL_TESTDATA is the folder, set by eval/CMakeLists.txt.

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+
+#include "util/test_paths.h"
 #include <system_error>
 #include <vector>
 
@@ -74,13 +76,6 @@ inline std::filesystem::path TempDir(const std::string& name) {
   made.dirs.push_back(dir);
   return dir;
 }
-
-inline std::string SharedDir() {
-  const char* d = std::getenv("SWAN_SHARED_DIR");
-  return d ? d : "../shared";
-}
-
-inline std::string Stories260K() { return SharedDir() + "/data/stories260K"; }
 
 // RMS of the difference over the RMS of the reference (logits against
 // logits, say).

@@ -19,7 +19,9 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(load encode plan config gguf chat_template request)
 cxx=$(command -v clang++-14 || command -v clang++ || true)
 [ -n "$cxx" ] || { echo "fuzz: clang++ not found (run scripts/setup.sh)" >&2; exit 1; }
-export SWAN_SHARED_DIR=${SWAN_SHARED_DIR:-$(cd .. && pwd)/shared}
+# The fuzzers read models/stories260K from the checkout.
+export SWAN_SOURCE_DIR=${SWAN_SOURCE_DIR:-$(pwd)}
+stories=$SWAN_SOURCE_DIR/models/stories260K
 
 out=build-fuzz
 mkdir -p "$out/obj"
@@ -54,13 +56,13 @@ for target in "${targets[@]}"; do
     *) echo "fuzz: unknown target $target" >&2; exit 2 ;;
   esac
   cp -f "$dir/fuzz/seeds/$target"/* "$corpus/" 2>/dev/null || true
-  [ "$target" = load ] && cp -f "$SWAN_SHARED_DIR/data/stories260K/tokenizer.json" "$corpus/stories260K.json" 2>/dev/null || true
-  [ "$target" = config ] && cp -f "$SWAN_SHARED_DIR/data/stories260K/config.json" "$corpus/stories260K.json" 2>/dev/null || true
+  [ "$target" = load ] && cp -f "$stories/tokenizer.json" "$corpus/stories260K.json" 2>/dev/null || true
+  [ "$target" = config ] && cp -f "$stories/config.json" "$corpus/stories260K.json" 2>/dev/null || true
   # shellcheck disable=SC2046
   "$cxx" "${flags[@]}" -fsanitize=fuzzer "$dir/fuzz/${target}_fuzz.cc" $(compile $srcs) "${libs[@]}" \
     -o "$out/${target}_fuzz"
   echo "fuzz: running ${target}_fuzz for ${seconds}s"
-  if ! (cd "$out" && SWAN_SHARED_DIR=$SWAN_SHARED_DIR ASAN_OPTIONS=detect_leaks=1 "./${target}_fuzz" \
+  if ! (cd "$out" && ASAN_OPTIONS=detect_leaks=1 "./${target}_fuzz" \
           -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -max_len=65536 "corpus-${target}" \
           >"${target}.log" 2>&1); then
     tail -60 "$out/${target}.log"

@@ -11,16 +11,14 @@
 
 #include "tokenizer/regex.h"
 #include "tokenizer/utf8.h"
+#include "util/test_paths.h"
 
 namespace swan {
 namespace {
 
 using nlohmann::json;
 
-std::filesystem::path Stories() {
-  const char* shared = std::getenv("SWAN_SHARED_DIR");
-  return std::filesystem::path(shared ? shared : "../shared") / "data" / "stories260K";
-}
+std::filesystem::path Stories() { return test::Stories260K(); }
 
 json ReadJson(const std::filesystem::path& p) {
   std::ifstream in(p);

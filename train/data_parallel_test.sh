@@ -7,14 +7,13 @@
 #      the same global batch; another global batch is refused with the reason;
 #   3. ranks started with other --data or another plan stop at start-up,
 #      naming the setting.
-#   usage: data_parallel_test.sh SWAN SHARED_DIR
+#   usage: data_parallel_test.sh SWAN STORIES260K_DIR
 set -eu
 SWAN=$1
-SHARED=$2
+MODEL=$2
 DIR=$(cd "$(dirname "$0")" && pwd)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-MODEL=$SHARED/data/stories260K
 export OMP_NUM_THREADS=1
 # Open MPI refuses root without these; containers often lack the CMA
 # single-copy transport; a 1-core machine has fewer slots than ranks.

@@ -4,14 +4,14 @@
 # under its own 5:1 plan and routed; a checkpoint holding tensors the
 # trainer has no place for (q/k/v biases under a Llama config, which says
 # nothing of them) is refused rather than dropped.
-#   usage: other_families_test.sh SWAN SOURCE_DIR SHARED_DIR
+#   usage: other_families_test.sh SWAN SOURCE_DIR STORIES260K_DIR
 set -eu
 SWAN=$1
 SRC=$2
-SHARED=$3
+STORIES=$3
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-"$SWAN" tokenize -t "$SHARED/data/stories260K" --out "$TMP/data.bin" --holdout 0 "$SHARED/data/stories260K/README.md" \
+"$SWAN" tokenize -t "$STORIES" --out "$TMP/data.bin" --holdout 0 "$STORIES/README.md" \
   > /dev/null 2>&1
 SHAPE="--hidden 64 --layers 2 --inter 128 --heads 4 --vocab 600 --qkv-bias"
 

@@ -4,13 +4,12 @@
 # of stories260K under a different attention plan, and `swan generate` on
 # the exported directory; then under a routed plan (Switch Attention), whose
 # export keeps its routers and plan.
-#   usage: resume_kill_test.sh SWAN SHARED_DIR
+#   usage: resume_kill_test.sh SWAN STORIES260K_DIR
 set -eu
 SWAN=$1
-SHARED=$2
+MODEL=$2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-MODEL=$SHARED/data/stories260K
 
 "$SWAN" tokenize -t "$MODEL" --out "$TMP/data.bin" --holdout 0 "$MODEL/README.md" > /dev/null
 COMMON="--data $TMP/data.bin --preset tiny --attn hybrid:1:1,window:8,sinks:2 --context 32 \

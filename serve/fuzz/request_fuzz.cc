@@ -10,12 +10,10 @@
 #include "serve/chat_template.h"
 #include "serve/openai_api.h"
 #include "tokenizer/tokenizer.h"
+#include "util/test_paths.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const swan::Tokenizer tokenizer = [] {
-    const char* shared = std::getenv("SWAN_SHARED_DIR");
-    return swan::Tokenizer::Load(std::string(shared ? shared : "../shared") + "/data/stories260K");
-  }();
+  static const swan::Tokenizer tokenizer = swan::Tokenizer::Load(swan::test::Stories260K());
   static const swan::ChatTemplate chat_template(swan::kFallbackChatTemplate, "<s>", "</s>", "fuzz");
   const std::string body(reinterpret_cast<const char*>(data), size);
   const swan::ApiContext context{&tokenizer, &chat_template, 512, "stories260K", false};

@@ -2,7 +2,7 @@
 // tokenizer (which must give back exactly the input bytes) and with the
 // stories260K SentencePiece-style tokenizer (which must not crash, and whose
 // streaming decode must equal its full decode). Built and run by
-// scripts/fuzz_tokenizer.sh; stories260K comes from $SWAN_SHARED_DIR.
+// scripts/fuzz.sh; stories260K comes from models/ ($SWAN_SOURCE_DIR).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -12,6 +12,7 @@
 
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
+#include "util/test_paths.h"
 
 namespace {
 
@@ -42,11 +43,8 @@ nlohmann::json ByteLevelJson() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const swan::Tokenizer byte_level = swan::Tokenizer::FromJson(ByteLevelJson(), "fuzz");
-  static const std::unique_ptr<swan::Tokenizer> stories = [] {
-    const char* shared = std::getenv("SWAN_SHARED_DIR");
-    const std::string dir = std::string(shared ? shared : "../shared") + "/data/stories260K";
-    return std::make_unique<swan::Tokenizer>(swan::Tokenizer::Load(dir));
-  }();
+  static const std::unique_ptr<swan::Tokenizer> stories =
+      std::make_unique<swan::Tokenizer>(swan::Tokenizer::Load(swan::test::Stories260K()));
   const std::string text(reinterpret_cast<const char*>(data), size);
 
   const auto ids = byte_level.Encode(text);
