@@ -14,6 +14,7 @@ packages=(
   libpcre2-dev      # tokenizer pre-split regexes
   libicu-dev        # tokenizer Unicode normalization (NFC, NFKC)
   clang-14 libclang-rt-14-dev  # libFuzzer targets (scripts/fuzz.sh)
+  clang-format-14   # scripts/check_format.sh: the C++ style of .clang-format
   libgtest-dev libgmock-dev
   libbenchmark-dev
   chromium          # renders the HTML reports in tests (scripts/render_report.sh)
