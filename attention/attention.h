@@ -40,11 +40,11 @@ inline int64_t KvBytes(KvType type, int64_t n) {
 }
 
 struct KvView {
-  const void* k = nullptr;      // [n_rows, n_kv_heads, head_dim] of `type`
-  const void* v = nullptr;      // [n_rows, n_kv_heads, head_dim] of `type`
-  const int32_t* pos = nullptr; // [n_rows] position of each row, < 0 = empty
+  const void* k = nullptr;       // [n_rows, n_kv_heads, head_dim] of `type`
+  const void* v = nullptr;       // [n_rows, n_kv_heads, head_dim] of `type`
+  const int32_t* pos = nullptr;  // [n_rows] position of each row, < 0 = empty
   int64_t n_rows = 0;
-  int64_t row_stride = 0;       // values between rows; 0 = n_kv_heads * head_dim
+  int64_t row_stride = 0;  // values between rows; 0 = n_kv_heads * head_dim
   KvType type = KvType::kF32;
 };
 
@@ -98,7 +98,6 @@ void AttendDual(const AttentionArgs& args, const DualOutput& out);
 // The plain reference: float64 accumulation over an explicit visibility
 // mask built with Sees(), two passes (max, then sum). Slow on purpose;
 // tests compare every fast path with it.
-void AttendReference(const AttentionArgs& args, float* out, float* lse = nullptr,
-                     float* max_logit = nullptr);
+void AttendReference(const AttentionArgs& args, float* out, float* lse = nullptr, float* max_logit = nullptr);
 
 }  // namespace swan

@@ -37,11 +37,9 @@ struct AttentionSaved {
 
 // Fast kernel (Highway, OpenMP): one pass over key blocks for dK, dV and one
 // over query tiles for dQ, each recomputing P for the visible blocks only.
-void AttendBackward(const AttentionArgs& args, const AttentionSaved& saved,
-                    const AttentionGrads& grads);
+void AttendBackward(const AttentionArgs& args, const AttentionSaved& saved, const AttentionGrads& grads);
 
 // Plain float64 loops over an explicit mask; tests compare with it.
-void AttendBackwardReference(const AttentionArgs& args, const AttentionSaved& saved,
-                             const AttentionGrads& grads);
+void AttendBackwardReference(const AttentionArgs& args, const AttentionSaved& saved, const AttentionGrads& grads);
 
 }  // namespace swan

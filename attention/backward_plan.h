@@ -10,8 +10,7 @@
 namespace swan {
 
 // Throws std::invalid_argument on arguments the backward cannot take.
-void ValidateBackward(const AttentionArgs& args, const AttentionSaved& saved,
-                      const AttentionGrads& grads);
+void ValidateBackward(const AttentionArgs& args, const AttentionSaved& saved, const AttentionGrads& grads);
 
 // What both passes share: sizes, the tiling, block bounds, and D = rowsum(dO * O).
 struct BackwardPlan {

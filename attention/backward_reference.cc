@@ -10,13 +10,10 @@
 
 namespace swan {
 
-void ValidateBackward(const AttentionArgs& args, const AttentionSaved& saved,
-                      const AttentionGrads& grads) {
+void ValidateBackward(const AttentionArgs& args, const AttentionSaved& saved, const AttentionGrads& grads) {
   ValidateAttention(args);
-  if (args.kv.type != KvType::kF32)
-    throw std::invalid_argument("attention backward: K and V must be float32");
-  if (args.kv.row_stride != 0 &&
-      args.kv.row_stride != int64_t(args.shape.n_kv_heads) * args.shape.head_dim)
+  if (args.kv.type != KvType::kF32) throw std::invalid_argument("attention backward: K and V must be float32");
+  if (args.kv.row_stride != 0 && args.kv.row_stride != int64_t(args.shape.n_kv_heads) * args.shape.head_dim)
     throw std::invalid_argument("attention backward: K and V rows must be packed");
   if (!saved.out || !saved.lse || !saved.d_out)
     throw std::invalid_argument("attention backward: out, lse and d_out are required");
@@ -24,8 +21,7 @@ void ValidateBackward(const AttentionArgs& args, const AttentionSaved& saved,
     throw std::invalid_argument("attention backward: dq, dk and dv are required");
 }
 
-void AttendBackwardReference(const AttentionArgs& args, const AttentionSaved& saved,
-                             const AttentionGrads& grads) {
+void AttendBackwardReference(const AttentionArgs& args, const AttentionSaved& saved, const AttentionGrads& grads) {
   ValidateBackward(args, saved, grads);
   const AttentionShape& s = args.shape;
   const int64_t n_q = args.n_q, n_rows = args.kv.n_rows, d = s.head_dim;
@@ -35,9 +31,9 @@ void AttendBackwardReference(const AttentionArgs& args, const AttentionSaved& sa
   const float* v = static_cast<const float*>(args.kv.v);
   const int64_t q_size = n_q * s.n_heads * d, kv_size = n_rows * s.n_kv_heads * d;
 
-  std::vector<double> dq(static_cast<size_t>(q_size), 0.0);    // [n_q, n_heads, d]
-  std::vector<double> dk(static_cast<size_t>(kv_size), 0.0);   // [n_rows, n_kv_heads, d]
-  std::vector<double> dv(static_cast<size_t>(kv_size), 0.0);   // [n_rows, n_kv_heads, d]
+  std::vector<double> dq(static_cast<size_t>(q_size), 0.0);   // [n_q, n_heads, d]
+  std::vector<double> dk(static_cast<size_t>(kv_size), 0.0);  // [n_rows, n_kv_heads, d]
+  std::vector<double> dv(static_cast<size_t>(kv_size), 0.0);  // [n_rows, n_kv_heads, d]
   for (int64_t i = 0; i < n_q; ++i) {
     for (int32_t h = 0; h < s.n_heads; ++h) {
       const int64_t row = i * s.n_heads + h;

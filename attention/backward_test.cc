@@ -24,9 +24,8 @@ using testing::RelativeError;
 using BackwardTest = testing::SeededTest;
 
 // loss = sum(out * w) of attention computed in float64 from double inputs.
-double Loss(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
-            const std::vector<double>& v, const std::vector<double>& sinks,
-            const std::vector<double>& w) {
+double Loss(const Problem& p, const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+            const std::vector<double>& sinks, const std::vector<double>& w) {
   const AttentionShape& s = p.shape;
   const int64_t d = s.head_dim;
   const int32_t group = s.n_heads / s.n_kv_heads;
@@ -67,11 +66,10 @@ Grads RunBackward(const Problem& p, const std::vector<float>& d_out, bool fast) 
   const AttentionArgs a = p.Args();
   std::vector<float> out(p.q.size()), lse(size_t(p.n_q() * p.shape.n_heads));
   Attend(a, out.data(), lse.data());
-  Grads g{std::vector<float>(p.q.size()), std::vector<float>(p.k.size()),
-          std::vector<float>(p.v.size()), std::vector<float>(p.sinks.size(), 0.0f)};
+  Grads g{std::vector<float>(p.q.size()), std::vector<float>(p.k.size()), std::vector<float>(p.v.size()),
+          std::vector<float>(p.sinks.size(), 0.0f)};
   const AttentionSaved saved{out.data(), lse.data(), d_out.data()};
-  const AttentionGrads grads{g.dq.data(), g.dk.data(), g.dv.data(),
-                             p.sinks.empty() ? nullptr : g.dsink.data()};
+  const AttentionGrads grads{g.dq.data(), g.dk.data(), g.dv.data(), p.sinks.empty() ? nullptr : g.dsink.data()};
   if (fast)
     AttendBackward(a, saved, grads);
   else
@@ -91,8 +89,8 @@ TEST_F(BackwardTest, ReferenceMatchesFiniteDifferences) {
     const Problem p = MakePrefill(rng, AttentionShape{4, 2, 4}, span, 9, 9, /*learned_sinks=*/true);
     const std::vector<float> w = RandomLike(rng, p.q.size());
     const Grads g = RunBackward(p, w, /*fast=*/false);
-    std::vector<double> q(p.q.begin(), p.q.end()), k(p.k.begin(), p.k.end()),
-        v(p.v.begin(), p.v.end()), sinks(p.sinks.begin(), p.sinks.end()), wd(w.begin(), w.end());
+    std::vector<double> q(p.q.begin(), p.q.end()), k(p.k.begin(), p.k.end()), v(p.v.begin(), p.v.end()),
+        sinks(p.sinks.begin(), p.sinks.end()), wd(w.begin(), w.end());
     const double h = 1e-5;
     auto check = [&](std::vector<double>& x, const std::vector<float>& grad, const char* name) {
       for (size_t e = 0; e < x.size(); ++e) {
@@ -103,8 +101,7 @@ TEST_F(BackwardTest, ReferenceMatchesFiniteDifferences) {
         const double down = Loss(p, q, k, v, sinks, wd);
         x[e] = saved;
         const double numeric = (up - down) / (2 * h);
-        ASSERT_NEAR(grad[e], numeric, 1e-5 + 1e-4 * std::fabs(numeric))
-            << name << "[" << e << "], " << span.ToString();
+        ASSERT_NEAR(grad[e], numeric, 1e-5 + 1e-4 * std::fabs(numeric)) << name << "[" << e << "], " << span.ToString();
       }
     };
     check(q, g.dq, "dq");
@@ -165,8 +162,7 @@ TEST_F(BackwardTest, RejectsBF16AndMissingBuffers) {
   EXPECT_THROW(AttendBackward(p.Args(), saved, AttentionGrads{buf.data(), buf.data(), buf.data()}),
                std::invalid_argument);
   const Problem f = MakePrefill(rng, AttentionShape{2, 1, 8}, Span{}, 5, 5);
-  EXPECT_THROW(AttendBackward(f.Args(), saved, AttentionGrads{buf.data(), nullptr, buf.data()}),
-               std::invalid_argument);
+  EXPECT_THROW(AttendBackward(f.Args(), saved, AttentionGrads{buf.data(), nullptr, buf.data()}), std::invalid_argument);
 }
 
 }  // namespace

@@ -63,8 +63,7 @@ BlockVisibility ClassifyBlock(const Span& span, const BlockBounds& b, const Quer
   else if (causal_for_all && (in_every_window || all_sinks))
     v.span = Visibility::kFull;
   if (windowed && !in_every_window && !all_sinks)
-    v.outside = causal_for_all && past_every_window && no_sinks ? Visibility::kFull
-                                                                : Visibility::kPartial;
+    v.outside = causal_for_all && past_every_window && no_sinks ? Visibility::kFull : Visibility::kPartial;
   return v;
 }
 

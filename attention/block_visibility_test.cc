@@ -56,8 +56,7 @@ int64_t VisitedKeys(int64_t n, Span span) {
   args.span = span;
   const FlashPlan plan(args, DualOutput{dummy.data()}, false);
   int64_t keys = 0;
-  for (int64_t t = 0; t < plan.n_tasks(); ++t)
-    keys += int64_t(plan.VisitsFor(plan.Task(t)).size()) * kBlockKeys;
+  for (int64_t t = 0; t < plan.n_tasks(); ++t) keys += int64_t(plan.VisitsFor(plan.Task(t)).size()) * kBlockKeys;
   return keys;
 }
 

@@ -72,13 +72,12 @@ inline void MaskUnseen(float* s, int64_t rows, int64_t n_keys, const Span& span,
 // and a next block that is not kBlockKeys rows on from a whole one, are
 // requested all at once (`request_next`).
 struct DecodeBlock {
-  int64_t first;       // its first key row
-  int64_t n_keys;      // its rows
-  int64_t ahead;       // elements from a row of it to the same row of the next; 0: none
-  bool request_next;   // request the next block all at once now
+  int64_t first;      // its first key row
+  int64_t n_keys;     // its rows
+  int64_t ahead;      // elements from a row of it to the same row of the next; 0: none
+  bool request_next;  // request the next block all at once now
 };
-inline DecodeBlock DecodeBlockAt(const std::vector<BlockVisit>& visits, size_t vi, int64_t n_rows,
-                                 int64_t stride) {
+inline DecodeBlock DecodeBlockAt(const std::vector<BlockVisit>& visits, size_t vi, int64_t n_rows, int64_t stride) {
   DecodeBlock b{visits[vi].block * kBlockKeys, 0, 0, false};
   b.n_keys = std::min(kBlockKeys, n_rows - b.first);
   if (vi + 1 < visits.size()) {

@@ -48,13 +48,13 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // Per-thread scratch of one task, grown on demand.
 struct TileScratch {
-  std::vector<float> qt;    // [head_dim][rows_padded] scaled queries, transposed
-  std::vector<float> st;    // [kBlockKeys][strip] scores of a strip of rows, key-major
-  std::vector<float> sm;    // [kBlockKeys][strip] masked scores
-  std::vector<float> pt;    // [kBlockKeys][strip] probabilities
-  std::vector<float> kf;    // [kBlockKeys][dim_padded] K block as float
-  std::vector<float> vf;    // [kBlockKeys][dim_padded] V block as float
-  std::vector<float> alpha; // [strip] rescale factor of this block
+  std::vector<float> qt;          // [head_dim][rows_padded] scaled queries, transposed
+  std::vector<float> st;          // [kBlockKeys][strip] scores of a strip of rows, key-major
+  std::vector<float> sm;          // [kBlockKeys][strip] masked scores
+  std::vector<float> pt;          // [kBlockKeys][strip] probabilities
+  std::vector<float> kf;          // [kBlockKeys][dim_padded] K block as float
+  std::vector<float> vf;          // [kBlockKeys][dim_padded] V block as float
+  std::vector<float> alpha;       // [strip] rescale factor of this block
   std::vector<float> m[2], l[2];  // [rows_padded] per state
   std::vector<float> acc[2];      // [rows][dim_padded] per state
 };
@@ -67,8 +67,8 @@ static void Grow(std::vector<float>& v, size_t n) {
 // scores ST [n_keys][rows_padded]: new max m, probabilities PT, sums l, and
 // alpha, the factor that rescales what the rows had accumulated.
 template <int kVecs>
-static void SoftmaxRows(const float* st, int64_t n_keys, int64_t rows_padded, int64_t r0, float* m, float* l,
-                        float* pt, float* alpha) {
+static void SoftmaxRows(const float* st, int64_t n_keys, int64_t rows_padded, int64_t r0, float* m, float* l, float* pt,
+                        float* alpha) {
   const DF df;
   const int64_t L = int64_t(hn::Lanes(df));
   const auto neg_inf = hn::Set(df, kNegInf);
@@ -102,9 +102,8 @@ static void SoftmaxRows(const float* st, int64_t n_keys, int64_t rows_padded, in
 
 // One online-softmax step of state `s` over a block of scores ST [n_keys][R]
 // (masked entries are -inf): new max, rescale, probabilities, sums, PV.
-static void UpdateState(const float* st, int64_t n_keys, int64_t rows, int64_t rows_padded,
-                        const float* vf, int64_t dim_padded, float* m, float* l, float* acc,
-                        float* pt, float* alpha) {
+static void UpdateState(const float* st, int64_t n_keys, int64_t rows, int64_t rows_padded, const float* vf,
+                        int64_t dim_padded, float* m, float* l, float* acc, float* pt, float* alpha) {
   const DF df;
   const int64_t L = int64_t(hn::Lanes(df));
   // Two vectors of rows at a time where there are two: e^x is one long
@@ -125,9 +124,8 @@ static void UpdateState(const float* st, int64_t n_keys, int64_t rows, int64_t r
 // Copies ST to SM with -inf wherever the query of row r does not see key j
 // under `visible` (a predicate on (q_pos, k_pos)).
 template <class Visible>
-static void MaskScores(const float* st, const int32_t* k_pos, int64_t n_keys,
-                       const int32_t* row_pos, int64_t rows, int64_t rows_padded,
-                       const Visible& visible, float* sm) {
+static void MaskScores(const float* st, const int32_t* k_pos, int64_t n_keys, const int32_t* row_pos, int64_t rows,
+                       int64_t rows_padded, const Visible& visible, float* sm) {
   for (int64_t j = 0; j < n_keys; ++j) {
     const float* src = st + j * rows_padded;
     float* dst = sm + j * rows_padded;
@@ -260,9 +258,8 @@ void RunFlashTask(const FlashPlan& plan, int64_t task) {
 
   for (int state = 0; state < n_states; ++state)
     for (int64_t r = 0; r < rows; ++r)
-      plan.StoreRow(t, state, q_begin + r / group, int64_t(t.kv_head) * group + r % group,
-                    s.m[state][size_t(r)], s.l[state][size_t(r)],
-                    s.acc[state].data() + r * dim_padded);
+      plan.StoreRow(t, state, q_begin + r / group, int64_t(t.kv_head) * group + r % group, s.m[state][size_t(r)],
+                    s.l[state][size_t(r)], s.acc[state].data() + r * dim_padded);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -284,9 +281,9 @@ static void RunFlash(const AttentionArgs& args, const DualOutput& out, bool dual
   const int64_t n_tasks = plan.n_tasks();
   // Threads only pay off past a few hundred thousand multiply-adds; below
   // that (a tiny model's decode step) waking them costs more than the work.
-  const bool threaded = n_tasks > 1 && double(args.n_q) * double(args.kv.n_rows) *
-                                               args.shape.n_heads * args.shape.head_dim >
-                                           double(1 << 18);
+  const bool threaded =
+      n_tasks > 1 &&
+      double(args.n_q) * double(args.kv.n_rows) * args.shape.n_heads * args.shape.head_dim > double(1 << 18);
   const RegionThreads on = plan.decode ? RegionThreads::kSpinTeam : RegionThreads::kOpenMp;
   ForEachDynamic(n_tasks, threaded ? omp_get_max_threads() : 1, on, [&](int64_t task) {
     if (plan.decode)
@@ -306,8 +303,7 @@ void Attend(const AttentionArgs& args, float* out, float* lse, float* max_logit)
 }
 
 void AttendDual(const AttentionArgs& args, const DualOutput& out) {
-  if (!out.out_window || !out.out_full)
-    throw std::invalid_argument("attention: AttendDual needs both output buffers");
+  if (!out.out_window || !out.out_full) throw std::invalid_argument("attention: AttendDual needs both output buffers");
   RunFlash(args, out, /*dual=*/true);
 }
 

@@ -28,7 +28,6 @@
 
 #include "attention/tile_kernels-inl.h"
 
-
 HWY_BEFORE_NAMESPACE();
 namespace swan {
 namespace HWY_NAMESPACE {
@@ -46,9 +45,8 @@ static float* Sized(std::vector<float>& v, size_t n) {
 
 // Rows of the tile: row r = (query q_begin + r / group, head kv_head*group + r % group).
 // Copies q and d_out rows into [rows][dim_padded] (zero padded), and lse, D.
-static void GatherRows(const BackwardPlan& plan, int32_t kv_head, int64_t q_begin, int64_t rows,
-                       int64_t dim_padded, float* q_rows, float* go_rows, float* lse, float* D,
-                       int32_t* row_pos) {
+static void GatherRows(const BackwardPlan& plan, int32_t kv_head, int64_t q_begin, int64_t rows, int64_t dim_padded,
+                       float* q_rows, float* go_rows, float* lse, float* D, int32_t* row_pos) {
   const AttentionArgs& a = *plan.args;
   const int64_t d = a.shape.head_dim;
   for (int64_t r = 0; r < rows; ++r) {
@@ -83,19 +81,19 @@ void BackwardKeyBlock(const BackwardPlan& plan, int64_t task) {
   const float* v = static_cast<const float*>(a.kv.v);
 
   static thread_local BackwardScratch s;
-  float* kt = Sized(s.a, size_t(d * kBlockKeys));                 // [d][kBlockKeys]
-  float* vt = Sized(s.b, size_t(d * kBlockKeys));                 // [d][kBlockKeys]
-  float* dk = Sized(s.c, size_t(kBlockKeys * dim_padded));        // [keys][dim_padded]
-  float* dv = Sized(s.d, size_t(kBlockKeys * dim_padded));        // [keys][dim_padded]
-  float* q_rows = Sized(s.e, size_t(rows_max * dim_padded));      // [rows][dim_padded]
-  float* go_rows = Sized(s.f, size_t(rows_max * dim_padded));     // [rows][dim_padded]
+  float* kt = Sized(s.a, size_t(d * kBlockKeys));              // [d][kBlockKeys]
+  float* vt = Sized(s.b, size_t(d * kBlockKeys));              // [d][kBlockKeys]
+  float* dk = Sized(s.c, size_t(kBlockKeys * dim_padded));     // [keys][dim_padded]
+  float* dv = Sized(s.d, size_t(kBlockKeys * dim_padded));     // [keys][dim_padded]
+  float* q_rows = Sized(s.e, size_t(rows_max * dim_padded));   // [rows][dim_padded]
+  float* go_rows = Sized(s.f, size_t(rows_max * dim_padded));  // [rows][dim_padded]
   float* work = Sized(s.g, size_t(2 * rows_max * kBlockKeys + 2 * rows_max));
-  float* p = work;                                  // [rows][kBlockKeys] probabilities
-  float* ds = work + rows_max * kBlockKeys;         // [rows][kBlockKeys] dP, then dS
-  float* lse = ds + rows_max * kBlockKeys;          // [rows]
-  float* D = lse + rows_max;                        // [rows]
+  float* p = work;                           // [rows][kBlockKeys] probabilities
+  float* ds = work + rows_max * kBlockKeys;  // [rows][kBlockKeys] dP, then dS
+  float* lse = ds + rows_max * kBlockKeys;   // [rows]
+  float* D = lse + rows_max;                 // [rows]
   if (s.row_pos.size() < size_t(rows_max)) s.row_pos.resize(size_t(rows_max));
-  int32_t* row_pos = s.row_pos.data();              // [rows]
+  int32_t* row_pos = s.row_pos.data();  // [rows]
 
   std::fill_n(kt, d * kBlockKeys, 0.0f);
   std::fill_n(vt, d * kBlockKeys, 0.0f);
@@ -171,17 +169,17 @@ void BackwardQueryTile(const BackwardPlan& plan, int64_t task) {
   const float* v = static_cast<const float*>(a.kv.v);
 
   static thread_local BackwardScratch s;
-  float* q_rows = Sized(s.a, size_t(rows * dim_padded));          // [rows][dim_padded]
-  float* go_rows = Sized(s.b, size_t(rows * dim_padded));         // [rows][dim_padded]
-  float* qt = Sized(s.c, size_t(d * rows_padded));                // [d][rows_padded]
-  float* got = Sized(s.d, size_t(d * rows_padded));               // [d][rows_padded]
-  float* kf = Sized(s.e, size_t(kBlockKeys * dim_padded));        // [keys][dim_padded]
-  float* dq = Sized(s.f, size_t(rows * dim_padded));              // [rows][dim_padded]
+  float* q_rows = Sized(s.a, size_t(rows * dim_padded));    // [rows][dim_padded]
+  float* go_rows = Sized(s.b, size_t(rows * dim_padded));   // [rows][dim_padded]
+  float* qt = Sized(s.c, size_t(d * rows_padded));          // [d][rows_padded]
+  float* got = Sized(s.d, size_t(d * rows_padded));         // [d][rows_padded]
+  float* kf = Sized(s.e, size_t(kBlockKeys * dim_padded));  // [keys][dim_padded]
+  float* dq = Sized(s.f, size_t(rows * dim_padded));        // [rows][dim_padded]
   float* work = Sized(s.g, size_t(2 * kBlockKeys * rows_padded + 2 * rows_padded));
-  float* pt = work;                                    // [keys][rows_padded] P, then dS
-  float* dpt = work + kBlockKeys * rows_padded;        // [keys][rows_padded] dP
-  float* lse = dpt + kBlockKeys * rows_padded;         // [rows_padded]
-  float* D = lse + rows_padded;                        // [rows_padded]
+  float* pt = work;                              // [keys][rows_padded] P, then dS
+  float* dpt = work + kBlockKeys * rows_padded;  // [keys][rows_padded] dP
+  float* lse = dpt + kBlockKeys * rows_padded;   // [rows_padded]
+  float* D = lse + rows_padded;                  // [rows_padded]
   if (s.row_pos.size() < size_t(rows)) s.row_pos.resize(size_t(rows));
   int32_t* row_pos = s.row_pos.data();
 
@@ -247,8 +245,7 @@ namespace swan {
 HWY_EXPORT(BackwardKeyBlock);
 HWY_EXPORT(BackwardQueryTile);
 
-void AttendBackward(const AttentionArgs& args, const AttentionSaved& saved,
-                    const AttentionGrads& grads) {
+void AttendBackward(const AttentionArgs& args, const AttentionSaved& saved, const AttentionGrads& grads) {
   ValidateBackward(args, saved, grads);
   const AttentionShape& s = args.shape;
   BackwardPlan plan{&args, &saved, &grads, 0.0f, 0, 0, {}, {}, {}};

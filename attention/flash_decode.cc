@@ -214,9 +214,8 @@ HWY_INLINE VF FoldPair(VF a, VF b) {
 // floats apart). kTail: head_dim has elements past its whole 2L steps.
 // Each K element read requests the one `ahead` elements further (0: none).
 template <class T, size_t kRows, bool kTail>
-HWY_INLINE void DotKeyPair(KvPtr<T> k0, KvPtr<T> k1, const DimLayout& dim,
-                           const float* HWY_RESTRICT qp, int64_t q_stride, int64_t ahead,
-                           VF (&a0)[kRows], VF (&a1)[kRows]) {
+HWY_INLINE void DotKeyPair(KvPtr<T> k0, KvPtr<T> k1, const DimLayout& dim, const float* HWY_RESTRICT qp,
+                           int64_t q_stride, int64_t ahead, VF (&a0)[kRows], VF (&a1)[kRows]) {
   const DF df;
   for (size_t r = 0; r < kRows; ++r) a0[r] = a1[r] = hn::Zero(df);
   int64_t c = 0;
@@ -262,15 +261,14 @@ HWY_INLINE void DotKeyPair(KvPtr<T> k0, KvPtr<T> k1, const DimLayout& dim,
 // targets n <= L, and `pairs` is scratch of [kRows][L/2][L]: each row's
 // folded key pairs, then folded into the scores of the n keys.
 template <class T, size_t kRows, bool kTail>
-HWY_NOINLINE void ScoreKeys(KvPtr<T> k, int64_t stride, int64_t n, const DimLayout& dim,
-                            const float* qp, int64_t ahead, float* pairs, float* s) {
+HWY_NOINLINE void ScoreKeys(KvPtr<T> k, int64_t stride, int64_t n, const DimLayout& dim, const float* qp, int64_t ahead,
+                            float* pairs, float* s) {
   VF a0[kRows], a1[kRows];
 #if HWY_TARGET == HWY_SCALAR
   (void)pairs;
   for (int64_t j = 0; j < n; j += 2) {
     const KvPtr<T> k0 = k + j * stride;
-    DotKeyPair<T, kRows, kTail>(k0, j + 1 < n ? k0 + stride : k0, dim, qp, dim.padded, ahead, a0,
-                                a1);
+    DotKeyPair<T, kRows, kTail>(k0, j + 1 < n ? k0 + stride : k0, dim, qp, dim.padded, ahead, a0, a1);
     for (size_t r = 0; r < kRows; ++r) {
       s[int64_t(r) * kBlockKeys + j] = hn::GetLane(a0[r]);
       if (j + 1 < n) s[int64_t(r) * kBlockKeys + j + 1] = hn::GetLane(a1[r]);
@@ -283,8 +281,7 @@ HWY_NOINLINE void ScoreKeys(KvPtr<T> k, int64_t stride, int64_t n, const DimLayo
   for (int64_t p = 0; p < n_pairs; ++p) {
     const KvPtr<T> k0 = k + 2 * p * stride;
     // An odd last key pairs with itself; the lanes of the copy are ignored.
-    DotKeyPair<T, kRows, kTail>(k0, 2 * p + 1 < n ? k0 + stride : k0, dim, qp, dim.padded, ahead,
-                                a0, a1);
+    DotKeyPair<T, kRows, kTail>(k0, 2 * p + 1 < n ? k0 + stride : k0, dim, qp, dim.padded, ahead, a0, a1);
     for (size_t r = 0; r < kRows; ++r)
       hn::StoreU(FoldPair(a0[r], a1[r]), df, pairs + (int64_t(r) * kPairs + p) * kLanes);
   }
@@ -307,18 +304,10 @@ HWY_INLINE void ForRowChunks(int64_t rows, const F& f) {
   for (; r0 + int64_t(kMaxRegisterRows) <= rows; r0 += int64_t(kMaxRegisterRows))
     f.template operator()<kMaxRegisterRows>(r0);
   switch (rows - r0) {
-    case 1:
-      f.template operator()<1>(r0);
-      break;
-    case 2:
-      f.template operator()<2>(r0);
-      break;
-    case 3:
-      f.template operator()<3>(r0);
-      break;
-    case 4:
-      f.template operator()<4>(r0);
-      break;
+    case 1: f.template operator()<1>(r0); break;
+    case 2: f.template operator()<2>(r0); break;
+    case 3: f.template operator()<3>(r0); break;
+    case 4: f.template operator()<4>(r0); break;
     case 5:
       if constexpr (kMaxRegisterRows > 5) f.template operator()<5>(r0);
       break;
@@ -328,8 +317,7 @@ HWY_INLINE void ForRowChunks(int64_t rows, const F& f) {
     case 7:
       if constexpr (kMaxRegisterRows > 7) f.template operator()<7>(r0);
       break;
-    default:
-      break;
+    default: break;
   }
 }
 
@@ -338,8 +326,8 @@ HWY_INLINE void ForRowChunks(int64_t rows, const F& f) {
 // Vector targets fill S in whole vectors: lanes past n_keys are garbage.
 // The K rows `ahead` elements further are requested as these are read.
 template <class T>
-void ScoreBlock(KvPtr<T> k, int64_t stride, int64_t n_keys, const DimLayout& dim, const float* qp,
-                int64_t rows, int64_t ahead, float* pairs, float* s) {
+void ScoreBlock(KvPtr<T> k, int64_t stride, int64_t n_keys, const DimLayout& dim, const float* qp, int64_t rows,
+                int64_t ahead, float* pairs, float* s) {
   const bool tail = dim.one || dim.part != 0;
   const int64_t group = HWY_TARGET == HWY_SCALAR ? n_keys : kLanes;
   for (int64_t g = 0; g < n_keys; g += group) {
@@ -359,8 +347,7 @@ void ScoreBlock(KvPtr<T> k, int64_t stride, int64_t n_keys, const DimLayout& dim
 // One online-softmax step per row over S[r][0, n_keys) (masked keys -inf):
 // new max m, alpha[r] = e^{m_old - m} (the factor for acc), l; S becomes
 // the probabilities e^{s - m}.
-void SoftmaxBlock(float* s, int64_t n_keys, int64_t rows, float* m, float* l,
-                             float* alpha) {
+void SoftmaxBlock(float* s, int64_t n_keys, int64_t rows, float* m, float* l, float* alpha) {
   const DF df;
   const int64_t n_padded = (n_keys + kLanes - 1) / kLanes * kLanes;
   for (int64_t r = 0; r < rows; ++r) {
@@ -393,10 +380,9 @@ void SoftmaxBlock(float* s, int64_t n_keys, int64_t rows, float* m, float* l,
 // in-order step (part 0) or the zero-padded `part` elements. Each V element
 // read requests the one `ahead` elements further (0: none).
 template <class T, size_t kRows, size_t kVecs>
-HWY_NOINLINE void AccumulateColumns(KvPtr<T> v, int64_t stride, int64_t n_keys,
-                                    const float* HWY_RESTRICT p, const float* HWY_RESTRICT alpha,
-                                    int64_t c, int64_t part, int64_t ahead, int64_t acc_stride,
-                                    float* HWY_RESTRICT acc) {
+HWY_NOINLINE void AccumulateColumns(KvPtr<T> v, int64_t stride, int64_t n_keys, const float* HWY_RESTRICT p,
+                                    const float* HWY_RESTRICT alpha, int64_t c, int64_t part, int64_t ahead,
+                                    int64_t acc_stride, float* HWY_RESTRICT acc) {
   const DF df;
   VF o[kRows][kVecs];
   for (size_t r = 0; r < kRows; ++r) {
@@ -409,8 +395,7 @@ HWY_NOINLINE void AccumulateColumns(KvPtr<T> v, int64_t stride, int64_t n_keys,
     if (ahead) PrefetchBytes<int64_t(kVecs) * kLanes * int64_t(sizeof(T))>(row + ahead);
     VF x[kVecs];
     if constexpr (kVecs % 2 == 0) {
-      for (size_t i = 0; i < kVecs; i += 2)
-        KvLoad<T>::Pair(row + int64_t(i) * kLanes, x[i], x[i + 1]);
+      for (size_t i = 0; i < kVecs; i += 2) KvLoad<T>::Pair(row + int64_t(i) * kLanes, x[i], x[i + 1]);
     } else {
       x[0] = part ? LoadPart(row, part) : KvLoad<T>::One(row);
     }
@@ -420,15 +405,14 @@ HWY_NOINLINE void AccumulateColumns(KvPtr<T> v, int64_t stride, int64_t n_keys,
     }
   }
   for (size_t r = 0; r < kRows; ++r)
-    for (size_t i = 0; i < kVecs; ++i)
-      hn::StoreU(o[r][i], df, acc + int64_t(r) * acc_stride + c + int64_t(i) * kLanes);
+    for (size_t i = 0; i < kVecs; ++i) hn::StoreU(o[r][i], df, acc + int64_t(r) * acc_stride + c + int64_t(i) * kLanes);
 }
 
 // acc = alpha acc + P.V over the block's n_keys rows of V, every row; the
 // V rows `ahead` elements further are requested as these are read.
 template <class T>
-void AccumulateBlock(KvPtr<T> v, int64_t stride, int64_t n_keys, const DimLayout& dim,
-                     const float* p, const float* alpha, int64_t rows, int64_t ahead, float* acc) {
+void AccumulateBlock(KvPtr<T> v, int64_t stride, int64_t n_keys, const DimLayout& dim, const float* p,
+                     const float* alpha, int64_t rows, int64_t ahead, float* acc) {
   ForRowChunks(rows, [&]<size_t kRows>(int64_t r0) {
     const float* pr = p + r0 * kBlockKeys;
     const float* ar = alpha + r0;
@@ -437,19 +421,15 @@ void AccumulateBlock(KvPtr<T> v, int64_t stride, int64_t n_keys, const DimLayout
     constexpr size_t kWide = kRows <= kMaxRegisterRows / 2 ? 4 : 2;
     int64_t c = 0;
     for (; c + int64_t(kWide) * kLanes <= dim.pairs; c += int64_t(kWide) * kLanes)
-      AccumulateColumns<T, kRows, kWide>(v, stride, n_keys, pr, ar, c, 0, r0 == 0 ? ahead : 0,
-                                         dim.padded, out);
+      AccumulateColumns<T, kRows, kWide>(v, stride, n_keys, pr, ar, c, 0, r0 == 0 ? ahead : 0, dim.padded, out);
     for (; c < dim.pairs; c += 2 * kLanes)
-      AccumulateColumns<T, kRows, 2>(v, stride, n_keys, pr, ar, c, 0, r0 == 0 ? ahead : 0,
-                                     dim.padded, out);
+      AccumulateColumns<T, kRows, 2>(v, stride, n_keys, pr, ar, c, 0, r0 == 0 ? ahead : 0, dim.padded, out);
     if (dim.one) {
-      AccumulateColumns<T, kRows, 1>(v, stride, n_keys, pr, ar, c, 0, r0 == 0 ? ahead : 0,
-                                     dim.padded, out);
+      AccumulateColumns<T, kRows, 1>(v, stride, n_keys, pr, ar, c, 0, r0 == 0 ? ahead : 0, dim.padded, out);
       c += kLanes;
     }
     if (dim.part)
-      AccumulateColumns<T, kRows, 1>(v, stride, n_keys, pr, ar, c, dim.part, r0 == 0 ? ahead : 0,
-                                     dim.padded, out);
+      AccumulateColumns<T, kRows, 1>(v, stride, n_keys, pr, ar, c, dim.part, r0 == 0 ? ahead : 0, dim.padded, out);
   });
 }
 
@@ -472,8 +452,8 @@ HWY_INLINE void FromPairOrder(const float* in, int64_t pairs, float* out) {
 
 // Requests K and V elements [begin, end) of rows [first, last) into L1.
 template <class T>
-HWY_INLINE void PrefetchRows(const T* k, const T* v, int64_t stride, int64_t first, int64_t last,
-                             int64_t begin, int64_t end) {
+HWY_INLINE void PrefetchRows(const T* k, const T* v, int64_t stride, int64_t first, int64_t last, int64_t begin,
+                             int64_t end) {
   constexpr int64_t kLine = 64 / int64_t(sizeof(T));  // elements per cache line
   for (int64_t j = first; j < last; ++j)
     for (int64_t e = j * stride + begin; e < j * stride + end; e += kLine) {
@@ -481,8 +461,8 @@ HWY_INLINE void PrefetchRows(const T* k, const T* v, int64_t stride, int64_t fir
       hwy::Prefetch(v + e);
     }
 }
-HWY_INLINE void PrefetchRows(Q8Values k, Q8Values v, int64_t stride, int64_t first, int64_t last,
-                             int64_t begin, int64_t end) {
+HWY_INLINE void PrefetchRows(Q8Values k, Q8Values v, int64_t stride, int64_t first, int64_t last, int64_t begin,
+                             int64_t end) {
   const int64_t bytes = KvBytes(KvType::kQ8_0, end - begin);
   for (int64_t j = first; j < last; ++j)
     for (int64_t b = 0; b < bytes; b += 64) {
@@ -568,10 +548,9 @@ void RunDecodeTyped(const FlashPlan& plan, const FlashTask& t) {
       ScoreBlock<T>(kb, stride, n_keys, dim, qp, rows, ahead, s.pairs.data(), s.s.data());
       if (visits[vi].span == Visibility::kPartial)
         MaskUnseen(s.s.data(), rows, n_keys, args.span, task.row_pos.data(), kv.pos + j0);
-      SoftmaxBlock(s.s.data(), n_keys, rows, s.m.data() + h * rows, s.l.data() + h * rows,
-                   s.alpha.data());
+      SoftmaxBlock(s.s.data(), n_keys, rows, s.m.data() + h * rows, s.l.data() + h * rows, s.alpha.data());
       AccumulateBlock<T>(vb, stride, n_keys, dim, s.s.data(), s.alpha.data(), rows, ahead,
-                      s.acc.data() + h * rows * dim.padded);
+                         s.acc.data() + h * rows * dim.padded);
     }
   }
 

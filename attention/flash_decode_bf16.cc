@@ -30,35 +30,33 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-#define SWAN_BF16_DOT_TARGET \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")))
+#define SWAN_BF16_DOT_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")))
 #endif
 
 namespace swan {
 
 bool DecodeRunsBf16Dot(const AttentionArgs& args) {
   const int64_t rows = args.n_q * (args.shape.n_heads / std::max(args.shape.n_kv_heads, 1));
-  return args.kv.type == KvType::kBF16 && args.shape.head_dim % 32 == 0 && rows <= kDecodeMaxRows &&
-         AvxBF16DotsHere();
+  return args.kv.type == KvType::kBF16 && args.shape.head_dim % 32 == 0 && rows <= kDecodeMaxRows && AvxBF16DotsHere();
 }
 
 #if defined(__x86_64__)
 namespace {
 
-constexpr int64_t kMaxRows = 8;  // rows whose accumulators a kernel keeps in registers
+constexpr int64_t kMaxRows = 8;    // rows whose accumulators a kernel keeps in registers
 constexpr int64_t kKeyGroup = 16;  // keys whose scores one vector holds
 
 // Per-thread scratch of one task, grown on demand.
 struct Bf16Scratch {
-  std::vector<uint16_t> q;     // [heads][rows][d] queries rounded to bf16
-  std::vector<uint16_t> q4;    // [heads][rows / 4][d / 8][4][8] the same, 4 rows interleaved
-  std::vector<float> acc;      // [heads][rows][d] sum of p v, unpack order
-  std::vector<float> m, l;     // [heads][rows]
-  std::vector<float> s;        // [rows][kBlockKeys] scores, then probabilities
-  std::vector<uint16_t> p;     // [rows][kBlockKeys] probabilities rounded to bf16
-  std::vector<float> folds;    // [kMaxRows][8][16] folded key pairs
-  std::vector<float> alpha;    // [rows]
-  std::vector<float> row;      // [d] one row in order
+  std::vector<uint16_t> q;   // [heads][rows][d] queries rounded to bf16
+  std::vector<uint16_t> q4;  // [heads][rows / 4][d / 8][4][8] the same, 4 rows interleaved
+  std::vector<float> acc;    // [heads][rows][d] sum of p v, unpack order
+  std::vector<float> m, l;   // [heads][rows]
+  std::vector<float> s;      // [rows][kBlockKeys] scores, then probabilities
+  std::vector<uint16_t> p;   // [rows][kBlockKeys] probabilities rounded to bf16
+  std::vector<float> folds;  // [kMaxRows][8][16] folded key pairs
+  std::vector<float> alpha;  // [rows]
+  std::vector<float> row;    // [d] one row in order
 };
 
 template <class T>
@@ -85,15 +83,14 @@ SWAN_BF16_DOT_TARGET inline __m512 FoldPair(__m512 a, __m512 b) {
   return _mm512_add_ps(_mm512_permutex2var_ps(a, even, b), _mm512_permutex2var_ps(a, odd, b));
 }
 
-
 // S[r][j] = scale (q[r] . K[j]) for kRows rows of q [kRows][d] (bf16) and
 // n <= 16 keys from k (rows `stride` apart); S rows kBlockKeys apart, all 16
 // lanes written (past n: garbage). Each K line read requests the one
 // `ahead` elements further (0: none).
 template <int kRows>
-SWAN_BF16_DOT_TARGET __attribute__((noinline)) void ScoreKeys(const uint16_t* k, int64_t stride, int64_t n,
-                                                              int64_t d, const uint16_t* q, int64_t ahead,
-                                                              float scale, float* folds, float* s) {
+SWAN_BF16_DOT_TARGET __attribute__((noinline)) void ScoreKeys(const uint16_t* k, int64_t stride, int64_t n, int64_t d,
+                                                              const uint16_t* q, int64_t ahead, float scale,
+                                                              float* folds, float* s) {
   const int64_t n_pairs = (n + 1) / 2;
   for (int64_t pair = 0; pair < n_pairs; ++pair) {
     const uint16_t* k0 = k + 2 * pair * stride;
@@ -129,9 +126,8 @@ SWAN_BF16_DOT_TARGET __attribute__((noinline)) void ScoreKeys(const uint16_t* k,
 // (unpack order) for kRows rows: P [kRows][kBlockKeys] bf16, zero from
 // n_keys to the next even count; acc rows d apart.
 template <int kRows, int kChunks>
-SWAN_BF16_DOT_TARGET __attribute__((noinline)) void AccumulateColumns(const uint16_t* v, int64_t stride,
-                                                                      int64_t n_keys, const uint16_t* p,
-                                                                      const float* alpha, int64_t c,
+SWAN_BF16_DOT_TARGET __attribute__((noinline)) void AccumulateColumns(const uint16_t* v, int64_t stride, int64_t n_keys,
+                                                                      const uint16_t* p, const float* alpha, int64_t c,
                                                                       int64_t ahead, int64_t d, float* acc) {
   __m512 o[kRows][2 * kChunks];
   for (int r = 0; r < kRows; ++r) {
@@ -169,9 +165,8 @@ SWAN_BF16_DOT_TARGET __attribute__((noinline)) void AccumulateColumns(const uint
 // transpose. The products are as many; the folds (two permutes and an add
 // each) were as many as the products. G = 4 is the most common group
 // (Llama 3, Mistral, Gemma 3 1B); other remainders use ScoreKeys.
-SWAN_BF16_DOT_TARGET __attribute__((noinline)) void ScoreKeysFourRows(const uint16_t* k, int64_t stride,
-                                                                      int64_t n, int64_t d,
-                                                                      const uint16_t* qi, int64_t ahead,
+SWAN_BF16_DOT_TARGET __attribute__((noinline)) void ScoreKeysFourRows(const uint16_t* k, int64_t stride, int64_t n,
+                                                                      int64_t d, const uint16_t* qi, int64_t ahead,
                                                                       float scale, float* s) {
   int64_t offset[kKeyGroup];  // element offset of key j; past n, the last key again (garbage lanes)
   for (int64_t j = 0; j < kKeyGroup; ++j) offset[j] = std::min(j, n - 1) * stride;
@@ -184,8 +179,8 @@ SWAN_BF16_DOT_TARGET __attribute__((noinline)) void ScoreKeysFourRows(const uint
       for (int j = 0; j < kKeyGroup; ++j) RequestKvLine(kc + offset[j] + ahead);
     for (int j = 0; j < kKeyGroup; ++j) {
       // (maskz: g++ 12 warns that the unmasked form's undefined operand is uninitialised)
-      const __m512i x = _mm512_maskz_broadcast_i32x4(
-          __mmask16(0xFFFF), _mm_loadu_si128(reinterpret_cast<const __m128i*>(kc + offset[j])));
+      const __m512i x = _mm512_maskz_broadcast_i32x4(__mmask16(0xFFFF),
+                                                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(kc + offset[j])));
       acc[j] = _mm512_dpbf16_ps(acc[j], AsBF16(x), qv);
     }
   }
@@ -226,9 +221,9 @@ SWAN_BF16_DOT_TARGET inline void ForRowChunks(int64_t rows, const F& f) {
 
 // Scores of the block's n_keys keys for every row into S [rows][kBlockKeys]:
 // rows in fours from q4 [rows / 4][d / 8][4][8], the rest from q [rows][d].
-SWAN_BF16_DOT_TARGET void ScoreBlock(const uint16_t* k, int64_t stride, int64_t n_keys, int64_t d,
-                                     const uint16_t* q, const uint16_t* q4, int64_t rows, int64_t ahead,
-                                     float scale, float* folds, float* s) {
+SWAN_BF16_DOT_TARGET void ScoreBlock(const uint16_t* k, int64_t stride, int64_t n_keys, int64_t d, const uint16_t* q,
+                                     const uint16_t* q4, int64_t rows, int64_t ahead, float scale, float* folds,
+                                     float* s) {
   const int64_t fours = rows / 4;
   for (int64_t g = 0; g < n_keys; g += kKeyGroup) {
     const int64_t n = std::min(kKeyGroup, n_keys - g);
@@ -245,8 +240,8 @@ SWAN_BF16_DOT_TARGET void ScoreBlock(const uint16_t* k, int64_t stride, int64_t 
 
 // acc = alpha acc + P.V over the block's n_keys rows of V, every row.
 SWAN_BF16_DOT_TARGET void AccumulateBlock(const uint16_t* v, int64_t stride, int64_t n_keys, int64_t d,
-                                          const uint16_t* p, const float* alpha, int64_t rows,
-                                          int64_t ahead, float* acc) {
+                                          const uint16_t* p, const float* alpha, int64_t rows, int64_t ahead,
+                                          float* acc) {
   ForRowChunks(rows, [&]<int kRows>(int64_t r0) {
     // kRows x 2 kChunks accumulators in registers: 16 at most.
     constexpr int kChunks = kRows <= kMaxRows / 2 ? 2 : 1;
@@ -307,8 +302,7 @@ SWAN_BF16_DOT_TARGET void RunTask(const FlashPlan& plan, const FlashTask& t) {
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t r = 0; r < rows / 4 * 4; ++r)
       for (int64_t c = 0; c < d; ++c)
-        s.q4[size_t((h * rows + r / 4 * 4) * d + c / 8 * 32 + r % 4 * 8 + c % 8)] =
-            s.q[size_t((h * rows + r) * d + c)];
+        s.q4[size_t((h * rows + r / 4 * 4) * d + c / 8 * 32 + r % 4 * 8 + c % 8)] = s.q[size_t((h * rows + r) * d + c)];
 
   const KvView& kv = args.kv;
   const int64_t stride = KvRowStride(kv, shape);
@@ -329,12 +323,11 @@ SWAN_BF16_DOT_TARGET void RunTask(const FlashPlan& plan, const FlashTask& t) {
     if (b.request_next) request_block(vi + 1);
     const int64_t j0 = b.first, n_keys = b.n_keys, ahead = b.ahead;
     for (int64_t h = 0; h < heads; ++h) {
-      ScoreBlock(k + j0 * stride + h * d, stride, n_keys, d, s.q.data() + h * rows * d,
-                 s.q4.data() + h * rows * d, rows, ahead, plan.scale, s.folds.data(), s.s.data());
+      ScoreBlock(k + j0 * stride + h * d, stride, n_keys, d, s.q.data() + h * rows * d, s.q4.data() + h * rows * d,
+                 rows, ahead, plan.scale, s.folds.data(), s.s.data());
       if (visits[vi].span == Visibility::kPartial)
         MaskUnseen(s.s.data(), rows, n_keys, args.span, task.row_pos.data(), kv.pos + j0);
-      DecodeSoftmaxBlock(s.s.data(), n_keys, rows, s.m.data() + h * rows, s.l.data() + h * rows,
-                         s.alpha.data());
+      DecodeSoftmaxBlock(s.s.data(), n_keys, rows, s.m.data() + h * rows, s.l.data() + h * rows, s.alpha.data());
       RoundProbabilities(s.s.data(), n_keys, rows, s.p.data());
       AccumulateBlock(v + j0 * stride + h * d, stride, n_keys, d, s.p.data(), s.alpha.data(), rows, ahead,
                       s.acc.data() + h * rows * d);

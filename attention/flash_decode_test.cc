@@ -22,12 +22,12 @@
 namespace swan {
 namespace {
 
-using testing::ForEachTarget;
-using testing::MakePrefill;
-using testing::Problem;
 using testing::BF16ProbabilitiesBound;
 using testing::BF16Queries;
+using testing::ForEachTarget;
+using testing::MakePrefill;
 using testing::MaxAbsDifference;
+using testing::Problem;
 using testing::RelativeError;
 
 using DecodeTest = testing::SeededTest;
@@ -87,9 +87,8 @@ void ExpectMatchesOnEveryTarget(const std::vector<Case>& cases) {
 
 std::string Name(const Problem& p) {
   return std::to_string(p.shape.n_heads) + "/" + std::to_string(p.shape.n_kv_heads) + " heads d " +
-         std::to_string(p.shape.head_dim) + " " + KvTypeName(p.type) + " " +
-         std::to_string(p.n_rows()) + " keys " + std::to_string(p.n_q()) + " queries " +
-         p.span.ToString() + (p.sinks.empty() ? "" : " learned sinks");
+         std::to_string(p.shape.head_dim) + " " + KvTypeName(p.type) + " " + std::to_string(p.n_rows()) + " keys " +
+         std::to_string(p.n_q()) + " queries " + p.span.ToString() + (p.sinks.empty() ? "" : " learned sinks");
 }
 
 // The cases of problems that outlive them.
@@ -117,8 +116,7 @@ TEST_F(DecodeTest, GroupsHeadDimsTypesAndSpans) {
         for (Span span : {Span{}, Span{100, 0}, Span{100, 4}}) {
           const bool learned_sinks = std::bernoulli_distribution(0.5)(rng);
           // 300 keys: a last block of 44 keys; the window ends inside blocks.
-          problems.push_back(
-              MakePrefill(rng, AttentionShape{2 * group, 2, d}, span, 300, 1, learned_sinks, type));
+          problems.push_back(MakePrefill(rng, AttentionShape{2 * group, 2, d}, span, 300, 1, learned_sinks, type));
         }
   ExpectMatchesOnEveryTarget(CasesOf(problems));
 }
@@ -127,8 +125,7 @@ TEST_F(DecodeTest, EveryHeadDim) {
   std::vector<Problem> problems;
   for (int32_t d : {1, 2, 3, 8, 17, 31, 33, 48, 96, 112, 256})
     for (KvType type : {KvType::kF32, KvType::kBF16}) {
-      problems.push_back(
-          MakePrefill(rng, AttentionShape{4, 1, d}, Span{70, 2}, 200, 1, false, type));
+      problems.push_back(MakePrefill(rng, AttentionShape{4, 1, d}, Span{70, 2}, 200, 1, false, type));
     }
   ExpectMatchesOnEveryTarget(CasesOf(problems));
 }
@@ -137,20 +134,10 @@ TEST_F(DecodeTest, OddGroupsAndSpeculativeQueries) {
   std::vector<Problem> problems;
   // Rows per KV head = queries x G, up to kDecodeMaxRows; more rows take
   // the tiled path.
-  for (auto [group, n_q] : std::vector<std::pair<int32_t, int64_t>>{{3, 1},
-                                                                    {5, 1},
-                                                                    {7, 1},
-                                                                    {16, 1},
-                                                                    {2, 3},
-                                                                    {4, 2},
-                                                                    {4, 3},
-                                                                    {4, 4},
-                                                                    {1, 9},
-                                                                    {6, 2},
-                                                                    {32, 1}})
+  for (auto [group, n_q] : std::vector<std::pair<int32_t, int64_t>>{
+           {3, 1}, {5, 1}, {7, 1}, {16, 1}, {2, 3}, {4, 2}, {4, 3}, {4, 4}, {1, 9}, {6, 2}, {32, 1}})
     for (KvType type : {KvType::kF32, KvType::kBF16}) {
-      problems.push_back(
-          MakePrefill(rng, AttentionShape{group, 1, 64}, Span{90, 3}, 400, n_q, true, type));
+      problems.push_back(MakePrefill(rng, AttentionShape{group, 1, 64}, Span{90, 3}, 400, n_q, true, type));
     }
   ExpectMatchesOnEveryTarget(CasesOf(problems));
 }
@@ -176,8 +163,7 @@ TEST_F(DecodeTest, RingWithEmptySlotsAndRowStride) {
   std::vector<Problem> problems;
   for (KvType type : {KvType::kF32, KvType::kBF16}) {
     const int32_t window = 150, sinks = 4, last = 5000;
-    Problem p = MakePrefill(rng, AttentionShape{8, 2, 80}, Span{window, sinks}, window + sinks + 6,
-                            1, true, type);
+    Problem p = MakePrefill(rng, AttentionShape{8, 2, 80}, Span{window, sinks}, window + sinks + 6, 1, true, type);
     p.q_pos[0] = last;
     std::vector<int32_t> pos;  // [n_rows] sinks, the window, then never-written slots
     for (int32_t s = 0; s < sinks; ++s) pos.push_back(s);
@@ -225,8 +211,8 @@ TEST_F(DecodeTest, BF16DotsRunOnlyWhereTheyCan) {
   const Problem d80 = MakePrefill(rng, AttentionShape{8, 2, 80}, Span{}, 300, 1, false, KvType::kBF16);
   const Problem rows32 = MakePrefill(rng, AttentionShape{32, 1, 64}, Span{}, 300, 1, false, KvType::kBF16);
   __builtin_cpu_init();
-  const bool cpu = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-                   __builtin_cpu_supports("avx512bf16");
+  const bool cpu =
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
   ForEachTarget([&] {
     const int64_t target = DispatchedSimdTargetBit();
     EXPECT_EQ(DecodeRunsBf16Dot(bf16.Args()), cpu && (target == HWY_AVX3 || target == HWY_AVX3_DL));
@@ -242,8 +228,8 @@ TEST_F(DecodeTest, Q8_0KeysAndValues) {
     for (int32_t d : {32, 64, 128})
       for (Span span : {Span{}, Span{100, 0}, Span{100, 4}}) {
         const bool learned_sinks = std::bernoulli_distribution(0.5)(rng);
-        problems.push_back(MakePrefill(rng, AttentionShape{2 * group, 2, d}, span, 300, 1, learned_sinks,
-                                       KvType::kQ8_0));
+        problems.push_back(
+            MakePrefill(rng, AttentionShape{2 * group, 2, d}, span, 300, 1, learned_sinks, KvType::kQ8_0));
       }
   // Speculative queries, and a long view that the plan splits across threads.
   problems.push_back(MakePrefill(rng, AttentionShape{8, 2, 64}, Span{90, 3}, 400, 3, true, KvType::kQ8_0));
@@ -271,8 +257,7 @@ TEST_F(DecodeTest, Q8_0NeedsWholeBlocksPerHead) {
 TEST_F(DecodeTest, NothingVisibleGivesZerosOrTheSink) {
   std::vector<Problem> problems;
   for (bool learned_sinks : {false, true}) {
-    problems.push_back(
-        MakePrefill(rng, AttentionShape{4, 2, 64}, Span{}, 130, 1, learned_sinks, KvType::kBF16));
+    problems.push_back(MakePrefill(rng, AttentionShape{4, 2, 64}, Span{}, 130, 1, learned_sinks, KvType::kBF16));
     std::fill(problems.back().k_pos.begin(), problems.back().k_pos.end(), -1);
   }
   ExpectMatchesOnEveryTarget(CasesOf(problems));
@@ -299,8 +284,8 @@ TEST(DecodePlan, TasksAreContiguousRunsCoveringEveryBlockOnce) {
           args.span = span;
           const FlashPlan plan(args, DualOutput{out.data()}, false);
           ASSERT_TRUE(plan.decode);
-          const std::string what = std::to_string(n) + " keys " + span.ToString() + ", threads " +
-                                   std::to_string(threads);
+          const std::string what =
+              std::to_string(n) + " keys " + span.ToString() + ", threads " + std::to_string(threads);
           if (threads == 1) {
             EXPECT_EQ(plan.n_tasks(), 1) << what;
           }

@@ -14,8 +14,7 @@ namespace swan {
 constexpr int64_t kDecodeTasksPerThread = 2;
 constexpr int64_t kMinDecodeRunBlocks = 4;
 
-FlashPlan::FlashPlan(const AttentionArgs& a, const DualOutput& out, bool is_dual)
-    : args(&a), dual(is_dual), out_(out) {
+FlashPlan::FlashPlan(const AttentionArgs& a, const DualOutput& out, bool is_dual) : args(&a), dual(is_dual), out_(out) {
   const AttentionShape& s = a.shape;
   const int32_t group = s.n_heads / s.n_kv_heads;
   // About 64 rows (queries x heads of a group) per tile, 128 for heads of
@@ -58,9 +57,7 @@ FlashPlan::FlashPlan(const AttentionArgs& a, const DualOutput& out, bool is_dual
     }
   }
   if (splits_ > 1 || dual)
-    partial_.assign(size_t(splits_) * (dual ? 2 : 1) * size_t(a.n_q) * size_t(s.n_heads) *
-                        size_t(row_floats_),
-                    0.0f);
+    partial_.assign(size_t(splits_) * (dual ? 2 : 1) * size_t(a.n_q) * size_t(s.n_heads) * size_t(row_floats_), 0.0f);
 }
 
 FlashTask FlashPlan::Task(int64_t task) const {
@@ -70,8 +67,8 @@ FlashTask FlashPlan::Task(int64_t task) const {
   const int64_t tile = n_tiles_ - 1 - task / per_tile;
   const int64_t rem = task % per_tile;
   const int64_t group = rem / splits_, n_kv = args->shape.n_kv_heads;
-  return FlashTask{tile, int32_t(group * n_kv / head_groups_),
-                   int32_t((group + 1) * n_kv / head_groups_), int32_t(rem % splits_)};
+  return FlashTask{tile, int32_t(group * n_kv / head_groups_), int32_t((group + 1) * n_kv / head_groups_),
+                   int32_t(rem % splits_)};
 }
 
 std::vector<BlockVisit> FlashPlan::VisitsFor(const FlashTask& t) const {
@@ -93,19 +90,17 @@ std::vector<BlockVisit> FlashPlan::VisitsFor(const FlashTask& t) const {
 
 float* FlashPlan::PartialRow(int32_t split, int state, int64_t query, int64_t head) const {
   const int64_t n_states = dual ? 2 : 1;
-  const int64_t index =
-      ((int64_t(split) * n_states + state) * args->n_q + query) * args->shape.n_heads + head;
+  const int64_t index = ((int64_t(split) * n_states + state) * args->n_q + query) * args->shape.n_heads + head;
   return partial_.data() + index * row_floats_;
 }
 
-void FlashPlan::StoreRow(const FlashTask& t, int state, int64_t query, int64_t head, float m,
-                         float l, const float* acc) const {
+void FlashPlan::StoreRow(const FlashTask& t, int state, int64_t query, int64_t head, float m, float l,
+                         const float* acc) const {
   const int64_t d = args->shape.head_dim;
   if (splits_ == 1 && !dual) {
     const float sink = args->sink_logits ? args->sink_logits[head] : kNegInf;
     const int64_t row = query * args->shape.n_heads + head;
-    FinishRow(m, l, acc, sink, d, out_.out_window + row * d,
-              out_.lse_window ? out_.lse_window + row : nullptr,
+    FinishRow(m, l, acc, sink, d, out_.out_window + row * d, out_.lse_window ? out_.lse_window + row : nullptr,
               out_.max_window ? out_.max_window + row : nullptr);
     return;
   }
@@ -115,14 +110,12 @@ void FlashPlan::StoreRow(const FlashTask& t, int state, int64_t query, int64_t h
   std::memcpy(dst + 2, acc, size_t(d) * sizeof(float));
 }
 
-void FlashPlan::FinishRowStates(int64_t query, int64_t head, const float* state0,
-                                const float* state1) const {
+void FlashPlan::FinishRowStates(int64_t query, int64_t head, const float* state0, const float* state1) const {
   const int64_t d = args->shape.head_dim;
   const float sink = args->sink_logits ? args->sink_logits[head] : kNegInf;
   const int64_t row = query * args->shape.n_heads + head;
   FinishRow(state0[0], state0[1], state0 + 2, sink, d, out_.out_window + row * d,
-            out_.lse_window ? out_.lse_window + row : nullptr,
-            out_.max_window ? out_.max_window + row : nullptr);
+            out_.lse_window ? out_.lse_window + row : nullptr, out_.max_window ? out_.max_window + row : nullptr);
   if (!dual) return;
   // Full = the span's keys plus the causal keys outside it.
   std::vector<float> merged(state0, state0 + row_floats_);  // [2 + head_dim]
@@ -147,8 +140,7 @@ void FlashPlan::Finish() {
         MergeRowState(total, &p[0], &p[1], p + 2, d);
       }
     }
-    FinishRowStates(query, head, PartialRow(0, 0, query, head),
-                    dual ? PartialRow(0, 1, query, head) : nullptr);
+    FinishRowStates(query, head, PartialRow(0, 0, query, head), dual ? PartialRow(0, 1, query, head) : nullptr);
   });
 }
 

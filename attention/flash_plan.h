@@ -42,8 +42,7 @@ class FlashPlan {
   // Hands over the states of one (query, head) row after task `t`. With one
   // split the row is finished into the outputs; otherwise kept to merge.
   // m, l, acc of state 0 (span) and, when dual, state 1 (outside the span).
-  void StoreRow(const FlashTask& t, int state, int64_t query, int64_t head, float m, float l,
-                const float* acc) const;
+  void StoreRow(const FlashTask& t, int state, int64_t query, int64_t head, float m, float l, const float* acc) const;
   // Merges key splits and finishes rows (no-op with one split and no dual).
   void Finish();
 
@@ -60,11 +59,11 @@ class FlashPlan {
   DualOutput out_;
   int64_t n_tiles_ = 0, n_blocks_ = 0;
   int32_t splits_ = 1;
-  int32_t head_groups_ = 1;                  // tasks per (tile, split): KV head ranges
-  int64_t row_floats_ = 0;                   // 2 + head_dim: m, l, acc
-  std::vector<BlockBounds> blocks_;          // [n_blocks]
-  std::vector<QueryRange> tiles_;            // [n_tiles] query position range
-  mutable std::vector<float> partial_;       // [splits][states][n_q][n_heads][row_floats]
+  int32_t head_groups_ = 1;             // tasks per (tile, split): KV head ranges
+  int64_t row_floats_ = 0;              // 2 + head_dim: m, l, acc
+  std::vector<BlockBounds> blocks_;     // [n_blocks]
+  std::vector<QueryRange> tiles_;       // [n_tiles] query position range
+  mutable std::vector<float> partial_;  // [splits][states][n_q][n_heads][row_floats]
 };
 
 }  // namespace swan

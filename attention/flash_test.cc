@@ -53,7 +53,7 @@ void ExpectMatches(const Problem& p, const std::string& what, double tol = 1e-5)
 
 TEST_F(AttendTest, WindowsAroundTheBlockSize) {
   ForEachTarget([&] {
-      const AttentionShape shape{4, 2, 32};
+    const AttentionShape shape{4, 2, 32};
     for (int64_t n : {63, 64, 65, 200}) {
       for (int32_t w : {1, 2, 63, 64, 65, int32_t(n - 1), int32_t(n), 0}) {
         const Problem p = MakePrefill(rng, shape, Span{w, 0}, n, n);
@@ -65,7 +65,7 @@ TEST_F(AttendTest, WindowsAroundTheBlockSize) {
 
 TEST_F(AttendTest, SinksIncludingMoreThanTheWindow) {
   ForEachTarget([&] {
-      const AttentionShape shape{2, 1, 64};
+    const AttentionShape shape{2, 1, 64};
     for (int32_t sinks : {1, 4, 100})
       for (int32_t w : {1, 16, 70}) {
         const Problem p = MakePrefill(rng, shape, Span{w, sinks}, 257, 257);
@@ -76,7 +76,7 @@ TEST_F(AttendTest, SinksIncludingMoreThanTheWindow) {
 
 TEST_F(AttendTest, GqaRatios) {
   ForEachTarget([&] {
-      for (int32_t ratio : {1, 2, 4, 8}) {
+    for (int32_t ratio : {1, 2, 4, 8}) {
       const AttentionShape shape{2 * ratio, 2, 64};
       const Problem p = MakePrefill(rng, shape, Span{50, 2}, 150, 150);
       ExpectMatches(p, "gqa " + std::to_string(ratio));
@@ -86,7 +86,7 @@ TEST_F(AttendTest, GqaRatios) {
 
 TEST_F(AttendTest, EveryHeadDim) {
   ForEachTarget([&] {
-      for (int32_t d : {1, 3, 8, 17, 32, 64, 80, 96, 128, 256}) {
+    for (int32_t d : {1, 3, 8, 17, 32, 64, 80, 96, 128, 256}) {
       const Problem p = MakePrefill(rng, AttentionShape{4, 2, d}, Span{40, 1}, 130, 130);
       ExpectMatches(p, "head_dim " + std::to_string(d));
       const Problem full = MakePrefill(rng, AttentionShape{4, 2, d}, Span{}, 130, 130);
@@ -97,7 +97,7 @@ TEST_F(AttendTest, EveryHeadDim) {
 
 TEST_F(AttendTest, LearnedSinks) {
   ForEachTarget([&] {
-      for (Span span : {Span{}, Span{20, 0}, Span{20, 4}}) {
+    for (Span span : {Span{}, Span{20, 0}, Span{20, 4}}) {
       const Problem p = MakePrefill(rng, AttentionShape{8, 2, 64}, span, 190, 190, true);
       ExpectMatches(p, "learned sinks, " + span.ToString());
     }
@@ -106,9 +106,8 @@ TEST_F(AttendTest, LearnedSinks) {
 
 TEST_F(AttendTest, BF16KeysAndValues) {
   ForEachTarget([&] {
-      for (int32_t d : {8, 64, 128}) {
-      const Problem p = MakePrefill(rng, AttentionShape{8, 2, d}, Span{70, 4}, 300, 300, false,
-                                    KvType::kBF16);
+    for (int32_t d : {8, 64, 128}) {
+      const Problem p = MakePrefill(rng, AttentionShape{8, 2, d}, Span{70, 4}, 300, 300, false, KvType::kBF16);
       ExpectMatches(p, "bf16 head_dim " + std::to_string(d));
     }
   });
@@ -126,14 +125,14 @@ TEST_F(AttendTest, Q8_0KeysAndValues) {
 
 TEST_F(AttendTest, ChunkOfQueriesAfterAPrefix) {
   ForEachTarget([&] {
-      const Problem p = MakePrefill(rng, AttentionShape{4, 4, 64}, Span{100, 0}, 700, 37);
+    const Problem p = MakePrefill(rng, AttentionShape{4, 4, 64}, Span{100, 0}, 700, 37);
     ExpectMatches(p, "37 queries after 663 keys");
   });
 }
 
 TEST_F(AttendTest, DecodeOverShuffledRingWithEmptySlots) {
   ForEachTarget([&] {
-      const int32_t window = 96, sinks = 4;
+    const int32_t window = 96, sinks = 4;
     for (int32_t n_q : {1, 3}) {
       // A ring of window + n_q slots plus 4 sink slots, filled with the last
       // positions in rotated order; some slots were never written.
@@ -154,7 +153,7 @@ TEST_F(AttendTest, DecodeOverShuffledRingWithEmptySlots) {
 
 TEST_F(AttendTest, ChunkOverARingThatHoldsItsOwnKeys) {
   ForEachTarget([&] {
-      const int32_t window = 64, chunk = 16;
+    const int32_t window = 64, chunk = 16;
     // Slots hold positions [200 - window - chunk + 1, 200], written round-robin.
     Problem p = MakePrefill(rng, AttentionShape{4, 2, 32}, Span{window, 0}, window + chunk, chunk);
     const int32_t last = 200;
@@ -169,7 +168,7 @@ TEST_F(AttendTest, ChunkOverARingThatHoldsItsOwnKeys) {
 
 TEST_F(AttendTest, DecodeOverLongFullViewSplitsKeys) {
   ForEachTarget([&] {
-      // One query over 3000 keys: the kernel splits key blocks across threads.
+    // One query over 3000 keys: the kernel splits key blocks across threads.
     const Problem p = MakePrefill(rng, AttentionShape{8, 2, 128}, Span{}, 3000, 1, true);
     ExpectMatches(p, "decode 3000 keys");
   });
@@ -177,7 +176,7 @@ TEST_F(AttendTest, DecodeOverLongFullViewSplitsKeys) {
 
 TEST_F(AttendTest, DualWindowAndFullFromOnePass) {
   ForEachTarget([&] {
-      for (Span span : {Span{1, 0}, Span{64, 0}, Span{65, 3}, Span{500, 0}}) {
+    for (Span span : {Span{1, 0}, Span{64, 0}, Span{65, 3}, Span{500, 0}}) {
       for (bool sinks : {false, true}) {
         Problem p = MakePrefill(rng, AttentionShape{4, 2, 64}, span, 260, 260, sinks);
         const AttentionArgs a = p.Args();

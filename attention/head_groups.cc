@@ -8,8 +8,7 @@
 
 namespace swan {
 
-std::vector<HeadGroup> SplitHeads(const std::vector<int32_t>& full_heads, int32_t n_kv_heads,
-                                  const Span& window) {
+std::vector<HeadGroup> SplitHeads(const std::vector<int32_t>& full_heads, int32_t n_kv_heads, const Span& window) {
   if (window.full()) throw std::invalid_argument("a per-head layer needs a window for its other heads");
   std::vector<char> is_full(size_t(std::max(n_kv_heads, 0)), 0);  // [n_kv_heads]
   for (const int32_t h : full_heads) {
@@ -64,9 +63,9 @@ void RequireCover(const std::vector<HeadGroup>& groups, int32_t n_kv_heads) {
 
 // One group's problem: its query heads (gathered), its view and span.
 struct GroupCall {
-  std::vector<int32_t> q_heads;   // [m * group]
-  std::vector<float> q;           // [n_q, m * group, head_dim]
-  std::vector<float> sinks;       // [m * group] or empty
+  std::vector<int32_t> q_heads;  // [m * group]
+  std::vector<float> q;          // [n_q, m * group, head_dim]
+  std::vector<float> sinks;      // [m * group] or empty
   AttentionArgs args;
 };
 
@@ -117,8 +116,8 @@ std::vector<HeadGroup> GroupsOfView(const AttentionArgs& args, const std::vector
     throw std::invalid_argument("per-head attention over one view needs dense float32 keys and values");
   std::vector<HeadGroup> groups;
   for (int32_t h = 0; h < s.n_kv_heads; ++h) {
-    auto it = std::find_if(groups.begin(), groups.end(),
-                           [&](const HeadGroup& g) { return g.span == head_spans[size_t(h)]; });
+    auto it =
+        std::find_if(groups.begin(), groups.end(), [&](const HeadGroup& g) { return g.span == head_spans[size_t(h)]; });
     if (it == groups.end()) {
       groups.emplace_back();
       groups.back().span = head_spans[size_t(h)];
@@ -134,8 +133,8 @@ std::vector<HeadGroup> GroupsOfView(const AttentionArgs& args, const std::vector
     for (int side = 0; side < 2; ++side) {
       std::vector<float>& buf = storage[2 * g + size_t(side)];  // [n_rows, m, head_dim]
       buf.resize(size_t(n_rows * m * s.head_dim));
-      GatherHeads(buf.data(), static_cast<const float*>(side == 0 ? args.kv.k : args.kv.v), n_rows,
-                  s.n_kv_heads, s.head_dim, group.kv_heads);
+      GatherHeads(buf.data(), static_cast<const float*>(side == 0 ? args.kv.k : args.kv.v), n_rows, s.n_kv_heads,
+                  s.head_dim, group.kv_heads);
     }
     group.kv = args.kv;
     group.kv.k = storage[2 * g].data();
@@ -147,8 +146,7 @@ std::vector<HeadGroup> GroupsOfView(const AttentionArgs& args, const std::vector
 
 }  // namespace
 
-void AttendHeadGroups(const AttentionArgs& args, const std::vector<HeadGroup>& groups, float* out,
-                      float* lse) {
+void AttendHeadGroups(const AttentionArgs& args, const std::vector<HeadGroup>& groups, float* out, float* lse) {
   const AttentionShape& s = args.shape;
   if (s.n_kv_heads <= 0 || s.n_heads % s.n_kv_heads != 0)
     throw std::invalid_argument("per-head attention: n_heads must be a multiple of n_kv_heads");
@@ -168,8 +166,8 @@ void AttendPerHead(const AttentionArgs& args, const std::vector<Span>& head_span
   AttendHeadGroups(args, GroupsOfView(args, head_spans, storage), out, lse);
 }
 
-void AttendBackwardPerHead(const AttentionArgs& args, const std::vector<Span>& head_spans,
-                           const AttentionSaved& saved, const AttentionGrads& grads) {
+void AttendBackwardPerHead(const AttentionArgs& args, const std::vector<Span>& head_spans, const AttentionSaved& saved,
+                           const AttentionGrads& grads) {
   if (grads.accumulate) throw std::invalid_argument("per-head attention backward does not accumulate");
   const AttentionShape& s = args.shape;
   std::vector<std::vector<float>> storage;
@@ -179,15 +177,14 @@ void AttendBackwardPerHead(const AttentionArgs& args, const std::vector<Span>& h
     const GroupCall c = MakeGroupCall(args, g);
     const int64_t m = int64_t(c.q_heads.size()), mk = int64_t(g.kv_heads.size());
     std::vector<float> out(size_t(n_q * m * d)), d_out(out.size()), dq(out.size());  // [n_q, m, d]
-    std::vector<float> lse(size_t(n_q * m));                                          // [n_q, m]
+    std::vector<float> lse(size_t(n_q * m));                                         // [n_q, m]
     std::vector<float> dk(size_t(n_rows * mk * d)), dv(dk.size());                   // [n_rows, mk, d]
     std::vector<float> d_sinks(size_t(m), 0.0f);                                     // [m]
     GatherHeads(out.data(), saved.out, n_q, s.n_heads, d, c.q_heads);
     GatherHeads(d_out.data(), saved.d_out, n_q, s.n_heads, d, c.q_heads);
     GatherHeads(lse.data(), saved.lse, n_q, s.n_heads, 1, c.q_heads);
     AttentionSaved group_saved{out.data(), lse.data(), d_out.data()};
-    AttentionGrads group_grads{dq.data(), dk.data(), dv.data(),
-                               grads.d_sink_logits ? d_sinks.data() : nullptr, false};
+    AttentionGrads group_grads{dq.data(), dk.data(), dv.data(), grads.d_sink_logits ? d_sinks.data() : nullptr, false};
     AttendBackward(c.args, group_saved, group_grads);
     ScatterHeads(grads.dq, dq.data(), n_q, s.n_heads, d, c.q_heads);
     ScatterHeads(grads.dk, dk.data(), n_rows, s.n_kv_heads, d, g.kv_heads);
@@ -197,8 +194,7 @@ void AttendBackwardPerHead(const AttentionArgs& args, const std::vector<Span>& h
   }
 }
 
-void AttendPerHeadReference(const AttentionArgs& args, const std::vector<Span>& head_spans, float* out,
-                            float* lse) {
+void AttendPerHeadReference(const AttentionArgs& args, const std::vector<Span>& head_spans, float* out, float* lse) {
   const AttentionShape& s = args.shape;
   if (int32_t(head_spans.size()) != s.n_kv_heads)
     throw std::invalid_argument("per-head attention: one span per KV head");

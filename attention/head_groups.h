@@ -29,8 +29,7 @@ struct HeadGroup {
 // `full_heads` (span full), then the others (`window`); an empty group is
 // left out. The views are left empty. Throws std::invalid_argument for a
 // head index out of range or repeated, or a window span that is full.
-std::vector<HeadGroup> SplitHeads(const std::vector<int32_t>& full_heads, int32_t n_kv_heads,
-                                  const Span& window);
+std::vector<HeadGroup> SplitHeads(const std::vector<int32_t>& full_heads, int32_t n_kv_heads, const Span& window);
 
 // The query heads that read `kv_heads` (query head h reads KV head h / group).
 std::vector<int32_t> QueryHeadsOf(const std::vector<int32_t>& kv_heads, int32_t group);
@@ -51,13 +50,12 @@ void AttendHeadGroups(const AttentionArgs& args, const std::vector<HeadGroup>& g
 
 // The same over one float32 view that holds every KV head (a training
 // sequence), with a span per KV head: head_spans [n_kv_heads].
-void AttendPerHead(const AttentionArgs& args, const std::vector<Span>& head_spans, float* out,
-                   float* lse = nullptr);
+void AttendPerHead(const AttentionArgs& args, const std::vector<Span>& head_spans, float* out, float* lse = nullptr);
 
 // Its gradients (attention/backward.h) from the saved output and lse; the
 // groups' dq, dk, dv are written (grads.accumulate is not supported).
-void AttendBackwardPerHead(const AttentionArgs& args, const std::vector<Span>& head_spans,
-                           const AttentionSaved& saved, const AttentionGrads& grads);
+void AttendBackwardPerHead(const AttentionArgs& args, const std::vector<Span>& head_spans, const AttentionSaved& saved,
+                           const AttentionGrads& grads);
 
 // The float64 reference (AttendReference per KV head, any storage type).
 void AttendPerHeadReference(const AttentionArgs& args, const std::vector<Span>& head_spans, float* out,

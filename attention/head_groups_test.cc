@@ -78,8 +78,7 @@ TEST_F(HeadGroupsTest, ReferenceIsThePlainMaskPerHead) {
     for (int64_t t = 0; t < 40; ++t)
       for (int32_t h = 2 * kv; h < 2 * kv + 2; ++h) {
         EXPECT_EQ(lse[size_t(t * 4 + h)], l[size_t(t * 4 + h)]);
-        for (int32_t c = 0; c < 16; ++c)
-          EXPECT_EQ(out[size_t((t * 4 + h) * 16 + c)], o[size_t((t * 4 + h) * 16 + c)]);
+        for (int32_t c = 0; c < 16; ++c) EXPECT_EQ(out[size_t((t * 4 + h) * 16 + c)], o[size_t((t * 4 + h) * 16 + c)]);
       }
   }
 }
@@ -124,8 +123,8 @@ TEST_F(HeadGroupsTest, GroupViewsMatchReferenceForEveryStorage) {
       // Each group's storage: the float values of its heads, stored again as `type`.
       std::vector<Problem> stores;
       for (const HeadGroup& g : groups) {
-        Problem s = MakePrefill(rng, AttentionShape{int32_t(g.kv_heads.size()), int32_t(g.kv_heads.size()), 32},
-                                Span{}, n_keys, 1, false, type);
+        Problem s = MakePrefill(rng, AttentionShape{int32_t(g.kv_heads.size()), int32_t(g.kv_heads.size()), 32}, Span{},
+                                n_keys, 1, false, type);
         GatherHeads(s.k.data(), p.k.data(), n_keys, 4, 32, g.kv_heads);
         GatherHeads(s.v.data(), p.v.data(), n_keys, 4, 32, g.kv_heads);
         Reencode(s);

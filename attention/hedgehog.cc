@@ -18,8 +18,7 @@ void Softmax(float* out, const double* u, double sign, int64_t F) {
 
 }  // namespace
 
-void HedgehogForward(float* phi, const float* x, const float* w, const float* b, int64_t n,
-                     const FeatureMapShape& s) {
+void HedgehogForward(float* phi, const float* x, const float* w, const float* b, int64_t n, const FeatureMapShape& s) {
   const int64_t D = s.head_dim, F = s.feature_dim, P = s.phi_dim();
 #pragma omp parallel for if (n * s.heads * D * F > 65536)
   for (int64_t t = 0; t < n; ++t) {
@@ -37,8 +36,8 @@ void HedgehogForward(float* phi, const float* x, const float* w, const float* b,
   }
 }
 
-void HedgehogBackward(float* dx, float* d_w, float* d_b, const float* d_phi, const float* phi,
-                      const float* x, const float* w, int64_t n, const FeatureMapShape& s) {
+void HedgehogBackward(float* dx, float* d_w, float* d_b, const float* d_phi, const float* phi, const float* x,
+                      const float* w, int64_t n, const FeatureMapShape& s) {
   const int64_t D = s.head_dim, F = s.feature_dim, P = s.phi_dim();
   std::vector<double> du(size_t(n * F));  // [n, F] of one head
   for (int64_t h = 0; h < s.heads; ++h) {
@@ -51,8 +50,7 @@ void HedgehogBackward(float* dx, float* d_w, float* d_b, const float* d_phi, con
         dot1 += double(p[f]) * g[f];
         dot2 += double(p[F + f]) * g[F + f];
       }
-      for (int64_t f = 0; f < F; ++f)
-        du[size_t(t * F + f)] = p[f] * (g[f] - dot1) - p[F + f] * (g[F + f] - dot2);
+      for (int64_t f = 0; f < F; ++f) du[size_t(t * F + f)] = p[f] * (g[f] - dot1) - p[F + f] * (g[F + f] - dot2);
     }
     const float* wh = w + h * D * F;
     // d_w [D, F] += xᵀ du, d_b += Σ_t du
@@ -69,7 +67,7 @@ void HedgehogBackward(float* dx, float* d_w, float* d_b, const float* d_phi, con
       d_b[h * F + f] += float(acc);
     }
     if (!dx) continue;
-    // dx [D] += W du
+      // dx [D] += W du
 #pragma omp parallel for if (n * D * F > 65536)
     for (int64_t t = 0; t < n; ++t)
       for (int64_t d = 0; d < D; ++d) {

@@ -18,13 +18,12 @@ struct FeatureMapShape {
 };
 
 // phi [n, heads, 2F] from x [n, heads, D], w [heads, D, F], b [heads, F].
-void HedgehogForward(float* phi, const float* x, const float* w, const float* b, int64_t n,
-                     const FeatureMapShape& s);
+void HedgehogForward(float* phi, const float* x, const float* w, const float* b, int64_t n, const FeatureMapShape& s);
 
 // From d_phi [n, heads, 2F] and the forward's phi: d_w [heads, D, F] (+=),
 // d_b [heads, F] (+=), dx [n, heads, D] (+=; may be null).
-void HedgehogBackward(float* dx, float* d_w, float* d_b, const float* d_phi, const float* phi,
-                      const float* x, const float* w, int64_t n, const FeatureMapShape& s);
+void HedgehogBackward(float* dx, float* d_w, float* d_b, const float* d_phi, const float* phi, const float* x,
+                      const float* w, int64_t n, const FeatureMapShape& s);
 
 // The plain float64 reference, for tests.   phi [n, heads, 2F], x [n, heads, D]
 void HedgehogReference(double* phi, const double* x, const double* w, const double* b, int64_t n,

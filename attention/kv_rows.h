@@ -15,8 +15,8 @@ inline int64_t KvRowStride(const KvView& kv, const AttentionShape& s) {
 }
 
 // Element c of KV head `kv_head` in row `row`, of K (is_key) or V.
-inline double KvElement(const KvView& kv, const AttentionShape& s, int64_t row, int32_t kv_head,
-                        int64_t c, bool is_key) {
+inline double KvElement(const KvView& kv, const AttentionShape& s, int64_t row, int32_t kv_head, int64_t c,
+                        bool is_key) {
   const int64_t index = row * KvRowStride(kv, s) + int64_t(kv_head) * s.head_dim + c;
   const void* base = is_key ? kv.k : kv.v;
   if (kv.type == KvType::kF32) return static_cast<const float*>(base)[index];

@@ -50,8 +50,8 @@ void LinearState::Reset(const LinearAttentionShape& shape) {
   pending_v.clear();
 }
 
-void LinearAttend(float* out, float* norm, LinearState& state, const float* phi_q,
-                  const float* phi_k, const float* v, int64_t n, const LinearAttentionShape& shape) {
+void LinearAttend(float* out, float* norm, LinearState& state, const float* phi_q, const float* phi_k, const float* v,
+                  int64_t n, const LinearAttentionShape& shape) {
   Check(shape);
   const int64_t H = shape.n_heads, KV = shape.n_kv_heads, D = shape.head_dim, P = shape.phi_dim;
   const int64_t group = H / KV;
@@ -86,24 +86,22 @@ void LinearAttend(float* out, float* norm, LinearState& state, const float* phi_
       // The block joins the state.
       float* Sw = state.s.data() + g * P * D;
       float* zw = state.z.data() + g * P;
-      for (int64_t j = b0; j < b1; ++j)
-        AddToState(Sw, zw, phi_k + (j * KV + g) * P, v + (j * KV + g) * D, P, D);
+      for (int64_t j = b0; j < b1; ++j) AddToState(Sw, zw, phi_k + (j * KV + g) * P, v + (j * KV + g) * D, P, D);
     });
   }
   state.tokens += n;
 }
 
-void LinearAttendBackward(float* d_phi_q, float* d_phi_k, float* dv, const float* d_out,
-                          const float* out, const float* norm, const float* phi_q,
-                          const float* phi_k, const float* v, int64_t n,
+void LinearAttendBackward(float* d_phi_q, float* d_phi_k, float* dv, const float* d_out, const float* out,
+                          const float* norm, const float* phi_q, const float* phi_k, const float* v, int64_t n,
                           const LinearAttentionShape& shape) {
   // Linear alone is the hybrid with no window: every key older, no shift.
-  LinearWindowBackward(nullptr, nullptr, dv, d_phi_q, d_phi_k, nullptr, d_out, out, norm, nullptr, nullptr, v,
-                       phi_q, phi_k, nullptr, n, shape, /*window=*/0);
+  LinearWindowBackward(nullptr, nullptr, dv, d_phi_q, d_phi_k, nullptr, d_out, out, norm, nullptr, nullptr, v, phi_q,
+                       phi_k, nullptr, n, shape, /*window=*/0);
 }
 
-void LinearAttendReference(double* out, const double* phi_q, const double* phi_k, const double* v,
-                           int64_t n, const LinearAttentionShape& shape) {
+void LinearAttendReference(double* out, const double* phi_q, const double* phi_k, const double* v, int64_t n,
+                           const LinearAttentionShape& shape) {
   // Linear alone is the hybrid with no window (q, k and the factors unused).
   LinearWindowReference(out, nullptr, nullptr, v, phi_q, phi_k, nullptr, n, shape, /*window=*/0);
 }
@@ -113,8 +111,8 @@ namespace {
 // Query row qi's logits over its window [lo, i] into s [i − lo + 1], and
 // their max m_i (LoLCATs' window weights are γ e^{s_ij − m_i}) with the
 // first key that has it.
-double WindowLogits(double* s, const float* qi, const float* k, int64_t lo, int64_t i, int64_t KV, int64_t g,
-                    int64_t D, double scale, int64_t* argmax) {
+double WindowLogits(double* s, const float* qi, const float* k, int64_t lo, int64_t i, int64_t KV, int64_t g, int64_t D,
+                    double scale, int64_t* argmax) {
   double m = -INFINITY;
   for (int64_t j = lo; j <= i; ++j) {
     s[j - lo] = scale * Dot(qi, k + (j * KV + g) * D, D);
@@ -125,9 +123,9 @@ double WindowLogits(double* s, const float* qi, const float* k, int64_t lo, int6
 
 }  // namespace
 
-void LinearWindowForward(float* out, float* norm, const float* q, const float* k, const float* v,
-                         const float* phi_q, const float* phi_k, const float* window_factor, int64_t n,
-                         const LinearAttentionShape& shape, int32_t window) {
+void LinearWindowForward(float* out, float* norm, const float* q, const float* k, const float* v, const float* phi_q,
+                         const float* phi_k, const float* window_factor, int64_t n, const LinearAttentionShape& shape,
+                         int32_t window) {
   Check(shape);
   if (window <= 0) throw std::invalid_argument("linear + window attention needs a window");
   const int64_t H = shape.n_heads, KV = shape.n_kv_heads, D = shape.head_dim, P = shape.phi_dim;
@@ -166,8 +164,8 @@ void LinearWindowForward(float* out, float* norm, const float* q, const float* k
 
 void LinearWindowBackward(float* dq, float* dk, float* dv, float* d_phi_q, float* d_phi_k, float* d_window_factor,
                           const float* d_out, const float* out, const float* norm, const float* q, const float* k,
-                          const float* v, const float* phi_q, const float* phi_k, const float* window_factor,
-                          int64_t n, const LinearAttentionShape& shape, int32_t window) {
+                          const float* v, const float* phi_q, const float* phi_k, const float* window_factor, int64_t n,
+                          const LinearAttentionShape& shape, int32_t window) {
   Check(shape);
   const int64_t H = shape.n_heads, KV = shape.n_kv_heads, D = shape.head_dim, P = shape.phi_dim;
   const int64_t group = H / KV;
@@ -246,8 +244,8 @@ void LinearWindowAttend(float* out, const float* window_out, const float* window
   const float* pk = state.pending_phi.data();
   const float* pv = state.pending_v.data();
   ParallelFor(KV, KV > 1 && n * P * D > 4096, [&](int64_t g) {
-    const float* S = state.s.data() + g * P * D;  // [P, D]
-    const float* z = state.z.data() + g * P;      // [P]
+    const float* S = state.s.data() + g * P * D;     // [P, D]
+    const float* z = state.z.data() + g * P;         // [P]
     std::vector<float> num(static_cast<size_t>(D));  // [D]
     for (int64_t h = g * group; h < (g + 1) * group; ++h)
       for (int64_t t = 0; t < n; ++t) {
@@ -289,8 +287,8 @@ void LinearWindowAttend(float* out, const float* window_out, const float* window
   state.tokens += n;
 }
 
-void LinearWindowReference(double* out, const double* q, const double* k, const double* v,
-                           const double* phi_q, const double* phi_k, const double* window_factor, int64_t n,
+void LinearWindowReference(double* out, const double* q, const double* k, const double* v, const double* phi_q,
+                           const double* phi_k, const double* window_factor, int64_t n,
                            const LinearAttentionShape& shape, int32_t window) {
   Check(shape);
   const int64_t H = shape.n_heads, KV = shape.n_kv_heads, D = shape.head_dim, P = shape.phi_dim;

@@ -48,21 +48,20 @@ struct LinearState {
 // n new tokens after those the state holds: out [n, H, D], norm [n, H] (the
 // denominators φq_i · z_i + ε; null when not needed); the state then holds the
 // n tokens too.   phi_q [n, H, P], phi_k [n, KV, P], v [n, KV, D]
-void LinearAttend(float* out, float* norm, LinearState& state, const float* phi_q,
-                  const float* phi_k, const float* v, int64_t n, const LinearAttentionShape& shape);
+void LinearAttend(float* out, float* norm, LinearState& state, const float* phi_q, const float* phi_k, const float* v,
+                  int64_t n, const LinearAttentionShape& shape);
 
 // The backward of LinearAttend over one whole sequence from an empty state
 // (training), from its out and norm: d_phi_q [n, H, P], d_phi_k [n, KV, P],
 // dv [n, KV, D], all written.
-void LinearAttendBackward(float* d_phi_q, float* d_phi_k, float* dv, const float* d_out,
-                          const float* out, const float* norm, const float* phi_q,
-                          const float* phi_k, const float* v, int64_t n,
+void LinearAttendBackward(float* d_phi_q, float* d_phi_k, float* dv, const float* d_out, const float* out,
+                          const float* norm, const float* phi_q, const float* phi_k, const float* v, int64_t n,
                           const LinearAttentionShape& shape);
 
 // The plain float64 reference: the quadratic masked form over one sequence.
 //   out [n, H, D]
-void LinearAttendReference(double* out, const double* phi_q, const double* phi_k, const double* v,
-                           int64_t n, const LinearAttentionShape& shape);
+void LinearAttendReference(double* out, const double* phi_q, const double* phi_k, const double* v, int64_t n,
+                           const LinearAttentionShape& shape);
 
 // --- LoLCATs' hybrid: a softmax window on the newest keys, linear beyond ---
 // For query i on head h, the keys in its window (i − W < j <= i) weigh
@@ -78,17 +77,17 @@ void LinearAttendReference(double* out, const double* phi_q, const double* phi_k
 // Over one sequence from position 0 (training): out [n, H, D]; saved norm
 // [n, H] (the denominators).
 //   q [n, H, D], k, v [n, KV, D], phi_q [n, H, P], phi_k [n, KV, P]
-void LinearWindowForward(float* out, float* norm, const float* q, const float* k, const float* v,
-                         const float* phi_q, const float* phi_k, const float* window_factor, int64_t n,
-                         const LinearAttentionShape& shape, int32_t window);
+void LinearWindowForward(float* out, float* norm, const float* q, const float* k, const float* v, const float* phi_q,
+                         const float* phi_k, const float* window_factor, int64_t n, const LinearAttentionShape& shape,
+                         int32_t window);
 // Its backward: dq, dk, dv (=, the softmax part and the values; each may be
 // null when not needed), d_phi_q, d_phi_k (=), d_window_factor [H] (+=, dγ;
 // may be null). Window 0 (q, k, window_factor unused) is
 // LinearAttendBackward's: linear attention alone.
 void LinearWindowBackward(float* dq, float* dk, float* dv, float* d_phi_q, float* d_phi_k, float* d_window_factor,
                           const float* d_out, const float* out, const float* norm, const float* q, const float* k,
-                          const float* v, const float* phi_q, const float* phi_k, const float* window_factor,
-                          int64_t n, const LinearAttentionShape& shape, int32_t window);
+                          const float* v, const float* phi_q, const float* phi_k, const float* window_factor, int64_t n,
+                          const LinearAttentionShape& shape, int32_t window);
 // The same in inference, n new tokens after those the state holds: the
 // window's softmax part comes from the attention kernel over a window
 // cache (window_out [n, H, D], window_lse [n, H]: its log-sum-exp,
@@ -101,8 +100,8 @@ void LinearWindowAttend(float* out, const float* window_out, const float* window
                         const float* v, int64_t n, const LinearAttentionShape& shape, int32_t window);
 
 // The plain float64 reference of the same, over one sequence.
-void LinearWindowReference(double* out, const double* q, const double* k, const double* v,
-                           const double* phi_q, const double* phi_k, const double* window_factor, int64_t n,
+void LinearWindowReference(double* out, const double* q, const double* k, const double* v, const double* phi_q,
+                           const double* phi_k, const double* window_factor, int64_t n,
                            const LinearAttentionShape& shape, int32_t window);
 
 // γ = σ(θ), and LoLCATs' initial θ (γ = 0.1).

@@ -154,7 +154,8 @@ struct WindowProblem : LinearProblem {
         const int64_t g = h / (H / KV), lo = std::max<int64_t>(0, i - window + 1);
         Vec s(size_t(i + 1));
         for (int64_t j = lo; j <= i; ++j) {
-          for (int64_t d = 0; d < D; ++d) s[size_t(j)] += q[size_t((i * H + h) * D + d)] * k[size_t((j * KV + g) * D + d)];
+          for (int64_t d = 0; d < D; ++d)
+            s[size_t(j)] += q[size_t((i * H + h) * D + d)] * k[size_t((j * KV + g) * D + d)];
           s[size_t(j)] /= std::sqrt(double(D));
           max[size_t(i * H + h)] = std::max(max[size_t(i * H + h)], s[size_t(j)]);
         }
@@ -196,12 +197,19 @@ TEST(LinearWindow, ForwardAndBackwardMatchTheReference) {
   const auto grad = [&](int which) {
     Vec x[6] = {p.q, p.k, p.v, p.phi_q, p.phi_k, p.factor};
     const Vec at = x[which];
-    return NumericGradient([&](const Vec& y) { x[which] = y; return loss(x[0], x[1], x[2], x[3], x[4], x[5]); }, at);
+    return NumericGradient(
+        [&](const Vec& y) {
+          x[which] = y;
+          return loss(x[0], x[1], x[2], x[3], x[4], x[5]);
+        },
+        at);
   };
   const double eq = RelativeError(dq, grad(0)), ek = RelativeError(dk, grad(1)), ev = RelativeError(dv, grad(2));
   const double epq = RelativeError(dpq, grad(3)), epk = RelativeError(dpk, grad(4)), ef = RelativeError(df, grad(5));
-  std::printf("  linear + window 4: forward %.2e; backward dq %.2e, dk %.2e, dv %.2e, d_phi_q %.2e, d_phi_k %.2e, "
-              "d_factor %.2e\n", forward, eq, ek, ev, epq, epk, ef);
+  std::printf(
+      "  linear + window 4: forward %.2e; backward dq %.2e, dk %.2e, dv %.2e, d_phi_q %.2e, d_phi_k %.2e, "
+      "d_factor %.2e\n",
+      forward, eq, ek, ev, epq, epk, ef);
   for (const double e : {eq, ek, ev, epq, epk, ef}) EXPECT_LT(e, 2e-4);
   // A window as long as the sequence is softmax attention alone.
   const WindowProblem wide(rng, 9, 9);
@@ -237,9 +245,9 @@ TEST(LinearWindow, AttendInPiecesMatchesTheReference) {
     std::vector<float> out(static_cast<size_t>(p.out_size()));  // [n, H, D]
     for (int64_t at = 0; at < p.n; at += piece) {
       const int64_t c = std::min(piece, p.n - at);
-      LinearWindowAttend(out.data() + at * H * D, o.data() + at * H * D, l.data() + at * H, m.data() + at * H,
-                         f.data(), state, pq.data() + at * H * P, pk.data() + at * KV * P, v.data() + at * KV * D, c,
-                         p.shape, p.window);
+      LinearWindowAttend(out.data() + at * H * D, o.data() + at * H * D, l.data() + at * H, m.data() + at * H, f.data(),
+                         state, pq.data() + at * H * P, pk.data() + at * KV * P, v.data() + at * KV * D, c, p.shape,
+                         p.window);
       EXPECT_LE(state.tokens - state.folded, p.window - 1);
     }
     EXPECT_LT(RelativeError(out, ref), 1e-5) << "pieces of " << piece;

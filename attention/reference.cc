@@ -20,8 +20,7 @@ void AttendReference(const AttentionArgs& args, float* out, float* lse, float* m
   // mask[i * n_rows + j]: query i sees key row j.  (n_q, n_rows)
   std::vector<char> mask(static_cast<size_t>(n_q * n_rows));
   for (int64_t i = 0; i < n_q; ++i)
-    for (int64_t j = 0; j < n_rows; ++j)
-      mask[size_t(i * n_rows + j)] = Sees(args.span, args.q_pos[i], args.kv.pos[j]);
+    for (int64_t j = 0; j < n_rows; ++j) mask[size_t(i * n_rows + j)] = Sees(args.span, args.q_pos[i], args.kv.pos[j]);
 
   std::vector<double> logits(static_cast<size_t>(n_rows));  // (n_rows)
   std::vector<double> acc(static_cast<size_t>(d));          // (head_dim)
@@ -50,8 +49,7 @@ void AttendReference(const AttentionArgs& args, float* out, float* lse, float* m
       float* o = out + (i * s.n_heads + h) * d;
       for (int64_t c = 0; c < d; ++c) o[c] = denom > 0 ? float(acc[size_t(c)] / denom) : 0.0f;
       if (lse)
-        lse[i * s.n_heads + h] =
-            denom > 0 ? float(top + std::log(denom)) : -std::numeric_limits<float>::infinity();
+        lse[i * s.n_heads + h] = denom > 0 ? float(top + std::log(denom)) : -std::numeric_limits<float>::infinity();
     }
   }
 }

@@ -17,9 +17,9 @@ void AttendRouted(const AttentionArgs& args, const uint8_t* route_full, float* o
       if ((route_full[i] != 0) == full) index.push_back(i);
     if (index.empty()) continue;
     const int64_t n = int64_t(index.size());
-    std::vector<float> q(static_cast<size_t>(n * row));         // [n, n_heads, head_dim]
-    std::vector<int32_t> pos(static_cast<size_t>(n));           // [n]
-    std::vector<float> o(static_cast<size_t>(n * row));         // [n, n_heads, head_dim]
+    std::vector<float> q(static_cast<size_t>(n * row));                 // [n, n_heads, head_dim]
+    std::vector<int32_t> pos(static_cast<size_t>(n));                   // [n]
+    std::vector<float> o(static_cast<size_t>(n * row));                 // [n, n_heads, head_dim]
     std::vector<float> l(static_cast<size_t>(n * args.shape.n_heads));  // [n, n_heads]
     for (int64_t j = 0; j < n; ++j) {
       std::memcpy(&q[size_t(j * row)], args.q + index[size_t(j)] * row, size_t(row) * sizeof(float));

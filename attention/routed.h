@@ -15,7 +15,6 @@ namespace swan {
 // route_full [n_q]: nonzero = query i attends to every earlier key,
 // zero = query i attends under args.span. Learned sink logits apply to
 // both. out [n_q, n_heads, head_dim], lse [n_q, n_heads] (may be null).
-void AttendRouted(const AttentionArgs& args, const uint8_t* route_full, float* out,
-                  float* lse = nullptr);
+void AttendRouted(const AttentionArgs& args, const uint8_t* route_full, float* out, float* lse = nullptr);
 
 }  // namespace swan

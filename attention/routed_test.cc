@@ -16,8 +16,7 @@ using RoutedTest = testing::SeededTest;
 // Each query's row equals the reference under the span its route picks.
 TEST_F(RoutedTest, EachQueryFollowsItsRoute) {
   for (double ratio : {0.0, 0.13, 0.5, 1.0}) {
-    testing::Problem p =
-        testing::MakePrefill(rng, AttentionShape{8, 2, 64}, Span{48, 4}, 300, 300, true);
+    testing::Problem p = testing::MakePrefill(rng, AttentionShape{8, 2, 64}, Span{48, 4}, 300, 300, true);
     std::bernoulli_distribution draw(ratio);
     std::vector<uint8_t> route(300);  // [n_q]
     for (auto& r : route) r = draw(rng);
@@ -35,8 +34,7 @@ TEST_F(RoutedTest, EachQueryFollowsItsRoute) {
       const std::vector<float>& src_lse = route[i] ? full_lse : window_lse;
       std::copy(src.begin() + long(i * 8 * 64), src.begin() + long((i + 1) * 8 * 64),
                 expected.begin() + long(i * 8 * 64));
-      std::copy(src_lse.begin() + long(i * 8), src_lse.begin() + long((i + 1) * 8),
-                expected_lse.begin() + long(i * 8));
+      std::copy(src_lse.begin() + long(i * 8), src_lse.begin() + long((i + 1) * 8), expected_lse.begin() + long(i * 8));
     }
     EXPECT_LE(testing::RelativeError(out, expected), 1e-5) << "ratio " << ratio;
     EXPECT_LE(testing::RelativeError(lse, expected_lse), 1e-5) << "ratio " << ratio;

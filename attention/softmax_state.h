@@ -20,8 +20,8 @@ struct RowState {
 };
 
 // Folds `src` into `dst`: dst becomes the state over both key sets.
-inline void MergeRowState(const RowState& dst, const float* src_m, const float* src_l,
-                          const float* src_acc, int64_t dim) {
+inline void MergeRowState(const RowState& dst, const float* src_m, const float* src_l, const float* src_acc,
+                          int64_t dim) {
   if (*src_m == kNegInf) return;  // src saw no key
   const float m = *dst.m > *src_m ? *dst.m : *src_m;
   const float a_dst = *dst.m == kNegInf ? 0.0f : std::exp(*dst.m - m);
@@ -35,8 +35,8 @@ inline void MergeRowState(const RowState& dst, const float* src_m, const float* 
 // max = m (each of lse, max may be null). `sink` is a learned sink logit or
 // -inf for none. A row that saw nothing gets zeros, lse = sink (-inf without
 // one) and max = -inf.
-inline void FinishRow(float m, float l, const float* acc, float sink, int64_t dim, float* out,
-                      float* lse, float* max = nullptr) {
+inline void FinishRow(float m, float l, const float* acc, float sink, int64_t dim, float* out, float* lse,
+                      float* max = nullptr) {
   if (max) *max = m;
   float top = m > sink ? m : sink;
   if (top == kNegInf) {

@@ -13,22 +13,18 @@ std::string Span::ToString() const {
 
 void ValidateSpan(const Span& span) {
   if (span.window < 0)
-    throw std::invalid_argument("window must be >= 0 (0 = full attention), got " +
-                                std::to_string(span.window));
-  if (span.sinks < 0)
-    throw std::invalid_argument("sinks must be >= 0, got " + std::to_string(span.sinks));
+    throw std::invalid_argument("window must be >= 0 (0 = full attention), got " + std::to_string(span.window));
+  if (span.sinks < 0) throw std::invalid_argument("sinks must be >= 0, got " + std::to_string(span.sinks));
   if (span.sinks > 0 && span.window == 0)
     throw std::invalid_argument("sinks (" + std::to_string(span.sinks) +
                                 ") need a window: full attention already sees every key");
 }
 
 Span SpanFromFlashAttention(int32_t left, int32_t right, bool causal) {
-  if (left < -1 || right < -1)
-    throw std::invalid_argument("FlashAttention window_size entries must be >= -1");
+  if (left < -1 || right < -1) throw std::invalid_argument("FlashAttention window_size entries must be >= -1");
   if (right != 0 && !causal)
-    throw std::invalid_argument(
-        "FlashAttention window_size right = " + std::to_string(right) +
-        " lets a query see later keys; swan spans are causal");
+    throw std::invalid_argument("FlashAttention window_size right = " + std::to_string(right) +
+                                " lets a query see later keys; swan spans are causal");
   return Span{left < 0 ? 0 : left + 1, 0};
 }
 
@@ -37,8 +33,6 @@ Span SpanFromLlamaCppSwa(int32_t n_swa) {
   return Span{n_swa, 0};
 }
 
-Span SpanFromHfSlidingWindow(int32_t sliding_window) {
-  return Span{sliding_window > 0 ? sliding_window : 0, 0};
-}
+Span SpanFromHfSlidingWindow(int32_t sliding_window) { return Span{sliding_window > 0 ? sliding_window : 0, 0}; }
 
 }  // namespace swan

@@ -29,8 +29,7 @@ struct Span {
 void ValidateSpan(const Span& span);
 
 inline bool Sees(const Span& span, int64_t q_pos, int64_t k_pos) {
-  return k_pos >= 0 && k_pos <= q_pos &&
-         (span.window == 0 || q_pos - k_pos < span.window || k_pos < span.sinks);
+  return k_pos >= 0 && k_pos <= q_pos && (span.window == 0 || q_pos - k_pos < span.window || k_pos < span.sinks);
 }
 
 // The first non-sink key position a query at `q_pos` sees: keys at

@@ -20,13 +20,13 @@ namespace swan::testing {
 struct Problem {
   AttentionShape shape;
   Span span;
-  std::vector<float> q;         // [n_q, n_heads, head_dim]
-  std::vector<int32_t> q_pos;   // [n_q]
-  std::vector<float> k, v;      // [n_rows, n_kv_heads, head_dim] (f32 storage)
+  std::vector<float> q;            // [n_q, n_heads, head_dim]
+  std::vector<int32_t> q_pos;      // [n_q]
+  std::vector<float> k, v;         // [n_rows, n_kv_heads, head_dim] (f32 storage)
   std::vector<uint16_t> k16, v16;  // same, bf16 storage
   std::vector<uint8_t> k8, v8;     // same, q8_0 blocks (head_dim a multiple of 32)
-  std::vector<int32_t> k_pos;   // [n_rows], -1 = empty slot
-  std::vector<float> sinks;     // [n_heads] learned sink logits, empty = none
+  std::vector<int32_t> k_pos;      // [n_rows], -1 = empty slot
+  std::vector<float> sinks;        // [n_heads] learned sink logits, empty = none
   KvType type = KvType::kF32;
 
   int64_t n_q() const { return int64_t(q_pos.size()); }
@@ -38,10 +38,12 @@ struct Problem {
     a.q = q.data();
     a.q_pos = q_pos.data();
     a.n_q = n_q();
-    a.kv.k = type == KvType::kF32 ? static_cast<const void*>(k.data())
-             : type == KvType::kQ8_0 ? static_cast<const void*>(k8.data()) : k16.data();
-    a.kv.v = type == KvType::kF32 ? static_cast<const void*>(v.data())
-             : type == KvType::kQ8_0 ? static_cast<const void*>(v8.data()) : v16.data();
+    a.kv.k = type == KvType::kF32    ? static_cast<const void*>(k.data())
+             : type == KvType::kQ8_0 ? static_cast<const void*>(k8.data())
+                                     : k16.data();
+    a.kv.v = type == KvType::kF32    ? static_cast<const void*>(v.data())
+             : type == KvType::kQ8_0 ? static_cast<const void*>(v8.data())
+                                     : v16.data();
     a.kv.pos = k_pos.data();
     a.kv.n_rows = n_rows();
     a.kv.type = type;
@@ -54,8 +56,8 @@ struct Problem {
 // A prefill: n queries at positions [start, start + n) over keys at
 // [0, start + n) stored in order. Values ~ N(0, 1), queries scaled so that
 // logits have a spread like a trained model's.
-inline Problem MakePrefill(std::mt19937& rng, AttentionShape shape, Span span, int64_t n_keys,
-                           int64_t n_q, bool learned_sinks = false, KvType type = KvType::kF32) {
+inline Problem MakePrefill(std::mt19937& rng, AttentionShape shape, Span span, int64_t n_keys, int64_t n_q,
+                           bool learned_sinks = false, KvType type = KvType::kF32) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   Problem p;
   p.shape = shape;

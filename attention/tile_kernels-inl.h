@@ -59,8 +59,7 @@ HWY_INLINE void WidenQ8_0(const uint8_t* HWY_RESTRICT blocks, int64_t n, float* 
 
 // Converts `n` elements of K or V (f32, bf16 or q8_0: then `index` and `n`
 // are multiples of 32) to float.
-HWY_INLINE void LoadRowAsFloat(const void* base, KvType type, int64_t index, int64_t n,
-                                      float* HWY_RESTRICT dst) {
+HWY_INLINE void LoadRowAsFloat(const void* base, KvType type, int64_t index, int64_t n, float* HWY_RESTRICT dst) {
   if (type == KvType::kF32) {
     std::memcpy(dst, static_cast<const float*>(base) + index, size_t(n) * sizeof(float));
     return;
@@ -86,8 +85,8 @@ HWY_INLINE void LoadRowAsFloat(const void* base, KvType type, int64_t index, int
 // starting at j0 (QT's rows qt_stride apart, ST's st_stride).
 template <size_t kKeys, size_t kVecs>
 HWY_INLINE void ScoreKeys(const float* HWY_RESTRICT kf, int64_t k_stride, int64_t head_dim,
-                          const float* HWY_RESTRICT qt, int64_t qt_stride, int64_t st_stride, int64_t j0,
-                          int64_t r0, float* HWY_RESTRICT st) {
+                          const float* HWY_RESTRICT qt, int64_t qt_stride, int64_t st_stride, int64_t j0, int64_t r0,
+                          float* HWY_RESTRICT st) {
   const DF df;
   const size_t L = hn::Lanes(df);
   hn::Vec<DF> acc[kKeys][kVecs];
@@ -111,9 +110,8 @@ HWY_INLINE void ScoreKeys(const float* HWY_RESTRICT kf, int64_t k_stride, int64_
 // Scores of `n_keys` keys (rows of kf, k_stride apart) for `rows_padded`
 // rows (a multiple of the vector): ST[j][r] = sum_c kf[j][c] * QT[c][r],
 // QT's rows qt_stride apart (a strip of a wider QT), ST's rows_padded.
-HWY_MAYBE_UNUSED inline void ScoreBlock(const float* kf, int64_t k_stride, int64_t head_dim,
-                                        const float* qt, int64_t qt_stride, int64_t rows_padded,
-                                        int64_t n_keys, float* st) {
+HWY_MAYBE_UNUSED inline void ScoreBlock(const float* kf, int64_t k_stride, int64_t head_dim, const float* qt,
+                                        int64_t qt_stride, int64_t rows_padded, int64_t n_keys, float* st) {
   const int64_t L = int64_t(hn::Lanes(DF()));
   const int64_t ss = rows_padded;
   int64_t r = 0;
@@ -148,18 +146,15 @@ HWY_MAYBE_UNUSED inline void ScoreBlock(const float* kf, int64_t k_stride, int64
 }
 
 // ScoreBlock over all of QT's rows_padded rows.
-HWY_MAYBE_UNUSED inline void ScoreBlock(const float* kf, int64_t k_stride, int64_t head_dim,
-                                        const float* qt, int64_t rows_padded, int64_t n_keys,
-                                        float* st) {
+HWY_MAYBE_UNUSED inline void ScoreBlock(const float* kf, int64_t k_stride, int64_t head_dim, const float* qt,
+                                        int64_t rows_padded, int64_t n_keys, float* st) {
   ScoreBlock(kf, k_stride, head_dim, qt, rows_padded, rows_padded, n_keys, st);
 }
 
 // acc[r][c0 .. c0 + kVecs*L) += sum_j PT[j][r] * V[j][...] for kRows rows.
 template <size_t kRows, size_t kVecs>
-HWY_INLINE void AccumulateValues(const float* HWY_RESTRICT pt, int64_t rows_padded,
-                                        const float* HWY_RESTRICT vf, int64_t dim_padded,
-                                        int64_t n_keys, int64_t r0, int64_t c0,
-                                        float* HWY_RESTRICT acc) {
+HWY_INLINE void AccumulateValues(const float* HWY_RESTRICT pt, int64_t rows_padded, const float* HWY_RESTRICT vf,
+                                 int64_t dim_padded, int64_t n_keys, int64_t r0, int64_t c0, float* HWY_RESTRICT acc) {
   const DF df;
   const size_t L = hn::Lanes(df);
   hn::Vec<DF> o[kRows][kVecs];
@@ -181,14 +176,13 @@ HWY_INLINE void AccumulateValues(const float* HWY_RESTRICT pt, int64_t rows_padd
 }
 
 template <size_t kRows>
-HWY_MAYBE_UNUSED inline void AccumulateRows(const float* pt, int64_t rows_padded, const float* vf,
-                           int64_t dim_padded, int64_t n_keys, int64_t r0, float* acc) {
+HWY_MAYBE_UNUSED inline void AccumulateRows(const float* pt, int64_t rows_padded, const float* vf, int64_t dim_padded,
+                                            int64_t n_keys, int64_t r0, float* acc) {
   const int64_t L = int64_t(hn::Lanes(DF()));
   int64_t c = 0;
   for (; c + int64_t(kTileVecs) * L <= dim_padded; c += int64_t(kTileVecs) * L)
     AccumulateValues<kRows, kTileVecs>(pt, rows_padded, vf, dim_padded, n_keys, r0, c, acc);
-  for (; c < dim_padded; c += L)
-    AccumulateValues<kRows, 1>(pt, rows_padded, vf, dim_padded, n_keys, r0, c, acc);
+  for (; c < dim_padded; c += L) AccumulateValues<kRows, 1>(pt, rows_padded, vf, dim_padded, n_keys, r0, c, acc);
 }
 
 // acc[r][...] += sum_j PT[j][r] * V[j][...] for rows [0, rows): the tallest

@@ -10,15 +10,14 @@ void ValidateAttention(const AttentionArgs& args) {
   const AttentionShape& s = args.shape;
   auto fail = [](const std::string& what) { throw std::invalid_argument("attention: " + what); };
   if (s.n_heads <= 0 || s.n_kv_heads <= 0 || s.head_dim <= 0)
-    fail("n_heads, n_kv_heads and head_dim must be positive (got " + std::to_string(s.n_heads) +
-         ", " + std::to_string(s.n_kv_heads) + ", " + std::to_string(s.head_dim) + ")");
+    fail("n_heads, n_kv_heads and head_dim must be positive (got " + std::to_string(s.n_heads) + ", " +
+         std::to_string(s.n_kv_heads) + ", " + std::to_string(s.head_dim) + ")");
   if (s.n_heads % s.n_kv_heads != 0)
-    fail(std::to_string(s.n_heads) + " query heads cannot be grouped onto " +
-         std::to_string(s.n_kv_heads) + " KV heads (not a multiple)");
+    fail(std::to_string(s.n_heads) + " query heads cannot be grouped onto " + std::to_string(s.n_kv_heads) +
+         " KV heads (not a multiple)");
   if (args.n_q < 0 || args.kv.n_rows < 0) fail("negative query or key count");
   if (args.n_q > 0 && (!args.q || !args.q_pos)) fail("queries or their positions are null");
-  if (args.kv.n_rows > 0 && (!args.kv.k || !args.kv.v || !args.kv.pos))
-    fail("K, V or key positions are null");
+  if (args.kv.n_rows > 0 && (!args.kv.k || !args.kv.v || !args.kv.pos)) fail("K, V or key positions are null");
   if (args.kv.row_stride != 0 && args.kv.row_stride < int64_t(s.n_kv_heads) * s.head_dim)
     fail("KV row stride " + std::to_string(args.kv.row_stride) + " is shorter than a row (" +
          std::to_string(int64_t(s.n_kv_heads) * s.head_dim) + " elements)");

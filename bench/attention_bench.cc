@@ -57,10 +57,10 @@ void BM_PrefillAtDepth(benchmark::State& state) {
     benchmark::DoNotOptimize(out.data());
   }
   double pairs = 0;  // visible query-key pairs
-  for (int64_t i = 0; i < n_q; ++i) pairs += double(window > 0 ? std::min<int64_t>(window, depth + i + 1) : depth + i + 1);
-  state.counters["GFLOP/s"] = benchmark::Counter(pairs * shape.n_heads * 4.0 * shape.head_dim * 1e-9 *
-                                                     double(state.iterations()),
-                                                 benchmark::Counter::kIsRate);
+  for (int64_t i = 0; i < n_q; ++i)
+    pairs += double(window > 0 ? std::min<int64_t>(window, depth + i + 1) : depth + i + 1);
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      pairs * shape.n_heads * 4.0 * shape.head_dim * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_PrefillAtDepth)
     ->ArgsProduct({{0, 4096}, {0, 1}, {0}})
@@ -108,19 +108,17 @@ DecodeViews MakeDecodeViews(const AttentionShape& shape, int64_t keys, int64_t c
 // the K and V bytes of the view (keys x kv_heads x head_dim x 2 x 2).
 void BM_Decode(benchmark::State& state) {
   const int64_t keys = state.range(0);
-  const AttentionShape shape{int32_t(state.range(2)), int32_t(state.range(3)),
-                             int32_t(state.range(1))};
+  const AttentionShape shape{int32_t(state.range(2)), int32_t(state.range(3)), int32_t(state.range(1))};
   const int64_t view_bytes = keys * shape.n_kv_heads * shape.head_dim * 2 * 2;
   const int64_t copies =
-      state.range(4) ? std::max<int64_t>(2, ((int64_t(512) << 20) + view_bytes - 1) / view_bytes)
-                     : 1;
+      state.range(4) ? std::max<int64_t>(2, ((int64_t(512) << 20) + view_bytes - 1) / view_bytes) : 1;
   const DecodeViews views = MakeDecodeViews(shape, keys, copies);
   std::mt19937 rng(2);
   std::normal_distribution<float> normal(0.0f, 1.5f);
   std::vector<float> q(size_t(shape.n_heads * shape.head_dim));  // [1, heads, head_dim]
   for (float& x : q) x = normal(rng);
   const int32_t q_pos = int32_t(keys - 1);
-  std::vector<float> out(q.size());  // [1, heads, head_dim]
+  std::vector<float> out(q.size());                              // [1, heads, head_dim]
   std::vector<AttentionArgs> args(static_cast<size_t>(copies));  // [copies] one per copy
   for (int64_t c = 0; c < copies; ++c) {
     AttentionArgs& a = args[size_t(c)];

@@ -50,7 +50,7 @@ void BM_Decode(benchmark::State& state) {
   const LanguageModel& model = Model(state.range(2) ? WeightType::kBF16 : WeightType::kF32);
   const int64_t vocab = model.config().vocab_size;
   std::vector<std::unique_ptr<Session>> sessions;
-  std::vector<int32_t> tokens, pos;  // [n_seq] each sequence's next token and position
+  std::vector<int32_t> tokens, pos;                  // [n_seq] each sequence's next token and position
   std::vector<float> logits(size_t(n_seq * vocab));  // [n_seq, vocab]
   for (int64_t i = 0; i < n_seq; ++i) {
     sessions.push_back(model.NewSession(model.ResolvePlan("full")));

@@ -20,8 +20,7 @@ enum Path { kOneDnnF32 = 0, kSwanBF16 = 1, kOneDnnBF16 = 2 };
 // Args: m, n, k, path, layout (0: forward, B stored [n, k]; 1: input
 // gradient, B [k, n]; 2: weight gradient, A stored [k, m]).
 void BM_Gemm(benchmark::State& state) {
-  const GemmShape s{state.range(0), state.range(1), state.range(2), state.range(4) == 2,
-                    state.range(4) == 0};
+  const GemmShape s{state.range(0), state.range(1), state.range(2), state.range(4) == 2, state.range(4) == 0};
   const auto path = Path(state.range(3));
   if (path == kOneDnnBF16 && !OneDnnHasBF16Matmul()) {
     state.SkipWithError("oneDNN bf16: not available on this CPU");
@@ -41,28 +40,37 @@ void BM_Gemm(benchmark::State& state) {
     if (path == kOneDnnBF16) GemmBF16(c.data(), a16.data(), b16.data(), s, false);
     benchmark::DoNotOptimize(c.data());
   }
-  state.counters["GFLOPS"] = benchmark::Counter(2.0 * double(s.m) * double(s.n) * double(s.k),
-                                                benchmark::Counter::kIsIterationInvariantRate,
-                                                benchmark::Counter::kIs1000);
+  state.counters["GFLOPS"] =
+      benchmark::Counter(2.0 * double(s.m) * double(s.n) * double(s.k), benchmark::Counter::kIsIterationInvariantRate,
+                         benchmark::Counter::kIs1000);
 }
 
 void Shapes(benchmark::internal::Benchmark* b) {
   // swan-7m's projections (d 256, MLP 688, vocab 4096) and Llama 3.2 1B's
   // (2048, 8192), 512 tokens; the 2048^3 yardstick.
   const std::vector<std::vector<int64_t>> shapes = {
-      {512, 768, 256},   {512, 688, 256},   {512, 256, 688},   {512, 4096, 256},
-      {512, 2048, 2048}, {512, 8192, 2048}, {512, 2048, 8192}, {2048, 2048, 2048},
+      {512, 768, 256},
+      {512, 688, 256},
+      {512, 256, 688},
+      {512, 4096, 256},
+      {512, 2048, 2048},
+      {512, 8192, 2048},
+      {512, 2048, 8192},
+      {2048, 2048, 2048},
       // the side by side's models (bench/llama_cpp_side_by_side.sh): q and o,
       // k and v, gate and up, down; q, k, v together and gate, up together
-      {512, 512, 512},   {512, 128, 512},   {512, 1536, 512}, {512, 512, 1536},
-      {512, 768, 512},   {512, 3072, 512}};
+      {512, 512, 512},
+      {512, 128, 512},
+      {512, 1536, 512},
+      {512, 512, 1536},
+      {512, 768, 512},
+      {512, 3072, 512}};
   for (const auto& s : shapes)
     for (int64_t path : {kOneDnnF32, kSwanBF16, kOneDnnBF16}) b->Args({s[0], s[1], s[2], path, 0});
   // Training's other two products of swan-7m's MLP at context 2048.
   for (int64_t layout : {1, 2})
     for (int64_t path : {kOneDnnF32, kSwanBF16, kOneDnnBF16})
-      b->Args({layout == 1 ? 2048 : 688, layout == 1 ? 688 : 256, layout == 1 ? 256 : 2048, path,
-               layout});
+      b->Args({layout == 1 ? 2048 : 688, layout == 1 ? 688 : 256, layout == 1 ? 256 : 2048, path, layout});
 }
 BENCHMARK(BM_Gemm)
     ->Apply(Shapes)

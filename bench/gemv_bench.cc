@@ -30,7 +30,7 @@ void BM_Gemv(benchmark::State& state) {
   for (auto& v : w) v = normal(rng);
   std::vector<LinearWeight> weights;  // [copies]
   for (int c = 0; c < copies; ++c) weights.emplace_back(w, n, k, type);
-  std::vector<float> x(size_t(k), 0.5f);  // [k]
+  std::vector<float> x(size_t(k), 0.5f);         // [k]
   std::vector<float> y(static_cast<size_t>(n));  // [n]
   int i = 0;
   for (auto _ : state) {
@@ -50,18 +50,18 @@ BENCHMARK(BM_Gemv)
     ->Args({2048, 8192, 1})    // Llama 3.2 1B MLP down
     ->Args({128256, 2048, 1})  // Llama 3.2 1B output head
     ->Args({8192, 2048, 0})
-    ->Args({8192, 2048, 2})    // f16
-    ->Args({8192, 2048, 3})    // q8_0
-    ->Args({8192, 2048, 4})    // q4_0
+    ->Args({8192, 2048, 2})  // f16
+    ->Args({8192, 2048, 3})  // q8_0
+    ->Args({8192, 2048, 4})  // q4_0
     ->Args({2048, 8192, 3})
     ->Args({2048, 8192, 4})
     ->Args({128256, 2048, 2})
     ->Args({128256, 2048, 3})
     ->Args({512, 2048, 2})
     ->Args({512, 2048, 3})
-    ->Args({1536, 512, 2})     // the side by side's models (bench/llama_cpp_side_by_side.sh): MLP gate / up
-    ->Args({512, 1536, 2})     // MLP down
-    ->Args({32000, 512, 2})    // output head
+    ->Args({1536, 512, 2})   // the side by side's models (bench/llama_cpp_side_by_side.sh): MLP gate / up
+    ->Args({512, 1536, 2})   // MLP down
+    ->Args({32000, 512, 2})  // output head
     ->Args({1536, 512, 4})
     ->Args({32000, 512, 4})
     ->Unit(benchmark::kMicrosecond)

@@ -83,21 +83,11 @@ void BM_Encode(benchmark::State& state, const std::string& name) {
   state.counters["bytes/token"] = static_cast<double>(text.size()) / static_cast<double>(tokens);
 }
 
-BENCHMARK_CAPTURE(BM_Encode, llama3_bytelevel, std::string("llama3"))
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(3);
-BENCHMARK_CAPTURE(BM_Encode, qwen3_bytelevel, std::string("qwen3"))
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(3);
-BENCHMARK_CAPTURE(BM_Encode, gptoss_bytelevel, std::string("gptoss"))
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(3);
-BENCHMARK_CAPTURE(BM_Encode, llama2_sentencepiece, std::string("llama2"))
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(3);
-BENCHMARK_CAPTURE(BM_Encode, gemma3_sentencepiece, std::string("gemma3"))
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_Encode, llama3_bytelevel, std::string("llama3"))->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_Encode, qwen3_bytelevel, std::string("qwen3"))->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_Encode, gptoss_bytelevel, std::string("gptoss"))->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_Encode, llama2_sentencepiece, std::string("llama2"))->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_Encode, gemma3_sentencepiece, std::string("gemma3"))->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK_CAPTURE(BM_Encode, stories260K_sentencepiece, std::string("stories260K"))
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);

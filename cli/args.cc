@@ -65,8 +65,7 @@ double Args::GetDouble(const std::string& name, double fallback) const {
   return v;
 }
 
-std::vector<long long> Args::GetIntList(const std::string& name,
-                                        const std::vector<long long>& fallback) const {
+std::vector<long long> Args::GetIntList(const std::string& name, const std::vector<long long>& fallback) const {
   auto it = values_.find(name);
   if (it == values_.end()) return fallback;
   std::vector<long long> out;
@@ -80,8 +79,7 @@ std::vector<long long> Args::GetIntList(const std::string& name,
     char* end = nullptr;
     const long long v = std::strtoll(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0')
-      throw std::invalid_argument(name + " expects integers separated by commas, got '" +
-                                  it->second + "'");
+      throw std::invalid_argument(name + " expects integers separated by commas, got '" + it->second + "'");
     out.push_back(v);
     item.clear();
   }

@@ -23,8 +23,7 @@ class Args {
   long long GetPositiveInt(const std::string& name, long long fallback) const;
   double GetDouble(const std::string& name, double fallback) const;
   // Comma-separated integers, e.g. "--n 1024,2048".
-  std::vector<long long> GetIntList(const std::string& name,
-                                    const std::vector<long long>& fallback) const;
+  std::vector<long long> GetIntList(const std::string& name, const std::vector<long long>& fallback) const;
   const std::vector<std::string>& positional() const { return positional_; }
   // The words as given, joined by spaces (for provenance in reports).
   std::string CommandLine() const;

@@ -89,7 +89,7 @@ std::vector<PerHeadRow> PerHeadDecode(std::mt19937& rng, const AttentionShape& s
   const int64_t chunk = options.max_chunk, row = int64_t(shape.n_kv_heads) * shape.head_dim;
   std::normal_distribution<float> normal;
   std::vector<float> k(size_t(chunk * row)), v(k.size());  // [chunk, kv_heads, head_dim]
-  std::vector<int32_t> pos(static_cast<size_t>(chunk));  // [chunk]
+  std::vector<int32_t> pos(static_cast<size_t>(chunk));    // [chunk]
   for (int64_t start = 0; start < depth; start += chunk) {
     const int64_t n = std::min(chunk, depth - start);
     for (auto& x : k) x = normal(rng);
@@ -110,8 +110,9 @@ std::vector<PerHeadRow> PerHeadDecode(std::mt19937& rng, const AttentionShape& s
     for (size_t c = 0; c < caches.size(); ++c) {
       const std::vector<HeadGroup> groups = caches[c].Groups();
       best[c] = std::min(best[c], BestSeconds(1, [&] {
-                           for (int step = 0; step < decode_steps; ++step) AttendHeadGroups(args, groups, out.data());
-                         }) / decode_steps);
+                                    for (int step = 0; step < decode_steps; ++step)
+                                      AttendHeadGroups(args, groups, out.data());
+                                  }) / decode_steps);
     }
   for (size_t i = 0; i < rows.size(); ++i) {
     rows[i].us = best[i + 1] * 1e6;
@@ -154,10 +155,8 @@ int RunBenchAttention(const std::vector<std::string>& words) {
     std::printf("%s", ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"--json", "--help", "--n", "--head-dims", "--heads", "--kv-heads",
-                      "--window", "--sinks", "--decode-depth", "--repeats", "--plans",
-                      "--route-ratio", "--head-shares",
-                      "-t", "--threads"});
+  args.RejectUnknown({"--json", "--help", "--n", "--head-dims", "--heads", "--kv-heads", "--window", "--sinks",
+                      "--decode-depth", "--repeats", "--plans", "--route-ratio", "--head-shares", "-t", "--threads"});
   ApplyThreadsOption(args);
   const auto lengths = args.GetIntList("--n", {1024, 2048, 4096, 8192, 16384, 32768});
   const auto head_dims = args.GetIntList("--head-dims", {64, 128});
@@ -169,8 +168,7 @@ int RunBenchAttention(const std::vector<std::string>& words) {
   const int repeats = int(args.GetInt("--repeats", 3));
   const bool json = args.Has("--json");
   const double route_ratio = args.GetDouble("--route-ratio", 0.13);
-  if (!(route_ratio >= 0.0 && route_ratio <= 1.0))
-    throw std::invalid_argument("--route-ratio must be in [0, 1]");
+  if (!(route_ratio >= 0.0 && route_ratio <= 1.0)) throw std::invalid_argument("--route-ratio must be in [0, 1]");
   if (window <= 0) throw std::invalid_argument("--window must be positive");
   std::vector<double> head_shares;
   for (const std::string& x : SplitList(args.Get("--head-shares", "0.25,0.5"), ',')) {
@@ -191,22 +189,26 @@ int RunBenchAttention(const std::vector<std::string>& words) {
 
   log("measuring oneDNN fp32 GEMM 2048^3 ...\n");
   const double gemm = MeasureOneDnnGemmGflops(2048, 2048, 2048);
-  if (!json)
-    std::printf("oneDNN fp32 GEMM 2048^3: %.1f GFLOP/s at the start\n\n", gemm);
+  if (!json) std::printf("oneDNN fp32 GEMM 2048^3: %.1f GFLOP/s at the start\n\n", gemm);
 
   std::vector<Span> plans;
   for (const std::string& name : SplitList(args.Get("--plans", "full,swa,sinks"), ',')) {
-    if (name == "full") plans.push_back(Span{});
-    else if (name == "swa") plans.push_back(Span{window, 0});
-    else if (name == "sinks") plans.push_back(Span{window, sinks});
-    else throw std::invalid_argument("--plans: unknown plan '" + name + "' (full, swa, sinks)");
+    if (name == "full")
+      plans.push_back(Span{});
+    else if (name == "swa")
+      plans.push_back(Span{window, 0});
+    else if (name == "sinks")
+      plans.push_back(Span{window, sinks});
+    else
+      throw std::invalid_argument("--plans: unknown plan '" + name + "' (full, swa, sinks)");
   }
   std::vector<PrefillRow> rows;
   double peak_full_mib = 0;
   if (!json)
-    std::printf("prefill, %d query heads on %d KV heads, fp32 (GEMM: oneDNN 2048^3 measured "
-                "before each row):\n%7s %4s %-24s %10s %9s %9s %7s\n",
-                heads, kv_heads, "N", "d", "plan", "time(ms)", "GFLOP/s", "GEMM", "%GEMM");
+    std::printf(
+        "prefill, %d query heads on %d KV heads, fp32 (GEMM: oneDNN 2048^3 measured "
+        "before each row):\n%7s %4s %-24s %10s %9s %9s %7s\n",
+        heads, kv_heads, "N", "d", "plan", "time(ms)", "GFLOP/s", "GEMM", "%GEMM");
   for (long long hd : head_dims) {
     for (long long n : lengths) {
       const AttentionShape shape{heads, kv_heads, int32_t(hd)};
@@ -224,15 +226,13 @@ int RunBenchAttention(const std::vector<std::string>& words) {
         const double flops = 4.0 * double(hd) * heads * VisiblePairs(n, span);
         rows.push_back({n, int32_t(hd), span.ToString(), s, flops / s * 1e-9, gemm_now});
         if (!json)
-          std::printf("%7lld %4lld %-24s %10.2f %9.1f %9.1f %6.1f%%\n", n, hd,
-                      span.ToString().c_str(), s * 1e3, rows.back().gflops, gemm_now,
-                      100.0 * rows.back().gflops / gemm_now);
+          std::printf("%7lld %4lld %-24s %10.2f %9.1f %9.1f %6.1f%%\n", n, hd, span.ToString().c_str(), s * 1e3,
+                      rows.back().gflops, gemm_now, 100.0 * rows.back().gflops / gemm_now);
       }
       if (!json && plans.size() == 3) {
         const PrefillRow& full = rows[rows.size() - 3];
         const PrefillRow& swa = rows[rows.size() - 2];
-        std::printf("%7s %4s full/SWA time ratio %.2f (key-pair ratio %.2f)\n", "", "",
-                    full.seconds / swa.seconds,
+        std::printf("%7s %4s full/SWA time ratio %.2f (key-pair ratio %.2f)\n", "", "", full.seconds / swa.seconds,
                     VisiblePairs(n, Span{}) / VisiblePairs(n, Span{window, 0}));
       }
     }
@@ -245,8 +245,7 @@ int RunBenchAttention(const std::vector<std::string>& words) {
   // K/V as a cache stores them.
   const int32_t decode_dim = int32_t(head_dims.back());
   const AttentionShape shape{heads, kv_heads, decode_dim};
-  const testing::Problem full_view =
-      testing::MakePrefill(rng, shape, Span{}, decode_depth, 1, false, KvType::kBF16);
+  const testing::Problem full_view = testing::MakePrefill(rng, shape, Span{}, decode_depth, 1, false, KvType::kBF16);
   testing::Problem ring =
       testing::MakePrefill(rng, shape, Span{window, sinks}, window + sinks, 1, false, KvType::kBF16);
   ring.q_pos[0] = int32_t(decode_depth - 1);
@@ -259,25 +258,34 @@ int RunBenchAttention(const std::vector<std::string>& words) {
   const int decode_steps = 200;
   log("  decode ...                          \r");
   const AttentionArgs full_args = full_view.Args(), ring_args = ring.Args();
-  const double full_s = BestSeconds(3, [&] {
-    for (int i = 0; i < decode_steps; ++i) Attend(full_args, out.data());
-  }) / decode_steps;
-  const double ring_s = BestSeconds(3, [&] {
-    for (int i = 0; i < decode_steps; ++i) Attend(ring_args, out.data());
-  }) / decode_steps;
+  const double full_s = BestSeconds(3,
+                                    [&] {
+                                      for (int i = 0; i < decode_steps; ++i) Attend(full_args, out.data());
+                                    }) /
+                        decode_steps;
+  const double ring_s = BestSeconds(3,
+                                    [&] {
+                                      for (int i = 0; i < decode_steps; ++i) Attend(ring_args, out.data());
+                                    }) /
+                        decode_steps;
   // Routed decode over the same full view: each step's gate is drawn with
   // probability r (cost alone; a trained router decides in a real model).
   AttentionArgs window_args = full_args;
   window_args.span = Span{window, sinks};
-  const double window_s = BestSeconds(3, [&] {
-    for (int i = 0; i < decode_steps; ++i) Attend(window_args, out.data());
-  }) / decode_steps;
+  const double window_s = BestSeconds(3,
+                                      [&] {
+                                        for (int i = 0; i < decode_steps; ++i) Attend(window_args, out.data());
+                                      }) /
+                          decode_steps;
   std::vector<uint8_t> gates(decode_steps);  // [steps] 1 = full attention
   std::bernoulli_distribution draw(route_ratio);
   for (auto& g : gates) g = draw(rng);
-  const double routed_s = BestSeconds(3, [&] {
-    for (int i = 0; i < decode_steps; ++i) AttendRouted(window_args, &gates[size_t(i)], out.data());
-  }) / decode_steps;
+  const double routed_s = BestSeconds(3,
+                                      [&] {
+                                        for (int i = 0; i < decode_steps; ++i)
+                                          AttendRouted(window_args, &gates[size_t(i)], out.data());
+                                      }) /
+                          decode_steps;
   double drawn = 0;
   for (uint8_t g : gates) drawn += g;
   drawn /= decode_steps;
@@ -296,8 +304,8 @@ int RunBenchAttention(const std::vector<std::string>& words) {
     for (size_t i = 0; i < 3; ++i) {
       const AttentionArgs a = typed_views[i].Args();
       typed_s[i] = std::min(typed_s[i], BestSeconds(1, [&] {
-                              for (int step = 0; step < decode_steps; ++step) Attend(a, out.data());
-                            }) / decode_steps);
+                                          for (int step = 0; step < decode_steps; ++step) Attend(a, out.data());
+                                        }) / decode_steps);
     }
 
   log("  per-head decode ...                 \r");
@@ -312,58 +320,73 @@ int RunBenchAttention(const std::vector<std::string>& words) {
     j["window"] = window;
     j["sinks"] = sinks;
     for (const PrefillRow& r : rows)
-      j["prefill"].push_back({{"n", r.n}, {"head_dim", r.head_dim}, {"plan", r.plan},
-                              {"seconds", r.seconds}, {"gflops", r.gflops},
+      j["prefill"].push_back({{"n", r.n},
+                              {"head_dim", r.head_dim},
+                              {"plan", r.plan},
+                              {"seconds", r.seconds},
+                              {"gflops", r.gflops},
                               {"gemm_gflops", r.gemm_gflops},
                               {"fraction_of_gemm", r.gflops / r.gemm_gflops}});
     j["peak_rss_mib_prefill"] = peak_full_mib;
-    j["decode"] = {{"head_dim", decode_dim},   {"kv_type", "bf16"},
-                   {"depth", decode_depth},    {"full_us", full_s * 1e6},
-                   {"ring_slots", window + sinks}, {"ring_us", ring_s * 1e6},
-                   {"full_over_ring", full_s / ring_s}, {"window_in_full_view_us", window_s * 1e6},
-                   {"route_ratio", route_ratio}, {"route_ratio_drawn", drawn},
+    j["decode"] = {{"head_dim", decode_dim},
+                   {"kv_type", "bf16"},
+                   {"depth", decode_depth},
+                   {"full_us", full_s * 1e6},
+                   {"ring_slots", window + sinks},
+                   {"ring_us", ring_s * 1e6},
+                   {"full_over_ring", full_s / ring_s},
+                   {"window_in_full_view_us", window_s * 1e6},
+                   {"route_ratio", route_ratio},
+                   {"route_ratio_drawn", drawn},
                    {"routed_us", routed_s * 1e6},
                    {"routed_expected_us", (drawn * full_s + (1 - drawn) * window_s) * 1e6},
                    {"full_over_routed", full_s / routed_s}};
     for (size_t i = 0; i < 3; ++i)
-      j["decode_full_view_by_kv_type"].push_back({{"kv_type", KvTypeName(kv_types[i])},
-                                                  {"us", typed_s[i] * 1e6},
-                                                  {"kv_bytes_per_key", 2 * KvBytes(kv_types[i], int64_t(kv_heads) * decode_dim)}});
+      j["decode_full_view_by_kv_type"].push_back(
+          {{"kv_type", KvTypeName(kv_types[i])},
+           {"us", typed_s[i] * 1e6},
+           {"kv_bytes_per_key", 2 * KvBytes(kv_types[i], int64_t(kv_heads) * decode_dim)}});
     for (const PerHeadRow& r : per_head)
-      j["decode_per_head"].push_back({{"full_kv_heads", r.full_heads}, {"kv_heads", kv_heads},
-                                      {"us", r.us}, {"all_full_us", r.full_us},
+      j["decode_per_head"].push_back({{"full_kv_heads", r.full_heads},
+                                      {"kv_heads", kv_heads},
+                                      {"us", r.us},
+                                      {"all_full_us", r.full_us},
                                       {"all_full_over_per_head", r.full_us / r.us},
-                                      {"cache_mib", r.mib}, {"all_full_cache_mib", r.full_mib}});
+                                      {"cache_mib", r.mib},
+                                      {"all_full_cache_mib", r.full_mib}});
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("\npeak resident memory of the prefill runs: %.0f MiB "
-              "(a dense %lldx%lld float mask alone would be %.0f MiB)\n",
-              peak_full_mib, lengths.back(), lengths.back(),
-              double(lengths.back()) * double(lengths.back()) * 4 / (1 << 20));
+  std::printf(
+      "\npeak resident memory of the prefill runs: %.0f MiB "
+      "(a dense %lldx%lld float mask alone would be %.0f MiB)\n",
+      peak_full_mib, lengths.back(), lengths.back(), double(lengths.back()) * double(lengths.back()) * 4 / (1 << 20));
   std::printf("\ndecode, 1 query, d=%d, bf16 K/V:\n", decode_dim);
   std::printf("  full view of %lld keys:       %9.1f us/token\n", (long long)decode_depth, full_s * 1e6);
   std::printf("  ring of %d + %d sink slots:  %9.1f us/token\n", window, sinks, ring_s * 1e6);
   std::printf("  full / ring: %.1fx (key ratio %.1fx)\n", full_s / ring_s,
               double(decode_depth) / double(window + sinks));
-  std::printf("  routed, full with probability %.2f (drawn %.3f): %9.1f us/token; expected "
-              "r*full + (1-r)*window = %.1f us (window over the same view: %.1f us); "
-              "full / routed: %.1fx\n",
-              route_ratio, drawn, routed_s * 1e6, (drawn * full_s + (1 - drawn) * window_s) * 1e6,
-              window_s * 1e6, full_s / routed_s);
+  std::printf(
+      "  routed, full with probability %.2f (drawn %.3f): %9.1f us/token; expected "
+      "r*full + (1-r)*window = %.1f us (window over the same view: %.1f us); "
+      "full / routed: %.1fx\n",
+      route_ratio, drawn, routed_s * 1e6, (drawn * full_s + (1 - drawn) * window_s) * 1e6, window_s * 1e6,
+      full_s / routed_s);
   std::printf("  full view by KV type (the same values, alternated):");
   for (size_t i = 0; i < 3; ++i) std::printf(" %s %.1f us", KvTypeName(kv_types[i]), typed_s[i] * 1e6);
   std::printf("; q8_0 %.2fx bf16's speed, %.2fx f32's\n", typed_s[1] / typed_s[2], typed_s[0] / typed_s[2]);
-  std::printf("  per-head caches (full KV heads keep %lld keys, the others %d + %d sinks), alternated "
-              "with a cache whose every head keeps them:\n",
-              (long long)decode_depth, window, sinks);
+  std::printf(
+      "  per-head caches (full KV heads keep %lld keys, the others %d + %d sinks), alternated "
+      "with a cache whose every head keeps them:\n",
+      (long long)decode_depth, window, sinks);
   for (const PerHeadRow& r : per_head) {
     const double f = double(r.full_heads) / kv_heads;
     const double keys = f * double(decode_depth) + (1 - f) * double(std::min<int64_t>(decode_depth, window + sinks));
-    std::printf("    %d of %d KV heads full: %9.1f us/token, all full %.1f us: %.2fx faster (key ratio %.2fx); "
-                "cache %.1f MiB vs %.1f MiB (%.1f%%)\n",
-                r.full_heads, kv_heads, r.us, r.full_us, r.full_us / r.us, double(decode_depth) / keys, r.mib,
-                r.full_mib, 100.0 * r.mib / r.full_mib);
+    std::printf(
+        "    %d of %d KV heads full: %9.1f us/token, all full %.1f us: %.2fx faster (key ratio %.2fx); "
+        "cache %.1f MiB vs %.1f MiB (%.1f%%)\n",
+        r.full_heads, kv_heads, r.us, r.full_us, r.full_us / r.us, double(decode_depth) / keys, r.mib, r.full_mib,
+        100.0 * r.mib / r.full_mib);
   }
   return 0;
 }

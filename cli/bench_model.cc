@@ -96,7 +96,7 @@ double KvBytesPerToken(const AttentionPlan& plan, const std::vector<double>& ful
 struct Row {
   std::string plan;
   int64_t depth;
-  std::vector<double> prefill_runs, decode_runs;  // [repeats] tokens/s of each run
+  std::vector<double> prefill_runs, decode_runs;       // [repeats] tokens/s of each run
   double prefill_tps = 0, decode_tps = 0, kv_mib = 0;  // medians
   double prefill_spread = 0, decode_spread = 0;
   double decode_roofline_tps = 0, linear_gflops = 0;
@@ -114,14 +114,12 @@ int RunBenchModel(const std::vector<std::string>& words) {
     std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"-m", "--synthetic", "--attn", "-p", "-n", "-d", "--fill", "--kv",
-                      "--weights", "--batch", "--route-ratio", "--json", "--help", "-r",
-                      "-t", "--threads"});
+  args.RejectUnknown({"-m", "--synthetic", "--attn", "-p", "-n", "-d", "--fill", "--kv", "--weights", "--batch",
+                      "--route-ratio", "--json", "--help", "-r", "-t", "--threads"});
   ApplyThreadsOption(args);
   const bool json = args.Has("--json");
   if (args.Has("-m") == args.Has("--synthetic"))
-    throw std::invalid_argument("give exactly one of -m DIR and --synthetic NAME\n" +
-                                std::string(kUsage));
+    throw std::invalid_argument("give exactly one of -m DIR and --synthetic NAME\n" + std::string(kUsage));
   const int64_t prompt = args.GetInt("-p", 512), gen = args.GetInt("-n", 16);
   const int64_t batch = args.GetInt("--batch", 512);
   const int64_t repeats = args.GetInt("-r", 3);
@@ -160,8 +158,9 @@ int RunBenchModel(const std::vector<std::string>& words) {
   // threshold after a large free): hand them back before the weights load.
   ReturnFreedMemory();
   log("loading " + source + " ...");
-  const std::unique_ptr<LanguageModel> model =
-      args.Has("-m") ? LoadModel(args.Get("-m", ""), load) : LoadSyntheticModel(args.Get("--synthetic", ""), weight_type);
+  const std::unique_ptr<LanguageModel> model = args.Has("-m")
+                                                   ? LoadModel(args.Get("-m", ""), load)
+                                                   : LoadSyntheticModel(args.Get("--synthetic", ""), weight_type);
   const std::vector<std::string> specs = SplitPlanList(args.Get("--attn", "model"));
   const double weight_bytes = double(model->WeightBytes());
 
@@ -224,29 +223,28 @@ int RunBenchModel(const std::vector<std::string>& words) {
     j["cpu"] = CpuReport();
     if (route_ratio >= 0) j["forced_route_ratio"] = route_ratio;
     for (const Row& r : rows)
-      j["rows"].push_back({{"plan", r.plan},
-                           {"decode_full_route_ratio", r.full_ratio >= 0 ? nlohmann::json(r.full_ratio)
-                                                                         : nlohmann::json(nullptr)},
-                           {"depth", r.depth},
-                           {"prefill_tokens_per_s", r.prefill_tps},
-                           {"prefill_runs", r.prefill_runs},
-                           {"prefill_spread", r.prefill_spread},
-                           {"decode_runs", r.decode_runs},
-                           {"decode_spread", r.decode_spread},
-                           {"prefill_matmul_gflops", r.linear_gflops},
-                           {"prefill_matmul_fraction_of_gemm", r.linear_vs_gemm},
-                           {"decode_tokens_per_s", r.decode_tps},
-                           {"decode_roofline_tokens_per_s", r.decode_roofline_tps},
-                           {"decode_fraction_of_roofline",
-                            r.decode_roofline_tps > 0 ? r.decode_tps / r.decode_roofline_tps : 0.0},
-                           {"kv_mib", r.kv_mib}});
+      j["rows"].push_back(
+          {{"plan", r.plan},
+           {"decode_full_route_ratio", r.full_ratio >= 0 ? nlohmann::json(r.full_ratio) : nlohmann::json(nullptr)},
+           {"depth", r.depth},
+           {"prefill_tokens_per_s", r.prefill_tps},
+           {"prefill_runs", r.prefill_runs},
+           {"prefill_spread", r.prefill_spread},
+           {"decode_runs", r.decode_runs},
+           {"decode_spread", r.decode_spread},
+           {"prefill_matmul_gflops", r.linear_gflops},
+           {"prefill_matmul_fraction_of_gemm", r.linear_vs_gemm},
+           {"decode_tokens_per_s", r.decode_tps},
+           {"decode_roofline_tokens_per_s", r.decode_roofline_tps},
+           {"decode_fraction_of_roofline", r.decode_roofline_tps > 0 ? r.decode_tps / r.decode_roofline_tps : 0.0},
+           {"kv_mib", r.kv_mib}});
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("%s: %.0f MiB of weights read per token; read bandwidth %.1f GB/s; "
-              "GEMM 2048^3: oneDNN fp32 %.0f GFLOP/s, %s %.0f GFLOP/s; KV %s\n",
-              source.c_str(), weight_bytes / (1 << 20), bandwidth, gemm, BF16ProductName().c_str(),
-              gemm_bf16, kv_name.c_str());
+  std::printf(
+      "%s: %.0f MiB of weights read per token; read bandwidth %.1f GB/s; "
+      "GEMM 2048^3: oneDNN fp32 %.0f GFLOP/s, %s %.0f GFLOP/s; KV %s\n",
+      source.c_str(), weight_bytes / (1 << 20), bandwidth, gemm, BF16ProductName().c_str(), gemm_bf16, kv_name.c_str());
   std::printf("%-28s %8s %11s %6s %9s %11s %6s %11s %7s %9s %6s\n", "plan", "depth", "pp tok/s", "±", "mm %GEMM",
               "tg tok/s", "±", "roofline", "%roof", "KV MiB", "full%");
   for (const Row& r : rows) {
@@ -257,10 +255,11 @@ int RunBenchModel(const std::vector<std::string>& words) {
                 (long long)r.depth, r.prefill_tps, 100.0 * r.prefill_spread, 100.0 * r.linear_vs_gemm, r.decode_tps,
                 100.0 * r.decode_spread, r.decode_roofline_tps, roof, r.kv_mib, full);
   }
-  std::printf("pp: prefill of %lld tokens; mm %%GEMM: the matrix products' speed in it against "
-              "the 2048^3 GEMM in the weights' type (fp32 or bf16); tg: decode of %lld tokens; "
-              "medians of %lld runs after a warm-up, ±: (max - min) / median; peak RSS %.1f MiB\n",
-              (long long)prompt, (long long)gen, (long long)repeats, double(PeakResidentBytes()) / (1 << 20));
+  std::printf(
+      "pp: prefill of %lld tokens; mm %%GEMM: the matrix products' speed in it against "
+      "the 2048^3 GEMM in the weights' type (fp32 or bf16); tg: decode of %lld tokens; "
+      "medians of %lld runs after a warm-up, ±: (max - min) / median; peak RSS %.1f MiB\n",
+      (long long)prompt, (long long)gen, (long long)repeats, double(PeakResidentBytes()) / (1 << 20));
   for (const Row& r : rows)
     if (r.full_ratio >= 0) {
       std::printf("full%%: share of the decode's routed token-layer pairs that used full attention (%s)\n",

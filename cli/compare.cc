@@ -163,8 +163,7 @@ int CompareRecallModel(const Args& args, const std::string& dir, const LanguageM
   // One set of bins for every plan: those of a window of --window on every
   // layer ([1,W/4), [W/4,W), [W, layers*(W-1)), beyond), so the columns compare.
   const int32_t window = int32_t(args.GetInt("--window", std::max(1, ctx / 8)));
-  if (options.edges.empty())
-    options.edges = DefaultRecallBins(model.ResolvePlan("swa:" + std::to_string(window)), ctx);
+  if (options.edges.empty()) options.edges = DefaultRecallBins(model.ResolvePlan("swa:" + std::to_string(window)), ctx);
   KvCacheOptions kv;
   kv.max_chunk = int32_t(args.GetInt("--batch", 128));
   if (kv.max_chunk <= 0) throw std::invalid_argument("--batch must be positive");
@@ -197,8 +196,7 @@ int CompareRecallModel(const Args& args, const std::string& dir, const LanguageM
   if (args.Has("--html"))
     WriteText(args.Get("--html", ""), "<!doctype html><html><head><meta charset='utf-8'><title>swan compare: " + dir +
                                           "</title></head><body><h1>swan compare: " + dir + "</h1><pre>" + table +
-                                          "</pre>" + svg + "<pre>" + ProvenanceText(args) +
-                                          "</pre></body></html>\n");
+                                          "</pre>" + svg + "<pre>" + ProvenanceText(args) + "</pre></body></html>\n");
   if (args.Has("--json")) {
     nlohmann::json j = RecallSuiteJson(results, options);
     j["model"] = dir;
@@ -207,8 +205,8 @@ int CompareRecallModel(const Args& args, const std::string& dir, const LanguageM
     return 0;
   }
   std::printf("model %s: %s recall in token ids, context %d, %lld sequences per plan (seed %llu)\n\n%s", dir.c_str(),
-              RecallTaskName(options.task.task), ctx, (long long)options.sequences,
-              (unsigned long long)options.seed, table.c_str());
+              RecallTaskName(options.task.task), ctx, (long long)options.sequences, (unsigned long long)options.seed,
+              table.c_str());
   std::printf("accuracy: every answer token the greedy choice, by key->query distance (items in parentheses)\n");
   return 0;
 }
@@ -219,10 +217,10 @@ int RunCompare(const std::vector<std::string>& words) {
     std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"-m", "--attn", "--window", "-f", "--text-tokens", "--filler", "-c", "--lengths", "--depths",
-                      "--distances", "--samples", "--seed", "--limit", "--bench-depths", "--batch", "--kv", "--json",
-                      "--html", "--svg", "--quiet",
-                      "-t", "--threads"});
+  args.RejectUnknown({"-m",      "--attn",         "--window", "-f",          "--text-tokens", "--filler",
+                      "-c",      "--lengths",      "--depths", "--distances", "--samples",     "--seed",
+                      "--limit", "--bench-depths", "--batch",  "--kv",        "--json",        "--html",
+                      "--svg",   "--quiet",        "-t",       "--threads"});
   ApplyThreadsOption(args);
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
   CheckOutputPaths(args);
@@ -238,7 +236,8 @@ int RunCompare(const std::vector<std::string>& words) {
   const ModelConfig& config = model->config();
   CompareReport report;
   report.model = dir;
-  report.context = int32_t(args.GetInt("-c", config.max_position_embeddings > 0 ? config.max_position_embeddings : 4096));
+  report.context =
+      int32_t(args.GetInt("-c", config.max_position_embeddings > 0 ? config.max_position_embeddings : 4096));
   const int32_t ctx = report.context;
   if (ctx < 16) throw std::invalid_argument("-c must be at least 16");
   const int32_t window = int32_t(args.GetInt("--window", std::max(1, ctx / 8)));
@@ -270,11 +269,13 @@ int RunCompare(const std::vector<std::string>& words) {
   suite.seed = uint64_t(args.GetInt("--seed", 1));
   suite.limit = limit;
   for (int64_t l : suite.lengths)
-    if (l > ctx) throw std::invalid_argument("--lengths: " + std::to_string(l) + " is longer than the context " + std::to_string(ctx));
+    if (l > ctx)
+      throw std::invalid_argument("--lengths: " + std::to_string(l) + " is longer than the context " +
+                                  std::to_string(ctx));
 
   const PieceEncoder encoder(tokenizer);
-  const Filler filler = args.Has("--filler") ? TextFiller(encoder, ReadWholeFile(args.Get("--filler", "")))
-                                             : NoiseFiller(encoder);
+  const Filler filler =
+      args.Has("--filler") ? TextFiller(encoder, ReadWholeFile(args.Get("--filler", ""))) : NoiseFiller(encoder);
   report.filler_source = args.Has("--filler") ? args.Get("--filler", "") : "noise sentences (RULER)";
   const TaskContext task_context{&encoder, &filler, bos};
   log("[compare] making the task items ...");
@@ -329,8 +330,9 @@ int RunCompare(const std::vector<std::string>& words) {
   std::printf("model %s, context %d, %zu task items per plan, window split at %d\n", dir.c_str(), ctx, items.size(),
               report.window);
   std::printf("perplexity text: %s\n\n%s", report.text_source.c_str(), ReportTable(report).c_str());
-  std::printf("\naccuracy: exact match under greedy decoding (answers counted in parentheses); loss: mean nats per\n"
-              "answer token. 'needle < W back': the needle is fewer than W tokens before the answer.\n");
+  std::printf(
+      "\naccuracy: exact match under greedy decoding (answers counted in parentheses); loss: mean nats per\n"
+      "answer token. 'needle < W back': the needle is fewer than W tokens before the answer.\n");
   return 0;
 }
 

@@ -65,7 +65,8 @@ int RunConvert(const std::vector<std::string>& words) {
   const fs::path src = args.Get("-m", ""), dst = args.Get("--out", "");
   const std::string dtype = args.Get("--dtype", "bf16");
   if (dst.extension() == ".gguf") {
-    if (fs::exists(dst) && !args.Has("--force")) throw std::invalid_argument(dst.string() + " exists; --force overwrites it");
+    if (fs::exists(dst) && !args.Has("--force"))
+      throw std::invalid_argument(dst.string() + " exists; --force overwrites it");
     std::vector<std::string> notes;
     const std::string bytes = HfToGgufBytes(src.string(), ParseWeightType(dtype, "--dtype"), &notes);
     for (const std::string& note : notes) std::fprintf(stderr, "note: %s\n", note.c_str());
@@ -76,11 +77,11 @@ int RunConvert(const std::vector<std::string>& words) {
                 dtype.c_str());
     return 0;
   }
-  if (dtype == "q8_0" || dtype == "q4_0" || dtype == "q4_1" || dtype == "q5_0" || dtype == "q5_1" ||
-      dtype == "q4_k" || dtype == "q5_k" || dtype == "q6_k")
-    throw std::invalid_argument("--dtype " + dtype +
-                                ": safetensors has no block types; write --out FILE.gguf, or load the model with --weights " +
-                                dtype);
+  if (dtype == "q8_0" || dtype == "q4_0" || dtype == "q4_1" || dtype == "q5_0" || dtype == "q5_1" || dtype == "q4_k" ||
+      dtype == "q5_k" || dtype == "q6_k")
+    throw std::invalid_argument(
+        "--dtype " + dtype +
+        ": safetensors has no block types; write --out FILE.gguf, or load the model with --weights " + dtype);
   if (dtype != "bf16" && dtype != "f16" && dtype != "f32") throw std::invalid_argument("--dtype: bf16, f16 or f32");
   if (fs::exists(dst) && fs::exists(src) && fs::equivalent(src, dst))
     throw std::invalid_argument("--out must be another directory than -m");

@@ -95,9 +95,8 @@ int RunGenerate(const std::vector<std::string>& words) {
     std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"-m", "-p", "-f", "--ids", "-n", "--attn", "--temp", "--top-k", "--top-p", "--min-p",
-                      "--seed", "--batch", "--kv", "--weights", "--ctx", "-c", "--ignore-eos",
-                      "-t", "--threads"});
+  args.RejectUnknown({"-m", "-p", "-f", "--ids", "-n", "--attn", "--temp", "--top-k", "--top-p", "--min-p", "--seed",
+                      "--batch", "--kv", "--weights", "--ctx", "-c", "--ignore-eos", "-t", "--threads"});
   ApplyThreadsOption(args);
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
   if (int(args.Has("-p")) + int(args.Has("-f")) + int(args.Has("--ids")) != 1)
@@ -151,8 +150,8 @@ int RunGenerate(const std::vector<std::string>& words) {
     std::fprintf(stderr, "warning: a context of %lld positions is past the %lld the model was trained on\n",
                  (long long)ctx, (long long)trained);
   if (int64_t(prompt.size()) > ctx)
-    throw std::invalid_argument("the prompt is " + std::to_string(prompt.size()) + " tokens, longer than the context of " +
-                                std::to_string(ctx) + " positions (--ctx)");
+    throw std::invalid_argument("the prompt is " + std::to_string(prompt.size()) +
+                                " tokens, longer than the context of " + std::to_string(ctx) + " positions (--ctx)");
   kv.max_context = ctx;
   const AttentionPlan plan = model->ResolvePlan(args.Get("--attn", ""));
   auto session = model->NewSession(plan, kv);
@@ -176,8 +175,7 @@ int RunGenerate(const std::vector<std::string>& words) {
     printed = tokenizer->DecodeRaw(all, /*skip_special=*/true);
     std::fputs(printed.c_str(), stdout);
   } else {
-    for (size_t i = 0; i < prompt.size(); ++i)
-      std::printf("%s%s", i ? "," : "", id_text(prompt[i]).c_str());
+    for (size_t i = 0; i < prompt.size(); ++i) std::printf("%s%s", i ? "," : "", id_text(prompt[i]).c_str());
     std::printf(" |");
   }
   std::fflush(stdout);
@@ -199,8 +197,8 @@ int RunGenerate(const std::vector<std::string>& words) {
       std::printf(" %s", id_text(next).c_str());
     }
     std::fflush(stdout);
-    const bool eos = std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), next) !=
-                     config.eos_token_ids.end();
+    const bool eos =
+        std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), next) != config.eos_token_ids.end();
     if ((eos && !ignore_eos) || i + 1 == n_new) break;
     if (int64_t(all.size()) >= ctx) {
       std::fprintf(stderr, "\n[stopped: the context of %lld positions is full (--ctx)]", (long long)ctx);

@@ -65,9 +65,8 @@ int RunHeads(const std::vector<std::string>& words) {
     std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return words.empty() ? 2 : 0;
   }
-  args.RejectUnknown(
-      {"-m", "--attn", "--samples", "--seed", "--far", "--json", "--svg", "--select", "--out", "-c", "-t",
-       "--threads"});
+  args.RejectUnknown({"-m", "--attn", "--samples", "--seed", "--far", "--json", "--svg", "--select", "--out", "-c",
+                      "-t", "--threads"});
   if (args.Has("--select") != args.Has("--out"))
     throw std::invalid_argument("--select SHARE and --out FILE go together");
   const double share = args.Has("--select") ? args.GetDouble("--select", 0) : 0;
@@ -101,7 +100,8 @@ int RunHeads(const std::vector<std::string>& words) {
     std::printf("kept %lld of %d KV heads full (share %.3g):", (long long)selection.n_full(),
                 heads.layers * heads.kv_heads, share);
     for (size_t l = 0; l < selection.full_heads.size(); ++l)
-      for (const int32_t h : selection.full_heads[l]) std::printf(" layer %zu KV head %d (%.3f)", l, h, selection.scores[l][size_t(h)]);
+      for (const int32_t h : selection.full_heads[l])
+        std::printf(" layer %zu KV head %d (%.3f)", l, h, selection.scores[l][size_t(h)]);
     std::printf("\nwrote %s; use it with --attn 'full,window:W,heads:%s'\n", path.c_str(), path.c_str());
   }
   if (args.Has("--json")) {

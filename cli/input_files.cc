@@ -8,8 +8,7 @@
 
 namespace swan::cli {
 
-std::vector<std::string> ExpandInputFiles(const std::vector<std::string>& paths,
-                                          const std::string& ext) {
+std::vector<std::string> ExpandInputFiles(const std::vector<std::string>& paths, const std::string& ext) {
   namespace fs = std::filesystem;
   std::vector<std::string> files;
   for (const std::string& p : paths) {
@@ -20,8 +19,7 @@ std::vector<std::string> ExpandInputFiles(const std::vector<std::string>& paths,
     }
     if (!fs::is_directory(p, ec)) throw std::invalid_argument(p + ": no such file or directory");
     std::vector<std::string> found;
-    for (auto it =
-             fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied);
+    for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied);
          it != fs::recursive_directory_iterator(); ++it) {
       if (!it->is_regular_file(ec)) continue;
       const std::string name = it->path().string();

@@ -9,8 +9,7 @@
 namespace swan::cli {
 
 // Throws std::invalid_argument for a path that does not exist.
-std::vector<std::string> ExpandInputFiles(const std::vector<std::string>& paths,
-                                          const std::string& ext);
+std::vector<std::string> ExpandInputFiles(const std::vector<std::string>& paths, const std::string& ext);
 
 // The whole file as bytes; throws std::runtime_error naming it on failure.
 std::string ReadWholeFile(const std::string& path);

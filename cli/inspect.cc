@@ -99,12 +99,12 @@ int RunInspect(const std::vector<std::string>& words) {
 
   std::printf("model       %s (%s)\n", dir.c_str(), c.architecture.c_str());
   std::printf("shape       %d layers, hidden %lld, intermediate %lld, %d heads / %d KV heads of %d, vocab %lld\n",
-              c.n_layers, (long long)c.hidden_size, (long long)c.intermediate_size, c.n_heads,
-              c.n_kv_heads, c.head_dim, (long long)c.vocab_size);
+              c.n_layers, (long long)c.hidden_size, (long long)c.intermediate_size, c.n_heads, c.n_kv_heads, c.head_dim,
+              (long long)c.vocab_size);
   std::printf("positions   max %lld, %s\n", (long long)c.max_position_embeddings, c.rope.ToString().c_str());
   int64_t params = 0;
   size_t n_tensors = 0;
-  std::string held;  // GGUF: how its matrices' types are held
+  std::string held;   // GGUF: how its matrices' types are held
   std::string parts;  // GGUF cut by gguf-split: its files
   if (IsGgufFile(dir)) {
     const GgufFile file(dir);
@@ -139,17 +139,20 @@ int RunInspect(const std::vector<std::string>& words) {
                 (l.rope.ToString() + (l.position_mode == PositionMode::kCache ? ", cache pos" : "")).c_str(),
                 Bytes(double(bytes)).c_str());
   }
-  std::printf("\nKV cache at %lld tokens (%s): %s; full attention on every layer: %s (%.1f%%)\n",
-              (long long)ctx, KvTypeName(kv.type), Bytes(double(total)).c_str(),
-              Bytes(double(total_full)).c_str(), 100.0 * double(total) / double(total_full));
+  std::printf("\nKV cache at %lld tokens (%s): %s; full attention on every layer: %s (%.1f%%)\n", (long long)ctx,
+              KvTypeName(kv.type), Bytes(double(total)).c_str(), Bytes(double(total_full)).c_str(),
+              100.0 * double(total) / double(total_full));
   if (plan.HasRoutedLayers())
-    std::printf("routed layers keep every token's keys (any later token may route to full attention):\n"
-                "their KV memory is that of full attention; routing saves compute, not memory\n");
+    std::printf(
+        "routed layers keep every token's keys (any later token may route to full attention):\n"
+        "their KV memory is that of full attention; routing saves compute, not memory\n");
   if (plan.HasPerHeadLayers())
     std::printf("per-head layers keep every key of their full KV heads only, and a ring for the others\n");
   if (plan.HasLinearLayers())
-    std::printf("linear layers keep no keys: a state of KV heads x P x (head dim + 1) floats (P = %d), the same\n"
-                "at any length\n", shape.linear_phi_dim);
+    std::printf(
+        "linear layers keep no keys: a state of KV heads x P x (head dim + 1) floats (P = %d), the same\n"
+        "at any length\n",
+        shape.linear_phi_dim);
   return 0;
 }
 

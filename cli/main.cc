@@ -35,28 +35,22 @@ namespace {
 using swan::cli::Command;
 
 const Command kCommands[] = {
-    {"bench", "kernel and model speed (`swan bench attention`, `swan bench -m DIR`)",
-     swan::cli::RunBench},
-    {"compare", "what each attention plan costs and loses: one table, JSON, HTML report",
-     swan::cli::RunCompare},
+    {"bench", "kernel and model speed (`swan bench attention`, `swan bench -m DIR`)", swan::cli::RunBench},
+    {"compare", "what each attention plan costs and loses: one table, JSON, HTML report", swan::cli::RunCompare},
     {"convert", "a model's weights as another type (bf16, f16, f32; as GGUF also Q8_0, Q4_0, K-quants)",
      swan::cli::RunConvert},
     {"generate", "continue a prompt with a model under an attention plan", swan::cli::RunGenerate},
     {"heads", "retrieval heads (recall models, or text models on passkeys) and a per-head plan's full heads",
      swan::cli::RunHeads},
     {"inspect", "a model's attention plan per layer and its KV cache size", swan::cli::RunInspect},
-    {"perplexity", "perplexity of a long text, with the loss by position in the window",
-     swan::cli::RunPerplexity},
+    {"perplexity", "perplexity of a long text, with the loss by position in the window", swan::cli::RunPerplexity},
     {"route-stats", "how often each routed (Switch Attention) layer uses full attention: table, JSON, SVG",
      swan::cli::RunRouteStats},
-    {"score", "log-probabilities and greedy predictions on token-id sequences you bring (JSONL)",
-     swan::cli::RunScore},
+    {"score", "log-probabilities and greedy predictions on token-id sequences you bring (JSONL)", swan::cli::RunScore},
     {"serve", "OpenAI-compatible HTTP server with batching and prompt caching", swan::cli::RunServe},
     {"tokenize", "text to token ids and back; corpora to token files", swan::cli::RunTokenize},
-    {"tokenizer", "train a byte-level BPE tokenizer (`swan tokenizer train`)",
-     swan::cli::RunTokenizer},
-    {"train", "train a model under an attention plan; checkpoints, logs, export",
-     swan::cli::RunTrain},
+    {"tokenizer", "train a byte-level BPE tokenizer (`swan tokenizer train`)", swan::cli::RunTokenizer},
+    {"train", "train a model under an attention plan; checkpoints, logs, export", swan::cli::RunTrain},
 };
 
 void PrintUsage(FILE* out) {

@@ -59,8 +59,7 @@ int RunPerplexity(const std::vector<std::string>& words) {
     return 0;
   }
   args.RejectUnknown({"-m", "-f", "-c", "--attn", "--batch", "--bucket", "--limit", "--kv", "--weights", "--no-bos",
-                      "--json", "--quiet",
-                      "-t", "--threads"});
+                      "--json", "--quiet", "-t", "--threads"});
   ApplyThreadsOption(args);
   if (!args.Has("-m") || !args.Has("-f"))
     throw std::invalid_argument("-m DIR and -f FILE are required\n" + std::string(kUsage));
@@ -117,14 +116,17 @@ int RunPerplexity(const std::vector<std::string>& words) {
     j["seconds"] = r.seconds;
     j["buckets"] = nlohmann::json::array();
     for (const PositionBucket& b : r.buckets)
-      j["buckets"].push_back({{"begin", b.begin}, {"end", b.end}, {"tokens", b.count},
-                              {"mean_nll", b.MeanNll()}, {"perplexity", b.Perplexity()}});
+      j["buckets"].push_back({{"begin", b.begin},
+                              {"end", b.end},
+                              {"tokens", b.count},
+                              {"mean_nll", b.MeanNll()},
+                              {"perplexity", b.Perplexity()}});
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
   std::printf("model %s, plan %s\n", dir.c_str(), plan.spec.empty() ? "(model)" : plan.spec.c_str());
-  std::printf("%lld windows of %d positions, %lld tokens scored (%zu bytes), %.1f s\n",
-              (long long)r.windows, r.context, (long long)r.tokens_scored, bytes, r.seconds);
+  std::printf("%lld windows of %d positions, %lld tokens scored (%zu bytes), %.1f s\n", (long long)r.windows, r.context,
+              (long long)r.tokens_scored, bytes, r.seconds);
   std::printf("perplexity %.4f   mean loss %.4f nats/token   %.4f bits/byte\n\n", r.Perplexity(), r.MeanNll(),
               bits_per_byte);
   std::printf("%-13s %8s %10s %10s\n", "positions", "tokens", "loss", "ppl");

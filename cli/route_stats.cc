@@ -103,8 +103,8 @@ int RecallRouteStatsCommand(const Args& args) {
   if (args.Has("--route-ratio")) run.forced_full_ratio = args.GetDouble("--route-ratio", 0);
   const int64_t samples = args.GetInt("--samples", 32);
   if (samples <= 0) throw std::invalid_argument("--samples must be positive");
-  const RecallRouteStats stats = CollectRecallRoutes(*model, plan, LoadRecallTask(dir), samples,
-                                                     0x5eed + run.seed, run);
+  const RecallRouteStats stats =
+      CollectRecallRoutes(*model, plan, LoadRecallTask(dir), samples, 0x5eed + run.seed, run);
   if (args.Has("--json")) {
     std::printf("%s\n", RecallRouteJson(stats).dump(2).c_str());
     return 0;
@@ -124,8 +124,8 @@ int RunRouteStats(const std::vector<std::string>& words) {
     return 0;
   }
   args.RejectUnknown({"-m", "-f", "-c", "--attn", "--limit", "--passkey", "--depths", "--samples", "--seed",
-                      "--route-ratio", "--batch", "--kv", "--no-bos", "--json", "--svg", "--quiet",
-                      "--recall", "-t", "--threads"});
+                      "--route-ratio", "--batch", "--kv", "--no-bos", "--json", "--svg", "--quiet", "--recall", "-t",
+                      "--threads"});
   ApplyThreadsOption(args);
   if (args.Has("--recall")) return RecallRouteStatsCommand(args);
   const bool passkey = args.Has("--passkey");

@@ -47,8 +47,7 @@ TaskItem ParseLine(const std::string& text, int64_t line, int64_t vocab) {
   TaskItem item;
   for (const auto& id : ids) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab)
-      fail("token " + id.dump() + " is not an id below the vocabulary size " +
-           std::to_string(vocab));
+      fail("token " + id.dump() + " is not an id below the vocabulary size " + std::to_string(vocab));
     item.tokens.push_back(id.get<int32_t>());
   }
   const int64_t n = int64_t(item.tokens.size());
@@ -120,9 +119,8 @@ int RunScore(const std::vector<std::string>& words) {
   std::fprintf(stderr,
                "[score] plan %s | %lld lines, %lld tokens scored | greedy right %.2f%% | "
                "mean log-prob %.4f\n",
-               plan.spec.empty() ? "(model)" : plan.spec.c_str(), (long long)line_no,
-               (long long)scored, 100.0 * double(correct) / double(scored),
-               logprob_sum / double(scored));
+               plan.spec.empty() ? "(model)" : plan.spec.c_str(), (long long)line_no, (long long)scored,
+               100.0 * double(correct) / double(scored), logprob_sum / double(scored));
   return 0;
 }
 

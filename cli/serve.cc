@@ -95,10 +95,32 @@ int RunServe(const std::vector<std::string>& words) {
     std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"-m", "--attn", "--host", "--port", "--kv-budget", "--chat-template", "--parallel",
-                      "--max-waiting", "--batch", "--seq-threads", "--checkpoint-interval", "--ctx", "--kv", "--weights",
-                      "--threads-http", "--client-connections", "--request-timeout", "--idle-timeout", "--name", "--accept-any-model", "--shutdown-grace", "--no-prompt-cache", "--verbose", "--prompt-cache",
-                      "-t", "--threads"});
+  args.RejectUnknown({"-m",
+                      "--attn",
+                      "--host",
+                      "--port",
+                      "--kv-budget",
+                      "--chat-template",
+                      "--parallel",
+                      "--max-waiting",
+                      "--batch",
+                      "--seq-threads",
+                      "--checkpoint-interval",
+                      "--ctx",
+                      "--kv",
+                      "--weights",
+                      "--threads-http",
+                      "--client-connections",
+                      "--request-timeout",
+                      "--idle-timeout",
+                      "--name",
+                      "--accept-any-model",
+                      "--shutdown-grace",
+                      "--no-prompt-cache",
+                      "--verbose",
+                      "--prompt-cache",
+                      "-t",
+                      "--threads"});
   ApplyThreadsOption(args);
   if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
   const std::string dir = args.Get("-m", "");
@@ -156,13 +178,12 @@ int RunServe(const std::vector<std::string>& words) {
   server_options.verbose = engine_options.verbose;
   HttpServer server(engine, tokenizer, chat_template, server_options);
   server.Bind();
-  std::fprintf(
-      stderr,
-      "swan serve: listening on http://%s:%d | model %s | plan %s | context %lld | KV budget %.0f MiB | "
-      "chat template: %s | checkpoints every %lld tokens\n",
-      server_options.host.c_str(), server.port(), server_options.model_name.c_str(),
-      engine.plan().spec.empty() ? "(model)" : engine.plan().spec.c_str(), (long long)engine.context_length(),
-      budget_mib, chat_template.origin().c_str(), (long long)engine.checkpoint_spacing());
+  std::fprintf(stderr,
+               "swan serve: listening on http://%s:%d | model %s | plan %s | context %lld | KV budget %.0f MiB | "
+               "chat template: %s | checkpoints every %lld tokens\n",
+               server_options.host.c_str(), server.port(), server_options.model_name.c_str(),
+               engine.plan().spec.empty() ? "(model)" : engine.plan().spec.c_str(), (long long)engine.context_length(),
+               budget_mib, chat_template.origin().c_str(), (long long)engine.checkpoint_spacing());
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);

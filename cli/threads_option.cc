@@ -7,8 +7,8 @@
 namespace swan::cli {
 
 std::string ThreadsHelp(bool short_flag) {
-  return std::string(short_flag ? "  -t, --threads N  " : "  --threads N      ") +
-         "threads to compute with (default " + std::to_string(ThreadLimit()) +
+  return std::string(short_flag ? "  -t, --threads N  " : "  --threads N      ") + "threads to compute with (default " +
+         std::to_string(ThreadLimit()) +
          ": the cores swan may use,\n"
          "                   or OMP_NUM_THREADS); while other programs keep cores busy, each\n"
          "                   step (prefill, decode token, training step) runs on the ones they\n"

@@ -74,14 +74,13 @@ int EncodeCorpus(const Args& args, const Tokenizer& tok) {
   std::string tokenizer_path = args.Get("-t", "");
   if (std::filesystem::is_directory(tokenizer_path))
     tokenizer_path = (std::filesystem::path(tokenizer_path) / "tokenizer.json").string();
-  const uint32_t fingerprint = TokenizerFingerprint(
-      IsGgufFile(tokenizer_path) ? ReadGgufTokenizer(GgufFile(tokenizer_path)).tokenizer.dump()
-                                 : ReadWholeFile(tokenizer_path));
+  const uint32_t fingerprint =
+      TokenizerFingerprint(IsGgufFile(tokenizer_path) ? ReadGgufTokenizer(GgufFile(tokenizer_path)).tokenizer.dump()
+                                                      : ReadWholeFile(tokenizer_path));
   TokenFileWriter train(out, vocab, fingerprint);
   TokenFileWriter val(ValPath(out), vocab, fingerprint);
   uint64_t docs = 0, bytes = 0;
-  const int threads =
-      static_cast<int>(args.GetInt("--threads", ThreadLimit()));
+  const int threads = static_cast<int>(args.GetInt("--threads", ThreadLimit()));
   if (threads < 1) throw std::invalid_argument("--threads must be at least 1");
   // Documents are encoded in batches, in parallel, and written in order.
   std::vector<std::string> batch;
@@ -137,22 +136,20 @@ int EncodeCorpus(const Args& args, const Tokenizer& tok) {
           throw std::runtime_error(files[i] + ":" + std::to_string(n) + ": not JSON: " + e.what());
         }
         if (!j.is_object() || !j.contains(field) || !j[field].is_string())
-          throw std::runtime_error(files[i] + ":" + std::to_string(n) + ": no string field \"" +
-                                   field + "\"");
+          throw std::runtime_error(files[i] + ":" + std::to_string(n) + ": no string field \"" + field + "\"");
         add_document(j[field].get<std::string>());
       }
     }
     if (i + 1 == files.size()) flush();
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // A terminal gets a line redrawn a few times a second; a log file gets a
     // line per tenth of the files, not one per file.
     const bool last = i + 1 == files.size();
-    if (!last && (tty ? s - last_progress_s < 0.25 : (i + 1) % std::max<size_t>(1, files.size() / 10) != 0))
-      continue;
+    if (!last && (tty ? s - last_progress_s < 0.25 : (i + 1) % std::max<size_t>(1, files.size() / 10) != 0)) continue;
     last_progress_s = s;
-    std::fprintf(stderr, tty ? "\rtokenize: %zu/%zu files, %.1f MB read, %llu tokens written, %.1f MB/s   "
-                             : "tokenize: %zu/%zu files, %.1f MB read, %llu tokens written, %.1f MB/s\n",
+    std::fprintf(stderr,
+                 tty ? "\rtokenize: %zu/%zu files, %.1f MB read, %llu tokens written, %.1f MB/s   "
+                     : "tokenize: %zu/%zu files, %.1f MB read, %llu tokens written, %.1f MB/s\n",
                  i + 1, files.size(), static_cast<double>(bytes_read) / 1e6,
                  static_cast<unsigned long long>(train.count() + val.count()),
                  static_cast<double>(bytes_read) / 1e6 / std::max(s, 1e-9));
@@ -163,8 +160,7 @@ int EncodeCorpus(const Args& args, const Tokenizer& tok) {
   if (holdout > 0 && val.count() == 0 && train.count() > 1) {
     // Too few documents to hold some out: move the last tokens instead.
     const TokenFile all(out);
-    const uint64_t n =
-        std::max<uint64_t>(1, static_cast<uint64_t>(holdout * static_cast<double>(all.size())));
+    const uint64_t n = std::max<uint64_t>(1, static_cast<uint64_t>(holdout * static_cast<double>(all.size())));
     std::vector<int32_t> tail(n);
     all.Read(all.size() - n, tail);
     TokenFileWriter tail_writer(ValPath(out), vocab, fingerprint);
@@ -173,53 +169,46 @@ int EncodeCorpus(const Args& args, const Tokenizer& tok) {
     TruncateTokenFile(out, all.size() - n);
   }
   const TokenFile t(out), v(ValPath(out));
-  std::printf("%s: %llu tokens (uint%u), %s: %llu tokens, from %llu documents, vocabulary %u\n",
-              out.c_str(), static_cast<unsigned long long>(t.size()), t.dtype_bytes() * 8,
-              ValPath(out).c_str(), static_cast<unsigned long long>(v.size()),
-              static_cast<unsigned long long>(docs), vocab);
+  std::printf("%s: %llu tokens (uint%u), %s: %llu tokens, from %llu documents, vocabulary %u\n", out.c_str(),
+              static_cast<unsigned long long>(t.size()), t.dtype_bytes() * 8, ValPath(out).c_str(),
+              static_cast<unsigned long long>(v.size()), static_cast<unsigned long long>(docs), vocab);
   return 0;
 }
 
 }  // namespace
 
 int RunTokenize(const std::vector<std::string>& words) {
-  const Args args(words, {"--help", "-h", "--no-special", "--plain", "--tokens", "--skip-special",
-                          "--jsonl", "--bos"});
+  const Args args(words, {"--help", "-h", "--no-special", "--plain", "--tokens", "--skip-special", "--jsonl", "--bos"});
   if (args.Has("--help") || args.Has("-h")) {
     std::printf("%s", kUsage);
     return 0;
   }
-  args.RejectUnknown({"-t", "--text", "--no-special", "--plain", "--tokens", "--decode",
-                      "--skip-special", "--out", "--holdout", "--ext", "--jsonl", "--field",
-                      "--bos", "--threads"}, /*positional_allowed=*/true);
-  if (!args.Has("-t"))
-    throw std::invalid_argument("-t TOKENIZER is required\n" + std::string(kUsage));
+  args.RejectUnknown({"-t", "--text", "--no-special", "--plain", "--tokens", "--decode", "--skip-special", "--out",
+                      "--holdout", "--ext", "--jsonl", "--field", "--bos", "--threads"},
+                     /*positional_allowed=*/true);
+  if (!args.Has("-t")) throw std::invalid_argument("-t TOKENIZER is required\n" + std::string(kUsage));
   const Tokenizer tok = LoadModelTokenizer(args.Get("-t", ""));
   if (args.Has("--out")) return EncodeCorpus(args, tok);
   if (args.Has("--decode")) {
     std::vector<int32_t> ids;
     for (const long long v : args.GetIntList("--decode", {})) {
       if (v < 0 || v >= tok.vocab_size())
-        throw std::invalid_argument("--decode: id " + std::to_string(v) +
-                                    " is outside the vocabulary of " +
+        throw std::invalid_argument("--decode: id " + std::to_string(v) + " is outside the vocabulary of " +
                                     std::to_string(tok.vocab_size()));
       ids.push_back(static_cast<int32_t>(v));
     }
     std::printf("%s\n", tok.Decode(ids, args.Has("--skip-special")).c_str());
     return 0;
   }
-  if (!args.Has("--text"))
-    throw std::invalid_argument("give --text, --decode or --out\n" + std::string(kUsage));
-  const auto ids = tok.Encode(
-      args.Get("--text", ""),
-      {.add_special_tokens = !args.Has("--no-special"), .parse_special = !args.Has("--plain")});
+  if (!args.Has("--text")) throw std::invalid_argument("give --text, --decode or --out\n" + std::string(kUsage));
+  const auto ids = tok.Encode(args.Get("--text", ""),
+                              {.add_special_tokens = !args.Has("--no-special"), .parse_special = !args.Has("--plain")});
   std::string line;
   for (size_t i = 0; i < ids.size(); ++i) line += (i ? "," : "") + std::to_string(ids[i]);
   std::printf("%s\n", line.c_str());
   if (args.Has("--tokens"))
     for (const int32_t id : ids)
-      std::printf("%8d  %s\n", id,
-                  nlohmann::json(tok.Decode(std::vector<int32_t>{id})).dump().c_str());
+      std::printf("%8d  %s\n", id, nlohmann::json(tok.Decode(std::vector<int32_t>{id})).dump().c_str());
   return 0;
 }
 

@@ -45,11 +45,10 @@ int Train(const std::vector<std::string>& words) {
     std::printf("%s", kUsage);
     return 0;
   }
-  args.RejectUnknown({"--vocab", "--out", "--ext", "--special", "--min-frequency", "--pattern"}, /*positional_allowed=*/true);
-  if (!args.Has("--out"))
-    throw std::invalid_argument("--out DIR is required\n" + std::string(kUsage));
-  if (args.positional().empty())
-    throw std::invalid_argument("no input files\n" + std::string(kUsage));
+  args.RejectUnknown({"--vocab", "--out", "--ext", "--special", "--min-frequency", "--pattern"},
+                     /*positional_allowed=*/true);
+  if (!args.Has("--out")) throw std::invalid_argument("--out DIR is required\n" + std::string(kUsage));
+  if (args.positional().empty()) throw std::invalid_argument("no input files\n" + std::string(kUsage));
   BpeTrainerOptions options;
   options.vocab_size = static_cast<int>(args.GetInt("--vocab", 4096));
   options.min_frequency = args.GetInt("--min-frequency", 2);
@@ -67,8 +66,8 @@ int Train(const std::vector<std::string>& words) {
   for (size_t i = 0; i < files.size(); ++i) {
     trainer.AddText(ReadWholeFile(files[i]));
     if (i % 64 == 0 || i + 1 == files.size())
-      options.progress("counting: " + std::to_string(i + 1) + "/" + std::to_string(files.size()) +
-                       " files, " + std::to_string(trainer.bytes_seen() >> 20) + " MiB, " +
+      options.progress("counting: " + std::to_string(i + 1) + "/" + std::to_string(files.size()) + " files, " +
+                       std::to_string(trainer.bytes_seen() >> 20) + " MiB, " +
                        std::to_string(trainer.distinct_pieces()) + " distinct pieces");
   }
   std::fprintf(stderr, "\n");
@@ -80,8 +79,7 @@ int Train(const std::vector<std::string>& words) {
       "trained %zu merges (vocabulary %zu) on %zu files, %.1f MB in %.1f s (counting %.1f s)"
       "; wrote %s/tokenizer.json\n",
       bpe.merges.size(), bpe.tokens.size() + bpe.special_tokens.size(), files.size(),
-      static_cast<double>(trainer.bytes_seen()) / 1e6, Since(start), counted,
-      args.Get("--out", "").c_str());
+      static_cast<double>(trainer.bytes_seen()) / 1e6, Since(start), counted, args.Get("--out", "").c_str());
   return 0;
 }
 

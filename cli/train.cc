@@ -132,7 +132,10 @@ std::vector<std::pair<int64_t, int64_t>> ParseContextSchedule(const std::string&
   return schedule;
 }
 
-void OnSigint(int) { StopRequested().store(true); std::signal(SIGINT, SIG_DFL); }
+void OnSigint(int) {
+  StopRequested().store(true);
+  std::signal(SIGINT, SIG_DFL);
+}
 
 int Synth(const std::vector<std::string>& words) {
   const Args args(words, {"--help", "-h"});
@@ -157,8 +160,8 @@ int Synth(const std::vector<std::string>& words) {
     out << doc.text;
     if (!out) throw std::runtime_error("cannot write " + dir + name);
   }
-  std::printf("wrote %lld synthetic documents of ~%lld characters to %s\n", (long long)docs,
-              (long long)chars, dir.c_str());
+  std::printf("wrote %lld synthetic documents of ~%lld characters to %s\n", (long long)docs, (long long)chars,
+              dir.c_str());
   return 0;
 }
 
@@ -185,7 +188,7 @@ void CheckTrainNumbers(const TrainOptions& o) {
 
 }  // namespace
 
-int RunTrainRecall(const std::vector<std::string>& words);  // cli/train_recall.cc
+int RunTrainRecall(const std::vector<std::string>& words);     // cli/train_recall.cc
 int RunTrainHeadGates(const std::vector<std::string>& words);  // cli/train_head_gates.cc
 
 // A run keeps the flags it was started with in RUN/train_args.json, so
@@ -230,27 +233,66 @@ void StoreSettings(const std::string& run_dir, const std::vector<std::string>& s
 }
 
 int RunTrain(const std::vector<std::string>& words) {
-  if (!words.empty() && words[0] == "synth")
-    return Synth(std::vector<std::string>(words.begin() + 1, words.end()));
+  if (!words.empty() && words[0] == "synth") return Synth(std::vector<std::string>(words.begin() + 1, words.end()));
   if (!words.empty() && words[0] == "recall")
     return RunTrainRecall(std::vector<std::string>(words.begin() + 1, words.end()));
   if (std::find(words.begin(), words.end(), "--head-gates") != words.end()) return RunTrainHeadGates(words);
   const std::vector<std::string> settings = WithStoredSettings(words);
-  const Args args(settings, {"--help", "-h", "--resume", "--quiet", "--gemm-report",
-                             "--router-gamma-constant", "--attention-transfer"});
+  const Args args(settings, {"--help", "-h", "--resume", "--quiet", "--gemm-report", "--router-gamma-constant",
+                             "--attention-transfer"});
   if (words.empty() || args.Has("--help") || args.Has("-h")) {
     std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return words.empty() ? 2 : 0;
   }
-  args.RejectUnknown({"--data", "--val", "--synthetic", "--synthetic-rate", "--preset", "--arch", "--init",
-                      "--attn", "--rope-base", "--tokenizer", "--context", "--batch", "--accum",
-                      "--steps", "--lr", "--min-lr-ratio", "--warmup", "--weight-decay", "--clip",
-                      "--seed", "--out", "--resume", "--eval-every", "--eval-seqs",
-                      "--checkpoint-every", "--log-every", "--time-limit", "--quiet", "--recall",
-                      "--gemm-report", "--debug-kill-after", "--router-gamma", "--router-eps",
-                      "--router-alpha", "--router-gamma-constant", "--router-lr", "--matmul",
-                      "--context-schedule", "--eval-bins", "--layers", "--dim", "--heads", "--kv-heads",
-                      "--head-dim", "--mlp", "-t", "--threads", "--attention-transfer", "--feature-dim"});
+  args.RejectUnknown({"--data",
+                      "--val",
+                      "--synthetic",
+                      "--synthetic-rate",
+                      "--preset",
+                      "--arch",
+                      "--init",
+                      "--attn",
+                      "--rope-base",
+                      "--tokenizer",
+                      "--context",
+                      "--batch",
+                      "--accum",
+                      "--steps",
+                      "--lr",
+                      "--min-lr-ratio",
+                      "--warmup",
+                      "--weight-decay",
+                      "--clip",
+                      "--seed",
+                      "--out",
+                      "--resume",
+                      "--eval-every",
+                      "--eval-seqs",
+                      "--checkpoint-every",
+                      "--log-every",
+                      "--time-limit",
+                      "--quiet",
+                      "--recall",
+                      "--gemm-report",
+                      "--debug-kill-after",
+                      "--router-gamma",
+                      "--router-eps",
+                      "--router-alpha",
+                      "--router-gamma-constant",
+                      "--router-lr",
+                      "--matmul",
+                      "--context-schedule",
+                      "--eval-bins",
+                      "--layers",
+                      "--dim",
+                      "--heads",
+                      "--kv-heads",
+                      "--head-dim",
+                      "--mlp",
+                      "-t",
+                      "--threads",
+                      "--attention-transfer",
+                      "--feature-dim"});
   ApplyThreadsOption(args);
   if (args.Has("--data") == args.Has("--recall"))
     throw std::invalid_argument("give --data TRAIN.bin or --recall TASK.json\n" + std::string(kUsage));
@@ -265,8 +307,7 @@ int RunTrain(const std::vector<std::string>& words) {
     if (twin.size() > 4 && twin.substr(twin.size() - 4) == ".bin") twin = twin.substr(0, twin.size() - 4);
     twin += ".val.bin";
     // The twin `swan tokenize --holdout` writes, when it holds a whole sequence.
-    if (std::filesystem::exists(twin) &&
-        TokenFile(twin).size() > uint64_t(args.GetInt("--context", 256)))
+    if (std::filesystem::exists(twin) && TokenFile(twin).size() > uint64_t(args.GetInt("--context", 256)))
       o.val_data = twin;
   }
   o.synthetic_data = args.Get("--synthetic", "");
@@ -282,11 +323,12 @@ int RunTrain(const std::vector<std::string>& words) {
     if (args.Has(flag) && args.GetInt(flag, 0) <= 0)
       throw std::invalid_argument(std::string(flag) + " must be positive");
   o.init_from = args.Get("--init", "");
-  if (!o.init_from.empty() && (o.shape_overrides.layers || o.shape_overrides.hidden ||
-                               o.shape_overrides.heads || o.shape_overrides.kv_heads ||
-                               o.shape_overrides.head_dim || o.shape_overrides.intermediate))
-    throw std::invalid_argument("--layers, --dim, --heads, --kv-heads, --head-dim and --mlp shape a "
-                                "model from scratch; --init takes the model's own shape");
+  if (!o.init_from.empty() &&
+      (o.shape_overrides.layers || o.shape_overrides.hidden || o.shape_overrides.heads || o.shape_overrides.kv_heads ||
+       o.shape_overrides.head_dim || o.shape_overrides.intermediate))
+    throw std::invalid_argument(
+        "--layers, --dim, --heads, --kv-heads, --head-dim and --mlp shape a "
+        "model from scratch; --init takes the model's own shape");
   o.architecture = args.Get("--arch", o.architecture);
   if (args.Has("--arch") && !o.init_from.empty())
     throw std::invalid_argument("--arch chooses the family from scratch; --init takes the model's own");
@@ -324,9 +366,9 @@ int RunTrain(const std::vector<std::string>& words) {
   if (args.Has("--eval-bins")) o.eval_bins = ParseRecallBins(args.Get("--eval-bins", ""));
   o.context_schedule = ParseContextSchedule(args.Get("--context-schedule", ""));
   // Recall data says how likely a guess is right.
-  const std::filesystem::path recall_json =
-      !o.recall_task.empty() ? std::filesystem::path(o.recall_task)
-                             : std::filesystem::path(o.train_data).parent_path() / "recall.json";
+  const std::filesystem::path recall_json = !o.recall_task.empty()
+                                                ? std::filesystem::path(o.recall_task)
+                                                : std::filesystem::path(o.train_data).parent_path() / "recall.json";
   if (std::filesystem::exists(recall_json))
     o.recall_chance = nlohmann::json::parse(std::ifstream(recall_json)).value("chance", 0.0);
   o.checkpoint_every = args.GetInt("--checkpoint-every", 100);
@@ -339,8 +381,7 @@ int RunTrain(const std::vector<std::string>& words) {
   // Under mpirun: this process's rank (MPI starts here); rank 0 writes.
   DataParallel& ranks = DataParallel::Get();
   // (Not over the settings of a run that a fresh start would refuse.)
-  if (ranks.lead() &&
-      (o.resume || !std::filesystem::exists(std::filesystem::path(o.run_dir) / "checkpoint.bin")))
+  if (ranks.lead() && (o.resume || !std::filesystem::exists(std::filesystem::path(o.run_dir) / "checkpoint.bin")))
     StoreSettings(o.run_dir, settings);
 
   std::signal(SIGINT, OnSigint);
@@ -363,39 +404,45 @@ int RunTrain(const std::vector<std::string>& words) {
                   100 * r.last_full_ratio);
   const bool bf16 = o.matmul == MatmulPrecision::kBF16;
   char convert[64] = "";
-  if (bf16)
-    std::snprintf(convert, sizeof convert, " (+%.0f%% rounding inputs to bf16)",
-                  100 * r.convert_share);
-  std::printf("%s at step %lld: loss %.6f%s%s | %.0f tokens/s | %s matmuls %.1f GFLOP/s, "
-              "%.0f%% of the time%s; attention %.0f%%\n",
-              r.interrupted ? "stopped" : "done", (long long)r.steps_done, r.last_loss,
-              r.last_val_loss >= 0 ? (" | val " + std::to_string(r.last_val_loss)).c_str() : "",
-              route, r.tokens_per_s, MatmulPrecisionName(o.matmul), r.gemm_gflops,
-              100 * r.gemm_share, convert, 100 * r.attention_share);
+  if (bf16) std::snprintf(convert, sizeof convert, " (+%.0f%% rounding inputs to bf16)", 100 * r.convert_share);
+  std::printf(
+      "%s at step %lld: loss %.6f%s%s | %.0f tokens/s | %s matmuls %.1f GFLOP/s, "
+      "%.0f%% of the time%s; attention %.0f%%\n",
+      r.interrupted ? "stopped" : "done", (long long)r.steps_done, r.last_loss,
+      r.last_val_loss >= 0 ? (" | val " + std::to_string(r.last_val_loss)).c_str() : "", route, r.tokens_per_s,
+      MatmulPrecisionName(o.matmul), r.gemm_gflops, 100 * r.gemm_share, convert, 100 * r.attention_share);
   if (r.empty_steps > 0)
-    std::printf("note: %lld steps held no token with a loss weight and changed nothing (is the "
-                "context, or a --context-schedule stage, shorter than the data's distances?)\n",
-                (long long)r.empty_steps);
+    std::printf(
+        "note: %lld steps held no token with a loss weight and changed nothing (is the "
+        "context, or a --context-schedule stage, shorter than the data's distances?)\n",
+        (long long)r.empty_steps);
   if (!r.last_recall.empty()) {
     std::printf("held-out recall by key->query distance:");
     for (size_t b = 0; b < r.last_recall.size(); ++b) {
       std::printf(" [%lld,%lld) ", (long long)r.recall_bins[b], (long long)r.recall_bins[b + 1]);
-      if (r.last_recall[b] < 0) std::printf("-");
-      else std::printf("%.1f%%", 100 * r.last_recall[b]);
+      if (r.last_recall[b] < 0)
+        std::printf("-");
+      else
+        std::printf("%.1f%%", 100 * r.last_recall[b]);
     }
-    std::printf("%s\n", o.recall_chance > 0 ? (" (chance " + std::to_string(100 * o.recall_chance).substr(0, 4) + "%)").c_str() : "");
+    std::printf("%s\n", o.recall_chance > 0
+                            ? (" (chance " + std::to_string(100 * o.recall_chance).substr(0, 4) + "%)").c_str()
+                            : "");
   }
   if (args.Has("--gemm-report")) {
     // The yardstick in the run's own precision, on the product it ran on.
     if (bf16) {
       const BF16GemmRate peak = MeasureBF16GemmGflops(1024, 1024, 1024);
-      std::printf("%s GEMM 1024^3 on this machine: %.1f GFLOP/s; the run's matmuls reached "
-                  "%.0f%%\n", BF16ProductName().c_str(), peak.gflops,
-                  100 * r.gemm_gflops / peak.gflops);
+      std::printf(
+          "%s GEMM 1024^3 on this machine: %.1f GFLOP/s; the run's matmuls reached "
+          "%.0f%%\n",
+          BF16ProductName().c_str(), peak.gflops, 100 * r.gemm_gflops / peak.gflops);
     } else {
       const double peak = MeasureOneDnnGemmGflops(1024, 1024, 1024);
-      std::printf("oneDNN fp32 GEMM 1024^3 on this machine: %.1f GFLOP/s; the run's matmuls "
-                  "reached %.0f%%\n", peak, 100 * r.gemm_gflops / peak);
+      std::printf(
+          "oneDNN fp32 GEMM 1024^3 on this machine: %.1f GFLOP/s; the run's matmuls "
+          "reached %.0f%%\n",
+          peak, 100 * r.gemm_gflops / peak);
     }
   }
   std::printf("model written to %s (swan generate -m %s)\n", r.export_dir.c_str(), r.export_dir.c_str());

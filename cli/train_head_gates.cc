@@ -96,8 +96,8 @@ int RunTrainHeadGates(const std::vector<std::string>& words) {
     std::printf("%s%s", kUsage, ThreadsHelp().c_str());
     return 0;
   }
-  args.RejectUnknown({"--head-gates", "-m", "--select", "--out", "--window", "--sinks", "--steps", "--batch",
-                      "--lr", "--lambda", "--seed", "-c", "--log-every", "-t", "--threads"});
+  args.RejectUnknown({"--head-gates", "-m", "--select", "--out", "--window", "--sinks", "--steps", "--batch", "--lr",
+                      "--lambda", "--seed", "-c", "--log-every", "-t", "--threads"});
   for (const char* flag : {"-m", "--select", "--out"})
     if (!args.Has(flag)) throw std::invalid_argument(std::string(flag) + " is required\n" + kUsage);
   const std::vector<std::string> shares = SplitList(args.Get("--select", ""), ',');

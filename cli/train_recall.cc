@@ -47,11 +47,10 @@ int RunTrainRecall(const std::vector<std::string>& words) {
     std::printf("%s", kUsage);
     return words.empty() ? 2 : 0;
   }
-  args.RejectUnknown({"--out", "--task", "--context", "--pairs", "--queries", "--needle-tokens",
-                      "--bins", "--keys", "--values", "--filler", "--filler-weight", "--copy-share", "--pairs-first", "--sequences",
+  args.RejectUnknown({"--out", "--task", "--context", "--pairs", "--queries", "--needle-tokens", "--bins", "--keys",
+                      "--values", "--filler", "--filler-weight", "--copy-share", "--pairs-first", "--sequences",
                       "--val-sequences", "--seed"});
-  if (!args.Has("--out"))
-    throw std::invalid_argument("--out DIR is required\n" + std::string(kUsage));
+  if (!args.Has("--out")) throw std::invalid_argument("--out DIR is required\n" + std::string(kUsage));
   RecallOptions o;
   o.task = ParseRecallTask(args.Get("--task", "mqar"));
   o.context = int32_t(args.GetInt("--context", 512));
@@ -82,8 +81,7 @@ int RunTrainRecall(const std::vector<std::string>& words) {
   held_out.copy_share = 0;                 // evaluation is the task itself
   WriteRecallFiles(val, held_out, val_sequences);
 
-  const double chance =
-      std::pow(1.0 / o.values, o.task == RecallTask::kNeedle ? o.needle_tokens : 1);
+  const double chance = std::pow(1.0 / o.values, o.task == RecallTask::kNeedle ? o.needle_tokens : 1);
   nlohmann::json j = RecallTaskJson(o);
   j["val_seed"] = held_out.seed;
   j["sequences"] = sequences;
@@ -93,8 +91,8 @@ int RunTrainRecall(const std::vector<std::string>& words) {
   std::printf(
       "wrote %lld training and %lld held-out %s sequences of %d tokens (vocab %d, chance "
       "%.3g) to %s\n",
-      (long long)sequences, (long long)val_sequences, j["task"].get<std::string>().c_str(),
-      o.context, RecallVocabSize(o), chance, dir.c_str());
+      (long long)sequences, (long long)val_sequences, j["task"].get<std::string>().c_str(), o.context,
+      RecallVocabSize(o), chance, dir.c_str());
   return 0;
 }
 

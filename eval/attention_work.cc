@@ -12,13 +12,13 @@ int64_t KeysVisible(const Span& span, int64_t q) {
   return window + std::min<int64_t>(span.sinks, hidden);
 }
 
-void AttentionWork::AddSequence(const AttentionPlan& plan, int64_t T,
-                                const std::vector<std::vector<uint8_t>>& routes) {
+void AttentionWork::AddSequence(const AttentionPlan& plan, int64_t T, const std::vector<std::vector<uint8_t>>& routes) {
   for (size_t l = 0; l < plan.layers.size(); ++l) {
     const LayerPlan& layer = plan.layers[l];
     const bool routed = layer.kind == LayerKind::kRouted;
     if (routed && (l >= routes.size() || int64_t(routes[l].size()) != T))
-      throw std::invalid_argument("AttentionWork: routed layer " + std::to_string(l) + " needs the route of every token");
+      throw std::invalid_argument("AttentionWork: routed layer " + std::to_string(l) +
+                                  " needs the route of every token");
     for (int64_t q = 0; q < T; ++q) {
       const bool full = layer.kind == LayerKind::kFull || (routed && routes[l][size_t(q)] != 0);
       if (layer.kind == LayerKind::kLinear) {

@@ -17,8 +17,8 @@ namespace swan {
 int64_t KeysVisible(const Span& span, int64_t q);
 
 struct AttentionWork {
-  double keys = 0;          // keys visited, summed over token-layer pairs
-  int64_t pairs = 0;        // token-layer pairs
+  double keys = 0;                            // keys visited, summed over token-layer pairs
+  int64_t pairs = 0;                          // token-layer pairs
   int64_t routed_pairs = 0, routed_full = 0;  // on routed layers: pairs, of which to full
 
   double KeysPerQuery() const { return pairs ? keys / double(pairs) : 0.0; }

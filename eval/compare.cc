@@ -34,8 +34,8 @@ void RunComparison(CompareReport& report, const LanguageModel& model, const Toke
     p.spec = specs[i];
     p.window = SmallestWindow(plans[i]);
     if (p.window > 0 && (report.window == 0 || p.window < report.window)) report.window = p.window;
-    const std::string head = "[compare] plan " + std::to_string(i + 1) + "/" + std::to_string(plans.size()) + " " +
-                             specs[i] + ": ";
+    const std::string head =
+        "[compare] plan " + std::to_string(i + 1) + "/" + std::to_string(plans.size()) + " " + specs[i] + ": ";
     const auto start = std::chrono::steady_clock::now();
     PerplexityOptions po;
     po.context = o.context;

@@ -13,27 +13,27 @@
 namespace swan {
 
 struct CostOptions {
-  std::vector<int64_t> depths;     // tokens in the cache before the timed prompt
-  int64_t prompt_tokens = 512;     // timed as prefill at each depth (0: none)
-  int32_t decode_tokens = 16;      // timed one by one after the prompt
-  int32_t repeats = 3;             // timed runs after an untimed warm-up; the median is reported
+  std::vector<int64_t> depths;  // tokens in the cache before the timed prompt
+  int64_t prompt_tokens = 512;  // timed as prefill at each depth (0: none)
+  int32_t decode_tokens = 16;   // timed one by one after the prompt
+  int32_t repeats = 3;          // timed runs after an untimed warm-up; the median is reported
   // How a depth gets into the cache: random K/V rows (seconds even at 128K;
   // what a step costs does not depend on them), or a real prefill of
   // random tokens. Neither is timed.
   bool random_fill = true;
-  double forced_full_ratio = -1;   // >= 0: routed layers draw their routes (RouteOptions)
-  uint64_t seed = 1;               // of the random tokens
-  KvCacheOptions kv;               // kv.max_chunk is the prefill chunk; max_context is set to fit
+  double forced_full_ratio = -1;  // >= 0: routed layers draw their routes (RouteOptions)
+  uint64_t seed = 1;              // of the random tokens
+  KvCacheOptions kv;              // kv.max_chunk is the prefill chunk; max_context is set to fit
 };
 
 struct CostPoint {
   int64_t depth = 0;
-  int64_t prompt = 0;              // the timed prefill's tokens; decode ran at depth + prompt
+  int64_t prompt = 0;                             // the timed prefill's tokens; decode ran at depth + prompt
   std::vector<double> prefill_runs, decode_runs;  // [repeats] tokens/s of each timed run
-  double prefill_tokens_per_s = 0; // medians
+  double prefill_tokens_per_s = 0;                // medians
   double decode_tokens_per_s = 0;
-  double prefill_spread = 0, decode_spread = 0;   // (max - min) / median of the runs
-  double kv_bytes = 0;             // cache bytes after the prompt and the decode
+  double prefill_spread = 0, decode_spread = 0;  // (max - min) / median of the runs
+  double kv_bytes = 0;                           // cache bytes after the prompt and the decode
   // Routed layers: the share of the timed decode's tokens each sent to full
   // attention (0 on other layers), and over all routed layers (-1: none).
   std::vector<double> full_ratio;  // [n_layers]

@@ -37,14 +37,12 @@ std::vector<int32_t> PieceEncoder::Mid(const std::string& text) const {
   return EncodePlain(tokenizer_, joiner_ + text);
 }
 
-std::vector<int32_t> PieceEncoder::Start(const std::string& text) const {
-  return EncodePlain(tokenizer_, text);
-}
+std::vector<int32_t> PieceEncoder::Start(const std::string& text) const { return EncodePlain(tokenizer_, text); }
 
 Filler NoiseFiller(const PieceEncoder& encoder) {
   Filler f;
-  for (const char* s : {"The grass is green.", "The sky is blue.", "The sun is yellow.", "Here we go.",
-                        "There and back again."})
+  for (const char* s :
+       {"The grass is green.", "The sky is blue.", "The sun is yellow.", "Here we go.", "There and back again."})
     f.sentences.push_back(encoder.Mid(s));
   return f;
 }
@@ -96,8 +94,8 @@ Haystack BuildHaystack(const HaystackOptions& options, const Filler& filler, std
   Haystack h;
   h.tokens = options.prefix;
   h.starts.assign(insertions.size(), -1);
-  size_t next = 0;                   // the next insertion, into order
-  int64_t pending = needle_tokens;   // tokens of the insertions not placed yet
+  size_t next = 0;                  // the next insertion, into order
+  int64_t pending = needle_tokens;  // tokens of the insertions not placed yet
   size_t sentence = options.first_sentence % filler.sentences.size();
   auto place = [&] {
     const size_t i = order[next++];

@@ -50,8 +50,8 @@ Filler TextFiller(const PieceEncoder& encoder, const std::string& text);
 
 // A needle (or any piece) to place at a token position.
 struct Insertion {
-  int64_t target = 0;            // wanted start position in the haystack
-  std::vector<int32_t> tokens;   // must be non-empty
+  int64_t target = 0;           // wanted start position in the haystack
+  std::vector<int32_t> tokens;  // must be non-empty
 };
 
 struct Haystack {
@@ -60,9 +60,9 @@ struct Haystack {
 };
 
 struct HaystackOptions {
-  std::vector<int32_t> prefix;   // tokens at the start (BOS, instruction)
-  int64_t length = 0;            // exact length of the result, prefix included
-  size_t first_sentence = 0;     // where in the filler to start (it wraps around)
+  std::vector<int32_t> prefix;  // tokens at the start (BOS, instruction)
+  int64_t length = 0;           // exact length of the result, prefix included
+  size_t first_sentence = 0;    // where in the filler to start (it wraps around)
   // true: needles go to the sentence boundary nearest their target (as RULER
   // inserts them); false: exactly at the target, cutting a sentence.
   bool snap_to_sentences = true;

@@ -13,8 +13,7 @@ PasskeySource::PasskeySource(const std::string& model_dir) : tokenizer_(LoadMode
   encoder_ = std::make_unique<PieceEncoder>(tokenizer_);
   filler_ = NoiseFiller(*encoder_);
   bos_ = tokenizer_.bos_id() >= 0 ? tokenizer_.bos_id() : config.bos_token_id;
-  if (config.max_position_embeddings > 0)
-    default_length_ = std::min<int64_t>(1024, config.max_position_embeddings);
+  if (config.max_position_embeddings > 0) default_length_ = std::min<int64_t>(1024, config.max_position_embeddings);
 }
 
 TaskItem PasskeySource::Make(int64_t length, double depth, uint64_t seed) const {

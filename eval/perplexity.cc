@@ -82,7 +82,7 @@ PerplexityResult EvaluatePerplexity(const LanguageModel& model, const AttentionP
     tokens.insert(tokens.end(), text.begin() + win.begin, text.begin() + win.end);
     const int64_t n = int64_t(tokens.size());
     const int64_t offset = win.begin - (win.lead >= 0 ? 1 : 0);  // text index of tokens[0]
-    std::vector<int32_t> pos(static_cast<size_t>(n));  // [n]
+    std::vector<int32_t> pos(static_cast<size_t>(n));            // [n]
     for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t(i);
     auto session = model.NewSession(plan, options.kv);
     for (int64_t c0 = 0; c0 < n - 1; c0 += chunk) {
@@ -102,8 +102,7 @@ PerplexityResult EvaluatePerplexity(const LanguageModel& model, const AttentionP
     }
     r.windows += 1;
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (options.progress)
-      options.progress({r.windows, int64_t(windows.size()), r.tokens_scored, r.nll_sum, r.seconds});
+    if (options.progress) options.progress({r.windows, int64_t(windows.size()), r.tokens_scored, r.nll_sum, r.seconds});
   }
   const int32_t width = options.bucket_width > 0 ? options.bucket_width : std::max(1, context / 16);
   for (int32_t b = 0; b < context; b += width) {

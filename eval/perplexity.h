@@ -25,7 +25,7 @@ namespace swan {
 struct PerplexityProgress {
   int64_t windows_done = 0, windows_total = 0;
   int64_t tokens_scored = 0;
-  double nll_sum = 0;   // nats over tokens_scored
+  double nll_sum = 0;  // nats over tokens_scored
   double seconds = 0;
 };
 
@@ -52,9 +52,9 @@ struct PerplexityResult {
   int64_t windows = 0;
   int64_t tokens_scored = 0;
   int64_t text_begin = 0, text_end = 0;  // the scored text tokens are [text_begin, text_end)
-  double nll_sum = 0;                 // nats over every scored token
-  std::vector<double> nll_by_pos;     // [context] nats summed at each window position
-  std::vector<int64_t> count_by_pos;  // [context] tokens scored at each position
+  double nll_sum = 0;                    // nats over every scored token
+  std::vector<double> nll_by_pos;        // [context] nats summed at each window position
+  std::vector<int64_t> count_by_pos;     // [context] tokens scored at each position
   std::vector<PositionBucket> buckets;
   double seconds = 0;
 

@@ -13,24 +13,17 @@ namespace swan {
 
 const char* RecallTokenClassName(RecallTokenClass c) {
   switch (c) {
-    case RecallTokenClass::kFarQuery:
-      return "far query";
-    case RecallTokenClass::kNearQuery:
-      return "near query";
-    case RecallTokenClass::kKey:
-      return "key";
-    case RecallTokenClass::kValue:
-      return "value";
-    case RecallTokenClass::kAnswer:
-      return "answer";
-    case RecallTokenClass::kFiller:
-      return "filler";
+    case RecallTokenClass::kFarQuery: return "far query";
+    case RecallTokenClass::kNearQuery: return "near query";
+    case RecallTokenClass::kKey: return "key";
+    case RecallTokenClass::kValue: return "value";
+    case RecallTokenClass::kAnswer: return "answer";
+    case RecallTokenClass::kFiller: return "filler";
   }
   return "?";
 }
 
-RecallTokenClass ClassifyRecallToken(const RecallOptions& task, const RecallSequence& s, int64_t t,
-                                     const Span& span) {
+RecallTokenClass ClassifyRecallToken(const RecallOptions& task, const RecallSequence& s, int64_t t, const Span& span) {
   const size_t i = size_t(t);
   if (i + 1 < s.tokens.size() && s.distance[i + 1] > 0) {
     // The query at t needs the fact distance tokens back: the key at
@@ -40,22 +33,18 @@ RecallTokenClass ClassifyRecallToken(const RecallOptions& task, const RecallSequ
   }
   if (s.distance[i] > 0) return RecallTokenClass::kAnswer;
   const int32_t id = s.tokens[i];
-  const int32_t first_key = 4, first_value = 4 + task.keys,
-                first_filler = first_value + task.values;
+  const int32_t first_key = 4, first_value = 4 + task.keys, first_filler = first_value + task.values;
   if ((id >= first_key && id < first_value) || id == kRecallNeedle) return RecallTokenClass::kKey;
   if (id >= first_value && id < first_filler) return RecallTokenClass::kValue;
   return RecallTokenClass::kFiller;
 }
 
-RecallRouteStats CollectRecallRoutes(const LanguageModel& model, const AttentionPlan& plan,
-                                     const RecallOptions& task, int64_t sequences, uint64_t seed,
-                                     const RouteRunOptions& run) {
+RecallRouteStats CollectRecallRoutes(const LanguageModel& model, const AttentionPlan& plan, const RecallOptions& task,
+                                     int64_t sequences, uint64_t seed, const RouteRunOptions& run) {
   RecallRouteStats stats;
   for (size_t l = 0; l < plan.layers.size(); ++l)
-    if (plan.layers[l].kind == LayerKind::kRouted)
-      stats.layers.push_back({int32_t(l), plan.layers[l].span, {}});
-  if (stats.layers.empty())
-    throw std::invalid_argument("plan '" + plan.spec + "' routes no layer: nothing to record");
+    if (plan.layers[l].kind == LayerKind::kRouted) stats.layers.push_back({int32_t(l), plan.layers[l].span, {}});
+  if (stats.layers.empty()) throw std::invalid_argument("plan '" + plan.spec + "' routes no layer: nothing to record");
   RecallOptions t = task;
   t.seed = seed;
   const int64_t chunk = std::max<int32_t>(1, run.kv.max_chunk), vocab = model.config().vocab_size;
@@ -67,21 +56,19 @@ RecallRouteStats CollectRecallRoutes(const LanguageModel& model, const Attention
     session->routing.seed = run.seed;
     std::vector<std::vector<uint8_t>> gates(stats.layers.size());  // [routed][T]
     session->routing.record.assign(plan.layers.size(), nullptr);
-    for (size_t k = 0; k < stats.layers.size(); ++k)
-      session->routing.record[size_t(stats.layers[k].layer)] = &gates[k];
+    for (size_t k = 0; k < stats.layers.size(); ++k) session->routing.record[size_t(stats.layers[k].layer)] = &gates[k];
     std::vector<int32_t> pos(static_cast<size_t>(T));  // [T]
     for (int64_t i = 0; i < T; ++i) pos[size_t(i)] = int32_t(i);
     std::vector<float> logits(static_cast<size_t>(vocab));  // [1, vocab]
     for (int64_t c0 = 0; c0 < T; c0 += chunk) {
       ThreadsForNextStep();  // the cores other programs leave idle
-      model.Forward(logits.data(),
-                    Batch{&s.tokens[size_t(c0)], &pos[size_t(c0)], std::min(chunk, T - c0), false},
+      model.Forward(logits.data(), Batch{&s.tokens[size_t(c0)], &pos[size_t(c0)], std::min(chunk, T - c0), false},
                     *session);
     }
     for (size_t k = 0; k < stats.layers.size(); ++k)
       for (int64_t i = 0; i < T; ++i)
-        stats.layers[k].by_class[size_t(ClassifyRecallToken(t, s, i, stats.layers[k].span))].Add(
-            gates[k][size_t(i)] != 0);
+        stats.layers[k].by_class[size_t(ClassifyRecallToken(t, s, i, stats.layers[k].span))].Add(gates[k][size_t(i)] !=
+                                                                                                 0);
     ++stats.sequences;
     if (run.progress) run.progress(n + 1, sequences);
   }
@@ -123,9 +110,7 @@ nlohmann::json RecallRouteJson(const RecallRouteStats& stats) {
     nlohmann::json layer = {{"layer", l.layer}, {"window", l.span.window}, {"sinks", l.span.sinks}};
     for (size_t c = 0; c < kRecallTokenClasses; ++c)
       layer["classes"][RecallTokenClassName(RecallTokenClass(c))] = {
-          {"tokens", l.by_class[c].tokens},
-          {"full", l.by_class[c].full},
-          {"ratio", l.by_class[c].Ratio()}};
+          {"tokens", l.by_class[c].tokens}, {"full", l.by_class[c].full}, {"ratio", l.by_class[c].Ratio()}};
     j["layers"].push_back(layer);
   }
   return j;

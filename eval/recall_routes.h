@@ -23,8 +23,7 @@ const char* RecallTokenClassName(RecallTokenClass c);
 // What token t of `s` is, for a layer whose window branch is `span`: a
 // query is the position that predicts an answer (the answer's previous
 // token); it is far when the key it needs is outside the span.
-RecallTokenClass ClassifyRecallToken(const RecallOptions& task, const RecallSequence& s, int64_t t,
-                                     const Span& span);
+RecallTokenClass ClassifyRecallToken(const RecallOptions& task, const RecallSequence& s, int64_t t, const Span& span);
 
 struct RecallLayerRoutes {
   int32_t layer = 0;
@@ -40,9 +39,8 @@ struct RecallRouteStats {
 // Runs `sequences` held-out sequences of `task` (seed `seed`) and tallies
 // each routed layer's routes by token class. Throws std::invalid_argument
 // when the plan routes no layer.
-RecallRouteStats CollectRecallRoutes(const LanguageModel& model, const AttentionPlan& plan,
-                                     const RecallOptions& task, int64_t sequences, uint64_t seed,
-                                     const RouteRunOptions& run);
+RecallRouteStats CollectRecallRoutes(const LanguageModel& model, const AttentionPlan& plan, const RecallOptions& task,
+                                     int64_t sequences, uint64_t seed, const RouteRunOptions& run);
 
 std::string RecallRouteTable(const RecallRouteStats& stats);
 nlohmann::json RecallRouteJson(const RecallRouteStats& stats);

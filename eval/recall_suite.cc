@@ -17,16 +17,13 @@
 namespace swan {
 namespace {
 
-std::string RecallJsonPath(const std::string& dir) {
-  return (std::filesystem::path(dir) / "recall.json").string();
-}
+std::string RecallJsonPath(const std::string& dir) { return (std::filesystem::path(dir) / "recall.json").string(); }
 
 // Logits for every position of `tokens` (the last one's included) under
 // `plan`, in chunks of kv.max_chunk, and each routed layer's route of every
 // token.   tokens [n] -> logits [n, vocab]; routes [n_layers][n or 0]
-std::vector<float> AllLogits(const LanguageModel& model, const AttentionPlan& plan,
-                             const std::vector<int32_t>& tokens, const KvCacheOptions& kv,
-                             std::vector<std::vector<uint8_t>>* routes) {
+std::vector<float> AllLogits(const LanguageModel& model, const AttentionPlan& plan, const std::vector<int32_t>& tokens,
+                             const KvCacheOptions& kv, std::vector<std::vector<uint8_t>>* routes) {
   const int64_t n = int64_t(tokens.size()), vocab = model.config().vocab_size;
   std::vector<float> logits(static_cast<size_t>(n * vocab));  // [n, vocab]
   std::vector<int32_t> pos(static_cast<size_t>(n));           // [n]
@@ -40,16 +37,15 @@ std::vector<float> AllLogits(const LanguageModel& model, const AttentionPlan& pl
   for (int64_t c0 = 0; c0 < n; c0 += chunk) {
     const int64_t len = std::min(chunk, n - c0);
     ThreadsForNextStep();  // the cores other programs leave idle
-    model.Forward(&logits[size_t(c0 * vocab)],
-                  Batch{&tokens[size_t(c0)], &pos[size_t(c0)], len, true}, *session);
+    model.Forward(&logits[size_t(c0 * vocab)], Batch{&tokens[size_t(c0)], &pos[size_t(c0)], len, true}, *session);
   }
   return logits;
 }
 
 // Scores one sequence: inputs tokens[0, T), targets tokens[1, T]; with
 // `result`, also the answers' NLL and the keys the queries visited.
-void Score(const LanguageModel& model, const AttentionPlan& plan, const RecallSequence& s,
-           const KvCacheOptions& kv, RecallTally* tally, RecallPlanResult* result = nullptr) {
+void Score(const LanguageModel& model, const AttentionPlan& plan, const RecallSequence& s, const KvCacheOptions& kv,
+           RecallTally* tally, RecallPlanResult* result = nullptr) {
   const int64_t T = int64_t(s.tokens.size()) - 1, vocab = model.config().vocab_size;
   const std::vector<int32_t> inputs(s.tokens.begin(), s.tokens.end() - 1);
   const std::vector<int32_t> targets(s.tokens.begin() + 1, s.tokens.end());
@@ -73,20 +69,16 @@ void Score(const LanguageModel& model, const AttentionPlan& plan, const RecallSe
 std::string Percent(int64_t correct, int64_t items) {
   if (items == 0) return "-";
   char buf[48];
-  std::snprintf(buf, sizeof buf, "%.1f%% (%lld)", 100.0 * double(correct) / double(items),
-                (long long)items);
+  std::snprintf(buf, sizeof buf, "%.1f%% (%lld)", 100.0 * double(correct) / double(items), (long long)items);
   return buf;
 }
 
 }  // namespace
 
-bool HasRecallTask(const std::string& model_dir) {
-  return std::filesystem::exists(RecallJsonPath(model_dir));
-}
+bool HasRecallTask(const std::string& model_dir) { return std::filesystem::exists(RecallJsonPath(model_dir)); }
 
 RecallOptions LoadRecallTask(const std::string& model_dir) {
-  if (!HasRecallTask(model_dir))
-    throw std::runtime_error(model_dir + " holds no recall.json (not a recall model)");
+  if (!HasRecallTask(model_dir)) throw std::runtime_error(model_dir + " holds no recall.json (not a recall model)");
   return RecallTaskFromJson(ReadRecallJson(RecallJsonPath(model_dir)));
 }
 
@@ -103,14 +95,12 @@ double RecallPlanResult::AnswerPerplexity() const {
   return answer_tokens ? std::exp(answer_nll / double(answer_tokens)) : 0.0;
 }
 
-RecallPlanResult ScoreRecallSuite(const LanguageModel& model, const AttentionPlan& plan,
-                                  const std::string& spec, const RecallSuiteOptions& options,
-                                  const KvCacheOptions& kv) {
+RecallPlanResult ScoreRecallSuite(const LanguageModel& model, const AttentionPlan& plan, const std::string& spec,
+                                  const RecallSuiteOptions& options, const KvCacheOptions& kv) {
   const auto start = std::chrono::steady_clock::now();
   RecallPlanResult r;
   r.spec = spec;
-  r.bins = RecallTally(!options.edges.empty() ? options.edges
-                                              : DefaultRecallBins(plan, options.task.context));
+  r.bins = RecallTally(!options.edges.empty() ? options.edges : DefaultRecallBins(plan, options.task.context));
   RecallOptions task = options.task;
   task.seed = options.seed;
   for (int64_t i = 0; i < options.sequences; ++i)
@@ -141,11 +131,9 @@ RecallPlanResult ScoreRecallSuite(const LanguageModel& model, const AttentionPla
   return r;
 }
 
-std::string RecallSuiteTable(const std::vector<RecallPlanResult>& results,
-                             const RecallSuiteOptions& options) {
+std::string RecallSuiteTable(const std::vector<RecallPlanResult>& results, const RecallSuiteOptions& options) {
   std::vector<std::pair<std::string, std::vector<std::string>>> rows;
-  auto add = [&](const std::string& metric,
-                 const std::function<std::string(const RecallPlanResult&)>& cell) {
+  auto add = [&](const std::string& metric, const std::function<std::string(const RecallPlanResult&)>& cell) {
     std::vector<std::string> cells;
     for (const RecallPlanResult& r : results) cells.push_back(cell(r));
     rows.push_back({metric, cells});
@@ -170,11 +158,10 @@ std::string RecallSuiteTable(const std::vector<RecallPlanResult>& results,
   const std::vector<NeedleCell>& grid = results.empty() ? no_grid : results[0].grid;
   for (size_t index = 0; index < grid.size(); ++index) {
     char name[64];
-    std::snprintf(name, sizeof name, "needle, length %lld, depth %.0f%%",
-                  (long long)grid[index].length, 100 * grid[index].depth);
+    std::snprintf(name, sizeof name, "needle, length %lld, depth %.0f%%", (long long)grid[index].length,
+                  100 * grid[index].depth);
     add(name, [index](const RecallPlanResult& r) {
-      return index < r.grid.size() ? Percent(r.grid[index].correct, r.grid[index].items)
-                                   : std::string("-");
+      return index < r.grid.size() ? Percent(r.grid[index].correct, r.grid[index].items) : std::string("-");
     });
   }
   auto number = [](const char* format, double value) {
@@ -184,8 +171,8 @@ std::string RecallSuiteTable(const std::vector<RecallPlanResult>& results,
   };
   add("answer perplexity", [&](const RecallPlanResult& r) { return number("%.3f", r.AnswerPerplexity()); });
   add("keys visited per query", [&](const RecallPlanResult& r) { return number("%.1f", r.work.KeysPerQuery()); });
-  const bool any_routed = std::any_of(results.begin(), results.end(),
-                                      [](const RecallPlanResult& r) { return r.work.routed_pairs > 0; });
+  const bool any_routed =
+      std::any_of(results.begin(), results.end(), [](const RecallPlanResult& r) { return r.work.routed_pairs > 0; });
   if (any_routed)
     add("full share of routed pairs", [&](const RecallPlanResult& r) {
       return r.work.routed_pairs ? number("%.1f%%", 100 * r.work.RoutedFullRatio()) : std::string("-");
@@ -212,13 +199,11 @@ std::string RecallSuiteTable(const std::vector<RecallPlanResult>& results,
   std::vector<size_t> width;
   for (const RecallPlanResult& r : results) width.push_back(std::max<size_t>(12, r.spec.size()));
   for (const auto& row : rows)
-    for (size_t c = 0; c < row.second.size(); ++c)
-      width[c] = std::max(width[c], row.second[c].size());
+    for (size_t c = 0; c < row.second.size(); ++c) width[c] = std::max(width[c], row.second[c].size());
   std::ostringstream out;
   auto line = [&](const std::string& head, const std::vector<std::string>& cells) {
     out << head << std::string(first - head.size(), ' ');
-    for (size_t c = 0; c < cells.size(); ++c)
-      out << "  " << std::string(width[c] - cells[c].size(), ' ') << cells[c];
+    for (size_t c = 0; c < cells.size(); ++c) out << "  " << std::string(width[c] - cells[c].size(), ' ') << cells[c];
     out << "\n";
   };
   std::vector<std::string> specs;
@@ -230,19 +215,14 @@ std::string RecallSuiteTable(const std::vector<RecallPlanResult>& results,
   for (const auto& row : rows) line(row.first, row.second);
   char chance[160];
   std::snprintf(
-      chance, sizeof chance,
-      "chance: %.2f%% guessing among %d values; %.2f%% picking one of the sequence's %s\n",
-      100 * RecallGuessChance(options.task), options.task.values,
-      100 * RecallPickChance(options.task),
-      options.task.task == RecallTask::kMqar
-          ? (std::to_string(options.task.pairs) + " values").c_str()
-          : "needles");
+      chance, sizeof chance, "chance: %.2f%% guessing among %d values; %.2f%% picking one of the sequence's %s\n",
+      100 * RecallGuessChance(options.task), options.task.values, 100 * RecallPickChance(options.task),
+      options.task.task == RecallTask::kMqar ? (std::to_string(options.task.pairs) + " values").c_str() : "needles");
   out << chance;
   return out.str();
 }
 
-nlohmann::json RecallSuiteJson(const std::vector<RecallPlanResult>& results,
-                               const RecallSuiteOptions& options) {
+nlohmann::json RecallSuiteJson(const std::vector<RecallPlanResult>& results, const RecallSuiteOptions& options) {
   nlohmann::json j;
   j["task"] = RecallTaskName(options.task.task);
   j["context"] = options.task.context;
@@ -268,12 +248,12 @@ nlohmann::json RecallSuiteJson(const std::vector<RecallPlanResult>& results,
     }
     p["bins"] = nlohmann::json::array();
     for (size_t b = 0; b < r.bins.bins(); ++b)
-      p["bins"].push_back({{"lo", r.bins.edges()[b]},
-                           {"hi", r.bins.edges()[b + 1]},
-                           {"items", r.bins.items(b)},
-                           {"correct", r.bins.correct(b)},
-                           {"accuracy", r.bins.items(b) ? nlohmann::json(r.bins.Accuracy(b))
-                                                        : nlohmann::json(nullptr)}});
+      p["bins"].push_back(
+          {{"lo", r.bins.edges()[b]},
+           {"hi", r.bins.edges()[b + 1]},
+           {"items", r.bins.items(b)},
+           {"correct", r.bins.correct(b)},
+           {"accuracy", r.bins.items(b) ? nlohmann::json(r.bins.Accuracy(b)) : nlohmann::json(nullptr)}});
     for (const NeedleCell& c : r.grid)
       p["needle_grid"].push_back(
           {{"length", c.length}, {"depth", c.depth}, {"items", c.items}, {"correct", c.correct}});
@@ -282,8 +262,7 @@ nlohmann::json RecallSuiteJson(const std::vector<RecallPlanResult>& results,
   return j;
 }
 
-std::string RecallSuiteSvg(const std::vector<RecallPlanResult>& results,
-                           const RecallSuiteOptions& options) {
+std::string RecallSuiteSvg(const std::vector<RecallPlanResult>& results, const RecallSuiteOptions& options) {
   AccuracyChart chart;
   chart.title = "recall accuracy by key-query distance";
   chart.x_label = "distance (tokens, log scale)";
@@ -295,8 +274,8 @@ std::string RecallSuiteSvg(const std::vector<RecallPlanResult>& results,
     AccuracySeries line{r.spec, {}};
     for (size_t b = 0; b < r.bins.bins(); ++b)
       if (r.bins.items(b) > 0)  // at the bin's geometric middle
-        line.points.push_back({std::sqrt(double(r.bins.edges()[b]) * double(r.bins.edges()[b + 1])),
-                               r.bins.Accuracy(b)});
+        line.points.push_back(
+            {std::sqrt(double(r.bins.edges()[b]) * double(r.bins.edges()[b + 1])), r.bins.Accuracy(b)});
     series.push_back(line);
   }
   return AccuracyChartSvg(chart, series);

@@ -26,12 +26,12 @@ bool HasRecallTask(const std::string& model_dir);
 
 struct RecallSuiteOptions {
   RecallOptions task;
-  int64_t sequences = 64;        // per plan (and per needle-grid cell: sequences / 8, >= 2)
-  std::vector<int64_t> edges;    // distance bins; empty: DefaultRecallBins of each plan
-                                 // (give one set to compare plans side by side)
-  std::vector<int64_t> lengths;  // needle grid: sequence lengths (default T/4 .. T)
+  int64_t sequences = 64;                                  // per plan (and per needle-grid cell: sequences / 8, >= 2)
+  std::vector<int64_t> edges;                              // distance bins; empty: DefaultRecallBins of each plan
+                                                           // (give one set to compare plans side by side)
+  std::vector<int64_t> lengths;                            // needle grid: sequence lengths (default T/4 .. T)
   std::vector<double> depths = {0, 0.25, 0.5, 0.75, 1.0};  // needle grid: 0 = at the start
-  uint64_t seed = 0x5eed;  // the sequences' seed (another than training's)
+  uint64_t seed = 0x5eed;                                  // the sequences' seed (another than training's)
 };
 
 struct NeedleCell {
@@ -46,7 +46,7 @@ struct RecallPlanResult {
   std::vector<NeedleCell> grid;  // needle models only
   double answer_nll = 0;         // summed over the answer tokens of the sequences (nats)
   int64_t answer_tokens = 0;
-  AttentionWork work;            // keys visited by the sequences' queries
+  AttentionWork work;  // keys visited by the sequences' queries
   double seconds = 0;
   // What the plan costs at the task's context, filled by the caller
   // (eval/cost.h); 0 = not measured.
@@ -57,19 +57,15 @@ struct RecallPlanResult {
   double AnswerPerplexity() const;
 };
 
-RecallPlanResult ScoreRecallSuite(const LanguageModel& model, const AttentionPlan& plan,
-                                  const std::string& spec, const RecallSuiteOptions& options,
-                                  const KvCacheOptions& kv);
+RecallPlanResult ScoreRecallSuite(const LanguageModel& model, const AttentionPlan& plan, const std::string& spec,
+                                  const RecallSuiteOptions& options, const KvCacheOptions& kv);
 
 // Plans as columns: accuracy by distance bin (items in parentheses), the
 // chance levels, the needle grid.
-std::string RecallSuiteTable(const std::vector<RecallPlanResult>& results,
-                             const RecallSuiteOptions& options);
-nlohmann::json RecallSuiteJson(const std::vector<RecallPlanResult>& results,
-                               const RecallSuiteOptions& options);
+std::string RecallSuiteTable(const std::vector<RecallPlanResult>& results, const RecallSuiteOptions& options);
+nlohmann::json RecallSuiteJson(const std::vector<RecallPlanResult>& results, const RecallSuiteOptions& options);
 // Accuracy by distance bin, one line per plan, with the chance lines.
-std::string RecallSuiteSvg(const std::vector<RecallPlanResult>& results,
-                           const RecallSuiteOptions& options);
+std::string RecallSuiteSvg(const std::vector<RecallPlanResult>& results, const RecallSuiteOptions& options);
 
 // A guess among the values (1/values; a needle of m tokens: its m-th
 // power), and a pick among the pairs of a sequence (MQAR: 1/pairs).

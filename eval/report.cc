@@ -48,7 +48,8 @@ std::vector<Row> Rows(const CompareReport& r) {
   };
   const int32_t w = r.window, ctx = r.context;
   const std::string ws = std::to_string(w);
-  add("window (smallest)", [](const PlanReport& p) { return p.window ? std::to_string(p.window) : std::string("none"); });
+  add("window (smallest)",
+      [](const PlanReport& p) { return p.window ? std::to_string(p.window) : std::string("none"); });
   add("perplexity, all positions", [](const PlanReport& p) { return Format("%.3f", p.perplexity.Perplexity()); });
   if (w > 0 && w < ctx) {
     // The token at position p is predicted from keys 0 .. p-1: a window of
@@ -65,23 +66,29 @@ std::vector<Row> Rows(const CompareReport& r) {
   for (const char* group : {"passkey", "NIAH (all)"}) {
     const bool passkey = std::string(group) == "passkey";
     auto of = [passkey](const AnswerRecord& a) { return passkey ? a.kind == TaskKind::kPasskey : IsNiah(a.kind); };
-    add(std::string(group) + ", needle < " + ws + " back",
-        [&](const PlanReport& p) { return AccuracyCell(Count(p.answers, [&](const AnswerRecord& a) { return of(a) && inside(a); })); });
-    add(std::string(group) + ", needle >= " + ws + " back",
-        [&](const PlanReport& p) { return AccuracyCell(Count(p.answers, [&](const AnswerRecord& a) { return of(a) && !inside(a); })); });
-    add(std::string(group) + " answer loss, < " + ws,
-        [&](const PlanReport& p) { return LossCell(Count(p.answers, [&](const AnswerRecord& a) { return of(a) && inside(a); })); });
-    add(std::string(group) + " answer loss, >= " + ws,
-        [&](const PlanReport& p) { return LossCell(Count(p.answers, [&](const AnswerRecord& a) { return of(a) && !inside(a); })); });
+    add(std::string(group) + ", needle < " + ws + " back", [&](const PlanReport& p) {
+      return AccuracyCell(Count(p.answers, [&](const AnswerRecord& a) { return of(a) && inside(a); }));
+    });
+    add(std::string(group) + ", needle >= " + ws + " back", [&](const PlanReport& p) {
+      return AccuracyCell(Count(p.answers, [&](const AnswerRecord& a) { return of(a) && !inside(a); }));
+    });
+    add(std::string(group) + " answer loss, < " + ws, [&](const PlanReport& p) {
+      return LossCell(Count(p.answers, [&](const AnswerRecord& a) { return of(a) && inside(a); }));
+    });
+    add(std::string(group) + " answer loss, >= " + ws, [&](const PlanReport& p) {
+      return LossCell(Count(p.answers, [&](const AnswerRecord& a) { return of(a) && !inside(a); }));
+    });
   }
   for (TaskKind k : r.suite.retrieval) {
     if (!IsNiah(k)) continue;
-    add(std::string(TaskName(k)) + ", all depths",
-        [&](const PlanReport& p) { return AccuracyCell(Count(p.answers, [&](const AnswerRecord& a) { return a.kind == k; })); });
+    add(std::string(TaskName(k)) + ", all depths", [&](const PlanReport& p) {
+      return AccuracyCell(Count(p.answers, [&](const AnswerRecord& a) { return a.kind == k; }));
+    });
   }
   for (int64_t d : r.suite.distances) {
     auto at = [d](const AnswerRecord& a) { return a.kind == TaskKind::kRecall && a.requested_distance == d; };
-    add("recall @ " + std::to_string(d) + " tokens", [&](const PlanReport& p) { return AccuracyCell(Count(p.answers, at)); });
+    add("recall @ " + std::to_string(d) + " tokens",
+        [&](const PlanReport& p) { return AccuracyCell(Count(p.answers, at)); });
     add("recall loss @ " + std::to_string(d), [&](const PlanReport& p) { return LossCell(Count(p.answers, at)); });
   }
   if (!r.plans.empty())
@@ -90,10 +97,14 @@ std::vector<Row> Rows(const CompareReport& r) {
       const std::string depth = std::to_string(r.plans[0].cost[i].depth + r.plans[0].cost[i].prompt);
       // The median of the timed runs, ± their spread.
       add("prefill tok/s @ " + depth, [&](const PlanReport& p) {
-        return i < p.cost.size() ? Format("%.0f", p.cost[i].prefill_tokens_per_s) + Format(" ±%.0f%%", 100 * p.cost[i].prefill_spread) : "-";
+        return i < p.cost.size()
+                   ? Format("%.0f", p.cost[i].prefill_tokens_per_s) + Format(" ±%.0f%%", 100 * p.cost[i].prefill_spread)
+                   : "-";
       });
       add("decode tok/s @ " + depth, [&](const PlanReport& p) {
-        return i < p.cost.size() ? Format("%.0f", p.cost[i].decode_tokens_per_s) + Format(" ±%.0f%%", 100 * p.cost[i].decode_spread) : "-";
+        return i < p.cost.size()
+                   ? Format("%.0f", p.cost[i].decode_tokens_per_s) + Format(" ±%.0f%%", 100 * p.cost[i].decode_spread)
+                   : "-";
       });
       add("KV MiB @ " + depth, [&](const PlanReport& p) { return i < p.cost.size() ? MiB(p.cost[i].kv_bytes) : "-"; });
     }
@@ -158,7 +169,9 @@ nlohmann::json ReportJson(const CompareReport& r) {
     jp["window"] = p.window;
     jp["seconds"] = p.seconds;
     const PerplexityResult& ppl = p.perplexity;
-    jp["perplexity"] = {{"all", ppl.Perplexity()}, {"mean_nll", ppl.MeanNll()}, {"tokens", ppl.tokens_scored},
+    jp["perplexity"] = {{"all", ppl.Perplexity()},
+                        {"mean_nll", ppl.MeanNll()},
+                        {"tokens", ppl.tokens_scored},
                         {"bits_per_byte", p.bits_per_byte}};
     if (r.window > 0) {
       jp["perplexity"]["inside_window"] = std::exp(ppl.MeanNllBetween(1, r.window + 1));
@@ -171,8 +184,7 @@ nlohmann::json ReportJson(const CompareReport& r) {
     std::map<std::tuple<int, int64_t, double>, Tally> cells;
     std::map<int64_t, Tally> recall;
     for (const AnswerRecord& a : p.answers) {
-      Tally& t = a.kind == TaskKind::kRecall ? recall[a.requested_distance]
-                                               : cells[{int(a.kind), a.length, a.depth}];
+      Tally& t = a.kind == TaskKind::kRecall ? recall[a.requested_distance] : cells[{int(a.kind), a.length, a.depth}];
       t.answers += 1;
       t.correct += a.correct;
       t.nll += a.nll;
@@ -186,12 +198,15 @@ nlohmann::json ReportJson(const CompareReport& r) {
                                  {"accuracy", t.Accuracy()},
                                  {"answer_nll", t.MeanNll()}});
     for (const auto& [d, t] : recall)
-      jp["recall"].push_back({{"distance", d}, {"answers", t.answers}, {"accuracy", t.Accuracy()},
-                              {"answer_nll", t.MeanNll()}});
+      jp["recall"].push_back(
+          {{"distance", d}, {"answers", t.answers}, {"accuracy", t.Accuracy()}, {"answer_nll", t.MeanNll()}});
     for (const CostPoint& c : p.cost)
-      jp["cost"].push_back({{"depth", c.depth + c.prompt}, {"prefill_tokens_per_s", c.prefill_tokens_per_s},
-                            {"decode_tokens_per_s", c.decode_tokens_per_s}, {"prefill_spread", c.prefill_spread},
-                            {"decode_spread", c.decode_spread}, {"kv_bytes", c.kv_bytes}});
+      jp["cost"].push_back({{"depth", c.depth + c.prompt},
+                            {"prefill_tokens_per_s", c.prefill_tokens_per_s},
+                            {"decode_tokens_per_s", c.decode_tokens_per_s},
+                            {"prefill_spread", c.prefill_spread},
+                            {"decode_spread", c.decode_spread},
+                            {"kv_bytes", c.kv_bytes}});
     j["plans"].push_back(jp);
   }
   return j;

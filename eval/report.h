@@ -18,13 +18,13 @@
 namespace swan {
 
 struct PlanReport {
-  std::string spec;            // as given on the command line
-  int32_t window = 0;          // smallest window of its window layers; 0 = none
+  std::string spec;    // as given on the command line
+  int32_t window = 0;  // smallest window of its window layers; 0 = none
   PerplexityResult perplexity;
   double bits_per_byte = 0;
   std::vector<AnswerRecord> answers;
   std::vector<CostPoint> cost;
-  double seconds = 0;          // time the plan took, all tasks
+  double seconds = 0;  // time the plan took, all tasks
 };
 
 struct CompareReport {
@@ -34,8 +34,8 @@ struct CompareReport {
   // no plan has one). "Inside" means the answer's predictor is fewer than
   // `window` tokens after the needle.
   int32_t window = 0;
-  std::string text_source;     // where the perplexity text came from
-  std::string filler_source;   // the haystack: "noise" or a file
+  std::string text_source;    // where the perplexity text came from
+  std::string filler_source;  // the haystack: "noise" or a file
   SuiteOptions suite;
   std::vector<PlanReport> plans;
   std::string provenance;  // how it was measured (command, build, CPU, threads); shown by ReportHtml

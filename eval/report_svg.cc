@@ -17,11 +17,16 @@ const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7
 std::string Escape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '&') out += "&amp;";
-    else if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
+    if (c == '&')
+      out += "&amp;";
+    else if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
   }
   return out;
 }
@@ -70,16 +75,16 @@ std::string LineChart(const std::string& title, const std::string& x_label, cons
          "\" fill=\"none\" stroke=\"#888\"/>\n";
   for (int i = 0; i <= 4; ++i) {
     const double xv = x0 + (x1 - x0) * i / 4, yv = y0 + (y1 - y0) * i / 4;
-    svg += "<line x1=\"" + Num(sx(xv)) + "\" y1=\"" + Num(top) + "\" x2=\"" + Num(sx(xv)) + "\" y2=\"" +
-           Num(top + ph) + "\" stroke=\"#eee\"/>\n";
+    svg += "<line x1=\"" + Num(sx(xv)) + "\" y1=\"" + Num(top) + "\" x2=\"" + Num(sx(xv)) + "\" y2=\"" + Num(top + ph) +
+           "\" stroke=\"#eee\"/>\n";
     svg += "<line x1=\"" + Num(left) + "\" y1=\"" + Num(sy(yv)) + "\" x2=\"" + Num(left + pw) + "\" y2=\"" +
            Num(sy(yv)) + "\" stroke=\"#eee\"/>\n";
     svg += Text(sx(xv), top + ph + 16, Num(xv, "%.0f"), "text-anchor=\"middle\"");
     svg += Text(left - 6, sy(yv) + 4, Num(yv, "%.2f"), "text-anchor=\"end\"");
   }
   svg += Text(left + pw / 2, height - 10, x_label, "text-anchor=\"middle\"");
-  svg += Text(16, top + ph / 2, y_label,
-              "text-anchor=\"middle\" transform=\"rotate(-90 16 " + Num(top + ph / 2) + ")\"");
+  svg +=
+      Text(16, top + ph / 2, y_label, "text-anchor=\"middle\" transform=\"rotate(-90 16 " + Num(top + ph / 2) + ")\"");
   if (marker_x > x0 && marker_x < x1) {
     svg += "<line x1=\"" + Num(sx(marker_x)) + "\" y1=\"" + Num(top) + "\" x2=\"" + Num(sx(marker_x)) + "\" y2=\"" +
            Num(top + ph) + "\" stroke=\"#444\" stroke-dasharray=\"5,4\"/>\n";
@@ -93,8 +98,8 @@ std::string LineChart(const std::string& title, const std::string& x_label, cons
     for (auto [x, y] : series[i].points)
       svg += "<circle cx=\"" + Num(sx(x)) + "\" cy=\"" + Num(sy(y)) + "\" r=\"2.5\" fill=\"" + color + "\"/>\n";
     const double ly = top + 10 + 18 * double(i);
-    svg += "<line x1=\"" + Num(left + pw + 12) + "\" y1=\"" + Num(ly) + "\" x2=\"" + Num(left + pw + 32) +
-           "\" y2=\"" + Num(ly) + "\" stroke=\"" + color + "\" stroke-width=\"2\"/>\n";
+    svg += "<line x1=\"" + Num(left + pw + 12) + "\" y1=\"" + Num(ly) + "\" x2=\"" + Num(left + pw + 32) + "\" y2=\"" +
+           Num(ly) + "\" stroke=\"" + color + "\" stroke-width=\"2\"/>\n";
     svg += Text(left + pw + 36, ly + 4, series[i].name);
   }
   return svg + "</svg>\n";
@@ -185,9 +190,8 @@ std::string RecallByDistanceSvg(const CompareReport& report) {
   for (const PlanReport& p : report.plans) {
     Series s{p.spec, {}};
     for (int64_t d : report.suite.distances) {
-      const Tally t = Count(p.answers, [d](const AnswerRecord& a) {
-        return a.kind == TaskKind::kRecall && a.requested_distance == d;
-      });
+      const Tally t = Count(
+          p.answers, [d](const AnswerRecord& a) { return a.kind == TaskKind::kRecall && a.requested_distance == d; });
       if (t.tokens) s.points.push_back({double(d), t.MeanNll()});
     }
     series.push_back(s);
@@ -216,15 +220,17 @@ std::string ReportHtml(const CompareReport& report) {
     for (const auto& cell : row["cells"]) html += "<td>" + Escape(cell.get<std::string>()) + "</td>";
     html += "</tr>\n";
   }
-  html += "</table>\n<p class=\"note\">Accuracy is exact match of the answer under greedy decoding (teacher-forced: "
-          "every answer token is the model's top choice); answer loss is the mean loss of the answer tokens in "
-          "nats. &quot;Needle &lt; W back&quot; counts answers whose needle is fewer than W tokens before the "
-          "token that predicts the answer, i.e. inside a window of W keys in every layer.</p>\n";
+  html +=
+      "</table>\n<p class=\"note\">Accuracy is exact match of the answer under greedy decoding (teacher-forced: "
+      "every answer token is the model's top choice); answer loss is the mean loss of the answer tokens in "
+      "nats. &quot;Needle &lt; W back&quot; counts answers whose needle is fewer than W tokens before the "
+      "token that predicts the answer, i.e. inside a window of W keys in every layer.</p>\n";
   html += "<h2>Loss by position and recall by distance</h2>\n<div class=\"figs\">\n" + PerplexityByPositionSvg(report) +
           RecallByDistanceSvg(report) + "</div>\n<h2>Retrieval by depth and length</h2>\n<div class=\"figs\">\n";
   for (const PlanReport& p : report.plans) html += NiahHeatmapSvg(report, p);
   html += "</div>\n";
-  if (!report.provenance.empty()) html += "<h2>How this was measured</h2>\n<pre>" + Escape(report.provenance) + "</pre>\n";
+  if (!report.provenance.empty())
+    html += "<h2>How this was measured</h2>\n<pre>" + Escape(report.provenance) + "</pre>\n";
   html += "</body></html>\n";
   return html;
 }

@@ -17,8 +17,8 @@ namespace swan {
 std::unique_ptr<TrainModel> LoadAnalysisModel(const std::string& dir, const std::string& attn) {
   const ModelConfig config = LoadModelConfig(dir);
   const std::string spec = !attn.empty() && attn != "model" ? attn : config.attention_plan;
-  auto model = std::make_unique<TrainModel>(
-      config, ResolvePlan(spec.empty() ? "model" : spec, AttentionDefaultsFor(config)));
+  auto model =
+      std::make_unique<TrainModel>(config, ResolvePlan(spec.empty() ? "model" : spec, AttentionDefaultsFor(config)));
   LoadHfWeights(*model, dir);
   return model;
 }
@@ -54,8 +54,7 @@ void AddAnswer(RetrievalHeads& r, const TrainModel& model, int64_t query, int64_
 }
 
 void Average(RetrievalHeads& r) {
-  for (HeadMass& m : r.all)
-    m.value /= std::max<int64_t>(1, r.answers), m.key /= std::max<int64_t>(1, r.answers);
+  for (HeadMass& m : r.all) m.value /= std::max<int64_t>(1, r.answers), m.key /= std::max<int64_t>(1, r.answers);
   for (HeadMass& m : r.far)
     m.value /= std::max<int64_t>(1, r.far_answers), m.key /= std::max<int64_t>(1, r.far_answers);
 }
@@ -70,8 +69,8 @@ void ForwardSequence(TrainModel& model, const std::vector<int32_t>& tokens) {
 
 }  // namespace
 
-RetrievalHeads TraceRetrievalHeads(TrainModel& model, const RecallOptions& task, int64_t sequences,
-                                   uint64_t seed, int64_t far_distance) {
+RetrievalHeads TraceRetrievalHeads(TrainModel& model, const RecallOptions& task, int64_t sequences, uint64_t seed,
+                                   int64_t far_distance) {
   RetrievalHeads r = EmptyHeads(model, far_distance);
   RecallOptions t = task;
   t.seed = seed;
@@ -108,8 +107,7 @@ std::string RetrievalHeadsTable(const RetrievalHeads& r) {
   std::ostringstream out;
   char buf[64];
   out << "attention mass on the answer's value position (and on its key), mean over " << r.answers
-      << " answers; far: the " << r.far_answers
-      << " answers with key->query distance >= " << r.far_distance << "\n";
+      << " answers; far: the " << r.far_answers << " answers with key->query distance >= " << r.far_distance << "\n";
   std::snprintf(buf, sizeof buf, "%-6s", "layer");
   out << buf;
   for (int32_t h = 0; h < r.heads; ++h) {
@@ -137,9 +135,8 @@ std::string RetrievalHeadsTable(const RetrievalHeads& r) {
   std::sort(ranked.rbegin(), ranked.rend());
   out << "strongest:";
   for (size_t i = 0; i < std::min<size_t>(4, ranked.size()); ++i) {
-    std::snprintf(buf, sizeof buf, " layer %d head %d (%.3f)%s", ranked[i].second / r.heads,
-                  ranked[i].second % r.heads, ranked[i].first,
-                  i + 1 < std::min<size_t>(4, ranked.size()) ? "," : "");
+    std::snprintf(buf, sizeof buf, " layer %d head %d (%.3f)%s", ranked[i].second / r.heads, ranked[i].second % r.heads,
+                  ranked[i].first, i + 1 < std::min<size_t>(4, ranked.size()) ? "," : "");
     out << buf;
   }
   out << "\n";
@@ -188,12 +185,8 @@ HeadSelection SelectFullHeads(const RetrievalHeads& r, double share) {
 }
 
 nlohmann::json HeadSelectionJson(const HeadSelection& s, const std::string& model_dir) {
-  return {{"full_heads", s.full_heads},
-          {"share", s.share},
-          {"full", s.n_full()},
-          {"model", model_dir},
-          {"score", s.score},
-          {"scores", s.scores}};
+  return {{"full_heads", s.full_heads}, {"share", s.share}, {"full", s.n_full()},
+          {"model", model_dir},         {"score", s.score}, {"scores", s.scores}};
 }
 
 nlohmann::json RetrievalHeadsJson(const RetrievalHeads& r) {
@@ -229,17 +222,16 @@ std::string RetrievalHeadsSvg(const RetrievalHeads& r, const std::string& title)
     for (int32_t h = 0; h < r.heads; ++h) {
       const double v = r.At(l, h).value / max_mass;  // white (0) to dark red (the strongest)
       const int g = int(255 * (1 - v));
-      s << "<rect x='" << left + cell * h << "' y='" << top + cell * l << "' width='" << cell - 2
-        << "' height='" << cell - 2 << "' fill='rgb(255," << g << "," << g << ")'><title>layer "
-        << l << " head " << h << ": " << r.At(l, h).value << "</title></rect>\n"
+      s << "<rect x='" << left + cell * h << "' y='" << top + cell * l << "' width='" << cell - 2 << "' height='"
+        << cell - 2 << "' fill='rgb(255," << g << "," << g << ")'><title>layer " << l << " head " << h << ": "
+        << r.At(l, h).value << "</title></rect>\n"
         << "<text x='" << left + cell * h + 4 << "' y='" << top + cell * l + cell / 2 + 4 << "'>"
         << int(100 * r.At(l, h).value + 0.5) << "</text>\n";
     }
   }
   for (int32_t h = 0; h < r.heads; ++h)
     s << "<text x='" << left + cell * h + 8 << "' y='" << top - 6 << "'>h" << h << "</text>\n";
-  s << "<text x='10' y='" << H - 15
-    << "'>% of a query's attention on its answer's value position</text>\n</svg>\n";
+  s << "<text x='10' y='" << H - 15 << "'>% of a query's attention on its answer's value position</text>\n</svg>\n";
   return s.str();
 }
 

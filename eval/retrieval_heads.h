@@ -25,7 +25,7 @@ struct HeadMass {
 
 struct RetrievalHeads {
   int32_t layers = 0, heads = 0;
-  int32_t kv_heads = 0;  // query head h reads KV head h / (heads / kv_heads)
+  int32_t kv_heads = 0;      // query head h reads KV head h / (heads / kv_heads)
   int64_t far_distance = 0;  // "far" answers: key->query distance >= this
   int64_t answers = 0, far_answers = 0;
   std::vector<HeadMass> all;  // [layers * heads] over every answer
@@ -41,8 +41,8 @@ std::unique_ptr<TrainModel> LoadAnalysisModel(const std::string& dir, const std:
 
 // Runs `sequences` sequences of `task` (seed `seed`) through `model` and
 // averages each head's attention on the answers' facts.
-RetrievalHeads TraceRetrievalHeads(TrainModel& model, const RecallOptions& task, int64_t sequences,
-                                   uint64_t seed, int64_t far_distance);
+RetrievalHeads TraceRetrievalHeads(TrainModel& model, const RecallOptions& task, int64_t sequences, uint64_t seed,
+                                   int64_t far_distance);
 
 // Training-free choice of a per-head plan's full heads (RazorAttention,
 // DuoAttention's ranking): every KV head scores the largest mass on the
@@ -51,8 +51,8 @@ RetrievalHeads TraceRetrievalHeads(TrainModel& model, const RecallOptions& task,
 // whole model are kept full. share in (0, 1].
 struct HeadSelection {
   double share = 0;
-  std::string score;                           // what the scores are
-  std::vector<std::vector<double>> scores;     // [layers][kv_heads]
+  std::string score;                             // what the scores are
+  std::vector<std::vector<double>> scores;       // [layers][kv_heads]
   std::vector<std::vector<int32_t>> full_heads;  // [layers] ascending
   int64_t n_full() const;
 };

@@ -47,34 +47,34 @@ struct TextRouteOptions {
 struct TextRouteStats {
   int32_t context = 0;
   int64_t windows = 0;
-  std::vector<int32_t> layers;              // [routed] the plan's routed layers, in order
-  std::vector<Span> spans;                  // [routed] their window branches
+  std::vector<int32_t> layers;  // [routed] the plan's routed layers, in order
+  std::vector<Span> spans;      // [routed] their window branches
   // Each routed layer's route of every token fed (BOS included), the
   // windows one after the other: 1 = full attention.
   std::vector<std::vector<uint8_t>> gates;  // [routed][tokens]
   std::vector<int64_t> window_starts;       // [windows] index in gates of each window's first token
 
   int64_t tokens() const { return gates.empty() ? 0 : int64_t(gates[0].size()); }
-  RouteCount Layer(size_t routed) const;    // one routed layer over every token
-  RouteCount Overall() const;               // every token-layer pair of the routed layers
-  std::vector<double> PerToken() const;     // [tokens] share of routed layers that chose full
+  RouteCount Layer(size_t routed) const;  // one routed layer over every token
+  RouteCount Overall() const;             // every token-layer pair of the routed layers
+  std::vector<double> PerToken() const;   // [tokens] share of routed layers that chose full
 };
 
 // Runs `text` (token ids, no special tokens) in consecutive windows like
 // `swan perplexity` (eval/perplexity.h, SplitIntoWindows), each from an
 // empty cache, recording every routed layer's routes. Throws
 // std::invalid_argument when the plan routes no layer or the text is empty.
-TextRouteStats CollectTextRoutes(const LanguageModel& model, const AttentionPlan& plan,
-                                 std::span<const int32_t> text, const TextRouteOptions& options);
+TextRouteStats CollectTextRoutes(const LanguageModel& model, const AttentionPlan& plan, std::span<const int32_t> text,
+                                 const TextRouteOptions& options);
 
 // --- Passkey items -----------------------------------------------------------
 
 struct PasskeyRouteOptions {
-  int64_t length = 0;                              // prompt tokens of every item
+  int64_t length = 0;                                    // prompt tokens of every item
   std::vector<double> depths = {0, 0.25, 0.5, 0.75, 1};  // where the key goes, 0..1
-  int32_t samples = 2;                             // items per depth
-  uint64_t seed = 1;                               // of the items
-  int64_t limit = 0;                               // > 0: at most this many items
+  int32_t samples = 2;                                   // items per depth
+  uint64_t seed = 1;                                     // of the items
+  int64_t limit = 0;                                     // > 0: at most this many items
   RouteRunOptions run;
 };
 
@@ -84,10 +84,10 @@ struct PasskeyRouteOptions {
 // the window branch cannot see the key's first digit (attention/span.h).
 struct PasskeyLayerRoutes {
   int32_t layer = 0;
-  Span span;                // the window branch
-  RouteCount haystack;      // every other token of the items
-  RouteCount inside;        // answer tokens whose key is inside this layer's window
-  RouteCount outside;       // answer tokens whose key is outside it
+  Span span;            // the window branch
+  RouteCount haystack;  // every other token of the items
+  RouteCount inside;    // answer tokens whose key is inside this layer's window
+  RouteCount outside;   // answer tokens whose key is outside it
 };
 
 struct PasskeyRouteStats {
@@ -101,8 +101,8 @@ struct PasskeyRouteStats {
   // The first item whose key is outside every routed layer's window (else
   // the first item), for the heatmap.
   std::vector<std::vector<uint8_t>> example_gates;  // [routed][tokens fed]
-  int64_t example_key = 0;       // position of the key's first digit
-  int64_t example_question = 0;  // first answer token: the end of the question
+  int64_t example_key = 0;                          // position of the key's first digit
+  int64_t example_question = 0;                     // first answer token: the end of the question
 };
 
 // Makes the passkey items (eval/tasks.h, depths × samples) and runs each
@@ -127,12 +127,12 @@ nlohmann::json PasskeyRouteJson(const PasskeyRouteStats& stats);
 struct RouteHeatmap {
   std::string title;
   std::string subtitle;
-  std::vector<std::string> row_labels;             // [rows], e.g. "layer 3 (W 64)"
-  std::vector<std::vector<uint8_t>> rows;          // [rows][tokens], equal lengths (a copy)
-  std::vector<int64_t> boundaries;                 // token indices drawn as thin lines (window starts)
-  std::string boundary_note;                       // what the thin lines are, for the legend
+  std::vector<std::string> row_labels;                   // [rows], e.g. "layer 3 (W 64)"
+  std::vector<std::vector<uint8_t>> rows;                // [rows][tokens], equal lengths (a copy)
+  std::vector<int64_t> boundaries;                       // token indices drawn as thin lines (window starts)
+  std::string boundary_note;                             // what the thin lines are, for the legend
   std::vector<std::pair<int64_t, std::string>> markers;  // labeled token indices (the key, the question)
-  std::string marker_note;                         // what the markers are, for the legend
+  std::string marker_note;                               // what the markers are, for the legend
   int64_t max_columns = 1000;
 };
 std::string RouteHeatmapSvg(const RouteHeatmap& heatmap);

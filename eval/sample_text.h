@@ -10,9 +10,9 @@
 namespace swan {
 
 struct SampleTextOptions {
-  int64_t tokens = 4096;    // length of the result
-  int32_t context = 512;    // no sample is longer: a new one starts after this many positions
-  int32_t bos_id = -1;      // >= 0: every sample starts after BOS (not part of the result)
+  int64_t tokens = 4096;  // length of the result
+  int32_t context = 512;  // no sample is longer: a new one starts after this many positions
+  int32_t bos_id = -1;    // >= 0: every sample starts after BOS (not part of the result)
   double temperature = 1.0;
   uint64_t seed = 1;
 };

@@ -21,10 +21,12 @@ std::vector<AnswerScore> ScoreItem(const LanguageModel& model, const AttentionPl
   std::vector<AnswerScore> scores(item.answers.size());
   for (AnswerScore& s : scores) s.correct = true;
 
-  const int64_t last = item.answers.empty() ? 0 : std::max_element(item.answers.begin(), item.answers.end(),
-                                                                   [](const Answer& a, const Answer& b) {
-                                                                     return a.end < b.end;
-                                                                   })->end;
+  const int64_t last =
+      item.answers.empty()
+          ? 0
+          : std::max_element(item.answers.begin(), item.answers.end(), [](const Answer& a, const Answer& b) {
+              return a.end < b.end;
+            })->end;
   std::vector<int32_t> pos(static_cast<size_t>(n));  // [n]
   for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t(i);
   const int64_t chunk = std::max<int32_t>(1, kv.max_chunk);

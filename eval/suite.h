@@ -21,8 +21,8 @@ struct SuiteOptions {
   int32_t samples = 3;             // items per grid cell and per distance
   int32_t recall_queries = 4;      // queries per recall item
   uint64_t seed = 1;
-  int64_t limit = 0;               // > 0: at most this many items per task (a quick run)
-  int64_t max_length = 0;          // > 0: recall items longer than this are left out
+  int64_t limit = 0;       // > 0: at most this many items per task (a quick run)
+  int64_t max_length = 0;  // > 0: recall items longer than this are left out
 };
 
 // Every item of the suite, in a fixed order. Lengths a task cannot fit
@@ -34,12 +34,12 @@ std::vector<TaskItem> MakeSuiteItems(const TaskContext& context, const SuiteOpti
 // One scored answer with the cell it belongs to.
 struct AnswerRecord {
   TaskKind kind = TaskKind::kPasskey;
-  int64_t length = 0;              // prompt length
+  int64_t length = 0;  // prompt length
   double depth = 0;
   int64_t requested_distance = 0;  // recall
   int64_t distance = 0;            // how far back the answer's predictor must look
   bool correct = false;
-  double nll = 0;                  // nats summed over the answer tokens
+  double nll = 0;  // nats summed over the answer tokens
   int64_t tokens = 0;
 };
 

@@ -9,13 +9,13 @@ namespace swan {
 namespace {
 
 // Words for keys: simple nouns and adjectives any tokenizer knows.
-const char* const kNouns[] = {"cat",   "dog",    "ball",  "tree",  "house", "bird",   "fish",  "car",
-                              "boat",  "book",   "cake",  "hat",   "cup",   "shoe",   "kite",  "bear",
-                              "duck",  "frog",   "horse", "apple", "flower", "train", "star",  "moon",
-                              "door",  "chair",  "box",   "bell",  "drum",  "lamp",   "sock",  "coat",
-                              "truck", "rabbit", "mouse", "lion",  "sheep", "garden", "river", "hill"};
-const char* const kAdjectives[] = {"red",  "blue",  "green", "big",  "small", "happy", "old",
-                                   "new",  "soft",  "shiny", "tall", "little", "brown", "yellow"};
+const char* const kNouns[] = {"cat",   "dog",    "ball",  "tree",  "house",  "bird",   "fish",  "car",
+                              "boat",  "book",   "cake",  "hat",   "cup",    "shoe",   "kite",  "bear",
+                              "duck",  "frog",   "horse", "apple", "flower", "train",  "star",  "moon",
+                              "door",  "chair",  "box",   "bell",  "drum",   "lamp",   "sock",  "coat",
+                              "truck", "rabbit", "mouse", "lion",  "sheep",  "garden", "river", "hill"};
+const char* const kAdjectives[] = {"red", "blue", "green", "big",  "small",  "happy", "old",
+                                   "new", "soft", "shiny", "tall", "little", "brown", "yellow"};
 
 // `count` different keys ("red cat").
 std::vector<std::string> DrawKeys(std::mt19937_64& rng, size_t count) {
@@ -46,8 +46,8 @@ int64_t Find(const std::vector<int32_t>& hay, const std::vector<int32_t>& needle
 // A piece of text holding values: its tokens and where each value's tokens start.
 struct Piece {
   std::vector<int32_t> tokens;
-  std::vector<int64_t> value_at;              // [values]
-  std::vector<std::vector<int32_t>> values;   // [values] tokens of each value
+  std::vector<int64_t> value_at;             // [values]
+  std::vector<std::vector<int32_t>> values;  // [values] tokens of each value
 };
 
 Piece EncodePiece(const PieceEncoder& encoder, const std::string& text, const std::vector<std::string>& values) {
@@ -58,8 +58,8 @@ Piece EncodePiece(const PieceEncoder& encoder, const std::string& text, const st
     std::vector<int32_t> vt = encoder.Mid(v);
     int64_t at = Find(p.tokens, vt, from);
     if (at < 0)
-      throw std::runtime_error("task: the tokenizer merges the value '" + v + "' with the text around it in '" +
-                               text + "'");
+      throw std::runtime_error("task: the tokenizer merges the value '" + v + "' with the text around it in '" + text +
+                               "'");
     p.value_at.push_back(at);
     p.values.push_back(std::move(vt));
     from = at + 1;
@@ -78,11 +78,11 @@ std::vector<int32_t> Prefix(const TaskContext& c, const std::string& instruction
 // The text of a retrieval item before it is placed in a haystack.
 struct RetrievalText {
   std::string instruction;
-  std::vector<Piece> needles;          // needles[0] is placed at the depth
-  std::vector<int> needle_of_answer;   // [answers] which needle holds each answer's value
-  std::vector<int> value_of_answer;    // [answers] which value of that needle
-  std::string question;                // ends where the answer starts
-  Piece answer;                        // the answer text, values located
+  std::vector<Piece> needles;         // needles[0] is placed at the depth
+  std::vector<int> needle_of_answer;  // [answers] which needle holds each answer's value
+  std::vector<int> value_of_answer;   // [answers] which value of that needle
+  std::string question;               // ends where the answer starts
+  Piece answer;                       // the answer text, values located
 };
 
 std::string JoinAnd(const std::vector<std::string>& words) {
@@ -99,7 +99,8 @@ RetrievalText MakeText(const TaskContext& c, TaskKind kind, std::mt19937_64& rng
     t.instruction =
         "There is an important info hidden inside a lot of irrelevant text. Find it and memorize it. "
         "I will quiz you about the important information there.";
-    t.needles.push_back(EncodePiece(e, "The pass key is " + key + ". Remember it. " + key + " is the pass key.", {key}));
+    t.needles.push_back(
+        EncodePiece(e, "The pass key is " + key + ". Remember it. " + key + " is the pass key.", {key}));
     t.needle_of_answer = {0};
     t.value_of_answer = {0};
     t.question = "What is the pass key? The pass key is";
@@ -152,8 +153,7 @@ RetrievalText MakeText(const TaskContext& c, TaskKind kind, std::mt19937_64& rng
                    " mentioned in the provided text are";
       break;
     }
-    default:
-      throw std::invalid_argument("task: not a retrieval task");
+    default: throw std::invalid_argument("task: not a retrieval task");
   }
   // Multi-value and multi-query answers list the values in needle order.
   t.answer = EncodePiece(e, JoinAnd(values) + ".", values);
@@ -261,7 +261,8 @@ TaskItem MakeRecallItem(const TaskContext& c, int64_t distance, int32_t n_querie
   };
   // The haystack is made of distractor pairs: other keys, other numbers.
   Filler distractors;
-  for (size_t i = size_t(n_queries); i < keys.size(); ++i) distractors.sentences.push_back(pair(keys[i], DrawNumber(rng, 4)).tokens);
+  for (size_t i = size_t(n_queries); i < keys.size(); ++i)
+    distractors.sentences.push_back(pair(keys[i], DrawNumber(rng, 4)).tokens);
 
   HaystackOptions h;
   h.prefix = Prefix(c, "Here is a list of things and their numbers. Remember the number each thing has.");
@@ -323,7 +324,8 @@ TaskItem MakeRecallItem(const TaskContext& c, int64_t distance, int32_t n_querie
     ans.text = e.tokenizer().Decode(p.values[0], true);
     item.answers.push_back(ans);
   }
-  std::sort(item.answers.begin(), item.answers.end(), [](const Answer& a, const Answer& b) { return a.begin < b.begin; });
+  std::sort(item.answers.begin(), item.answers.end(),
+            [](const Answer& a, const Answer& b) { return a.begin < b.begin; });
   item.prompt_length = item.answers.front().begin;
   return item;
 }

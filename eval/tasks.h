@@ -37,14 +37,14 @@ struct Answer {
   // begin - 1 predicts the answer, and sees the needle through a window of
   // W keys iff distance < W.
   int64_t distance = 0;
-  std::string text;            // the value, e.g. "4821"
+  std::string text;  // the value, e.g. "4821"
 };
 
 struct TaskItem {
   TaskKind kind = TaskKind::kPasskey;
-  std::vector<int32_t> tokens;  // [prompt_length + answer tokens] prompt, then the answers
-  int64_t prompt_length = 0;    // exactly the requested length
-  double depth = 0;             // where the (first) needle was asked to go, 0..1
+  std::vector<int32_t> tokens;     // [prompt_length + answer tokens] prompt, then the answers
+  int64_t prompt_length = 0;       // exactly the requested length
+  double depth = 0;                // where the (first) needle was asked to go, 0..1
   int64_t requested_distance = 0;  // kRecall: the distance asked for
   // Retrieval items: the haystack between the instruction and the question
   // is [filler_begin, filler_end); it holds needle_tokens tokens of needles,

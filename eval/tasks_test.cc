@@ -69,7 +69,8 @@ TEST_F(Tasks, HaystackPlacesInsertionsAtExactTargetsWithoutSnapping) {
   EXPECT_EQ(hay.starts[0], 40);
   EXPECT_EQ(hay.starts[1], 10);
   EXPECT_EQ(hay.starts[2], 87);  // clamped: it must end by the length
-  for (int64_t s : hay.starts) EXPECT_EQ(std::vector<int32_t>(hay.tokens.begin() + s, hay.tokens.begin() + s + 3), needle);
+  for (int64_t s : hay.starts)
+    EXPECT_EQ(std::vector<int32_t>(hay.tokens.begin() + s, hay.tokens.begin() + s + 3), needle);
   EXPECT_THROW(BuildHaystack({{1, 2}, 4, 0, true}, *noise_, {{0, needle}}), std::invalid_argument);
 }
 
@@ -106,9 +107,11 @@ TEST_F(Tasks, RetrievalItemsHaveExactLengthsNeedlesAtDepthAndAnswersInPrompt) {
           EXPECT_EQ(Slice(item, item.needle_start, int64_t(marker.size())), marker);
           const std::vector<int32_t> what = encoder_->Mid("What");  // the question starts there
           EXPECT_EQ(Slice(item, item.filler_end, int64_t(what.size())), what);
-          const double want = double(item.filler_begin) +
-                              depth * double(item.filler_end - item.filler_begin - item.needle_tokens);
-          const double tolerance = double(slack) / 2 + 1 + (want_answers > 1 || kind == TaskKind::kNiahMultiKey ? double(item.needle_tokens) : 0.0);
+          const double want =
+              double(item.filler_begin) + depth * double(item.filler_end - item.filler_begin - item.needle_tokens);
+          const double tolerance =
+              double(slack) / 2 + 1 +
+              (want_answers > 1 || kind == TaskKind::kNiahMultiKey ? double(item.needle_tokens) : 0.0);
           EXPECT_LE(std::abs(double(item.needle_start) - want), tolerance) << "needle at " << item.needle_start;
           if (depth == 0.0) {
             EXPECT_EQ(item.needle_start, item.filler_begin);

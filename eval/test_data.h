@@ -15,7 +15,6 @@
 
 namespace swan::test {
 
-
 // eval/testdata/stories.txt: six short children's stories (about 3 KB).
 // SWAN_EVAL_TESTDATA is the folder, set by eval/CMakeLists.txt.
 inline std::string StoryText() {

@@ -11,7 +11,6 @@
 namespace swan {
 namespace {
 
-
 // Throws for a storage type the shape cannot use.
 void CheckStorage(KvType type, const KvShape& shape) {
   if (type == KvType::kQ8_0 && shape.head_dim % 32 != 0)
@@ -51,8 +50,7 @@ void Store(uint8_t* dst, const float* src, int64_t n, KvType type) {
 
 }  // namespace
 
-KvStore::KvStore(const Span& span, std::vector<int32_t> heads, const KvShape& shape,
-                 const KvCacheOptions& options)
+KvStore::KvStore(const Span& span, std::vector<int32_t> heads, const KvShape& shape, const KvCacheOptions& options)
     : span_(span),
       heads_(std::move(heads)),
       shape_{int32_t(heads_.size()), shape.head_dim},
@@ -65,8 +63,8 @@ KvStore::KvStore(const Span& span, std::vector<int32_t> heads, const KvShape& sh
   CheckStorage(options.type, shape_);
   if (options.max_chunk <= 0 || options.page_rows <= 0 || options.max_context < 0)
     throw std::invalid_argument("KV cache: max_chunk and page_rows must be positive");
-  max_slots_ = slots_.max_slots() > 0 ? slots_.max_slots()
-                                      : (options.max_context > 0 ? options.max_context : int64_t(1) << 20);
+  max_slots_ =
+      slots_.max_slots() > 0 ? slots_.max_slots() : (options.max_context > 0 ? options.max_context : int64_t(1) << 20);
   k_ = ReservedBuffer(size_t(max_slots_) * row_bytes_);
   v_ = ReservedBuffer(size_t(max_slots_) * row_bytes_);
 }
@@ -80,8 +78,7 @@ void KvStore::GrowTo(int64_t n_slots) {
 void KvStore::Write(const float* k, const float* v, const int32_t* pos, int64_t n, int32_t src_heads) {
   if (is_ring() && n > options_.max_chunk)
     throw std::invalid_argument("KV cache: " + std::to_string(n) +
-                                " tokens in one step, more than max_chunk = " +
-                                std::to_string(options_.max_chunk));
+                                " tokens in one step, more than max_chunk = " + std::to_string(options_.max_chunk));
   const int64_t d = shape_.head_dim, row_elems = int64_t(shape_.n_kv_heads) * d;
   // Rows of the store's own layout, or of src_heads heads to take ours from.
   const bool pick = src_heads > 0 && src_heads != shape_.n_kv_heads;
@@ -92,9 +89,8 @@ void KvStore::Write(const float* k, const float* v, const int32_t* pos, int64_t 
     need = std::max(need, slots_.SlotOf(pos[t]) + 1);
   }
   if (need > max_slots_)
-    throw std::out_of_range("KV cache: position " + std::to_string(need - 1) +
-                            " is past the maximum context of " + std::to_string(max_slots_) +
-                            " positions (raise the context size)");
+    throw std::out_of_range("KV cache: position " + std::to_string(need - 1) + " is past the maximum context of " +
+                            std::to_string(max_slots_) + " positions (raise the context size)");
   GrowTo(need);
   // The rows about to be written, backed in one call rather than a page
   // fault per page during the step (a prefill's 512 rows were 523 faults).
@@ -130,9 +126,7 @@ KvView KvStore::View() const {
   return view;
 }
 
-size_t KvStore::Bytes() const {
-  return slots_.pos().size() * (2 * row_bytes_ + sizeof(int32_t));
-}
+size_t KvStore::Bytes() const { return slots_.pos().size() * (2 * row_bytes_ + sizeof(int32_t)); }
 
 void KvStore::Clear() {
   slots_.pos().clear();
@@ -204,8 +198,7 @@ void LayerKvCache::Write(const float* k, const float* v, const int32_t* pos, int
 
 KvView LayerKvCache::View() const {
   if (stores_.empty()) throw std::logic_error("LayerKvCache::View: a linear layer without a window has no keys");
-  if (stores_.size() != 1)
-    throw std::logic_error("LayerKvCache::View: a per-head layer has a view per head group");
+  if (stores_.size() != 1) throw std::logic_error("LayerKvCache::View: a per-head layer has a view per head group");
   return stores_[0].View();
 }
 
@@ -236,8 +229,8 @@ size_t LayerKvCache::Bytes() const {
 
 void LayerKvCache::Clear() {
   // The state's size depends on KV, D and P only (one query head per KV head here).
-  if (linear_) state_.Reset(LinearAttentionShape{shape_.n_kv_heads, shape_.n_kv_heads, shape_.head_dim,
-                                                 shape_.linear_phi_dim});
+  if (linear_)
+    state_.Reset(LinearAttentionShape{shape_.n_kv_heads, shape_.n_kv_heads, shape_.head_dim, shape_.linear_phi_dim});
   for (KvStore& s : stores_) s.Clear();
 }
 
@@ -311,8 +304,7 @@ const char* KvTypeName(KvType type) {
   return "?";
 }
 
-size_t LayerKvBytesAt(const Span& span, const KvShape& shape, const KvCacheOptions& options,
-                      int64_t n_ctx) {
+size_t LayerKvBytesAt(const Span& span, const KvShape& shape, const KvCacheOptions& options, int64_t n_ctx) {
   CheckStorage(options.type, shape);
   const size_t row_bytes = size_t(KvBytes(options.type, int64_t(shape.n_kv_heads) * shape.head_dim));
   const int64_t slots = SlotsAt(span, options, n_ctx);

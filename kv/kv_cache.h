@@ -76,8 +76,7 @@ class SlotTable {
 class KvStore {
  public:
   // `heads`: the layer's KV heads this store holds, ascending.
-  KvStore(const Span& span, std::vector<int32_t> heads, const KvShape& shape,
-          const KvCacheOptions& options);
+  KvStore(const Span& span, std::vector<int32_t> heads, const KvShape& shape, const KvCacheOptions& options);
   KvStore(KvStore&&) = default;
   KvStore& operator=(KvStore&&) = default;
 
@@ -99,13 +98,13 @@ class KvStore {
 
   Span span_;
   std::vector<int32_t> heads_;
-  KvShape shape_;            // head_dim, and n_kv_heads = heads_.size()
+  KvShape shape_;  // head_dim, and n_kv_heads = heads_.size()
   KvCacheOptions options_;
   SlotTable slots_;
-  size_t row_bytes_;         // KvBytes of heads_.size() * head_dim values
-  int64_t max_slots_;        // slots the storage is reserved for
-  ReservedBuffer k_;         // [max_slots, heads.size(), head_dim] of options_.type
-  ReservedBuffer v_;         // [max_slots, heads.size(), head_dim] of options_.type
+  size_t row_bytes_;   // KvBytes of heads_.size() * head_dim values
+  int64_t max_slots_;  // slots the storage is reserved for
+  ReservedBuffer k_;   // [max_slots, heads.size(), head_dim] of options_.type
+  ReservedBuffer v_;   // [max_slots, heads.size(), head_dim] of options_.type
 };
 
 // One layer's cache: one store for every KV head, or for a per-head layer
@@ -155,7 +154,7 @@ class LayerKvCache {
   // The layer's span: the window of a per-head layer's window heads.
   const Span& span() const { return span_; }
   int64_t n_slots() const;  // slots of every store
-  size_t Bytes() const;  // storage and metadata held now
+  size_t Bytes() const;     // storage and metadata held now
   // Forgets every position and returns the memory.
   void Clear();
   // A deep copy (a checkpoint): the rows written so far and their positions.
@@ -169,7 +168,7 @@ class LayerKvCache {
   std::vector<int32_t> full_heads_;  // [n_full] per-head layers only
   std::vector<KvStore> stores_;      // [1 or 2]; none on a linear layer
   bool linear_ = false;
-  LinearState state_;                // linear layers only
+  LinearState state_;  // linear layers only
 };
 
 // The caches of all layers of one sequence.
@@ -179,8 +178,8 @@ class KvCache {
   KvCache(const std::vector<Span>& spans, const KvShape& shape, const KvCacheOptions& options);
   // The same with per-head layers: full_heads [n_layers], a non-empty list
   // makes that layer per-head (its span the window of the other heads).
-  KvCache(const std::vector<Span>& spans, const std::vector<std::vector<int32_t>>& full_heads,
-          const KvShape& shape, const KvCacheOptions& options);
+  KvCache(const std::vector<Span>& spans, const std::vector<std::vector<int32_t>>& full_heads, const KvShape& shape,
+          const KvCacheOptions& options);
   // ... and linear layers: linear [n_layers], true = that layer keeps a state.
   KvCache(const std::vector<Span>& spans, const std::vector<std::vector<int32_t>>& full_heads,
           const std::vector<bool>& linear, const KvShape& shape, const KvCacheOptions& options);
@@ -208,8 +207,7 @@ const char* KvTypeName(KvType type);
 
 // The bytes one layer's cache holds after `n_ctx` tokens, computed without
 // allocating (what `swan inspect` reports).
-size_t LayerKvBytesAt(const Span& span, const KvShape& shape, const KvCacheOptions& options,
-                      int64_t n_ctx);
+size_t LayerKvBytesAt(const Span& span, const KvShape& shape, const KvCacheOptions& options, int64_t n_ctx);
 // A per-head layer's: its full heads' pages plus its window heads' ring.
 size_t LayerKvBytesAt(const Span& span, const std::vector<int32_t>& full_heads, const KvShape& shape,
                       const KvCacheOptions& options, int64_t n_ctx);

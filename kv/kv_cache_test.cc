@@ -175,7 +175,8 @@ TEST(KvCache, Q8_0StorageIsBlocksOfTheRows) {
     for (int64_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(k[size_t(b * 32 + i)]));
     const double d = amax / 127.0, d16 = F16ToF32(blocks[b].d);
     for (int64_t i = 0; i < 32; ++i)
-      EXPECT_LE(std::fabs(back[size_t(b * 32 + i)] - k[size_t(b * 32 + i)]), 0.5 * d16 + 127 * std::fabs(d16 - d) + 1e-6);
+      EXPECT_LE(std::fabs(back[size_t(b * 32 + i)] - k[size_t(b * 32 + i)]),
+                0.5 * d16 + 127 * std::fabs(d16 - d) + 1e-6);
   }
   // Writing the values read back gives the same blocks (checkpoints restore so).
   LayerKvCache again(Span{}, shape, o);

@@ -15,8 +15,8 @@ namespace {
 void ReadRow(const KvView& view, const void* base, int64_t row, int64_t row_elems, float* out) {
   const int64_t stride = view.row_stride > 0 ? view.row_stride : row_elems;
   if (view.type == KvType::kQ8_0) {  // the values as stored; a restore quantizes them to the same blocks
-    DequantizeRows(WeightType::kQ8_0, out,
-                   static_cast<const uint8_t*>(base) + KvBytes(view.type, row * stride), 1, row_elems);
+    DequantizeRows(WeightType::kQ8_0, out, static_cast<const uint8_t*>(base) + KvBytes(view.type, row * stride), 1,
+                   row_elems);
     return;
   }
   if (view.type == KvType::kF32) {
@@ -48,9 +48,8 @@ KvStoreSnapshot TakeStore(const KvStore& store, int64_t n_pos, int64_t head_dim,
   std::sort(rows.begin(), rows.end(), [&](int64_t a, int64_t b) { return view.pos[a] < view.pos[b]; });
   const int64_t expected = (n_pos - first) + sinks;
   if (int64_t(rows.size()) != expected)
-    throw std::runtime_error("KV snapshot at position " + std::to_string(n_pos) + ": layer " +
-                             std::to_string(index) + " holds " + std::to_string(rows.size()) + " of the " +
-                             std::to_string(expected) +
+    throw std::runtime_error("KV snapshot at position " + std::to_string(n_pos) + ": layer " + std::to_string(index) +
+                             " holds " + std::to_string(rows.size()) + " of the " + std::to_string(expected) +
                              " rows it needs (take ring snapshots right after the step that reaches n_pos)");
   KvStoreSnapshot out;
   out.taken = true;
@@ -96,8 +95,8 @@ KvSnapshot TakeSnapshot(const KvCache& cache, const KvShape& shape, int64_t n_po
 
 void RestoreSnapshot(const KvSnapshot& snapshot, const KvShape& shape, KvCache& cache, int64_t limit) {
   if (int32_t(snapshot.layers.size()) != cache.n_layers())
-    throw std::invalid_argument("KV snapshot has " + std::to_string(snapshot.layers.size()) +
-                                " layers, the cache " + std::to_string(cache.n_layers()));
+    throw std::invalid_argument("KV snapshot has " + std::to_string(snapshot.layers.size()) + " layers, the cache " +
+                                std::to_string(cache.n_layers()));
   if (limit < 0) limit = snapshot.n_pos;
   const int64_t chunk = cache.options().max_chunk;
   for (int32_t i = 0; i < cache.n_layers(); ++i) {
@@ -119,8 +118,8 @@ void RestoreSnapshot(const KvSnapshot& snapshot, const KvShape& shape, KvCache& 
       const int64_t n = std::lower_bound(snap.pos.begin(), snap.pos.end(), int32_t(limit)) - snap.pos.begin();
       for (int64_t start = 0; start < n; start += chunk) {
         const int64_t len = std::min(chunk, n - start);
-        store.Write(&snap.k[size_t(start * row_elems)], &snap.v[size_t(start * row_elems)],
-                    &snap.pos[size_t(start)], len);
+        store.Write(&snap.k[size_t(start * row_elems)], &snap.v[size_t(start * row_elems)], &snap.pos[size_t(start)],
+                    len);
       }
     }
   }

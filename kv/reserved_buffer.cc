@@ -21,8 +21,7 @@ ReservedBuffer::ReservedBuffer(size_t max_bytes) : max_bytes_(max_bytes) {
   if (max_bytes == 0) return;
   const size_t page = OsPage();
   mapped_bytes_ = (max_bytes + page - 1) / page * page;
-  void* p = ::mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* p = ::mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
     throw std::runtime_error("cannot reserve " + std::to_string(max_bytes) +
                              " bytes of address space for the KV cache: " + std::strerror(errno) +

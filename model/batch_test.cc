@@ -84,7 +84,7 @@ int32_t TokenAt(int64_t seq, int64_t pos) { return int32_t((seq * 31 + pos * 17 
 struct Sequence {
   std::unique_ptr<Session> batched, alone;
   std::vector<std::vector<uint8_t>> routes_batched, routes_alone;  // [n_layers][tokens]
-  int64_t depth = 0;                                                // tokens processed
+  int64_t depth = 0;                                               // tokens processed
 };
 
 std::unique_ptr<Session> NewSession(const LanguageModel& model, const std::string& spec,
@@ -102,8 +102,8 @@ std::unique_ptr<Session> NewSession(const LanguageModel& model, const std::strin
 }
 
 // Feeds tokens [depth, depth + n) of sequence `seq` to `session` with Forward.
-void FeedAlone(const LanguageModel& model, Session& session, int64_t seq, int64_t depth, int64_t n,
-               bool all_logits, float* logits) {
+void FeedAlone(const LanguageModel& model, Session& session, int64_t seq, int64_t depth, int64_t n, bool all_logits,
+               float* logits) {
   std::vector<int32_t> tokens, pos;  // [n]
   for (int64_t p = depth; p < depth + n; ++p) {
     tokens.push_back(TokenAt(seq, p));
@@ -183,8 +183,8 @@ void ExpectBatchMatchesAlone(const LanguageModel& model, const BatchCase& c) {
   for (int32_t step = 0; step < c.steps; ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
     std::vector<std::vector<int32_t>> tokens(seqs.size()), pos(seqs.size());  // [n_seq][n_i]
-    std::vector<SequenceStep> steps(seqs.size());                               // [n_seq]
-    std::vector<float> expected;                                                // [rows, vocab]
+    std::vector<SequenceStep> steps(seqs.size());                             // [n_seq]
+    std::vector<float> expected;                                              // [rows, vocab]
     for (int64_t i = 0; i < n_seq; ++i) {
       Sequence& s = seqs[size_t(i)];
       const int64_t n = c.tokens(i);
@@ -193,8 +193,7 @@ void ExpectBatchMatchesAlone(const LanguageModel& model, const BatchCase& c) {
         tokens[size_t(i)].push_back(TokenAt(i, p));
         pos[size_t(i)].push_back(int32_t(p));
       }
-      steps[size_t(i)] =
-          SequenceStep{Batch{tokens[size_t(i)].data(), pos[size_t(i)].data(), n, all}, s.batched.get()};
+      steps[size_t(i)] = SequenceStep{Batch{tokens[size_t(i)].data(), pos[size_t(i)].data(), n, all}, s.batched.get()};
       std::vector<float> alone(size_t((all ? n : 1) * kVocab));  // [n or 1, vocab]
       FeedAlone(model, *s.alone, i, s.depth, n, all, alone.data());
       expected.insert(expected.end(), alone.begin(), alone.end());
@@ -221,13 +220,17 @@ class ForwardBatchTest : public ::testing::Test {
 
 // Plans of every kind, across sequences of one batch: full, a window whose
 // ring wraps, sinks, cache positions, hybrids, routed and per-head layers.
-const std::vector<std::string> kLlamaSpecs = {
-    "full",          "swa:4",  "hybrid:1:1,window:3,sinks:1", "swa:5,sinks:2,pos:cache",
-    "routed:3,sinks:1", "full,layer1:swa:2,layer3:routed:4", "swa:3,sinks:1,layer0:heads:1,layer2:heads:0"};
+const std::vector<std::string> kLlamaSpecs = {"full",
+                                              "swa:4",
+                                              "hybrid:1:1,window:3,sinks:1",
+                                              "swa:5,sinks:2,pos:cache",
+                                              "routed:3,sinks:1",
+                                              "full,layer1:swa:2,layer3:routed:4",
+                                              "swa:3,sinks:1,layer0:heads:1,layer2:heads:0"};
 // Each sequence's depth before the batched steps, for batches of 1, 3 and 5.
 const std::vector<std::vector<int64_t>> kDepths = {{9}, {3, 17, 1}, {12, 5, 30, 2, 8}};
-const std::vector<std::string> kGemma3Specs = {"model", "swa:3", "full", "hybrid:1:1,window:3,sinks:2",
-                                               "swa:4,sinks:1,pos:cache", "model,layer1:heads:0:2"};
+const std::vector<std::string> kGemma3Specs = {
+    "model", "swa:3", "full", "hybrid:1:1,window:3,sinks:2", "swa:4,sinks:1,pos:cache", "model,layer1:heads:0:2"};
 
 TEST_F(ForwardBatchTest, LlamaDecodeMatchesForwardPerSequence) {
   const auto model = TinyModel(Family::kLlama, dir_);

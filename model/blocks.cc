@@ -36,8 +36,8 @@ double RouteDraw(uint64_t seed, int32_t layer, int32_t pos) {
 
 }  // namespace
 
-void RouteTokens(uint8_t* route_full, const float* xn, const int32_t* pos, int64_t n,
-                 int64_t hidden, const LayerRoutes& routes) {
+void RouteTokens(uint8_t* route_full, const float* xn, const int32_t* pos, int64_t n, int64_t hidden,
+                 const LayerRoutes& routes) {
   if (routes.forced_full_ratio >= 0) {
     for (int64_t t = 0; t < n; ++t)
       route_full[t] = RouteDraw(routes.seed, routes.layer, pos[t]) < routes.forced_full_ratio;
@@ -65,14 +65,12 @@ LayerRoutes SessionLayerRoutes(const Session& session, int32_t layer, const Rout
 void RequireRouters(const Session& session, const std::vector<const RouterWeights*>& routers,
                     const std::string& origin) {
   const double forced = session.routing.forced_full_ratio;
-  if (forced > 1.0)
-    throw std::invalid_argument("forced route ratio " + std::to_string(forced) + " is above 1");
+  if (forced > 1.0) throw std::invalid_argument("forced route ratio " + std::to_string(forced) + " is above 1");
   if (forced >= 0) return;
   for (size_t i = 0; i < session.plan.layers.size(); ++i) {
     const LayerPlan& l = session.plan.layers[i];
     if (l.kind != LayerKind::kRouted || (i < routers.size() && routers[i])) continue;
-    const std::string file =
-        std::filesystem::is_directory(origin) ? origin + "/model.safetensors" : origin;
+    const std::string file = std::filesystem::is_directory(origin) ? origin + "/model.safetensors" : origin;
     throw std::runtime_error(
         file + " has no router for layer " + std::to_string(i) + " (model.layers." + std::to_string(i) +
         ".self_attn.router.weight), which the plan '" + session.plan.spec + "' routes: run `swan train --init " +
@@ -81,8 +79,8 @@ void RequireRouters(const Session& session, const std::vector<const RouterWeight
   }
 }
 
-void AttentionBlock(float* residual, const float* xn, const int32_t* pos, int64_t n,
-                    const AttentionLayer& layer, const BlockSizes& sizes) {
+void AttentionBlock(float* residual, const float* xn, const int32_t* pos, int64_t n, const AttentionLayer& layer,
+                    const BlockSizes& sizes) {
   AttentionBlockBatch(residual, xn, n, {AttentionRows{0, n, pos, layer}}, sizes);
 }
 
@@ -119,8 +117,8 @@ void AttendLinear(float* out, const float* q, const float* k, const float* v, co
                      phi_q.data(), phi_k.data(), v, n, shape, part.layer.span.window);
 }
 
-void AttendRows(float* out, float* q, float* k, const float* v, const float* xn,
-                const AttentionRows& part, const BlockSizes& sizes) {
+void AttendRows(float* out, float* q, float* k, const float* v, const float* xn, const AttentionRows& part,
+                const BlockSizes& sizes) {
   const AttentionLayer& layer = part.layer;
   const AttentionShape& h = sizes.heads;
   const int64_t n = part.n;
@@ -180,8 +178,8 @@ BlockScratch& ThreadBlockScratch() {
 
 void ReleaseBlockScratch() { ThreadBlockScratch() = BlockScratch{}; }
 
-void AttentionBlockBatch(float* residual, const float* xn, int64_t n,
-                         const std::vector<AttentionRows>& parts, const BlockSizes& sizes) {
+void AttentionBlockBatch(float* residual, const float* xn, int64_t n, const std::vector<AttentionRows>& parts,
+                         const BlockSizes& sizes) {
   if (parts.empty()) throw std::logic_error("AttentionBlockBatch: no sequences");
   const AttentionLayer& shared = parts[0].layer;
   int64_t covered = 0;
@@ -190,8 +188,7 @@ void AttentionBlockBatch(float* residual, const float* xn, int64_t n,
     if (part.first != covered || part.n <= 0)
       throw std::logic_error("AttentionBlockBatch: the parts do not cover the rows in order");
     covered += part.n;
-    if (layer.weights != shared.weights || layer.scale != shared.scale ||
-        layer.qk_norm_eps != shared.qk_norm_eps)
+    if (layer.weights != shared.weights || layer.scale != shared.scale || layer.qk_norm_eps != shared.qk_norm_eps)
       throw std::logic_error("AttentionBlockBatch: the parts run different layers");
     // A cache that keeps every key under a window span is a routed layer's
     // (LayerPlan::cache_span): running it without routes would silently give
@@ -209,20 +206,17 @@ void AttentionBlockBatch(float* residual, const float* xn, int64_t n,
   float* k = scratch.k.Get(size_t(n * kv_dim));     // [n, n_kv_heads, head_dim]
   float* v = scratch.v.Get(size_t(n * kv_dim));     // [n, n_kv_heads, head_dim]
   float* out = scratch.out.Get(size_t(n * q_dim));  // [n, n_heads, head_dim]
-  std::fill_n(out, n * q_dim, 0.0f);  // zero, as a fresh vector was
+  std::fill_n(out, n * q_dim, 0.0f);                // zero, as a fresh vector was
   const AttentionWeights& w = *shared.weights;
   LinearSameInput(xn, n, {{q, &w.q}, {k, &w.k}, {v, &w.v}});
   if (!w.q_bias.empty()) AddBias(q, w.q_bias.data(), n, q_dim);
   if (!w.k_bias.empty()) AddBias(k, w.k_bias.data(), n, kv_dim);
   if (!w.v_bias.empty()) AddBias(v, w.v_bias.data(), n, kv_dim);
   // QK-norm: each head's vector is one RMSNorm row.
-  if (!w.q_norm.empty())
-    RmsNorm(q, q, w.q_norm.data(), shared.qk_norm_eps, n * h.n_heads, h.head_dim);
-  if (!w.k_norm.empty())
-    RmsNorm(k, k, w.k_norm.data(), shared.qk_norm_eps, n * h.n_kv_heads, h.head_dim);
+  if (!w.q_norm.empty()) RmsNorm(q, q, w.q_norm.data(), shared.qk_norm_eps, n * h.n_heads, h.head_dim);
+  if (!w.k_norm.empty()) RmsNorm(k, k, w.k_norm.data(), shared.qk_norm_eps, n * h.n_kv_heads, h.head_dim);
   for (const AttentionRows& part : parts)
-    AttendRows(out + part.first * q_dim, q + part.first * q_dim,
-               k + part.first * kv_dim, v + part.first * kv_dim,
+    AttendRows(out + part.first * q_dim, q + part.first * q_dim, k + part.first * kv_dim, v + part.first * kv_dim,
                xn + part.first * sizes.hidden, part, sizes);
   Linear(residual, out, n, w.o, /*accumulate=*/true);
 }
@@ -276,10 +270,8 @@ bool StepsFitChunks(const std::vector<SequenceStep>& steps) {
   return true;
 }
 
-std::vector<AttentionRows> StepAttention(const std::vector<SequenceStep>& steps,
-                                         const StepRows& rows, int32_t layer,
-                                         const AttentionWeights& weights,
-                                         const RouterWeights* router,
+std::vector<AttentionRows> StepAttention(const std::vector<SequenceStep>& steps, const StepRows& rows, int32_t layer,
+                                         const AttentionWeights& weights, const RouterWeights* router,
                                          std::vector<LayerRoutes>* routes) {
   std::vector<AttentionRows> parts(steps.size());  // [n_steps]
   if (routes) routes->resize(steps.size());
@@ -303,12 +295,11 @@ std::vector<AttentionRows> StepAttention(const std::vector<SequenceStep>& steps,
   return parts;
 }
 
-void OutputLogits(float* logits, const float* x, const std::vector<int64_t>& rows,
-                  const float* norm, float eps, const LinearWeight& head, int64_t hidden) {
+void OutputLogits(float* logits, const float* x, const std::vector<int64_t>& rows, const float* norm, float eps,
+                  const LinearWeight& head, int64_t hidden) {
   const int64_t n = int64_t(rows.size());
   std::vector<float> xn(size_t(n * hidden));  // [n, hidden] the wanted rows, then normed
-  for (int64_t i = 0; i < n; ++i)
-    std::copy_n(x + rows[size_t(i)] * hidden, hidden, xn.data() + i * hidden);
+  for (int64_t i = 0; i < n; ++i) std::copy_n(x + rows[size_t(i)] * hidden, hidden, xn.data() + i * hidden);
   RmsNorm(xn.data(), xn.data(), norm, eps, n, hidden);
   Linear(logits, xn.data(), n, head);
 }

@@ -35,11 +35,11 @@ struct AttentionWeights {
   std::vector<float> k_norm;  // [head_dim]
   // A linear layer's Hedgehog feature maps, applied to q and k after RoPE
   // (attention/hedgehog.h; empty = the layer has none).
-  int32_t feature_dim = 0;    // F
-  std::vector<float> fq_w;    // [n_heads, head_dim, F]
-  std::vector<float> fq_b;    // [n_heads, F]
-  std::vector<float> fk_w;    // [n_kv_heads, head_dim, F]
-  std::vector<float> fk_b;    // [n_kv_heads, F]
+  int32_t feature_dim = 0;  // F
+  std::vector<float> fq_w;  // [n_heads, head_dim, F]
+  std::vector<float> fq_b;  // [n_heads, F]
+  std::vector<float> fk_w;  // [n_kv_heads, head_dim, F]
+  std::vector<float> fk_b;  // [n_kv_heads, F]
   // LoLCATs' hybrid (linear:W): each head's window weight γ = σ(θ) of
   // self_attn.window_factor (attention/linear_attention.h; empty = none).
   std::vector<float> window_factor;  // [n_heads]
@@ -66,8 +66,8 @@ struct LayerRoutes {
 
 // Each token's route: 1 = full attention, 0 = the window.
 //   route_full [n]; xn [n, hidden]; pos [n] (what the forced draw depends on)
-void RouteTokens(uint8_t* route_full, const float* xn, const int32_t* pos, int64_t n,
-                 int64_t hidden, const LayerRoutes& routes);
+void RouteTokens(uint8_t* route_full, const float* xn, const int32_t* pos, int64_t n, int64_t hidden,
+                 const LayerRoutes& routes);
 
 // Layer `layer`'s routes under the session's RouteOptions, with its router
 // (null when the model has none; then the ratio must be forced).
@@ -105,7 +105,7 @@ struct AttentionLayer {
   Span span;
   LayerKvCache* cache = nullptr;
   PositionMode position_mode = PositionMode::kAbsolute;
-  float scale = 0.0f;        // attention logit scale; 0 = 1/sqrt(head_dim)
+  float scale = 0.0f;         // attention logit scale; 0 = 1/sqrt(head_dim)
   float qk_norm_eps = 1e-6f;  // eps of the QK-norm, when the weights have one
   // Set on routed layers (their cache keeps every key): each token runs full
   // attention or `span`, as its route says. A layer whose cache keeps every
@@ -122,8 +122,8 @@ struct AttentionLayer {
 // linear layer (its cache is a state) the keys and values join the state,
 // and each query reads it through the feature maps.
 //   residual, xn [n, hidden]; pos [n]
-void AttentionBlock(float* residual, const float* xn, const int32_t* pos, int64_t n,
-                    const AttentionLayer& layer, const BlockSizes& sizes);
+void AttentionBlock(float* residual, const float* xn, const int32_t* pos, int64_t n, const AttentionLayer& layer,
+                    const BlockSizes& sizes);
 
 // One sequence's rows in a batched attention block: rows [first, first + n)
 // of the batch, at positions pos, with the sequence's own RoPE, span,
@@ -140,8 +140,8 @@ struct AttentionRows {
 // sequence), RoPE, the cache write and attention per sequence on its rows.
 // Every part has the same weights, scale and QK-norm eps; the parts cover
 // rows 0..n in order.   residual, xn [n, hidden]
-void AttentionBlockBatch(float* residual, const float* xn, int64_t n,
-                         const std::vector<AttentionRows>& parts, const BlockSizes& sizes);
+void AttentionBlockBatch(float* residual, const float* xn, int64_t n, const std::vector<AttentionRows>& parts,
+                         const BlockSizes& sizes);
 
 // The blocks keep their temporaries ([n, width] activations) per thread
 // from layer to layer and call to call (util/scratch.h). A forward pass
@@ -177,16 +177,14 @@ bool StepsFitChunks(const std::vector<SequenceStep>& steps);
 // parts of routed layers point into, each sequence routed by `router` under
 // its session's RouteOptions; null for a family that does not route (a
 // routed plan then fails in the block).
-std::vector<AttentionRows> StepAttention(const std::vector<SequenceStep>& steps,
-                                         const StepRows& rows, int32_t layer,
-                                         const AttentionWeights& weights,
-                                         const RouterWeights* router,
+std::vector<AttentionRows> StepAttention(const std::vector<SequenceStep>& steps, const StepRows& rows, int32_t layer,
+                                         const AttentionWeights& weights, const RouterWeights* router,
                                          std::vector<LayerRoutes>* routes);
 
 // logits = head(rms_norm(x[r]) * norm) for each wanted row r.
 //   logits [rows.size(), vocab]; x [n, hidden]; norm [hidden]
-void OutputLogits(float* logits, const float* x, const std::vector<int64_t>& rows,
-                  const float* norm, float eps, const LinearWeight& head, int64_t hidden);
+void OutputLogits(float* logits, const float* x, const std::vector<int64_t>& rows, const float* norm, float eps,
+                  const LinearWeight& head, int64_t hidden);
 
 // Runs `chunk_forward` on pieces of at most `max_chunk` tokens of `batch`,
 // in order, writing logits as Forward() promises (every row, or the last

@@ -8,8 +8,7 @@
 
 namespace swan {
 
-void AttendCachePositions(float* out, const AttentionArgs& args, const float* q_unrotated,
-                          const Rope& rope) {
+void AttendCachePositions(float* out, const AttentionArgs& args, const float* q_unrotated, const Rope& rope) {
   const Span span = args.span;
   if (span.window <= 0 || span.sinks <= 0)
     throw std::invalid_argument("cache positions need a window layer with sinks, got " + span.ToString());
@@ -35,7 +34,7 @@ void AttendCachePositions(float* out, const AttentionArgs& args, const float* q_
   sinks.q_pos = visible_until.data();
   sinks.kv.n_rows = std::min<int64_t>(span.sinks, args.kv.n_rows);
   sinks.span = Span{};
-  sinks.sink_logits = nullptr;  // learned sinks count once, in the window part
+  sinks.sink_logits = nullptr;                                       // learned sinks count once, in the window part
   std::vector<float> out_sinks(static_cast<size_t>(n * heads * d));  // [n_q, n_heads, head_dim]
   std::vector<float> lse_sinks(static_cast<size_t>(n * heads));      // [n_q, n_heads]
   Attend(sinks, out_sinks.data(), lse_sinks.data());

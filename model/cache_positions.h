@@ -25,7 +25,6 @@ namespace swan {
 // both the ring and the paged layout keep them; span with W > 0 and S > 0).
 // q_unrotated: the same queries before RoPE   [n_q, n_heads, head_dim]
 // out                                          [n_q, n_heads, head_dim]
-void AttendCachePositions(float* out, const AttentionArgs& args, const float* q_unrotated,
-                          const Rope& rope);
+void AttendCachePositions(float* out, const AttentionArgs& args, const float* q_unrotated, const Rope& rope);
 
 }  // namespace swan

@@ -23,9 +23,8 @@ std::vector<float> Random(size_t n, uint32_t seed) {
 }
 
 // One (query, head) of StreamingLLM attention.   out [head_dim]
-void StreamingReference(float* out, const float* q_raw, int32_t q, int32_t head,
-                        const std::vector<float>& k_raw, const std::vector<float>& v,
-                        const AttentionShape& s, const Span& span, const Rope& rope) {
+void StreamingReference(float* out, const float* q_raw, int32_t q, int32_t head, const std::vector<float>& k_raw,
+                        const std::vector<float>& v, const AttentionShape& s, const Span& span, const Rope& rope) {
   const int32_t d = s.head_dim, kv_head = head / (s.n_heads / s.n_kv_heads);
   const int32_t window_start = std::max(span.sinks, q - span.window + 1);
   auto slot = [&](int32_t pos) { return pos < span.sinks ? pos : span.sinks + (pos - window_start); };
@@ -74,7 +73,7 @@ TEST(CachePositions, MatchesStreamingLlmAcrossRingWraps) {
       std::vector<int32_t> pos(static_cast<size_t>(len));
       for (int32_t i = 0; i < len; ++i) pos[size_t(i)] = start + i;
       // What the attention block does: rotate at absolute positions, cache K and V.
-      std::vector<float> q(&q_raw[start * q_row], &q_raw[(start + len) * q_row]);     // [len, n_heads, head_dim]
+      std::vector<float> q(&q_raw[start * q_row], &q_raw[(start + len) * q_row]);    // [len, n_heads, head_dim]
       std::vector<float> k(&k_raw[start * kv_row], &k_raw[(start + len) * kv_row]);  // [len, n_kv_heads, head_dim]
       rope.Apply(q.data(), pos.data(), len, s.n_heads);
       rope.Apply(k.data(), pos.data(), len, s.n_kv_heads);
@@ -93,8 +92,8 @@ TEST(CachePositions, MatchesStreamingLlmAcrossRingWraps) {
       for (int32_t i = 0; i < len; ++i)
         for (int32_t h = 0; h < s.n_heads; ++h) {
           float expected[8];
-          StreamingReference(expected, &q_raw[(start + i) * q_row + size_t(h) * s.head_dim], start + i, h,
-                             k_raw, v, s, span, rope);
+          StreamingReference(expected, &q_raw[(start + i) * q_row + size_t(h) * s.head_dim], start + i, h, k_raw, v, s,
+                             span, rope);
           for (int32_t c = 0; c < s.head_dim; ++c) {
             const size_t at = size_t(i) * q_row + size_t(h) * s.head_dim + size_t(c);
             worst = std::max(worst, double(std::fabs(out[at] - expected[c])));

@@ -19,8 +19,7 @@ class Chunked : public ::testing::Test {
   static void SetUpTestSuite() {
     model_ = LoadModel(test::Stories260K()).release();
     // 65 tokens of real text: the first golden prompt and its continuation.
-    const nlohmann::json greedy =
-        nlohmann::json::parse(std::ifstream(test::Stories260K() + "/golden/greedy.json"));
+    const nlohmann::json greedy = nlohmann::json::parse(std::ifstream(test::Stories260K() + "/golden/greedy.json"));
     tokens_ = greedy["results"][0]["prompt_ids"].get<std::vector<int32_t>>();
     for (int32_t id : greedy["results"][0]["new_ids"].get<std::vector<int32_t>>()) tokens_.push_back(id);
   }
@@ -40,8 +39,8 @@ class Chunked : public ::testing::Test {
     std::vector<float> logits(size_t(n * vocab));  // [n, vocab]
     for (int64_t start = 0; start < n; start += chunk) {
       const int64_t len = std::min<int64_t>(chunk, n - start);
-      model_->Forward(&logits[size_t(start * vocab)],
-                      Batch{&tokens_[size_t(start)], &pos[size_t(start)], len}, *session);
+      model_->Forward(&logits[size_t(start * vocab)], Batch{&tokens_[size_t(start)], &pos[size_t(start)], len},
+                      *session);
     }
     return logits;
   }
@@ -95,8 +94,10 @@ TEST_F(Chunked, WindowChangesTheLogits) {
   const int64_t vocab = model_->config().vocab_size;
   const std::vector<float> full = Run("full", 64), window = Run("swa:8", 64);
   double early = 0, late = 0;
-  for (int64_t i = 0; i < 8 * vocab; ++i) early = std::max(early, double(std::fabs(full[size_t(i)] - window[size_t(i)])));
-  for (size_t i = size_t(20 * vocab); i < full.size(); ++i) late = std::max(late, double(std::fabs(full[i] - window[i])));
+  for (int64_t i = 0; i < 8 * vocab; ++i)
+    early = std::max(early, double(std::fabs(full[size_t(i)] - window[size_t(i)])));
+  for (size_t i = size_t(20 * vocab); i < full.size(); ++i)
+    late = std::max(late, double(std::fabs(full[i] - window[i])));
   EXPECT_LT(early, 1e-4);
   EXPECT_GT(late, 1e-2);
 }
@@ -128,8 +129,7 @@ TEST(ChunkedQ8_0, ChunksAndDecodeEqualWholePrefillAndStayNearF32) {
     std::vector<float> logits(size_t(n * vocab));  // [n, vocab]
     for (int64_t start = 0; start < n; start += chunk) {
       const int64_t len = std::min(chunk, n - start);
-      model->Forward(&logits[size_t(start * vocab)], Batch{&tokens[size_t(start)], &pos[size_t(start)], len},
-                     *session);
+      model->Forward(&logits[size_t(start * vocab)], Batch{&tokens[size_t(start)], &pos[size_t(start)], len}, *session);
     }
     return logits;
   };
@@ -164,7 +164,7 @@ TEST_F(Chunked, WindowCacheBytesStayFlat) {
     model_->Forward(logits.data(), Batch{&tokens_[size_t(p)], &p, 1, false}, *session);
     if (p == 15) window_bytes = session->cache.layer(0).Bytes(), full_bytes = session->cache.layer(1).Bytes();
   }
-  EXPECT_EQ(session->cache.layer(0).Bytes(), window_bytes);  // ring of 8 - 1 + 4 slots
+  EXPECT_EQ(session->cache.layer(0).Bytes(), window_bytes);    // ring of 8 - 1 + 4 slots
   EXPECT_GT(session->cache.layer(1).Bytes(), 3 * full_bytes);  // 65 rows vs 16
 }
 

@@ -128,8 +128,7 @@ RopeScaling ParseRopeScaling(const json& j, const std::string& origin, int64_t m
                              "' is not supported (default, linear, yarn, llama3, longrope)");
   }
   s.factor = f.Required<double>("factor");
-  s.original_max_position_embeddings =
-      f.Optional<int64_t>("original_max_position_embeddings", max_pos);
+  s.original_max_position_embeddings = f.Optional<int64_t>("original_max_position_embeddings", max_pos);
   return s;
 }
 
@@ -137,8 +136,7 @@ RopeScaling ParseRopeScaling(const json& j, const std::string& origin, int64_t m
 
 void CheckModelSizes(const ModelConfig& c, const std::string& origin) {
   auto positive = [&](const char* name, int64_t v) {
-    if (v <= 0)
-      throw std::runtime_error(origin + ": \"" + name + "\" must be positive, got " + std::to_string(v));
+    if (v <= 0) throw std::runtime_error(origin + ": \"" + name + "\" must be positive, got " + std::to_string(v));
   };
   positive("hidden_size", c.hidden_size);
   positive("intermediate_size", c.intermediate_size);
@@ -211,8 +209,8 @@ ModelConfig ParseModelConfig(const std::string& config_json, const std::string& 
   }
   CheckModelSizes(c, origin);
   if (!c.layer_types.empty() && int32_t(c.layer_types.size()) != c.n_layers)
-    throw std::runtime_error(origin + ": layer_types has " + std::to_string(c.layer_types.size()) +
-                             " entries for " + std::to_string(c.n_layers) + " layers");
+    throw std::runtime_error(origin + ": layer_types has " + std::to_string(c.layer_types.size()) + " entries for " +
+                             std::to_string(c.n_layers) + " layers");
 
   if (!generation_json.empty()) {
     const std::string gen_origin = origin + " (generation_config.json)";
@@ -311,8 +309,9 @@ ModelConfig LoadModelConfig(const std::string& dir) {
   // A model is a GGUF file or a directory; say which the path is not.
   if (!fs::exists(dir)) throw std::runtime_error(dir + ": no such file or directory");
   if (!fs::is_directory(dir))
-    throw std::runtime_error(dir + ": not a model: a GGUF file begins with \"GGUF\", and a model directory holds "
-                                   "config.json and model.safetensors");
+    throw std::runtime_error(dir +
+                             ": not a model: a GGUF file begins with \"GGUF\", and a model directory holds "
+                             "config.json and model.safetensors");
   if (!fs::exists(config)) throw std::runtime_error(dir + ": no config.json (is this a model directory?)");
   const fs::path gen = fs::path(dir) / "generation_config.json";
   const std::string gen_text = fs::exists(gen) ? ReadText(gen.string()) : "";

@@ -13,9 +13,9 @@ namespace swan {
 // Sampling defaults a checkpoint ships in generation_config.json.
 struct GenerationDefaults {
   double temperature = 1.0;
-  int32_t top_k = 0;    // 0 = off
-  double top_p = 1.0;   // 1 = off
-  double min_p = 0.0;   // 0 = off
+  int32_t top_k = 0;   // 0 = off
+  double top_p = 1.0;  // 1 = off
+  double min_p = 0.0;  // 0 = off
   bool do_sample = false;
 };
 
@@ -24,14 +24,14 @@ struct ModelConfig {
   std::string model_type;    // "llama"
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
-  int32_t n_layers = 0;      // num_hidden_layers
-  int32_t n_heads = 0;       // num_attention_heads
-  int32_t n_kv_heads = 0;    // num_key_value_heads (default n_heads)
-  int32_t head_dim = 0;      // default hidden_size / n_heads
+  int32_t n_layers = 0;    // num_hidden_layers
+  int32_t n_heads = 0;     // num_attention_heads
+  int32_t n_kv_heads = 0;  // num_key_value_heads (default n_heads)
+  int32_t head_dim = 0;    // default hidden_size / n_heads
   int64_t vocab_size = 0;
   int64_t max_position_embeddings = 0;
   double rms_norm_eps = 1e-6;
-  RopeSettings rope;         // rope_theta and rope_scaling
+  RopeSettings rope;  // rope_theta and rope_scaling
   bool tie_word_embeddings = false;
   std::string hidden_act = "silu";
   bool attention_bias = false;
@@ -58,8 +58,8 @@ struct ModelConfig {
   std::string attention_plan;
   // The Hedgehog feature dimension F of linear layers ("swan_linear_feature_dim"; 0 = head_dim / 2).
   int32_t linear_feature_dim = 0;
-  int32_t bos_token_id = -1;            // -1 = none
-  std::vector<int32_t> eos_token_ids;   // config and generation_config together
+  int32_t bos_token_id = -1;           // -1 = none
+  std::vector<int32_t> eos_token_ids;  // config and generation_config together
   GenerationDefaults generation;
 };
 

@@ -66,8 +66,9 @@ TEST(Config, FrequencyFactorsTravelAsLongrope) {
 }
 
 TEST(Config, RejectsMissingAndBadFields) {
-  EXPECT_NE(ErrorOf([] { ParseModelConfig(R"({"hidden_size": 64})", "", "cfg.json"); })
-                .find("cfg.json: missing field \"intermediate_size\""),
+  EXPECT_NE(ErrorOf([] {
+              ParseModelConfig(R"({"hidden_size": 64})", "", "cfg.json");
+            }).find("cfg.json: missing field \"intermediate_size\""),
             std::string::npos);
   EXPECT_NE(ErrorOf([] {
               ParseModelConfig(R"({"hidden_size": "big", "intermediate_size": 1})", "", "cfg.json");
@@ -81,17 +82,16 @@ TEST(Config, RejectsMissingAndBadFields) {
   for (const char* bad : {"64.5", "1.7e26", "-1e300", "4294967297"}) {
     std::string cfg = kLlama;
     cfg.replace(cfg.find("\"num_hidden_layers\": 2"), 22, std::string("\"num_hidden_layers\": ") + bad);
-    EXPECT_NE(ErrorOf([&] { ParseModelConfig(cfg, "", "c"); })
-                  .find("\"num_hidden_layers\" is not a whole number in range"),
-              std::string::npos)
+    EXPECT_NE(
+        ErrorOf([&] { ParseModelConfig(cfg, "", "c"); }).find("\"num_hidden_layers\" is not a whole number in range"),
+        std::string::npos)
         << bad;
   }
   std::string bad_eos = kLlama;
   bad_eos.replace(bad_eos.find("[2, 3]"), 6, "[2, 3e30]");
   EXPECT_NE(ErrorOf([&] { ParseModelConfig(bad_eos, "", "c"); }).find("\"eos_token_id\" holds an entry"),
             std::string::npos);
-  EXPECT_NE(ErrorOf([] { ParseModelConfig("{not json", "", "cfg.json"); }).find("not valid JSON"),
-            std::string::npos);
+  EXPECT_NE(ErrorOf([] { ParseModelConfig("{not json", "", "cfg.json"); }).find("not valid JSON"), std::string::npos);
   std::string bad_heads = kLlama;
   bad_heads.replace(bad_heads.find("\"num_key_value_heads\": 2"), 24, "\"num_key_value_heads\": 3");
   EXPECT_NE(ErrorOf([&] { ParseModelConfig(bad_heads, "", "c"); }).find("multiple"), std::string::npos);
@@ -114,9 +114,9 @@ TEST(Config, LoadModelRejectsUnknownArchitecture) {
 TEST(Config, LoadModelNamesMissingTensor) {
   const fs::path dir = test::TempDir("cfg_missing");
   test::WriteFile(dir / "config.json", kLlama);
-  test::WriteFile(dir / "model.safetensors",
-                  test::SafetensorsBytes({test::F32Tensor("model.embed_tokens.weight", {100, 64},
-                                                          std::vector<float>(6400, 0.f))}));
+  test::WriteFile(
+      dir / "model.safetensors",
+      test::SafetensorsBytes({test::F32Tensor("model.embed_tokens.weight", {100, 64}, std::vector<float>(6400, 0.f))}));
   const std::string msg = ErrorOf([&] { LoadModel(dir.string()); });
   EXPECT_NE(msg.find("missing tensor 'model.layers.0.input_layernorm.weight'"), std::string::npos) << msg;
   EXPECT_NE(msg.find(dir.string()), std::string::npos) << msg;
@@ -125,8 +125,7 @@ TEST(Config, LoadModelNamesMissingTensor) {
   EXPECT_NE(ErrorOf([&] { LoadModel(dir.string()); }).find("no config.json"), std::string::npos);
   // A file that is not GGUF (a safetensors file given alone), and no file at all.
   const std::string file = (dir / "model.safetensors").string();
-  EXPECT_NE(ErrorOf([&] { LoadModel(file); }).find("not a model: a GGUF file begins with \"GGUF\""),
-            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { LoadModel(file); }).find("not a model: a GGUF file begins with \"GGUF\""), std::string::npos);
   EXPECT_NE(ErrorOf([&] { LoadModel((dir / "absent").string()); }).find("no such file or directory"),
             std::string::npos);
   fs::remove_all(dir);
@@ -152,7 +151,8 @@ TEST(Config, LoadModelRefusesTensorsTheConfigDoesNotUse) {
   cfg.replace(cfg.find("\"num_hidden_layers\": 5"), 22, "\"num_hidden_layers\": 3");
   test::WriteFile(dir / "config.json", cfg);
   const std::string msg = ErrorOf([&] { LoadModel(dir.string()); });
-  EXPECT_NE(msg.find("holds 18 tensors that config.json's shape does not use (model.layers.3."), std::string::npos) << msg;
+  EXPECT_NE(msg.find("holds 18 tensors that config.json's shape does not use (model.layers.3."), std::string::npos)
+      << msg;
   EXPECT_NE(msg.find("different models"), std::string::npos) << msg;
   fs::remove_all(dir);
   EXPECT_NO_THROW(LoadModel(test::Stories260K()));  // all 5 layers read

@@ -52,8 +52,8 @@ class Decoder : public LanguageModel {
   float attention_scale_ = 0.0f;  // 0 = 1/sqrt(head_dim)
   LinearWeight embed_;            // [vocab, hidden] (in place in the checkpoint when its type is kept)
   std::vector<DecoderLayer> layers_;
-  std::vector<float> norm_;       // [hidden]
-  LinearWeight lm_head_;          // [vocab, hidden] (the embedding table when tied)
+  std::vector<float> norm_;  // [hidden]
+  LinearWeight lm_head_;     // [vocab, hidden] (the embedding table when tied)
 };
 
 // What a layer of these weights holds beyond its family's tensors.
@@ -154,16 +154,16 @@ void Decoder::CheckSession(const Session& session) const {
     const LayerPlan& l = session.plan.layers[i];
     if (l.kind != LayerKind::kLinear) continue;
     if (layers_[i].attn.feature_dim == 0)
-      throw std::runtime_error(origin_ + " has no feature maps for layer " + std::to_string(i) +
-                               " (model.layers." + std::to_string(i) +
-                               ".self_attn.feature_map_q.weight), which the plan '" + session.plan.spec +
-                               "' makes linear: linearize it with `swan train --init " + origin_ +
+      throw std::runtime_error(origin_ + " has no feature maps for layer " + std::to_string(i) + " (model.layers." +
+                               std::to_string(i) + ".self_attn.feature_map_q.weight), which the plan '" +
+                               session.plan.spec + "' makes linear: linearize it with `swan train --init " + origin_ +
                                " --attn linear --attention-transfer ...`");
     if (!l.span.full() && layers_[i].attn.window_factor.empty())
-      throw std::runtime_error(origin_ + " has no window factors for layer " + std::to_string(i) +
-                               " (model.layers." + std::to_string(i) + ".self_attn.window_factor), which the plan '" +
-                               session.plan.spec + "' makes linear + window: train it under that plan with `swan "
-                               "train --init " + origin_ + " --attn " + session.plan.spec + " ...`");
+      throw std::runtime_error(origin_ + " has no window factors for layer " + std::to_string(i) + " (model.layers." +
+                               std::to_string(i) + ".self_attn.window_factor), which the plan '" + session.plan.spec +
+                               "' makes linear + window: train it under that plan with `swan "
+                               "train --init " +
+                               origin_ + " --attn " + session.plan.spec + " ...`");
   }
   if (session.plan.HasRoutedLayers()) {
     std::vector<const RouterWeights*> routers;  // [n_layers]
@@ -219,8 +219,7 @@ void Decoder::ForwardSteps(float* logits, const std::vector<SequenceStep>& steps
   std::vector<LayerRoutes> routes;  // [n_steps] this layer's, for routed layers
   for (int32_t i = 0; i < config_.n_layers; ++i) {
     const DecoderLayer& l = layers_[size_t(i)];
-    std::vector<AttentionRows> attn =
-        StepAttention(steps, rows, i, l.attn, l.router ? &*l.router : nullptr, &routes);
+    std::vector<AttentionRows> attn = StepAttention(steps, rows, i, l.attn, l.router ? &*l.router : nullptr, &routes);
     for (AttentionRows& part : attn) {
       part.layer.scale = attention_scale_;
       part.layer.qk_norm_eps = eps;
@@ -246,8 +245,9 @@ void CheckLinearLayersFit(const ModelConfig& config, const DecoderSpec& spec, co
   const float scale = AttentionScaleOf(config, spec);
   const float usual = float(1.0 / std::sqrt(double(config.head_dim)));
   if (!plan.HasLinearLayers() || scale == 0.0f || std::abs(scale - usual) <= 1e-6f * usual) return;
-  throw std::invalid_argument("attention plan '" + plan.spec + "': linear layers use the logit scale 1/sqrt(head_dim), and " +
-                              spec.architecture + " with query_pre_attn_scalar " +
+  throw std::invalid_argument("attention plan '" + plan.spec +
+                              "': linear layers use the logit scale 1/sqrt(head_dim), and " + spec.architecture +
+                              " with query_pre_attn_scalar " +
                               std::to_string(int64_t(std::lround(1.0 / (double(scale) * scale)))) + " has another");
 }
 

@@ -9,9 +9,7 @@
 
 namespace swan {
 
-const char* MlpActivationName(MlpActivation a) {
-  return a == MlpActivation::kSilu ? "silu" : "gelu_pytorch_tanh";
-}
+const char* MlpActivationName(MlpActivation a) { return a == MlpActivation::kSilu ? "silu" : "gelu_pytorch_tanh"; }
 
 const std::vector<DecoderFamily>& DecoderFamilies() {
   static const std::vector<DecoderFamily> families = {LlamaFamily(), MistralFamily(), Qwen2Family(), Qwen3Family(),
@@ -36,8 +34,7 @@ DecoderSpec DecoderSpecOf(const ModelConfig& c, const std::string& origin) {
     throw std::runtime_error(where + "activation '" + c.hidden_act + "' is not supported by " + spec.architecture +
                              " (" + MlpActivationName(spec.activation) + ")");
   // Qwen2 has its biases whatever the config says; no other family has a place for them.
-  if (c.attention_bias && !spec.qkv_bias)
-    throw std::runtime_error(where + "attention_bias = true is not supported");
+  if (c.attention_bias && !spec.qkv_bias) throw std::runtime_error(where + "attention_bias = true is not supported");
   if (c.mlp_bias) throw std::runtime_error(where + "mlp_bias = true is not supported");
   if (c.attn_logit_softcapping != 0 || c.final_logit_softcapping != 0)
     throw std::runtime_error(where + "logit soft-capping is not supported (Gemma 3 has none)");

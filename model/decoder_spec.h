@@ -71,32 +71,32 @@ float AttentionScaleOf(const ModelConfig& config, const DecoderSpec& spec);
 
 // What a tensor is in the network.
 enum class TensorRole {
-  kEmbedding,   // [vocab, hidden]
-  kAttnNorm,    // [hidden] input_layernorm
-  kQ,           // [heads * head_dim, hidden]
-  kK,           // [kv_heads * head_dim, hidden]
-  kV,           // [kv_heads * head_dim, hidden]
-  kO,           // [hidden, heads * head_dim]
-  kQBias,       // [heads * head_dim]
-  kKBias,       // [kv_heads * head_dim]
-  kVBias,       // [kv_heads * head_dim]
-  kQNorm,       // [head_dim]
-  kKNorm,       // [head_dim]
-  kPostAttnNorm,  // [hidden] on the attention output (sandwich)
-  kMlpNorm,     // [hidden] the MLP's input norm
-  kGate,        // [intermediate, hidden]
-  kUp,          // [intermediate, hidden]
-  kDown,        // [hidden, intermediate]
-  kPostMlpNorm,  // [hidden] on the MLP output (sandwich)
-  kRouterWeight,  // [1, hidden] Switch Attention router
-  kRouterBias,    // [1]
+  kEmbedding,          // [vocab, hidden]
+  kAttnNorm,           // [hidden] input_layernorm
+  kQ,                  // [heads * head_dim, hidden]
+  kK,                  // [kv_heads * head_dim, hidden]
+  kV,                  // [kv_heads * head_dim, hidden]
+  kO,                  // [hidden, heads * head_dim]
+  kQBias,              // [heads * head_dim]
+  kKBias,              // [kv_heads * head_dim]
+  kVBias,              // [kv_heads * head_dim]
+  kQNorm,              // [head_dim]
+  kKNorm,              // [head_dim]
+  kPostAttnNorm,       // [hidden] on the attention output (sandwich)
+  kMlpNorm,            // [hidden] the MLP's input norm
+  kGate,               // [intermediate, hidden]
+  kUp,                 // [intermediate, hidden]
+  kDown,               // [hidden, intermediate]
+  kPostMlpNorm,        // [hidden] on the MLP output (sandwich)
+  kRouterWeight,       // [1, hidden] Switch Attention router
+  kRouterBias,         // [1]
   kFeatureMapQWeight,  // [heads, head_dim, F] Hedgehog feature maps of a linear layer
   kFeatureMapQBias,    // [heads, F]
   kFeatureMapKWeight,  // [kv_heads, head_dim, F]
   kFeatureMapKBias,    // [kv_heads, F]
   kWindowFactor,       // [heads] θ of a linear + window layer, weight σ(θ)
-  kFinalNorm,   // [hidden]
-  kLmHead,      // [vocab, hidden] (absent when tied)
+  kFinalNorm,          // [hidden]
+  kLmHead,             // [vocab, hidden] (absent when tied)
 };
 
 // Whether the role is a norm weight (stored as w or as 1 + w by the spec).
@@ -107,11 +107,11 @@ bool IsRouterRole(TensorRole role);
 bool IsLinearLayerRole(TensorRole role);
 
 struct DecoderTensor {
-  std::string name;            // HF name, "model.layers.0.mlp.up_proj.weight"
+  std::string name;  // HF name, "model.layers.0.mlp.up_proj.weight"
   std::vector<int64_t> shape;
   TensorRole role = TensorRole::kEmbedding;
-  int32_t layer = -1;          // the layer it belongs to; -1 for the embedding, final norm, head
-  bool decay = false;          // AdamW weight decay: matrices, but not routers or feature maps
+  int32_t layer = -1;  // the layer it belongs to; -1 for the embedding, final norm, head
+  bool decay = false;  // AdamW weight decay: matrices, but not routers or feature maps
 };
 
 // What one layer holds beyond its family's tensors.

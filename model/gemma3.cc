@@ -46,8 +46,8 @@ ModelAttentionDefaults Gemma3AttentionDefaults(const ModelConfig& config) {
   d.rope = config.rope;  // global layers
   RopeSettings local;
   local.base = config.rope_local_base_freq > 0 ? config.rope_local_base_freq : kDefaultLocalBase;
-  const Span window = SpanFromHfSlidingWindow(config.sliding_window > 0 ? config.sliding_window
-                                                                        : kDefaultSlidingWindow);
+  const Span window =
+      SpanFromHfSlidingWindow(config.sliding_window > 0 ? config.sliding_window : kDefaultSlidingWindow);
   d.default_window = window.window;
   for (int32_t i = 0; i < config.n_layers; ++i) {
     const bool is_local = IsLocalLayer(config, i);

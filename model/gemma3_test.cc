@@ -59,9 +59,7 @@ test::TinyCheckpoint MakeCheckpoint() {
   return w;
 }
 
-double GeluTanh(double g) {
-  return 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)));
-}
+double GeluTanh(double g) { return 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g))); }
 
 // Gemma3ForCausalLM.forward in float64: logits [n, vocab] for tokens at 0..n-1.
 Vec ReferenceLogits(const test::TinyCheckpoint& w, const std::vector<int32_t>& ids) {
@@ -78,8 +76,7 @@ Vec ReferenceLogits(const test::TinyCheckpoint& w, const std::vector<int32_t>& i
     Vec h = test::RefRmsNorm(x, n, kHidden, w[p + "input_layernorm.weight"], kEps, 1.0);
     Vec q = test::RefLinear(h, n, w[p + "self_attn.q_proj.weight"], kHeads * kHeadDim, kHidden);
     Vec k = test::RefLinear(h, n, w[p + "self_attn.k_proj.weight"], kKvHeads * kHeadDim, kHidden);
-    const Vec v =
-        test::RefLinear(h, n, w[p + "self_attn.v_proj.weight"], kKvHeads * kHeadDim, kHidden);
+    const Vec v = test::RefLinear(h, n, w[p + "self_attn.v_proj.weight"], kKvHeads * kHeadDim, kHidden);
     q = test::RefRmsNorm(q, n * kHeads, kHeadDim, w[p + "self_attn.q_norm.weight"], kEps, 1.0);
     k = test::RefRmsNorm(k, n * kKvHeads, kHeadDim, w[p + "self_attn.k_norm.weight"], kEps, 1.0);
     const double base = local ? kLocalBase : kGlobalBase;
@@ -134,8 +131,8 @@ class Gemma3 : public ::testing::Test {
 
   // Logits [n, vocab] of `ids` at 0..n-1 under `spec`, fed `chunk` tokens at
   // a time into a cache of that max_chunk.
-  static std::vector<float> Run(const std::vector<int32_t>& ids, const std::string& spec,
-                                int64_t chunk, KvCacheOptions options = {}) {
+  static std::vector<float> Run(const std::vector<int32_t>& ids, const std::string& spec, int64_t chunk,
+                                KvCacheOptions options = {}) {
     const int64_t n = int64_t(ids.size());
     std::vector<int32_t> pos(ids.size());
     for (size_t i = 0; i < pos.size(); ++i) pos[i] = int32_t(i);
@@ -144,8 +141,7 @@ class Gemma3 : public ::testing::Test {
     std::vector<float> logits(size_t(n * kVocab));  // [n, vocab]
     for (int64_t start = 0; start < n; start += chunk) {
       const int64_t len = std::min(chunk, n - start);
-      model_->Forward(&logits[size_t(start * kVocab)],
-                      Batch{&ids[size_t(start)], &pos[size_t(start)], len}, *session);
+      model_->Forward(&logits[size_t(start * kVocab)], Batch{&ids[size_t(start)], &pos[size_t(start)], len}, *session);
     }
     return logits;
   }
@@ -183,14 +179,12 @@ TEST_F(Gemma3, DefaultPlanIsFiveLocalToOneGlobal) {
   }
   // The preset by name gives the same layers; layer_types says the same.
   const AttentionPlan preset = model_->ResolvePlan("hybrid:5:1");
-  for (int32_t i = 0; i < kLayers; ++i)
-    EXPECT_EQ(preset.layers[size_t(i)].kind, plan.layers[size_t(i)].kind);
+  for (int32_t i = 0; i < kLayers; ++i) EXPECT_EQ(preset.layers[size_t(i)].kind, plan.layers[size_t(i)].kind);
   std::string typed = kConfig;
   typed.replace(typed.find("\"sliding_window_pattern\": 6"), 27,
                 R"("layer_types": ["sliding_attention", "full_attention", "sliding_attention",
                    "sliding_attention", "sliding_attention", "full_attention"])");
-  const AttentionPlan from_types =
-      ResolvePlan("", AttentionDefaultsFor(ParseModelConfig(typed, "", "t")));
+  const AttentionPlan from_types = ResolvePlan("", AttentionDefaultsFor(ParseModelConfig(typed, "", "t")));
   EXPECT_EQ(from_types.layers[1].kind, LayerKind::kFull);
   EXPECT_EQ(from_types.layers[1].rope.base, kGlobalBase);
   EXPECT_EQ(from_types.layers[2].kind, LayerKind::kWindow);
@@ -249,8 +243,7 @@ TEST(Gemma3Load, MissingQNormNamesFileAndTensor) {
 TEST(Gemma3Load, RejectsSoftCapping) {
   const fs::path dir = test::TempDir("gemma3_softcap");
   std::string config = kConfig;
-  config.replace(config.find("\"final_logit_softcapping\": null"), 31,
-                 "\"final_logit_softcapping\": 30.0");
+  config.replace(config.find("\"final_logit_softcapping\": null"), 31, "\"final_logit_softcapping\": 30.0");
   MakeCheckpoint().Write(dir, config);
   const std::string msg = ErrorOf([&] { LoadModel(dir.string()); });
   EXPECT_NE(msg.find("soft-capping"), std::string::npos) << msg;
@@ -272,12 +265,10 @@ TEST(Gemma3Fixture, WriteForCli) {
 
 TEST(Gemma3Ops, GeluTanhMulMatchesFormula) {
   std::vector<float> gate, up;
-  for (int i = -40; i <= 40; ++i)
-    gate.push_back(float(i) * 0.15f), up.push_back(0.5f + float(i) * 0.01f);
+  for (int i = -40; i <= 40; ++i) gate.push_back(float(i) * 0.15f), up.push_back(0.5f + float(i) * 0.01f);
   std::vector<float> out(gate.size());
   GeluTanhMul(out.data(), gate.data(), up.data(), int64_t(gate.size()));
-  for (size_t i = 0; i < gate.size(); ++i)
-    EXPECT_NEAR(out[i], GeluTanh(gate[i]) * up[i], 1e-6) << gate[i];
+  for (size_t i = 0; i < gate.size(); ++i) EXPECT_NEAR(out[i], GeluTanh(gate[i]) * up[i], 1e-6) << gate[i];
   EXPECT_EQ(GemmaNormWeight({0.0f, -0.5f, 2.0f}), (std::vector<float>{1.0f, 0.5f, 3.0f}));
 }
 

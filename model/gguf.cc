@@ -71,10 +71,17 @@ class Reader {
 // Bytes of one element of a scalar type; 0 for strings and arrays.
 size_t ScalarBytes(uint32_t type) {
   switch (type) {
-    case GgufValue::kU8: case GgufValue::kI8: case GgufValue::kBool: return 1;
-    case GgufValue::kU16: case GgufValue::kI16: return 2;
-    case GgufValue::kU32: case GgufValue::kI32: case GgufValue::kF32: return 4;
-    case GgufValue::kU64: case GgufValue::kI64: case GgufValue::kF64: return 8;
+    case GgufValue::kU8:
+    case GgufValue::kI8:
+    case GgufValue::kBool: return 1;
+    case GgufValue::kU16:
+    case GgufValue::kI16: return 2;
+    case GgufValue::kU32:
+    case GgufValue::kI32:
+    case GgufValue::kF32: return 4;
+    case GgufValue::kU64:
+    case GgufValue::kI64:
+    case GgufValue::kF64: return 8;
     default: return 0;
   }
 }
@@ -84,12 +91,30 @@ double ReadScalar(Reader& r, uint32_t type, GgufValue* v) {
   double d = 0;
   int64_t i = 0;
   switch (type) {
-    case GgufValue::kU8: i = r.Get<uint8_t>(); d = double(i); break;
-    case GgufValue::kI8: i = r.Get<int8_t>(); d = double(i); break;
-    case GgufValue::kU16: i = r.Get<uint16_t>(); d = double(i); break;
-    case GgufValue::kI16: i = r.Get<int16_t>(); d = double(i); break;
-    case GgufValue::kU32: i = r.Get<uint32_t>(); d = double(i); break;
-    case GgufValue::kI32: i = r.Get<int32_t>(); d = double(i); break;
+    case GgufValue::kU8:
+      i = r.Get<uint8_t>();
+      d = double(i);
+      break;
+    case GgufValue::kI8:
+      i = r.Get<int8_t>();
+      d = double(i);
+      break;
+    case GgufValue::kU16:
+      i = r.Get<uint16_t>();
+      d = double(i);
+      break;
+    case GgufValue::kI16:
+      i = r.Get<int16_t>();
+      d = double(i);
+      break;
+    case GgufValue::kU32:
+      i = r.Get<uint32_t>();
+      d = double(i);
+      break;
+    case GgufValue::kI32:
+      i = r.Get<int32_t>();
+      d = double(i);
+      break;
     case GgufValue::kBool: {
       const uint8_t b = r.Get<uint8_t>();
       if (b > 1) r.Fail("a bool of value " + std::to_string(b));
@@ -97,7 +122,10 @@ double ReadScalar(Reader& r, uint32_t type, GgufValue* v) {
       d = b;
       break;
     }
-    case GgufValue::kI64: i = r.Get<int64_t>(); d = double(i); break;
+    case GgufValue::kI64:
+      i = r.Get<int64_t>();
+      d = double(i);
+      break;
     case GgufValue::kU64: {
       const uint64_t u = r.Get<uint64_t>();
       if (v) v->u = u;
@@ -207,9 +235,7 @@ GgufFile::GgufFile(const std::string& path, OnePart)
 
 GgufFile::GgufFile(const std::string& path) : GgufFile(path, OnePart{}) { JoinSplitParts(); }
 
-GgufFile::GgufFile(const uint8_t* data, size_t size, const std::string& origin) : origin_(origin) {
-  Parse(data, size);
-}
+GgufFile::GgufFile(const uint8_t* data, size_t size, const std::string& origin) : origin_(origin) { Parse(data, size); }
 
 void GgufFile::Parse(const uint8_t* data, size_t size) {
   Reader r(data, size, origin_);
@@ -325,7 +351,8 @@ void PutString(std::string& out, const std::string& s) {
 }
 void PutScalar(std::string& out, uint32_t type, double d, int64_t i, uint64_t u) {
   switch (type) {
-    case GgufValue::kU8: case GgufValue::kBool: Put<uint8_t>(out, uint8_t(i)); break;
+    case GgufValue::kU8:
+    case GgufValue::kBool: Put<uint8_t>(out, uint8_t(i)); break;
     case GgufValue::kI8: Put<int8_t>(out, int8_t(i)); break;
     case GgufValue::kU16: Put<uint16_t>(out, uint16_t(i)); break;
     case GgufValue::kI16: Put<int16_t>(out, int16_t(i)); break;

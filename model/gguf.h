@@ -29,8 +29,21 @@ bool IsGgufFile(const std::string& path);
 
 // ggml's tensor type ids (ggml.h), the ones a GGUF file may hold.
 enum class GgmlType : uint32_t {
-  kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ8_1 = 9,
-  kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kQ8_K = 15, kBF16 = 30,
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
+  kQ8_0 = 8,
+  kQ8_1 = 9,
+  kQ2_K = 10,
+  kQ3_K = 11,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
+  kQ8_K = 15,
+  kBF16 = 30,
 };
 // "F32", "Q4_K", ...; "type N" for an id this table does not know.
 std::string GgmlTypeName(uint32_t type);
@@ -42,15 +55,26 @@ std::optional<WeightType> WeightTypeOf(uint32_t ggml_type);
 // `numbers` by their element type.
 struct GgufValue {
   enum Type : uint32_t {
-    kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
-    kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
+    kU8 = 0,
+    kI8 = 1,
+    kU16 = 2,
+    kI16 = 3,
+    kU32 = 4,
+    kI32 = 5,
+    kF32 = 6,
+    kBool = 7,
+    kString = 8,
+    kArray = 9,
+    kU64 = 10,
+    kI64 = 11,
+    kF64 = 12,
   };
   Type type = kU8;
-  Type element = kU8;             // for arrays
-  int64_t i = 0;                  // integer and bool scalars
-  uint64_t u = 0;                 // kU64 scalars
-  double f = 0;                   // float scalars
-  std::string s;                  // kString
+  Type element = kU8;                // for arrays
+  int64_t i = 0;                     // integer and bool scalars
+  uint64_t u = 0;                    // kU64 scalars
+  double f = 0;                      // float scalars
+  std::string s;                     // kString
   std::vector<std::string> strings;  // [count] arrays of strings
   std::vector<double> numbers;       // [count] arrays of numbers (and bools)
 };
@@ -92,10 +116,10 @@ class GgufFile {
 
   // A metadata value of the right kind, or a message naming the key.
   const GgufValue* Find(const std::string& key) const;
-  std::string String(const std::string& key) const;   // throws when missing or not a string
-  int64_t Int(const std::string& key) const;          // any integer type
+  std::string String(const std::string& key) const;  // throws when missing or not a string
+  int64_t Int(const std::string& key) const;         // any integer type
   std::optional<int64_t> OptionalInt(const std::string& key) const;
-  double Float(const std::string& key) const;         // any number
+  double Float(const std::string& key) const;               // any number
   const GgufTensor* Tensor(const std::string& name) const;  // null when absent
 
  private:
@@ -106,7 +130,7 @@ class GgufFile {
   // Adds the tensors of the other parts of a split model (gguf_split.cc).
   void JoinSplitParts();
 
-  std::shared_ptr<MappedFile> map_;  // null for caller-kept bytes
+  std::shared_ptr<MappedFile> map_;    // null for caller-kept bytes
   std::shared_ptr<const void> owner_;  // map_, or every part's mapping
   std::vector<std::string> paths_;     // [parts] the files read (empty for caller-kept bytes)
   std::string origin_;

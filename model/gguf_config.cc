@@ -137,8 +137,8 @@ ModelConfig GgufModelConfig(const GgufFile& file) {
   if (!embed || embed->ne.size() != 2) throw std::runtime_error(file.origin() + ": no 2-D tensor token_embd.weight");
   c.vocab_size = embed->ne[1];
   c.max_position_embeddings = file.OptionalInt(p + "context_length").value_or(0);
-  c.rms_norm_eps = file.Find(p + "attention.layer_norm_rms_epsilon") ? file.Float(p + "attention.layer_norm_rms_epsilon")
-                                                                      : 1e-6;
+  c.rms_norm_eps =
+      file.Find(p + "attention.layer_norm_rms_epsilon") ? file.Float(p + "attention.layer_norm_rms_epsilon") : 1e-6;
   c.rope.base = file.Find(p + "rope.freq_base") ? file.Float(p + "rope.freq_base") : 10000.0;
   if (const GgufTensor* freqs = file.Tensor("rope_freqs.weight")) {
     c.rope.scaling = RopeFrequencyFactors(*freqs, arch, c.head_dim, file.origin());

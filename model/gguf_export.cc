@@ -151,9 +151,11 @@ std::string HfToGgufBytes(const std::string& dir, WeightType type, std::vector<s
       {p + "attention.layer_norm_rms_epsilon", GgufNumber(V::kF32, c.rms_norm_eps)},
       {p + "rope.freq_base", GgufNumber(V::kF32, c.rope.base)},
   };
-  if (c.max_position_embeddings > 0) meta.push_back({p + "context_length", GgufNumber(V::kU32, double(c.max_position_embeddings))});
+  if (c.max_position_embeddings > 0)
+    meta.push_back({p + "context_length", GgufNumber(V::kU32, double(c.max_position_embeddings))});
   if (c.rope.scaling.kind == RopeScaling::Kind::kLinear || c.rope.scaling.kind == RopeScaling::Kind::kYarn) {
-    meta.push_back({p + "rope.scaling.type", GgufString(c.rope.scaling.kind == RopeScaling::Kind::kLinear ? "linear" : "yarn")});
+    meta.push_back(
+        {p + "rope.scaling.type", GgufString(c.rope.scaling.kind == RopeScaling::Kind::kLinear ? "linear" : "yarn")});
     meta.push_back({p + "rope.scaling.factor", GgufNumber(V::kF32, c.rope.scaling.factor)});
     meta.push_back({p + "rope.scaling.original_context_length",
                     GgufNumber(V::kU32, double(c.rope.scaling.original_max_position_embeddings))});
@@ -173,10 +175,12 @@ std::string HfToGgufBytes(const std::string& dir, WeightType type, std::vector<s
     meta.push_back({p + "logit_scale", GgufNumber(V::kF32, 1.0)});
   }
   if (arch == "gemma3") {
-    meta.push_back({p + "attention.sliding_window_pattern", GgufNumber(V::kU32, c.sliding_window_pattern > 0 ? c.sliding_window_pattern : 6)});
+    meta.push_back({p + "attention.sliding_window_pattern",
+                    GgufNumber(V::kU32, c.sliding_window_pattern > 0 ? c.sliding_window_pattern : 6)});
     if ((c.rope_local_base_freq > 0 && c.rope_local_base_freq != 10000.0) ||
         (c.query_pre_attn_scalar > 0 && c.query_pre_attn_scalar != c.head_dim))
-      throw std::runtime_error(dir + ": a Gemma 3 with a local RoPE base other than 10000 or query_pre_attn_scalar "
+      throw std::runtime_error(dir +
+                               ": a Gemma 3 with a local RoPE base other than 10000 or query_pre_attn_scalar "
                                "other than head_dim has no GGUF metadata here");
   }
   if (std::filesystem::is_regular_file(std::filesystem::path(dir) / "tokenizer.json")) {

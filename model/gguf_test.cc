@@ -42,11 +42,13 @@ std::string SmallFile() {
   scores.type = GgufValue::kArray;
   scores.element = GgufValue::kF32;
   scores.numbers = {0, -1.5, -2};
-  return GgufBytes({{"general.architecture", GgufString("llama")}, {"llama.block_count", GgufNumber(GgufValue::kU32, 2)},
-                    {"tokenizer.ggml.tokens", tokens}, {"tokenizer.ggml.scores", scores},
-                    {"llama.rope.freq_base", GgufNumber(GgufValue::kF32, 500000)}},
-                   {{"a.weight", 0, {3, 2}, FloatBytes({1, 2, 3, 4, 5, 6})},
-                    {"b.weight", 8, {32}, std::string(34, '\1')}});
+  return GgufBytes(
+      {{"general.architecture", GgufString("llama")},
+       {"llama.block_count", GgufNumber(GgufValue::kU32, 2)},
+       {"tokenizer.ggml.tokens", tokens},
+       {"tokenizer.ggml.scores", scores},
+       {"llama.rope.freq_base", GgufNumber(GgufValue::kF32, 500000)}},
+      {{"a.weight", 0, {3, 2}, FloatBytes({1, 2, 3, 4, 5, 6})}, {"b.weight", 8, {32}, std::string(34, '\1')}});
 }
 
 TEST(Gguf, ReadsWhatItWrites) {
@@ -400,7 +402,8 @@ TEST(Gguf, RopeFreqsDivideEachFrequency) {
 // llama.cpp's granite_swa (a window flag per layer, logit scale 1, sink
 // logits that count for nothing), and comes back as the same hybrid.
 TEST(Gguf, HybridLlamaTravelsAsGraniteSwa) {
-  const auto dir = TinyLlamaDir("gguf_hybrid", test::TinyLlamaShape{61, 32, 64, 4, 2, 8, 4}, 7, R"(, "sliding_window": 6,
+  const auto dir =
+      TinyLlamaDir("gguf_hybrid", test::TinyLlamaShape{61, 32, 64, 4, 2, 8, 4}, 7, R"(, "sliding_window": 6,
     "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"])");
   const std::string bytes = HfToGgufBytes(dir.string(), WeightType::kF32);
   const GgufFile file(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "hybrid.gguf");

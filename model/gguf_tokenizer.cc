@@ -62,8 +62,8 @@ std::string KnownPreTokenizerNames() {
 json StringPattern(const std::string& s) { return {{"String", s}}; }
 
 json AddedTokenJson(int32_t id, const std::string& content, bool special) {
-  return {{"id", id},          {"content", content}, {"single_word", false}, {"lstrip", false},
-          {"rstrip", false},   {"normalized", false}, {"special", special}};
+  return {{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
+          {"rstrip", false}, {"normalized", false}, {"special", special}};
 }
 
 // Hugging Face's SentencePiece converter: every split of a token into two
@@ -88,9 +88,8 @@ json MergesFromScores(const std::vector<std::string>& tokens, const std::vector<
       auto l = id_of.find(t.substr(0, cut)), r = id_of.find(t.substr(cut));
       if (l != id_of.end() && r != id_of.end()) merges.push_back({l->second, r->second, id});
     }
-    std::sort(merges.begin() + std::ptrdiff_t(first), merges.end(), [](const Merge& a, const Merge& b) {
-      return a.left != b.left ? a.left < b.left : a.right < b.right;
-    });
+    std::sort(merges.begin() + std::ptrdiff_t(first), merges.end(),
+              [](const Merge& a, const Merge& b) { return a.left != b.left ? a.left < b.left : a.right < b.right; });
   }
   std::stable_sort(merges.begin(), merges.end(),
                    [&](const Merge& a, const Merge& b) { return scores[a.made] > scores[b.made]; });
@@ -121,12 +120,10 @@ constexpr char kIdsOnly[] = "; it runs on token ids: swan generate --ids, swan s
 GgufTokenizerParts ReadGgufTokenizer(const GgufFile& file) {
   const std::string& where = file.origin();
   const GgufValue* model_value = file.Find("tokenizer.ggml.model");
-  if (!model_value)
-    throw std::runtime_error(where + ": holds no tokenizer (no tokenizer.ggml.model)" + kIdsOnly);
+  if (!model_value) throw std::runtime_error(where + ": holds no tokenizer (no tokenizer.ggml.model)" + kIdsOnly);
   const std::string model = file.String("tokenizer.ggml.model");
   if (model == "none" || model == "no_vocab")
-    throw std::runtime_error(where + ": holds no tokenizer (tokenizer.ggml.model is '" + model +
-                             "')" + kIdsOnly);
+    throw std::runtime_error(where + ": holds no tokenizer (tokenizer.ggml.model is '" + model + "')" + kIdsOnly);
   if (model != "llama" && model != "gpt2")
     throw std::runtime_error(where + ": tokenizer.ggml.model '" + model +
                              "' is not read by swan (llama: SentencePiece BPE; gpt2: byte-level BPE)");
@@ -154,8 +151,11 @@ GgufTokenizerParts ReadGgufTokenizer(const GgufFile& file) {
   if (const auto unk = file.OptionalInt("tokenizer.ggml.unknown_token_id"); unk && *unk >= 0 && size_t(*unk) < n)
     unk_token = tokens[size_t(*unk)];
 
-  json bpe = {{"type", "BPE"},          {"dropout", nullptr},      {"continuing_subword_prefix", nullptr},
-              {"end_of_word_suffix", nullptr}, {"vocab", vocab}};
+  json bpe = {{"type", "BPE"},
+              {"dropout", nullptr},
+              {"continuing_subword_prefix", nullptr},
+              {"end_of_word_suffix", nullptr},
+              {"vocab", vocab}};
   json tok = {{"version", "1.0"}, {"added_tokens", added}};
   const bool spm = model == "llama";
   if (spm) {
@@ -167,10 +167,10 @@ GgufTokenizerParts ReadGgufTokenizer(const GgufFile& file) {
     bpe["byte_fallback"] = true;
     const bool space_prefix = Flag(file, "tokenizer.ggml.add_space_prefix", true);
     const json to_metaspace = {{"type", "Replace"}, {"pattern", StringPattern(" ")}, {"content", kMetaspace}};
-    tok["normalizer"] =
-        space_prefix ? json{{"type", "Sequence"},
-                            {"normalizers", {{{"type", "Prepend"}, {"prepend", kMetaspace}}, to_metaspace}}}
-                     : to_metaspace;
+    tok["normalizer"] = space_prefix
+                            ? json{{"type", "Sequence"},
+                                   {"normalizers", {{{"type", "Prepend"}, {"prepend", kMetaspace}}, to_metaspace}}}
+                            : to_metaspace;
     tok["pre_tokenizer"] = nullptr;
     json decoders = {{{"type", "Replace"}, {"pattern", StringPattern(kMetaspace)}, {"content", " "}},
                      {{"type", "ByteFallback"}},
@@ -193,17 +193,18 @@ GgufTokenizerParts ReadGgufTokenizer(const GgufFile& file) {
     bpe["byte_fallback"] = false;
     bpe["ignore_merges"] = Flag(file, "swan.tokenizer.ignore_merges", pre->ignore_merges);
     tok["normalizer"] = pre->nfc ? json{{"type", "NFC"}} : json();
-    const json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true},
+    const json byte_level = {{"type", "ByteLevel"},
+                             {"add_prefix_space", false},
+                             {"trim_offsets", true},
                              {"use_regex", pre->regex == nullptr}};
-    tok["pre_tokenizer"] =
-        pre->regex ? json{{"type", "Sequence"},
-                          {"pretokenizers",
-                           {{{"type", "Split"},
-                             {"pattern", {{"Regex", pre->regex}}},
-                             {"behavior", "Isolated"},
-                             {"invert", false}},
-                            byte_level}}}
-                   : byte_level;
+    tok["pre_tokenizer"] = pre->regex ? json{{"type", "Sequence"},
+                                             {"pretokenizers",
+                                              {{{"type", "Split"},
+                                                {"pattern", {{"Regex", pre->regex}}},
+                                                {"behavior", "Isolated"},
+                                                {"invert", false}},
+                                               byte_level}}}
+                                      : byte_level;
     tok["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}};
   }
   tok["model"] = std::move(bpe);
@@ -272,9 +273,10 @@ std::string PreTokenizerName(const json& tok) {
   } else if (pre.is_object() && pre.value("type", "") == "Sequence" && pre.value("pretokenizers", json()).size() == 2) {
     const json& split = pre["pretokenizers"][0];
     const json& level = pre["pretokenizers"][1];
-    if (split.value("type", "") != "Split" || split.value("behavior", "") != "Isolated" || split.value("invert", false) ||
-        !split.value("pattern", json()).contains("Regex") || level.value("type", "") != "ByteLevel" ||
-        level.value("use_regex", true) || level.value("add_prefix_space", false))
+    if (split.value("type", "") != "Split" || split.value("behavior", "") != "Isolated" ||
+        split.value("invert", false) || !split.value("pattern", json()).contains("Regex") ||
+        level.value("type", "") != "ByteLevel" || level.value("use_regex", true) ||
+        level.value("add_prefix_space", false))
       return "";
     regex = split["pattern"]["Regex"].get<std::string>();
   } else {
@@ -304,8 +306,8 @@ std::vector<std::pair<std::string, GgufValue>> GgufTokenizerMetadata(const std::
   if (!spm) {
     pre = PreTokenizerName(tok);
     if (pre.empty())
-      throw std::runtime_error(file.string() +
-                               ": its pre-tokenizer is none that llama.cpp names (" + KnownPreTokenizerNames() + ")");
+      throw std::runtime_error(file.string() + ": its pre-tokenizer is none that llama.cpp names (" +
+                               KnownPreTokenizerNames() + ")");
   }
 
   // Token texts and types by id; ids the tokenizer does not use are padding.
@@ -314,7 +316,7 @@ std::vector<std::pair<std::string, GgufValue>> GgufTokenizerMetadata(const std::
   tokens.element = GgufValue::kString;
   types.element = GgufValue::kI32;
   scores.element = GgufValue::kF32;
-  tokens.strings.resize(size_t(n_tokens));   // [n_tokens]
+  tokens.strings.resize(size_t(n_tokens));          // [n_tokens]
   types.numbers.assign(size_t(n_tokens), kUnused);  // [n_tokens]
   std::unordered_map<int32_t, bool> added_special;  // added token id -> special
   for (const AddedToken& t : loaded.added_tokens()) added_special[t.id] = t.special;
@@ -366,7 +368,8 @@ std::vector<std::pair<std::string, GgufValue>> GgufTokenizerMetadata(const std::
     merges.type = GgufValue::kArray;
     merges.element = GgufValue::kString;
     for (const json& m : model.value("merges", json::array())) {
-      const std::string pair = m.is_string() ? m.get<std::string>() : m[0].get<std::string>() + " " + m[1].get<std::string>();
+      const std::string pair =
+          m.is_string() ? m.get<std::string>() : m[0].get<std::string>() + " " + m[1].get<std::string>();
       merges.strings.push_back(pair);
     }
     meta.push_back({"tokenizer.ggml.merges", merges});

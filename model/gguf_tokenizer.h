@@ -24,9 +24,9 @@ namespace swan {
 
 // What a GGUF file's metadata says of its tokenizer, in Hugging Face's terms.
 struct GgufTokenizerParts {
-  nlohmann::json tokenizer;      // a tokenizer.json
-  nlohmann::json special_ids;    // {"bos_token_id": id, "eos_token_id": [ids]}
-  std::string chat_template;     // tokenizer.chat_template, or ""
+  nlohmann::json tokenizer;    // a tokenizer.json
+  nlohmann::json special_ids;  // {"bos_token_id": id, "eos_token_id": [ids]}
+  std::string chat_template;   // tokenizer.chat_template, or ""
 };
 
 // Throws std::runtime_error naming the file when it holds no tokenizer or
@@ -43,7 +43,6 @@ Tokenizer LoadModelTokenizer(const std::string& path);
 // Throws std::runtime_error naming the directory when the tokenizer has no
 // GGUF form (a model other than BPE, a pre-tokenizer llama.cpp does not
 // name).
-std::vector<std::pair<std::string, GgufValue>> GgufTokenizerMetadata(const std::string& dir,
-                                                                     int64_t n_tokens);
+std::vector<std::pair<std::string, GgufValue>> GgufTokenizerMetadata(const std::string& dir, int64_t n_tokens);
 
 }  // namespace swan

@@ -54,9 +54,16 @@ std::vector<std::pair<std::string, GgufValue>> HandMadeSentencePiece() {
     scores.push_back(0);
     types.push_back(6);
   }
-  const std::pair<const char*, double> pieces[] = {
-      {"\xE2\x96\x81", -10}, {"a", -10}, {"b", -10}, {"c", -10},
-      {"bc", -1}, {"ab", -2}, {"\xE2\x96\x81" "a", -3}, {"abc", -0.5}};
+  const std::pair<const char*, double> pieces[] = {{"\xE2\x96\x81", -10},
+                                                   {"a", -10},
+                                                   {"b", -10},
+                                                   {"c", -10},
+                                                   {"bc", -1},
+                                                   {"ab", -2},
+                                                   {"\xE2\x96\x81"
+                                                    "a",
+                                                    -3},
+                                                   {"abc", -0.5}};
   for (const auto& [text, score] : pieces) {
     tokens.push_back(text);
     scores.push_back(score);
@@ -65,12 +72,10 @@ std::vector<std::pair<std::string, GgufValue>> HandMadeSentencePiece() {
   tokens.push_back("[PAD267]");  // padding to the embedding's rows
   scores.push_back(0);
   types.push_back(5);
-  return {{"tokenizer.ggml.model", GgufString("llama")},
-          {"tokenizer.ggml.tokens", Strings(tokens)},
-          {"tokenizer.ggml.scores", Numbers(V::kF32, scores)},
-          {"tokenizer.ggml.token_type", Numbers(V::kI32, types)},
-          {"tokenizer.ggml.bos_token_id", GgufNumber(V::kU32, 1)},
-          {"tokenizer.ggml.eos_token_id", GgufNumber(V::kU32, 2)}};
+  return {
+      {"tokenizer.ggml.model", GgufString("llama")},           {"tokenizer.ggml.tokens", Strings(tokens)},
+      {"tokenizer.ggml.scores", Numbers(V::kF32, scores)},     {"tokenizer.ggml.token_type", Numbers(V::kI32, types)},
+      {"tokenizer.ggml.bos_token_id", GgufNumber(V::kU32, 1)}, {"tokenizer.ggml.eos_token_id", GgufNumber(V::kU32, 2)}};
 }
 
 TEST(GgufTokenizer, SentencePieceMergesFollowTheScores) {
@@ -110,9 +115,10 @@ std::vector<std::string> SampleTexts() {
   std::string line;
   while (std::getline(all, line)) texts.push_back(line);
   texts.push_back(all.str());
-  for (const char* s : {"", " ", "  two  spaces ", "def f(x):\n    return x ** 2  # square\n",
-                        "<s>Once</s> upon <unk> a time", "caf\xC3\xA9 na\xC3\xAFve \xE6\x97\xA5\xE6\x9C\xAC \xF0\x9F\x98\x80",
-                        "tabs\tand\r\nnewlines\n\n\n", "12345 67.89 0x1F", "I'm you'll we'd THEY'RE"})
+  for (const char* s :
+       {"", " ", "  two  spaces ", "def f(x):\n    return x ** 2  # square\n", "<s>Once</s> upon <unk> a time",
+        "caf\xC3\xA9 na\xC3\xAFve \xE6\x97\xA5\xE6\x9C\xAC \xF0\x9F\x98\x80", "tabs\tand\r\nnewlines\n\n\n",
+        "12345 67.89 0x1F", "I'm you'll we'd THEY'RE"})
     texts.push_back(s);
   return texts;
 }
@@ -175,8 +181,10 @@ TEST(GgufTokenizer, RefusesWhatItCannotRead) {
   EXPECT_NE(ErrorOf({{"tokenizer.ggml.model", GgufString("bert")}, {"tokenizer.ggml.tokens", Strings({"a"})}})
                 .find("'bert' is not read by swan"),
             std::string::npos);
-  EXPECT_NE(ErrorOf({{"tokenizer.ggml.model", GgufString("gpt2")}, {"tokenizer.ggml.pre", GgufString("starcoder")},
-                     {"tokenizer.ggml.tokens", Strings({"a"})}, {"tokenizer.ggml.merges", Strings({})}})
+  EXPECT_NE(ErrorOf({{"tokenizer.ggml.model", GgufString("gpt2")},
+                     {"tokenizer.ggml.pre", GgufString("starcoder")},
+                     {"tokenizer.ggml.tokens", Strings({"a"})},
+                     {"tokenizer.ggml.merges", Strings({})}})
                 .find("'starcoder' is not a pre-tokenizer swan knows"),
             std::string::npos);
   auto short_scores = HandMadeSentencePiece();

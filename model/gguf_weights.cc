@@ -63,7 +63,8 @@ std::string GgufTensorName(const std::string& hf, const std::string& architectur
   };
   const std::string blk = "blk." + std::to_string(layer) + ".";
   // Llama's norm after attention is the MLP's input norm; Gemma 3 has both.
-  if (rest == "post_attention_layernorm.weight") return blk + (gemma ? "post_attention_norm.weight" : "ffn_norm.weight");
+  if (rest == "post_attention_layernorm.weight")
+    return blk + (gemma ? "post_attention_norm.weight" : "ffn_norm.weight");
   for (const Pair& p : kNames)
     if (rest == p.hf) return blk + p.gguf;
   return "";
@@ -162,7 +163,9 @@ LinearWeight GgufWeights::Linear(const std::string& name, int64_t out, int64_t i
   const WeightType format = FormatOf(t, file_.origin());
   if (!permuted) {
     // a block format's rows leave the mapping as they are packed
-    const auto evict = [&](const uint8_t* span, size_t bytes) { if (file_.owner()) EvictMappedPages(span, bytes); };
+    const auto evict = [&](const uint8_t* span, size_t bytes) {
+      if (file_.owner()) EvictMappedPages(span, bytes);
+    };
     LinearWeight w = LinearWeight::Borrow(file_.owner(), t.data, format, out, in, evict);
     if (IsBlockQuantized(format)) Evict(name);  // packed into a copy: the file's bytes are not read again
     return w;

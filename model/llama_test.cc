@@ -18,9 +18,7 @@ std::vector<int32_t> Iota(int64_t n, int32_t start = 0) {
   return v;
 }
 
-int32_t Argmax(const float* x, int64_t n) {
-  return int32_t(std::max_element(x, x + n) - x);
-}
+int32_t Argmax(const float* x, int64_t n) { return int32_t(std::max_element(x, x + n) - x); }
 
 class Stories260K : public ::testing::Test {
  protected:
@@ -61,8 +59,7 @@ TEST_F(Stories260K, LogitsMatchGolden) {
   std::vector<float> logits(size_t(n * vocab));  // [16, 512]
   model_->Forward(logits.data(), Batch{ids.data(), pos.data(), n}, *session);
   double max_diff = 0;
-  for (size_t i = 0; i < logits.size(); ++i)
-    max_diff = std::max(max_diff, double(std::fabs(logits[i] - expected[i])));
+  for (size_t i = 0; i < logits.size(); ++i) max_diff = std::max(max_diff, double(std::fabs(logits[i] - expected[i])));
   RecordProperty("max_abs_diff", std::to_string(max_diff));
   std::printf("stories260K max |logit - golden| = %.3g\n", max_diff);
   EXPECT_LT(max_diff, 1e-4);
@@ -71,8 +68,7 @@ TEST_F(Stories260K, LogitsMatchGolden) {
 }
 
 TEST_F(Stories260K, GreedyContinuationsMatchGolden) {
-  const nlohmann::json greedy =
-      nlohmann::json::parse(std::ifstream(test::Stories260K() + "/golden/greedy.json"));
+  const nlohmann::json greedy = nlohmann::json::parse(std::ifstream(test::Stories260K() + "/golden/greedy.json"));
   ASSERT_EQ(greedy["results"].size(), 3u);
   const int64_t vocab = 512;
   for (const auto& r : greedy["results"]) {

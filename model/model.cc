@@ -56,11 +56,10 @@ KvShape LanguageModel::kv_shape() const {
   return KvShape{config().n_kv_heads, config().head_dim, LinearPhiDim(config())};
 }
 
-std::unique_ptr<Session> LanguageModel::NewSession(const AttentionPlan& plan,
-                                                   const KvCacheOptions& options) const {
+std::unique_ptr<Session> LanguageModel::NewSession(const AttentionPlan& plan, const KvCacheOptions& options) const {
   if (int32_t(plan.layers.size()) != config().n_layers)
-    throw std::invalid_argument("attention plan has " + std::to_string(plan.layers.size()) +
-                                " layers, the model " + std::to_string(config().n_layers));
+    throw std::invalid_argument("attention plan has " + std::to_string(plan.layers.size()) + " layers, the model " +
+                                std::to_string(config().n_layers));
   return std::make_unique<Session>(plan, kv_shape(), options);
 }
 
@@ -75,8 +74,7 @@ int32_t LinearPhiDim(const ModelConfig& config) {
   return 2 * (config.linear_feature_dim > 0 ? config.linear_feature_dim : config.head_dim / 2);
 }
 
-size_t PlanLayerKvBytesAt(const LayerPlan& layer, const KvShape& shape, const KvCacheOptions& options,
-                          int64_t n_ctx) {
+size_t PlanLayerKvBytesAt(const LayerPlan& layer, const KvShape& shape, const KvCacheOptions& options, int64_t n_ctx) {
   if (layer.kind == LayerKind::kLinear) {
     // The state, S [KV, P, D] and z [KV, P]; with a window, its ring and the
     // φk and v of the W - 1 newest tokens, not yet in the state.
@@ -89,14 +87,11 @@ size_t PlanLayerKvBytesAt(const LayerPlan& layer, const KvShape& shape, const Kv
     }
     return bytes;
   }
-  if (layer.kind == LayerKind::kPerHead)
-    return LayerKvBytesAt(layer.span, layer.full_heads, shape, options, n_ctx);
+  if (layer.kind == LayerKind::kPerHead) return LayerKvBytesAt(layer.span, layer.full_heads, shape, options, n_ctx);
   return LayerKvBytesAt(layer.cache_span(), shape, options, n_ctx);
 }
 
-ModelAttentionDefaults LanguageModel::AttentionDefaults() const {
-  return AttentionDefaultsFor(config());
-}
+ModelAttentionDefaults LanguageModel::AttentionDefaults() const { return AttentionDefaultsFor(config()); }
 
 namespace {
 

@@ -90,8 +90,7 @@ class LanguageModel {
 
   // The plan `spec` (see model/plan.h) resolved for this model.
   AttentionPlan ResolvePlan(const std::string& spec) const;
-  std::unique_ptr<Session> NewSession(const AttentionPlan& plan,
-                                      const KvCacheOptions& options = {}) const;
+  std::unique_ptr<Session> NewSession(const AttentionPlan& plan, const KvCacheOptions& options = {}) const;
   KvShape kv_shape() const;
 };
 
@@ -110,8 +109,7 @@ int32_t LinearPhiDim(const ModelConfig& config);
 // The bytes the KV cache of a layer under `layer` holds after n_ctx tokens
 // (LayerKvBytesAt; a per-head layer's full heads and ring together; a
 // linear layer's state, the same at any n_ctx).
-size_t PlanLayerKvBytesAt(const LayerPlan& layer, const KvShape& shape, const KvCacheOptions& options,
-                          int64_t n_ctx);
+size_t PlanLayerKvBytesAt(const LayerPlan& layer, const KvShape& shape, const KvCacheOptions& options, int64_t n_ctx);
 
 // The hyperparameters of a model directory or a GGUF file.
 ModelConfig ModelConfigOf(const std::string& path);

@@ -32,8 +32,7 @@ std::vector<std::string> Split(const std::string& s, char sep) {
 }
 
 // A positive integer, or a rejection naming `what`.
-int32_t ParseCount(const std::string& spec, const std::string& text, const std::string& what,
-                   bool allow_zero = false) {
+int32_t ParseCount(const std::string& spec, const std::string& text, const std::string& what, bool allow_zero = false) {
   char* end = nullptr;
   const long v = std::strtol(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || text[0] == '+' || text[0] == '-' || v > (1L << 30))
@@ -62,12 +61,11 @@ std::vector<std::vector<int32_t>> ReadHeadsFile(const std::string& path, int32_t
     throw std::invalid_argument("heads file " + path + ": not a readable file of at most 16 MiB");
   std::ifstream in(path);
   if (!in) throw std::invalid_argument("heads file " + path + ": cannot be read");
-  const nlohmann::json j =
-      nlohmann::json::parse(std::string(std::istreambuf_iterator<char>(in), {}), nullptr, false);
+  const nlohmann::json j = nlohmann::json::parse(std::string(std::istreambuf_iterator<char>(in), {}), nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("full_heads") || !j["full_heads"].is_array())
     throw std::invalid_argument("heads file " + path +
-                             ": expected JSON {\"full_heads\": [[KV heads of layer 0], ...]} (swan heads --select "
-                             "writes one)");
+                                ": expected JSON {\"full_heads\": [[KV heads of layer 0], ...]} (swan heads --select "
+                                "writes one)");
   std::vector<std::vector<int32_t>> layers;
   for (const nlohmann::json& l : j["full_heads"]) {
     if (!l.is_array()) throw std::invalid_argument("heads file " + path + ": each layer's entry is a list of KV heads");
@@ -80,12 +78,12 @@ std::vector<std::vector<int32_t>> ReadHeadsFile(const std::string& path, int32_t
     std::sort(heads.begin(), heads.end());
     if (std::adjacent_find(heads.begin(), heads.end()) != heads.end())
       throw std::invalid_argument("heads file " + path + ": layer " + std::to_string(layers.size()) +
-                               " lists a KV head twice");
+                                  " lists a KV head twice");
     layers.push_back(heads);
   }
   if (int32_t(layers.size()) != n_layers)
     throw std::invalid_argument("heads file " + path + " gives " + std::to_string(layers.size()) +
-                             " layers, the model has " + std::to_string(n_layers));
+                                " layers, the model has " + std::to_string(n_layers));
   return layers;
 }
 
@@ -123,7 +121,8 @@ bool AttentionPlan::HasPerHeadLayers() const {
 
 std::vector<std::vector<int32_t>> AttentionPlan::FullHeads() const {
   std::vector<std::vector<int32_t>> heads;  // [n_layers]
-  for (const LayerPlan& l : layers) heads.push_back(l.kind == LayerKind::kPerHead ? l.full_heads : std::vector<int32_t>{});
+  for (const LayerPlan& l : layers)
+    heads.push_back(l.kind == LayerKind::kPerHead ? l.full_heads : std::vector<int32_t>{});
   return heads;
 }
 
@@ -154,7 +153,7 @@ std::string AttentionPlan::Describe() const {
   std::ostringstream s;
   for (size_t i = 0; i < layers.size(); ++i) {
     const LayerPlan& l = layers[i];
-    s << "layer " << i << "\t" << LayerKindName(l.kind) << "\t" << l.SpanText()<< "\t" << l.rope.ToString()
+    s << "layer " << i << "\t" << LayerKindName(l.kind) << "\t" << l.SpanText() << "\t" << l.rope.ToString()
       << (l.position_mode == PositionMode::kCache ? " (cache positions)" : "") << "\n";
   }
   return s.str();
@@ -237,11 +236,9 @@ PlanSpec ParsePlanSpec(const std::string& spec) {
     } else if (head == "rope-scaling") {
       if (w.size() != 2 || (w[1] != "full" && w[1] != "none"))
         Reject(spec, "'" + item + "': expected rope-scaling:full or rope-scaling:none");
-      p.rope_scaling = w[1] == "full" ? PlanSpec::RopeScalingScope::kFullOnly
-                                      : PlanSpec::RopeScalingScope::kNone;
+      p.rope_scaling = w[1] == "full" ? PlanSpec::RopeScalingScope::kFullOnly : PlanSpec::RopeScalingScope::kNone;
     } else if (head.rfind("layer", 0) == 0 && head.size() > 5) {
-      const int32_t layer =
-          ParseCount(spec, head.substr(5), "the layer index in '" + item + "'", /*allow_zero=*/true);
+      const int32_t layer = ParseCount(spec, head.substr(5), "the layer index in '" + item + "'", /*allow_zero=*/true);
       if (p.overrides.count(layer)) Reject(spec, "'" + item + "': layer " + head.substr(5) + " is given twice");
       PlanSpec::LayerOverride o;
       if (w.size() == 2 && w[1] == "full") {
@@ -257,8 +254,9 @@ PlanSpec ParsePlanSpec(const std::string& spec) {
         o.full_heads = ParseHeadList(spec, w[2], item);
         if (w.size() == 4) o.window = ParseCount(spec, w[3], "the window in '" + item + "'");
       } else {
-        Reject(spec, "'" + item + "': expected layerN:full, layerN:swa[:W], layerN:routed[:W], layerN:linear[:W] or "
-                     "layerN:heads:A+B[:W]");
+        Reject(spec, "'" + item +
+                         "': expected layerN:full, layerN:swa[:W], layerN:routed[:W], layerN:linear[:W] or "
+                         "layerN:heads:A+B[:W]");
       }
       p.overrides[layer] = o;
     } else {
@@ -280,8 +278,7 @@ PlanSpec ParsePlanSpec(const std::string& spec) {
       (p.preset == PlanSpec::Preset::kLinear && items[0] != "linear")) {
     // swa:W, routed:W and linear:W set the window; a later window:W would be a second one.
     for (size_t i = 1; i < items.size(); ++i)
-      if (items[i].rfind("window:", 0) == 0)
-        Reject(spec, "the window is given twice (" + items[0] + " and window:W)");
+      if (items[i].rfind("window:", 0) == 0) Reject(spec, "the window is given twice (" + items[0] + " and window:W)");
   }
   return p;
 }
@@ -294,9 +291,8 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
     throw std::invalid_argument("attention plan: the model gives " + std::to_string(model.spans.size()) +
                                 " spans for " + std::to_string(n) + " layers");
   if (!model.layer_ropes.empty() && int32_t(model.layer_ropes.size()) != n)
-    throw std::invalid_argument("attention plan: the model gives " +
-                                std::to_string(model.layer_ropes.size()) + " RoPE settings for " +
-                                std::to_string(n) + " layers");
+    throw std::invalid_argument("attention plan: the model gives " + std::to_string(model.layer_ropes.size()) +
+                                " RoPE settings for " + std::to_string(n) + " layers");
 
   // The window of window layers that the spec does not size itself.
   int32_t window = p.window;
@@ -307,12 +303,13 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
   }
   bool needs_window = p.preset == PlanSpec::Preset::kHybrid || !p.heads_file.empty();
   for (const auto& [layer, o] : p.overrides)
-    needs_window = needs_window ||
-                   (layer < n && o.kind != LayerKind::kFull && o.kind != LayerKind::kLinear && o.window == 0);
+    needs_window =
+        needs_window || (layer < n && o.kind != LayerKind::kFull && o.kind != LayerKind::kLinear && o.window == 0);
   if (needs_window && window == 0)
     throw std::invalid_argument("attention plan '" + spec +
                                 "': the model has no sliding window of its own, so the plan must give "
-                                "one, e.g. '" + spec + ",window:256'");
+                                "one, e.g. '" +
+                                spec + ",window:256'");
 
   AttentionPlan plan;
   plan.spec = spec.empty() ? "model" : spec;
@@ -329,9 +326,7 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
         if (p.window > 0 && !s.full()) l.span.window = p.window;
         break;
       }
-      case PlanSpec::Preset::kFull:
-        l.kind = LayerKind::kFull;
-        break;
+      case PlanSpec::Preset::kFull: l.kind = LayerKind::kFull; break;
       case PlanSpec::Preset::kSwa:
         l.kind = LayerKind::kWindow;
         l.span.window = window;
@@ -380,8 +375,7 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
   for (const auto& [layer, o] : p.overrides) {
     if (layer >= n)
       throw std::invalid_argument("attention plan '" + spec + "': layer" + std::to_string(layer) +
-                                  " does not exist (the model has layers 0.." +
-                                  std::to_string(n - 1) + ")");
+                                  " does not exist (the model has layers 0.." + std::to_string(n - 1) + ")");
     LayerPlan& l = plan.layers[size_t(layer)];
     if (o.kind == LayerKind::kPerHead) {
       set_heads(l, o.full_heads, o.window > 0 ? o.window : window,

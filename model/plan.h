@@ -68,7 +68,7 @@ enum class PositionMode { kAbsolute, kCache };
 
 struct LayerPlan {
   LayerKind kind = LayerKind::kFull;
-  Span span;                // window 0 for full layers; the window branch of routed ones
+  Span span;  // window 0 for full layers; the window branch of routed ones
   RopeSettings rope;
   PositionMode position_mode = PositionMode::kAbsolute;
   std::vector<int32_t> full_heads;  // kPerHead: the KV heads that see every key, ascending
@@ -85,10 +85,10 @@ struct LayerPlan {
 };
 
 struct AttentionPlan {
-  std::string spec;                // what it was resolved from
-  std::vector<LayerPlan> layers;   // [n_layers]
-  int32_t n_kv_heads = 0;          // the model's, when known (per-head layers' share of full heads)
-  int32_t linear_phi_dim = 0;      // the model's P, when known (a linear layer's state rows)
+  std::string spec;               // what it was resolved from
+  std::vector<LayerPlan> layers;  // [n_layers]
+  int32_t n_kv_heads = 0;         // the model's, when known (per-head layers' share of full heads)
+  int32_t linear_phi_dim = 0;     // the model's P, when known (a linear layer's state rows)
 
   bool HasWindowLayers() const;  // kWindow or kPerHead layers (ring caches)
   bool HasRoutedLayers() const;
@@ -109,11 +109,11 @@ struct PlanSpec {
   enum class Preset { kModel, kFull, kSwa, kHybrid, kRouted, kLinear };
   struct LayerOverride {
     LayerKind kind = LayerKind::kFull;
-    int32_t window = 0;  // kWindow, kRouted, kPerHead: 0 = the plan's window (kLinear: none)
+    int32_t window = 0;               // kWindow, kRouted, kPerHead: 0 = the plan's window (kLinear: none)
     std::vector<int32_t> full_heads;  // kPerHead
   };
   Preset preset = Preset::kModel;
-  int32_t window = 0;             // swa:W, routed:W or window:W; 0 = not given
+  int32_t window = 0;  // swa:W, routed:W or window:W; 0 = not given
   int32_t sinks = 0;
   int32_t hybrid_window_layers = 0;
   int32_t hybrid_full_layers = 0;
@@ -140,11 +140,11 @@ struct ModelAttentionDefaults {
   // Per layer, when layers differ (Gemma 3: base 10000 on local layers, the
   // config's rope_theta and scaling on global ones); empty = `rope` on all.
   std::vector<RopeSettings> layer_ropes;  // [n_layers] or empty
-  std::vector<Span> spans;     // [n_layers] from the config (full when empty)
+  std::vector<Span> spans;                // [n_layers] from the config (full when empty)
   // The model's own sliding window, for hybrid presets and layerN:swa
   // without a W; 0: it has none, and such a plan must give window:W.
   int32_t default_window = 0;
-  int32_t n_kv_heads = 0;  // for per-head layers; 0 = not known (no range check)
+  int32_t n_kv_heads = 0;      // for per-head layers; 0 = not known (no range check)
   int32_t linear_phi_dim = 0;  // P of linear layers' feature maps; 0 = not known
 };
 

@@ -18,8 +18,7 @@ ModelAttentionDefaults Qwen2AttentionDefaults(const ModelConfig& config) {
   if (!config.use_sliding_window) return d;
   const Span window = SpanFromHfSlidingWindow(config.sliding_window);
   if (window.full()) return d;
-  const int32_t first =
-      config.max_window_layers >= 0 ? config.max_window_layers : kDefaultMaxWindowLayers;
+  const int32_t first = config.max_window_layers >= 0 ? config.max_window_layers : kDefaultMaxWindowLayers;
   for (int32_t i = first; i < config.n_layers; ++i) d.spans[size_t(i)] = window;
   d.default_window = window.window;
   return d;

@@ -78,8 +78,7 @@ TEST(Qwen2, MatchesFloat64Reference) {
     w.Write(dir, Config(sliding));
     const auto model = LoadModel(dir.string());
     const double d = test::MaxAbsDiff(EngineLogits(*model, ids), ReferenceLogits(w, ids, sliding));
-    std::printf("qwen2 (use_sliding_window %d) max |logit - float64 reference| = %.3g\n", sliding,
-                d);
+    std::printf("qwen2 (use_sliding_window %d) max |logit - float64 reference| = %.3g\n", sliding, d);
     EXPECT_LT(d, 1e-4);
     fs::remove_all(dir);
   }
@@ -96,7 +95,8 @@ TEST(Qwen2, MatchesFloat64Reference) {
   w.Write(dir, llama);
   const std::string msg = ErrorOf([&] { LoadModel(dir.string()); });
   EXPECT_NE(msg.find("tensors that config.json's shape does not use (model.layers.0.self_attn.k_proj.bias"),
-            std::string::npos) << msg;
+            std::string::npos)
+      << msg;
   fs::remove_all(dir);
 }
 

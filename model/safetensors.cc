@@ -33,9 +33,8 @@ using nlohmann::json;
 // Bytes per element of every dtype the format defines; 0 = unknown.
 size_t DTypeSize(const std::string& dtype) {
   static const std::map<std::string, size_t> kSizes = {
-      {"F64", 8},     {"F32", 4},     {"F16", 2},     {"BF16", 2},   {"I64", 8},
-      {"I32", 4},     {"I16", 2},     {"I8", 1},      {"U64", 8},    {"U32", 4},
-      {"U16", 2},     {"U8", 1},      {"BOOL", 1},    {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8},  {"I32", 4},     {"I16", 2},    {"I8", 1},
+      {"U64", 8}, {"U32", 4}, {"U16", 2}, {"U8", 1},   {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
   auto it = kSizes.find(dtype);
   return it == kSizes.end() ? 0 : it->second;
 }
@@ -92,8 +91,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : map_(path) {
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | map_.data()[i];
   if (header_len > size - 8)
-    Fail(path, "not a safetensors file (or truncated): header length " +
-                   std::to_string(header_len) + " exceeds file size " + std::to_string(size));
+    Fail(path, "not a safetensors file (or truncated): header length " + std::to_string(header_len) +
+                   " exceeds file size " + std::to_string(size));
   const char* header = reinterpret_cast<const char*>(map_.data() + 8);
   json j;
   try {
@@ -126,8 +125,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : map_(path) {
         if (!at) Fail(path, where + "bad data_offsets");
         offsets.push_back(*at);
       }
-      if (offsets.size() != 2 || offsets[0] > offsets[1])
-        Fail(path, where + "bad data_offsets");
+      if (offsets.size() != 2 || offsets[0] > offsets[1]) Fail(path, where + "bad data_offsets");
       // Element count, refused before it can overflow: no tensor holds more
       // elements than the file has bytes.
       uint64_t elements = 1;
@@ -138,9 +136,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : map_(path) {
         elements *= uint64_t(d);
       }
       if (offsets[1] > data_size)
-        Fail(path, where + "data ends at byte " + std::to_string(offsets[1]) +
-                       " of the data section, which has only " + std::to_string(data_size) +
-                       " bytes (truncated file?)");
+        Fail(path, where + "data ends at byte " + std::to_string(offsets[1]) + " of the data section, which has only " +
+                       std::to_string(data_size) + " bytes (truncated file?)");
       t.n_bytes = size_t(offsets[1] - offsets[0]);
       t.data = data_start + offsets[0];
       const size_t elem = DTypeSize(t.dtype);
@@ -195,8 +192,7 @@ TensorStore TensorStore::OpenFiles(const std::vector<std::string>& paths) {
       auto [it, inserted] = store.tensors_.emplace(name, &info);
       store.file_of_[name] = store.files_.size();
       if (!inserted)
-        throw std::runtime_error("tensor '" + name + "' appears in both " + it->second->file +
-                                 " and " + p);
+        throw std::runtime_error("tensor '" + name + "' appears in both " + it->second->file + " and " + p);
     }
     store.files_.push_back(std::move(file));
   }
@@ -221,8 +217,7 @@ TensorStore TensorStore::OpenDirectory(const std::string& dir) {
     std::set<std::string> shard_names;
     for (const auto& [name, file] : j["weight_map"].items()) {
       if (!file.is_string())
-        throw std::runtime_error(index.string() + ": weight_map entry for '" + name +
-                                 "' is not a file name");
+        throw std::runtime_error(index.string() + ": weight_map entry for '" + name + "' is not a file name");
       shard_names.insert(file.get<std::string>());
     }
     std::vector<std::string> paths;
@@ -232,8 +227,8 @@ TensorStore TensorStore::OpenDirectory(const std::string& dir) {
     for (const auto& [name, file] : j["weight_map"].items()) {
       auto it = store.tensors_.find(name);
       if (it == store.tensors_.end())
-        throw std::runtime_error(index.string() + " lists tensor '" + name + "' in " +
-                                 file.get<std::string>() + ", which does not contain it");
+        throw std::runtime_error(index.string() + " lists tensor '" + name + "' in " + file.get<std::string>() +
+                                 ", which does not contain it");
     }
     store.origin_ = dir;
     return store;
@@ -247,8 +242,7 @@ TensorStore TensorStore::OpenDirectory(const std::string& dir) {
 
 const TensorInfo& TensorStore::Info(const std::string& name) const {
   auto it = tensors_.find(name);
-  if (it == tensors_.end())
-    throw std::runtime_error(origin_ + ": missing tensor '" + name + "'");
+  if (it == tensors_.end()) throw std::runtime_error(origin_ + ": missing tensor '" + name + "'");
   return *it->second;
 }
 
@@ -268,12 +262,11 @@ std::vector<std::string> TensorStore::Names() const {
   return names;
 }
 
-std::vector<float> TensorStore::ReadF32(const std::string& name,
-                                        const std::vector<int64_t>& shape) const {
+std::vector<float> TensorStore::ReadF32(const std::string& name, const std::vector<int64_t>& shape) const {
   const TensorInfo& t = Info(name);
   if (t.shape != shape)
-    throw std::runtime_error(t.file + ": tensor '" + name + "' has shape " +
-                             ShapeToString(t.shape) + ", expected " + ShapeToString(shape));
+    throw std::runtime_error(t.file + ": tensor '" + name + "' has shape " + ShapeToString(t.shape) + ", expected " +
+                             ShapeToString(shape));
   const size_t n = size_t(t.numel());
   std::vector<float> out(n);  // [numel]
   if (t.dtype == "F32") {

@@ -41,11 +41,11 @@ class MappedFile {
 // One tensor's place in a mapped file.
 struct TensorInfo {
   std::string name;
-  std::string dtype;            // as written in the file: "F32", "BF16", ...
+  std::string dtype;  // as written in the file: "F32", "BF16", ...
   std::vector<int64_t> shape;
   const uint8_t* data = nullptr;  // [numel] elements of `dtype`
   size_t n_bytes = 0;
-  std::string file;             // the file it lives in, for messages
+  std::string file;  // the file it lives in, for messages
 
   int64_t numel() const;
 };
@@ -68,9 +68,9 @@ class SafetensorsFile {
 // One tensor of a file to write: what the header says of it.
 struct TensorHeader {
   std::string name;
-  std::string dtype;            // "F32", "BF16", "F16", "I32", ...
+  std::string dtype;  // "F32", "BF16", "F16", "I32", ...
   std::vector<int64_t> shape;
-  size_t n_bytes = 0;           // its data's bytes
+  size_t n_bytes = 0;  // its data's bytes
 };
 
 // The bytes of a safetensors file holding `tensors` in order: the header
@@ -110,6 +110,5 @@ class TensorStore {
   std::map<std::string, const TensorInfo*> tensors_;
   std::map<std::string, size_t> file_of_;  // name -> index into files_
 };
-
 
 }  // namespace swan

@@ -28,8 +28,7 @@ std::string ErrorOf(Fn fn) {
   return "";
 }
 
-RawTensor U16Tensor(const std::string& name, const std::string& dtype,
-                    const std::vector<uint16_t>& values) {
+RawTensor U16Tensor(const std::string& name, const std::string& dtype, const std::vector<uint16_t>& values) {
   RawTensor t{name, dtype, {int64_t(values.size())}, std::vector<uint8_t>(values.size() * 2)};
   std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
   return t;

@@ -15,8 +15,8 @@ struct Shape {
   int64_t vocab;
   double rope_theta;
   bool tied;
-  int32_t sliding_window;     // 0 = none
-  int32_t local_per_global;   // window layers per full layer; 0 = every layer alike
+  int32_t sliding_window;    // 0 = none
+  int32_t local_per_global;  // window layers per full layer; 0 = every layer alike
 };
 
 // Sizes from each model's published config.json.
@@ -55,8 +55,7 @@ ModelConfig SyntheticConfig(const std::string& name) {
     c.sliding_window = s.sliding_window;
     if (s.local_per_global > 0)
       for (int32_t i = 0; i < s.layers; ++i)
-        c.layer_types.push_back((i + 1) % (s.local_per_global + 1) == 0 ? "full_attention"
-                                                                        : "sliding_attention");
+        c.layer_types.push_back((i + 1) % (s.local_per_global + 1) == 0 ? "full_attention" : "sliding_attention");
     c.bos_token_id = 1;
     return c;
   }
@@ -75,8 +74,7 @@ size_t SyntheticWeightBytes(const std::string& name, WeightType weight_type) {
   return WeightRowBytes(weight_type, linear) + size_t(f32) * 4;
 }
 
-std::unique_ptr<LanguageModel> LoadSyntheticModel(const std::string& name, WeightType weight_type,
-                                                  uint64_t seed) {
+std::unique_ptr<LanguageModel> LoadSyntheticModel(const std::string& name, WeightType weight_type, uint64_t seed) {
   return BuildDecoder(RandomWeights(seed, weight_type), SyntheticConfig(name), "synthetic " + name);
 }
 

@@ -29,7 +29,6 @@ size_t SyntheticWeightBytes(const std::string& name, WeightType weight_type);
 
 // Weights uniform with std 0.02 (norms 1), linear layers stored as
 // `weight_type`, from `seed`.
-std::unique_ptr<LanguageModel> LoadSyntheticModel(const std::string& name, WeightType weight_type,
-                                                  uint64_t seed = 1);
+std::unique_ptr<LanguageModel> LoadSyntheticModel(const std::string& name, WeightType weight_type, uint64_t seed = 1);
 
 }  // namespace swan

@@ -69,8 +69,7 @@ struct MadeTempDirs {
 inline std::filesystem::path TempDir(const std::string& name) {
   static MadeTempDirs made;
   std::random_device rd;
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("swan_" + name + "_" + std::to_string(rd()));
+  const auto dir = std::filesystem::temp_directory_path() / ("swan_" + name + "_" + std::to_string(rd()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   made.dirs.push_back(dir);

@@ -26,8 +26,7 @@ class TinyCheckpoint {
   explicit TinyCheckpoint(uint64_t seed) : rng_(seed) {}
 
   // A tensor of `shape` with values mean + std * N(0, 1).
-  const Vec& Add(const std::string& name, const std::vector<int64_t>& shape, double std,
-                 double mean = 0.0) {
+  const Vec& Add(const std::string& name, const std::vector<int64_t>& shape, double std, double mean = 0.0) {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
     std::normal_distribution<double> normal;
@@ -44,8 +43,7 @@ class TinyCheckpoint {
     std::vector<RawTensor> tensors;
     for (const auto& [name, values] : values_) {
       if (leave_out.count(name)) continue;
-      tensors.push_back(
-          F32Tensor(name, shapes_.at(name), std::vector<float>(values.begin(), values.end())));
+      tensors.push_back(F32Tensor(name, shapes_.at(name), std::vector<float>(values.begin(), values.end())));
     }
     WriteFile(dir / "model.safetensors", SafetensorsBytes(tensors));
     WriteFile(dir / "config.json", config_json);
@@ -105,8 +103,8 @@ inline void AddTinyGemma3Weights(TinyCheckpoint& w, const TinyLlamaShape& s) {
   w.Add("model.norm.weight", {s.hidden}, 0.2);
   for (int32_t i = 0; i < s.layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
-    for (const char* norm : {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
-                             "post_feedforward_layernorm"})
+    for (const char* norm :
+         {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm"})
       w.Add(p + norm + ".weight", {s.hidden}, 0.2);
     w.Add(p + "self_attn.q_proj.weight", {s.heads * s.head_dim, s.hidden}, s_in);
     w.Add(p + "self_attn.k_proj.weight", {s.kv_heads * s.head_dim, s.hidden}, s_in);
@@ -121,8 +119,7 @@ inline void AddTinyGemma3Weights(TinyCheckpoint& w, const TinyLlamaShape& s) {
 }
 
 // y = x w^T (+ bias): x [n, in], w [out, in], bias [out] or null -> y [n, out]
-inline Vec RefLinear(const Vec& x, int64_t n, const Vec& w, int64_t out, int64_t in,
-                     const Vec* bias = nullptr) {
+inline Vec RefLinear(const Vec& x, int64_t n, const Vec& w, int64_t out, int64_t in, const Vec* bias = nullptr) {
   Vec y(static_cast<size_t>(n * out));
   for (int64_t t = 0; t < n; ++t)
     for (int64_t o = 0; o < out; ++o) {
@@ -135,23 +132,21 @@ inline Vec RefLinear(const Vec& x, int64_t n, const Vec& w, int64_t out, int64_t
 
 // Each row of x [rows, dim]: x / sqrt(mean(x²) + eps) * (offset + w). offset 0
 // is LlamaRMSNorm, 1 Gemma's RMSNorm.
-inline Vec RefRmsNorm(const Vec& x, int64_t rows, int64_t dim, const Vec& w, double eps,
-                      double offset = 0.0) {
+inline Vec RefRmsNorm(const Vec& x, int64_t rows, int64_t dim, const Vec& w, double eps, double offset = 0.0) {
   Vec y(x.size());
   for (int64_t r = 0; r < rows; ++r) {
     double ss = 0;
     for (int64_t i = 0; i < dim; ++i) ss += x[size_t(r * dim + i)] * x[size_t(r * dim + i)];
     const double inv = 1.0 / std::sqrt(ss / double(dim) + eps);
-    for (int64_t i = 0; i < dim; ++i)
-      y[size_t(r * dim + i)] = x[size_t(r * dim + i)] * inv * (offset + w[size_t(i)]);
+    for (int64_t i = 0; i < dim; ++i) y[size_t(r * dim + i)] = x[size_t(r * dim + i)] * inv * (offset + w[size_t(i)]);
   }
   return y;
 }
 
 // HF apply_rotary_pos_emb (rotate_half) on x [n, heads, d], token t at
 // position pos[t] / linear_factor (linear RoPE scaling; 1 = none).
-inline void RefRope(Vec& x, int64_t n, int64_t heads, int64_t d, const std::vector<int32_t>& pos,
-                    double base, double linear_factor = 1.0) {
+inline void RefRope(Vec& x, int64_t n, int64_t heads, int64_t d, const std::vector<int32_t>& pos, double base,
+                    double linear_factor = 1.0) {
   const int64_t half = d / 2;
   for (int64_t t = 0; t < n; ++t)
     for (int64_t h = 0; h < heads; ++h) {
@@ -170,8 +165,8 @@ inline void RefRope(Vec& x, int64_t n, int64_t heads, int64_t d, const std::vect
 // attention with GQA): key j visible to query i iff j <= i and (window == 0
 // or i - j < window).
 //   q [n, heads, d], k, v [n, kv_heads, d] -> out [n, heads, d]
-inline Vec RefAttention(const Vec& q, const Vec& k, const Vec& v, int64_t n, int64_t heads,
-                        int64_t kv_heads, int64_t d, int64_t window, double scale) {
+inline Vec RefAttention(const Vec& q, const Vec& k, const Vec& v, int64_t n, int64_t heads, int64_t kv_heads, int64_t d,
+                        int64_t window, double scale) {
   Vec out(static_cast<size_t>(n * heads * d), 0.0);
   const int64_t group = heads / kv_heads;
   for (int64_t i = 0; i < n; ++i)
@@ -192,8 +187,7 @@ inline Vec RefAttention(const Vec& q, const Vec& k, const Vec& v, int64_t n, int
       for (double& l : logits) sum += (l = std::exp(l - top));
       for (int64_t j = 0; j <= i; ++j)
         for (int64_t c = 0; c < d; ++c)
-          out[size_t((i * heads + h) * d + c)] +=
-              logits[size_t(j)] / sum * v[size_t((j * kv_heads + kh) * d + c)];
+          out[size_t((i * heads + h) * d + c)] += logits[size_t(j)] / sum * v[size_t((j * kv_heads + kh) * d + c)];
     }
   return out;
 }
@@ -201,8 +195,7 @@ inline Vec RefAttention(const Vec& q, const Vec& k, const Vec& v, int64_t n, int
 // Rows of `table` [vocab, dim] for `ids`.
 inline Vec RefEmbed(const Vec& table, const std::vector<int32_t>& ids, int64_t dim) {
   Vec x;
-  for (int32_t id : ids)
-    x.insert(x.end(), table.begin() + id * dim, table.begin() + (id + 1) * dim);
+  for (int32_t id : ids) x.insert(x.end(), table.begin() + id * dim, table.begin() + (id + 1) * dim);
   return x;
 }
 

@@ -11,8 +11,7 @@
 
 namespace swan {
 
-std::vector<float> CheckpointWeights::F32(const std::string& name,
-                                          const std::vector<int64_t>& shape) const {
+std::vector<float> CheckpointWeights::F32(const std::string& name, const std::vector<int64_t>& shape) const {
   read_.insert(name);
   return store_.ReadF32(name, shape);
 }
@@ -39,8 +38,8 @@ bool Aligned(const void* p, size_t to) { return reinterpret_cast<uintptr_t>(p) %
 
 void RequireShape(const TensorInfo& t, const std::vector<int64_t>& shape) {
   if (t.shape != shape)
-    throw std::runtime_error(t.file + ": tensor '" + t.name + "' has shape " + ShapeToString(t.shape) +
-                             ", expected " + ShapeToString(shape));
+    throw std::runtime_error(t.file + ": tensor '" + t.name + "' has shape " + ShapeToString(t.shape) + ", expected " +
+                             ShapeToString(shape));
 }
 
 }  // namespace
@@ -121,13 +120,11 @@ void FillUniform(float* out, int64_t n, uint64_t seed) {
 
 }  // namespace
 
-std::vector<float> RandomWeights::F32(const std::string& name,
-                                      const std::vector<int64_t>& shape) const {
+std::vector<float> RandomWeights::F32(const std::string& name, const std::vector<int64_t>& shape) const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   std::vector<float> out(static_cast<size_t>(n), 1.0f);  // [numel]
-  if (name.find("norm") == std::string::npos)
-    FillUniform(out.data(), n, seed_ ^ std::hash<std::string>{}(name));
+  if (name.find("norm") == std::string::npos) FillUniform(out.data(), n, seed_ ^ std::hash<std::string>{}(name));
   return out;
 }
 

@@ -72,8 +72,7 @@ void PackPanelB(const Problem& p, int64_t pc, int64_t kc, int64_t j0, int64_t nr
       }
     }
   }
-  for (int64_t kk = 0; cols < nr && kk < kc; ++kk)
-    std::fill(panel + kk * nr + cols, panel + (kk + 1) * nr, 0.0f);
+  for (int64_t kk = 0; cols < nr && kk < kc; ++kk) std::fill(panel + kk * nr + cols, panel + (kk + 1) * nr, 0.0f);
 }
 
 // op(A)[i0 + r][pc + kk] into panel[kk * kMR + r], zero for rows past m.
@@ -92,15 +91,13 @@ void PackPanelA(const Problem& p, int64_t pc, int64_t kc, int64_t i0, float* pan
       for (int64_t r = 0; r < rows; ++r) panel[kk * kMR + r] = BF16ToF32(src[r]);
     }
   }
-  for (int64_t kk = 0; rows < kMR && kk < kc; ++kk)
-    std::fill(panel + kk * kMR + rows, panel + (kk + 1) * kMR, 0.0f);
+  for (int64_t kk = 0; rows < kMR && kk < kc; ++kk) std::fill(panel + kk * kMR + rows, panel + (kk + 1) * kMR, 0.0f);
 }
 
 // C tile [rows, cols] (row stride ldc) = or += A panel · B panel.
 //   a_panel [kc][kMR], b_panel [kc][2L], c [rows][ldc]
-HWY_INLINE void TileKernel(const float* HWY_RESTRICT a_panel, const float* HWY_RESTRICT b_panel,
-                           int64_t kc, float* c, int64_t ldc, int64_t rows, int64_t cols,
-                           bool add) {
+HWY_INLINE void TileKernel(const float* HWY_RESTRICT a_panel, const float* HWY_RESTRICT b_panel, int64_t kc, float* c,
+                           int64_t ldc, int64_t rows, int64_t cols, bool add) {
   const DF df;
   const int64_t L = int64_t(hn::Lanes(df));
   hn::Vec<DF> acc0[kMR], acc1[kMR];
@@ -136,8 +133,7 @@ HWY_INLINE void TileKernel(const float* HWY_RESTRICT a_panel, const float* HWY_R
       c[r * ldc + j] = add ? c[r * ldc + j] + tile[r * 2 * L + j] : tile[r * 2 * L + j];
 }
 
-void BlockedGemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& shape,
-                     bool accumulate) {
+void BlockedGemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& shape, bool accumulate) {
   const Problem p{c, a, b, shape, accumulate};
   const DF df;
   const int64_t nr = 2 * int64_t(hn::Lanes(df));
@@ -156,8 +152,7 @@ void BlockedGemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmS
     // Row blocks of whole register tiles, as equal as they can be and a
     // multiple of the threads in number, so that no thread waits on another.
     const int64_t row_tiles = CeilDiv(m, kMR);
-    const int64_t m_blocks =
-        std::min(row_tiles, CeilDiv(CeilDiv(row_tiles, kMC / kMR), threads) * threads);
+    const int64_t m_blocks = std::min(row_tiles, CeilDiv(CeilDiv(row_tiles, kMC / kMR), threads) * threads);
     for (int64_t jc = 0; jc < n; jc += nc_max) {
       const int64_t nc = std::min(nc_max, n - jc), panels = CeilDiv(nc, nr);
       // Work items are (row block, run of B panels): when there are fewer
@@ -169,8 +164,7 @@ void BlockedGemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmS
         const int64_t kc = std::min(kKC, k - pc);
         const bool add = p.accumulate || pc > 0;
 #pragma omp for schedule(static)
-        for (int64_t q = 0; q < panels; ++q)
-          PackPanelB(p, pc, kc, jc + q * nr, nr, b_block + q * kc * nr);
+        for (int64_t q = 0; q < panels; ++q) PackPanelB(p, pc, kc, jc + q * nr, nr, b_block + q * kc * nr);
         // (the loop's barrier: B's block is packed before anyone reads it)
         int64_t packed_ic = -1;  // the row block in a_block
 #pragma omp for schedule(static)
@@ -179,8 +173,7 @@ void BlockedGemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmS
           const int64_t ic = row_tiles * block / m_blocks * kMR;
           const int64_t mc = std::min(m, row_tiles * (block + 1) / m_blocks * kMR) - ic;
           if (ic != packed_ic) {
-            for (int64_t ir = 0; ir < mc; ir += kMR)
-              PackPanelA(p, pc, kc, ic + ir, a_block + ir * kc);
+            for (int64_t ir = 0; ir < mc; ir += kMR) PackPanelA(p, pc, kc, ic + ir, a_block + ir * kc);
             packed_ic = ic;
           }
           const int64_t q_begin = item % chunks * panels_per_chunk;
@@ -188,9 +181,8 @@ void BlockedGemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmS
           for (int64_t q = q_begin; q < q_end; ++q) {  // a B panel stays in L1 ...
             const int64_t j = jc + q * nr;
             for (int64_t ir = 0; ir < mc; ir += kMR)  // ... while A's panels stream from L2
-              TileKernel(a_block + ir * kc, b_block + q * kc * nr, kc,
-                         p.c + (ic + ir) * n + j, n, std::min(kMR, mc - ir), std::min(nr, n - j),
-                         add);
+              TileKernel(a_block + ir * kc, b_block + q * kc * nr, kc, p.c + (ic + ir) * n + j, n,
+                         std::min(kMR, mc - ir), std::min(nr, n - j), add);
           }
         }
         // (the loop's barrier: nobody still reads B's block when it is repacked)
@@ -208,12 +200,10 @@ namespace swan {
 
 HWY_EXPORT(BlockedGemmBF16);
 
-void GemmBF16Swan(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& s,
-                  bool accumulate) {
+void GemmBF16Swan(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& s, bool accumulate) {
   if (s.m <= 0 || s.n <= 0 || s.k <= 0)
-    throw std::invalid_argument(
-        "bf16 matrix product sizes must be positive, got m=" + std::to_string(s.m) +
-        " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k));
+    throw std::invalid_argument("bf16 matrix product sizes must be positive, got m=" + std::to_string(s.m) +
+                                " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k));
   if (!c || !a || !b) throw std::invalid_argument("bf16 matrix product: null buffer");
   if (s.ldc != 0 && s.ldc != s.n)
     throw std::invalid_argument("bf16 matrix product: a dense C only, not a row stride of " + std::to_string(s.ldc));

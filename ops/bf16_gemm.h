@@ -20,7 +20,6 @@ namespace swan {
 // Throws std::invalid_argument on non-positive sizes or null pointers.
 // Called by GemmBF16 when oneDNN lacks bf16; callable directly (tests and
 // benchmarks compare it with oneDNN on machines that have both).
-void GemmBF16Swan(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& shape,
-                  bool accumulate);
+void GemmBF16Swan(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& shape, bool accumulate);
 
 }  // namespace swan

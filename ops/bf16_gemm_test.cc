@@ -37,9 +37,8 @@ float OpB(const std::vector<uint16_t>& b, const GemmShape& s, int64_t kk, int64_
 // Checks c against C0 (+) op(A) · op(B) summed in double, each element
 // within 1e-5 of the sum of its terms' magnitudes (float32 accumulation
 // over k terms, in blocks).   c, c0 [m, n]
-void ExpectProduct(const std::vector<float>& c, const std::vector<float>& c0,
-                   const std::vector<uint16_t>& a, const std::vector<uint16_t>& b,
-                   const GemmShape& s, bool accumulate) {
+void ExpectProduct(const std::vector<float>& c, const std::vector<float>& c0, const std::vector<uint16_t>& a,
+                   const std::vector<uint16_t>& b, const GemmShape& s, bool accumulate) {
   int bad = 0;
   for (int64_t i = 0; i < s.m; ++i)
     for (int64_t j = 0; j < s.n; ++j) {
@@ -51,9 +50,9 @@ void ExpectProduct(const std::vector<float>& c, const std::vector<float>& c0,
       }
       const double got = c[size_t(i * s.n + j)];
       if (std::fabs(got - sum) > 1e-5 * magnitude + 1e-30 && ++bad <= 3)
-        ADD_FAILURE() << "C[" << i << "][" << j << "] = " << got << ", expected " << sum
-                      << " (m=" << s.m << " n=" << s.n << " k=" << s.k << " trans_a=" << s.trans_a
-                      << " trans_b=" << s.trans_b << " accumulate=" << accumulate << ")";
+        ADD_FAILURE() << "C[" << i << "][" << j << "] = " << got << ", expected " << sum << " (m=" << s.m
+                      << " n=" << s.n << " k=" << s.k << " trans_a=" << s.trans_a << " trans_b=" << s.trans_b
+                      << " accumulate=" << accumulate << ")";
     }
 }
 
@@ -93,8 +92,8 @@ TEST(GemmBF16Swan, MatchesTheReferenceOnEveryTargetLayoutAndThreadCount) {
 // both give the reference's product.
 TEST(GemmBF16, EitherPathGivesTheProduct) {
   std::mt19937 rng(11);
-  for (GemmShape s : {GemmShape{33, 65, 129}, GemmShape{64, 48, 300, true, false},
-                      GemmShape{20, 70, 50, false, true}}) {
+  for (GemmShape s :
+       {GemmShape{33, 65, 129}, GemmShape{64, 48, 300, true, false}, GemmShape{20, 70, 50, false, true}}) {
     const auto a = RandomBF16(size_t(s.m * s.k), rng), b = RandomBF16(size_t(s.k * s.n), rng);
     std::vector<float> c0(size_t(s.m * s.n), 0.5f), c = c0;  // [m, n]
     GemmBF16(c.data(), a.data(), b.data(), s, /*accumulate=*/true);
@@ -126,8 +125,8 @@ TEST(RoundToBF16, RoundsLikeTheScalarConversionOnEveryTarget) {
   std::normal_distribution<float> normal;
   std::vector<float> x(1000);  // [n]
   for (float& v : x) v = std::ldexp(normal(rng), exponent(rng));
-  for (uint32_t bits : {0x3f808000u, 0x3f818000u, 0xbf808000u, 0x3f80ffffu, 0x3f807fffu,
-                        0x00008000u, 0x00018000u, 0x007fffffu, 0x7f7fffffu, 0xff7fffffu})
+  for (uint32_t bits : {0x3f808000u, 0x3f818000u, 0xbf808000u, 0x3f80ffffu, 0x3f807fffu, 0x00008000u, 0x00018000u,
+                        0x007fffffu, 0x7f7fffffu, 0xff7fffffu})
     x.push_back(std::bit_cast<float>(bits));
   for (float v : {0.0f, -0.0f, INFINITY, -INFINITY}) x.push_back(v);
   x.push_back(std::nanf(""));
@@ -139,8 +138,7 @@ TEST(RoundToBF16, RoundsLikeTheScalarConversionOnEveryTarget) {
     for (size_t n : {x.size(), x.size() - 3, size_t(5)}) {
       std::vector<uint16_t> got(n);  // [n]
       RoundToBF16(got.data(), x.data(), int64_t(n));
-      for (size_t i = 0; i < n; ++i)
-        ASSERT_EQ(got[i], F32ToBF16(x[i])) << "x[" << i << "] = " << x[i];
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], F32ToBF16(x[i])) << "x[" << i << "] = " << x[i];
     }
   }
   hwy::SetSupportedTargetsForTest(0);

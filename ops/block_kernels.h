@@ -33,12 +33,12 @@ struct GroupTileData {
   int64_t blocks = 0, k = 0;
   const uint8_t* payload = nullptr;  // [B, PackedPayloadBytes] the group's values
   const uint16_t* scales = nullptr;  // [B, 16] its scales (K-quants: [B / 8, 16], d)
-  const uint16_t* mins = nullptr;    // [B, 16] its mins (Q4_1, Q5_1; Q4_K, Q5_K: [B / 8, 16], dmin; null for the others)
+  const uint16_t* mins = nullptr;  // [B, 16] its mins (Q4_1, Q5_1; Q4_K, Q5_K: [B / 8, 16], dmin; null for the others)
   const int8_t* sub_scales = nullptr;  // [B, 2, 16] (K-quants; null for the others)
-  const int8_t* xq = nullptr;        // [rows, k] the input rows, quantized
-  const float* xd = nullptr;         // [rows, B] their scales
-  const int32_t* xs = nullptr;       // [rows, B] their blocks' sums
-  const int32_t* xl = nullptr;       // [rows, B] the sums of their blocks' first 16 values (Q6_K)
+  const int8_t* xq = nullptr;          // [rows, k] the input rows, quantized
+  const float* xd = nullptr;           // [rows, B] their scales
+  const int32_t* xs = nullptr;         // [rows, B] their blocks' sums
+  const int32_t* xl = nullptr;         // [rows, B] the sums of their blocks' first 16 values (Q6_K)
 };
 inline GroupTileData TileData(const BlockJob& job, int64_t g, int64_t row) {
   const int64_t blocks = job.w.blocks();

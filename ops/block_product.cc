@@ -82,9 +82,8 @@ void QuantizeRowsScalar(int8_t* q, float* d, int32_t* sum, const float* x, int64
 void RequireSizes(const float* y, const PackedBlocks& w, int64_t m) {
   if (!y || !w.payload) throw std::invalid_argument("block product: null buffer");
   if (m < 1 || w.n < 1 || w.k < 1 || !IsBlockQuantized(w.type) || !RowFits(w.type, w.k))
-    throw std::invalid_argument("block product: " + std::string(WeightTypeName(w.type)) + " [" +
-                                std::to_string(w.n) + ", " + std::to_string(w.k) + "] with " + std::to_string(m) +
-                                " input rows");
+    throw std::invalid_argument("block product: " + std::string(WeightTypeName(w.type)) + " [" + std::to_string(w.n) +
+                                ", " + std::to_string(w.k) + "] with " + std::to_string(m) + " input rows");
 }
 
 }  // namespace
@@ -160,7 +159,8 @@ void GroupsScalar(const BlockJob& job, int64_t g_begin, int64_t g_end) {
           float scale = 0, min = 0;
           if (w.type == WeightType::kQ4_K || w.type == WeightType::kQ5_K) {  // d sc and -(dmin m)
             const int64_t super = (g * (blocks / 8) + b / 8) * kPackedRows + j;
-            const uint8_t* sub = reinterpret_cast<const uint8_t*>(w.sub_scales) + (g * blocks + b) * 2 * kPackedRows + j;
+            const uint8_t* sub =
+                reinterpret_cast<const uint8_t*>(w.sub_scales) + (g * blocks + b) * 2 * kPackedRows + j;
             scale = F16ToF32(w.scales[super]) * float(sub[0]);
             min = -(F16ToF32(w.mins[super]) * float(sub[kPackedRows]));
           } else {
@@ -224,7 +224,8 @@ void RunProducts(BlockKernel kernel, const QuantizedInput& x, int64_t m, const B
   std::vector<int64_t> bounds(size_t(threads) + 1);  // [threads + 1] each thread's first piece
   for (int64_t t = 0; t <= threads; ++t) bounds[size_t(t)] = pieces * t / threads;
   const RegionThreads on = m <= kGemvMaxRows ? RegionThreads::kSpinTeam : RegionThreads::kOpenMp;  // decode or prefill
-  ForEachOwnedFirst(bounds.data(), int(threads), on, [&](int64_t p) { run(p * piece, std::min(total, (p + 1) * piece)); });
+  ForEachOwnedFirst(bounds.data(), int(threads), on,
+                    [&](int64_t p) { run(p * piece, std::min(total, (p + 1) * piece)); });
 }
 
 }  // namespace
@@ -240,9 +241,9 @@ void BlockProducts(const float* x, int64_t m, const BlockOutput* outs, int64_t c
   RequireSizes(outs[0].y, outs[0].w, m);
   if (!x) throw std::invalid_argument("block product: null input");
   const int64_t k = outs[0].w.k;
-  thread_local std::vector<int8_t> q;     // [m, k]
-  thread_local std::vector<float> d;      // [m, k / 32]
-  thread_local std::vector<int32_t> sum;  // [m, k / 32]
+  thread_local std::vector<int8_t> q;         // [m, k]
+  thread_local std::vector<float> d;          // [m, k / 32]
+  thread_local std::vector<int32_t> sum;      // [m, k / 32]
   thread_local std::vector<int32_t> sum_low;  // [m, k / 32]
   const size_t values = size_t(m * k), blocks = values / kQuantBlockValues;
   if (q.size() < values) q.resize(values);

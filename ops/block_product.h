@@ -25,9 +25,9 @@ namespace swan {
 // Input rows quantized per 32 values: d = max |x| / 127 and q = x / d
 // rounded to nearest even, so x ≈ d · q with q in [-127, 127].
 struct QuantizedInput {
-  const int8_t* q = nullptr;    // [m, k]
-  const float* d = nullptr;     // [m, k / 32] the scales
-  const int32_t* sum = nullptr; // [m, k / 32] each block's sum of q
+  const int8_t* q = nullptr;         // [m, k]
+  const float* d = nullptr;          // [m, k / 32] the scales
+  const int32_t* sum = nullptr;      // [m, k / 32] each block's sum of q
   const int32_t* sum_low = nullptr;  // [m, k / 32] the sum of each block's first 16 q (Q6_K's offset)
 };
 

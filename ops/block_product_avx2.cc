@@ -128,10 +128,10 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
         }
         for (int r = 0; r < kRows; ++r) {
           const __m256i xl = Broadcast4(x[r] + 4 * c()), xh = Broadcast4(x[r] + 16 + 4 * c());
-          pairs[r][0] = _mm256_add_epi16(pairs[r][0], _mm256_add_epi16(_mm256_maddubs_epi16(lo0, xl),
-                                                                       _mm256_maddubs_epi16(hi0, xh)));
-          pairs[r][1] = _mm256_add_epi16(pairs[r][1], _mm256_add_epi16(_mm256_maddubs_epi16(lo1, xl),
-                                                                       _mm256_maddubs_epi16(hi1, xh)));
+          pairs[r][0] = _mm256_add_epi16(
+              pairs[r][0], _mm256_add_epi16(_mm256_maddubs_epi16(lo0, xl), _mm256_maddubs_epi16(hi0, xh)));
+          pairs[r][1] = _mm256_add_epi16(
+              pairs[r][1], _mm256_add_epi16(_mm256_maddubs_epi16(lo1, xl), _mm256_maddubs_epi16(hi1, xh)));
           Materialize(pairs[r][0]);
           Materialize(pairs[r][1]);
         }
@@ -161,8 +161,8 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
         // d sc and -(dmin m), as ggml forms them
         const __m256 d = _mm256_cvtph_ps(
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b / 8 * kPackedRows + 8 * half)));
-        const __m256 dmin = _mm256_cvtph_ps(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.mins + b / 8 * kPackedRows + 8 * half)));
+        const __m256 dmin =
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.mins + b / 8 * kPackedRows + 8 * half)));
         const int8_t* sub = t.sub_scales + b * 2 * kPackedRows + 8 * half;  // sc: [0, 8), m: [16, 24)
         dw[half] = _mm256_mul_ps(
             d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sub)))));
@@ -229,8 +229,8 @@ SWAN_AVX2_TARGET void GroupTileQ6K(const BlockJob& job, int64_t g, int64_t row, 
       sums[r] = _mm256_or_si256(_mm256_and_si256(first, low16), _mm256_slli_epi32(second, 16));
     }
     for (int half = 0; half < 2; ++half) {  // rows 8 half .. 8 half + 7
-      const __m256 dw = _mm256_cvtph_ps(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b / 8 * kPackedRows + 8 * half)));
+      const __m256 dw =
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b / 8 * kPackedRows + 8 * half)));
       const int8_t* sc = t.sub_scales + b * 2 * kPackedRows + 8 * half;  // rows' scales: sc[0..8), sc[16..24)
       const __m256i sc0 = ScalePerPair(sc), sc1 = ScalePerPair(sc + kPackedRows);
       const __m256i both = _mm256_or_si256(_mm256_and_si256(sc0, low16), _mm256_andnot_si256(low16, sc1));
@@ -262,9 +262,9 @@ SWAN_AVX2_TARGET void GroupTileQ6K(const BlockJob& job, int64_t g, int64_t row, 
           dot = _mm256_add_epi32(dot, _mm256_madd_epi16(pair23, scale));
         }
         float* out = tile + r * kPackedRows + 8 * half;
-        _mm256_storeu_ps(out, _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
-                                              _mm256_mul_ps(dw, _mm256_broadcast_ss(t.xd + r * blocks + b)),
-                                              _mm256_loadu_ps(out)));
+        _mm256_storeu_ps(
+            out, _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_broadcast_ss(t.xd + r * blocks + b)),
+                                 _mm256_loadu_ps(out)));
       }
     }
   }

@@ -86,14 +86,24 @@ SWAN_VNNI_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
     if constexpr (kSuper) {
       // d sc and -(dmin m): the products ggml forms, exact in float32
       if (b % 8 == 0) {
-        d = _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.scales + b / 8 * kPackedRows)));
-        dmin = _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.mins + b / 8 * kPackedRows)));
+        d = _mm512_maskz_cvtph_ps(kAll,
+                                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.scales + b / 8 * kPackedRows)));
+        dmin = _mm512_maskz_cvtph_ps(
+            kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.mins + b / 8 * kPackedRows)));
       }
       const int8_t* sub = t.sub_scales + b * 2 * kPackedRows;  // [2, 16] sc, m
-      dw = _mm512_mul_ps(d, _mm512_maskz_cvtepi32_ps(kAll, _mm512_maskz_cvtepu8_epi32(kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(sub)))));
-      mw = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(dmin, _mm512_maskz_cvtepi32_ps(kAll, _mm512_maskz_cvtepu8_epi32(kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(sub + kPackedRows))))));
+      dw = _mm512_mul_ps(
+          d, _mm512_maskz_cvtepi32_ps(
+                 kAll, _mm512_maskz_cvtepu8_epi32(kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(sub)))));
+      mw = _mm512_sub_ps(
+          _mm512_setzero_ps(),
+          _mm512_mul_ps(dmin,
+                        _mm512_maskz_cvtepi32_ps(
+                            kAll, _mm512_maskz_cvtepu8_epi32(
+                                      kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(sub + kPackedRows))))));
     } else {
-      dw = _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.scales + b * kPackedRows)));
+      dw =
+          _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.scales + b * kPackedRows)));
     }
     if constexpr (HasBlockMin(kFormat))
       mw = _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.mins + b * kPackedRows)));
@@ -152,9 +162,11 @@ SWAN_VNNI_TARGET void GroupTileQ6K(const BlockJob& job, int64_t g, int64_t row, 
     wv[7] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(b3, 4), low), TopBits<3>(h1));
     const int8_t* sc = t.sub_scales + b * 2 * kPackedRows;  // [2, 16]
     const __m512i sc_low = _mm512_maskz_cvtepi8_epi32(kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
-    const __m512i sc_high = _mm512_maskz_cvtepi8_epi32(kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + 16)));
+    const __m512i sc_high =
+        _mm512_maskz_cvtepi8_epi32(kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + 16)));
     if (b % 8 == 0)
-      dw = _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.scales + b / 8 * kPackedRows)));
+      dw = _mm512_maskz_cvtph_ps(kAll,
+                                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.scales + b / 8 * kPackedRows)));
     for (int r = 0; r < kRows; ++r) {
       const int8_t* x = t.xq + r * k + b * kQuantBlockValues;
       const int32_t first = t.xl[r * blocks + b], second = t.xs[r * blocks + b] - first;
@@ -164,8 +176,8 @@ SWAN_VNNI_TARGET void GroupTileQ6K(const BlockJob& job, int64_t g, int64_t row, 
         hi = _mm512_dpbusd_epi32(hi, wv[c + 4], Broadcast4(x + 16 + 4 * c));
       }
       const __m512i dot = _mm512_add_epi32(_mm512_mullo_epi32(lo, sc_low), _mm512_mullo_epi32(hi, sc_high));
-      acc[r] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(kAll, dot), _mm512_mul_ps(dw, _mm512_set1_ps(t.xd[r * blocks + b])),
-                               acc[r]);
+      acc[r] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(kAll, dot),
+                               _mm512_mul_ps(dw, _mm512_set1_ps(t.xd[r * blocks + b])), acc[r]);
     }
   }
   for (int r = 0; r < kRows; ++r) _mm512_storeu_ps(tile + r * kPackedRows, acc[r]);

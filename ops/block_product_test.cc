@@ -34,7 +34,7 @@ std::vector<uint8_t> RandomRows(WeightType type, int64_t n, int64_t k, std::mt19
     return rows;
   }
   for (size_t at = 0; at < rows.size(); at += QuantBlockBytes(type)) {
-    rows[at + 1] &= 0x3b;                                  // |d| < 2
+    rows[at + 1] &= 0x3b;                                                              // |d| < 2
     if (type == WeightType::kQ4_1 || type == WeightType::kQ5_1) rows[at + 3] &= 0x3b;  // |m| < 2
   }
   return rows;
@@ -71,7 +71,8 @@ TEST(PackedBlocks, HoldTheRowsBitForBit) {
       std::vector<float> want(size_t(n * k)), got(want.size());  // [n, k]
       DequantizeRows(type, want.data(), rows.data(), n, k);
       DequantizePackedRows(PackedBlocksAt(packed.data(), type, n, k), got.data(), 0, n);
-      ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0) << WeightTypeName(type) << " " << n;
+      ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+          << WeightTypeName(type) << " " << n;
       // one row from the middle
       std::vector<float> row(static_cast<size_t>(k));
       DequantizePackedRows(PackedBlocksAt(packed.data(), type, n, k), row.data(), n / 2, 1);
@@ -85,11 +86,10 @@ TEST(PackedBlocks, HoldTheRowsBitForBit) {
     std::vector<uint8_t> packed(PackedBytes(WeightType::kQ8_0, n, k));
     std::vector<int> seen(rows.size(), 0);  // [bytes] times each byte was handed back
     std::mutex mu;
-    PackBlockRows(WeightType::kQ8_0, packed.data(), rows.data(), n, k, nullptr,
-                  [&](const uint8_t* span, size_t bytes) {
-                    std::lock_guard<std::mutex> lock(mu);
-                    for (size_t i = 0; i < bytes; ++i) ++seen[size_t(span - rows.data()) + i];
-                  });
+    PackBlockRows(WeightType::kQ8_0, packed.data(), rows.data(), n, k, nullptr, [&](const uint8_t* span, size_t bytes) {
+      std::lock_guard<std::mutex> lock(mu);
+      for (size_t i = 0; i < bytes; ++i) ++seen[size_t(span - rows.data()) + i];
+    });
     EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), int64_t(seen.size())) << n;
     EXPECT_EQ(packed, Pack(WeightType::kQ8_0, rows, n, k));
     std::vector<int64_t> order(static_cast<size_t>(n));  // [n] the rows backwards
@@ -109,9 +109,9 @@ TEST(PackedBlocks, HoldTheRowsBitForBit) {
 }
 
 struct Input {
-  std::vector<int8_t> q;     // [m, k]
-  std::vector<float> d;      // [m, k / 32]
-  std::vector<int32_t> sum;  // [m, k / 32]
+  std::vector<int8_t> q;         // [m, k]
+  std::vector<float> d;          // [m, k / 32]
+  std::vector<int32_t> sum;      // [m, k / 32]
   std::vector<int32_t> sum_low;  // [m, k / 32]
   QuantizedInput view() const { return {q.data(), d.data(), sum.data(), sum_low.data()}; }
 };
@@ -198,7 +198,7 @@ TEST(BlockProduct, ExtremeValuesDoNotOverflow) {
     std::vector<uint8_t> rows(size_t(n) * WeightRowBytes(type, k), type == WeightType::kQ8_0 ? 0x80 : 0xff);
     if (type == WeightType::kQ6_K) {
       for (size_t at = 0; at < rows.size(); at += kQ6KBytes) {
-        std::memset(&rows[at + 192], 0x80, 16);      // scales -128
+        std::memset(&rows[at + 192], 0x80, 16);        // scales -128
         rows[at + 208] = 0x00, rows[at + 209] = 0x3c;  // d = 1
       }
     } else if (type == WeightType::kQ4_K || type == WeightType::kQ5_K) {
@@ -207,7 +207,7 @@ TEST(BlockProduct, ExtremeValuesDoNotOverflow) {
         rows[at] = 0x00, rows[at + 1] = 0x3c, rows[at + 2] = 0x00, rows[at + 3] = 0x30;  // d = 1, dmin = 0.125
     } else {
       for (size_t at = 0; at < rows.size(); at += QuantBlockBytes(type)) {
-        rows[at] = 0x00, rows[at + 1] = 0x3c;                                       // d = 1
+        rows[at] = 0x00, rows[at + 1] = 0x3c;                                                                  // d = 1
         if (type == WeightType::kQ4_1 || type == WeightType::kQ5_1) rows[at + 2] = 0x00, rows[at + 3] = 0xc0;  // m = -2
       }
     }
@@ -230,7 +230,8 @@ TEST(BlockProduct, ExtremeValuesDoNotOverflow) {
       for (int64_t r = 0; r < m; ++r)
         for (int64_t o = 0; o < n; ++o) {
           const double want = value * k * in.q[size_t(r * k)] * in.d[size_t(r * k / 32)];
-          EXPECT_NEAR(y[size_t(r * n + o)], want, 1e-6 * std::fabs(want)) << BlockKernelName(kernel) << " " << WeightTypeName(type);
+          EXPECT_NEAR(y[size_t(r * n + o)], want, 1e-6 * std::fabs(want))
+              << BlockKernelName(kernel) << " " << WeightTypeName(type);
         }
     }
   }

@@ -37,28 +37,17 @@ void ReadCpuInfo(std::string* model, std::set<std::string>* flags) {
 
 const char* IsaName(dnnl::cpu_isa isa) {
   switch (isa) {
-    case dnnl::cpu_isa::sse41:
-      return "SSE4.1";
-    case dnnl::cpu_isa::avx:
-      return "AVX";
-    case dnnl::cpu_isa::avx2:
-      return "AVX2";
-    case dnnl::cpu_isa::avx2_vnni:
-      return "AVX2 VNNI";
-    case dnnl::cpu_isa::avx512_mic:
-      return "AVX-512 MIC";
-    case dnnl::cpu_isa::avx512_mic_4ops:
-      return "AVX-512 MIC 4ops";
-    case dnnl::cpu_isa::avx512_core:
-      return "AVX-512";
-    case dnnl::cpu_isa::avx512_core_vnni:
-      return "AVX-512 VNNI";
-    case dnnl::cpu_isa::avx512_core_bf16:
-      return "AVX-512 BF16";
-    case dnnl::cpu_isa::avx512_core_amx:
-      return "AVX-512 AMX";
-    default:
-      return "all";
+    case dnnl::cpu_isa::sse41: return "SSE4.1";
+    case dnnl::cpu_isa::avx: return "AVX";
+    case dnnl::cpu_isa::avx2: return "AVX2";
+    case dnnl::cpu_isa::avx2_vnni: return "AVX2 VNNI";
+    case dnnl::cpu_isa::avx512_mic: return "AVX-512 MIC";
+    case dnnl::cpu_isa::avx512_mic_4ops: return "AVX-512 MIC 4ops";
+    case dnnl::cpu_isa::avx512_core: return "AVX-512";
+    case dnnl::cpu_isa::avx512_core_vnni: return "AVX-512 VNNI";
+    case dnnl::cpu_isa::avx512_core_bf16: return "AVX-512 BF16";
+    case dnnl::cpu_isa::avx512_core_amx: return "AVX-512 AMX";
+    default: return "all";
   }
 }
 
@@ -69,8 +58,8 @@ std::string CpuReport() {
   std::set<std::string> flags;
   ReadCpuInfo(&model, &flags);
   std::string have, lack;
-  for (const char* f : {"sse4_1", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni",
-                        "avx512_bf16", "amx_bf16"})
+  for (const char* f :
+       {"sse4_1", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_bf16"})
     (flags.count(f) ? have : lack) += std::string(" ") + f;
   const dnnl_version_t* v = dnnl_version();
   const char* isa_cap = std::getenv("ONEDNN_MAX_CPU_ISA");
@@ -80,8 +69,7 @@ std::string CpuReport() {
   const char* policy = std::getenv("OMP_WAIT_POLICY");
   std::ostringstream out;
   out << "cpu: " << (model.empty() ? "unknown" : model) << "\n"
-      << "cpu features:" << (have.empty() ? " (none of these)" : have)
-      << (lack.empty() ? "" : "; not:" + lack) << "\n"
+      << "cpu features:" << (have.empty() ? " (none of these)" : have) << (lack.empty() ? "" : "; not:" + lack) << "\n"
       << "simd: Highway " << HWY_MAJOR << "." << HWY_MINOR << "." << HWY_PATCH << ", kernels run "
       << DispatchedSimdTarget() << " (compiled: " << CompiledSimdTargets() << ")"
       << (simd_cap ? std::string(", capped by SWAN_SIMD_TARGET=") + simd_cap : "") << "\n"

@@ -73,8 +73,7 @@ const char* DequantFormatName(DequantFormat f) {
     case DequantFormat::kQ4_K: return "Q4_K";
     case DequantFormat::kQ5_K: return "Q5_K";
     case DequantFormat::kQ6_K: return "Q6_K";
-    case DequantFormat::kQ3_K:
-      return "Q3_K";
+    case DequantFormat::kQ3_K: return "Q3_K";
   }
   return "?";
 }
@@ -87,9 +86,7 @@ void DequantizeFormatRow(DequantFormat f, float* dst, const uint8_t* src, int64_
   for (int64_t b = 0; b < n / values; ++b, dst += values, src += DequantBlockBytes(f)) {
     switch (f) {
       case DequantFormat::kQ6_K:
-      case DequantFormat::kQ3_K:
-        DequantizeScaledBy16(src, f == DequantFormat::kQ6_K, dst);
-        break;
+      case DequantFormat::kQ3_K: DequantizeScaledBy16(src, f == DequantFormat::kQ6_K, dst); break;
       case DequantFormat::kQ4_K:
       case DequantFormat::kQ5_K: DequantizeQ45(src, f == DequantFormat::kQ5_K, dst); break;
       default: DequantizeBlock32(f, src, dst); break;

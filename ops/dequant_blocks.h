@@ -59,8 +59,7 @@ constexpr size_t DequantBlockBytes(DequantFormat f) {
     case DequantFormat::kQ4_K: return 144;
     case DequantFormat::kQ5_K: return 176;
     case DequantFormat::kQ6_K: return 210;
-    case DequantFormat::kQ3_K:
-      return 110;
+    case DequantFormat::kQ3_K: return 110;
   }
   return 0;
 }

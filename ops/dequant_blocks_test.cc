@@ -235,7 +235,7 @@ TEST(DequantBlocks, Q3KIsHeldAsQ6KOfTheSameValues) {
 
 TEST(DequantBlocks, RefusesRowsOfOtherLengths) {
   std::vector<uint8_t> block(DequantBlockBytes(DequantFormat::kQ4_K));  // [144]
-  std::vector<float> out(512);                                 // [512]
+  std::vector<float> out(512);                                          // [512]
   EXPECT_THROW(DequantizeFormatRow(DequantFormat::kQ4_K, out.data(), block.data(), 200), std::invalid_argument);
   EXPECT_THROW(DequantizeFormatRow(DequantFormat::kQ5_0, out.data(), block.data(), 40), std::invalid_argument);
 }

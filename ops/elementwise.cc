@@ -11,9 +11,8 @@ namespace swan {
 
 // RmsNorm: ops/rms_norm.cc (Highway).
 
-void RmsNormBackward(float* dx, float* d_weight, const float* d_out, const float* x,
-                     const float* rstd, const float* weight, int64_t n, int64_t dim,
-                     bool accumulate_dx) {
+void RmsNormBackward(float* dx, float* d_weight, const float* d_out, const float* x, const float* rstd,
+                     const float* weight, int64_t n, int64_t dim, bool accumulate_dx) {
   // With g = d_out * weight and xhat = x * rstd:
   //   dx = rstd * (g - xhat * mean(g * xhat)),   d_weight += sum_t d_out * xhat
   ParallelFor(n, n > 64, [&](int64_t t) {
@@ -37,7 +36,6 @@ void RmsNormBackward(float* dx, float* d_weight, const float* d_out, const float
   });
 }
 
-
 void AddBias(float* x, const float* bias, int64_t n_rows, int64_t dim) {
   for (int64_t t = 0; t < n_rows; ++t) {
     float* xt = x + t * dim;
@@ -52,8 +50,7 @@ void AddBiasBackward(float* d_bias, const float* dx, int64_t n_rows, int64_t dim
   }
 }
 
-void SiluMulBackward(float* d_gate, float* d_up, const float* d_out, const float* gate,
-                     const float* up, int64_t n) {
+void SiluMulBackward(float* d_gate, float* d_up, const float* d_out, const float* gate, const float* up, int64_t n) {
   ParallelFor(n, n > 65536, [&](int64_t i) {
     const float g = gate[i];
     const float sig = 1.0f / (1.0f + std::exp(-g));
@@ -65,8 +62,8 @@ void SiluMulBackward(float* d_gate, float* d_up, const float* d_out, const float
   });
 }
 
-void GeluTanhMulBackward(float* d_gate, float* d_up, const float* d_out, const float* gate,
-                         const float* up, int64_t n) {
+void GeluTanhMulBackward(float* d_gate, float* d_up, const float* d_out, const float* gate, const float* up,
+                         int64_t n) {
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
   constexpr float kCubic = 0.044715f;
   ParallelFor(n, n > 65536, [&](int64_t i) {

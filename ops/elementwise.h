@@ -11,28 +11,25 @@ namespace swan {
 // is the same over [n * heads, head_dim]). out may equal x.
 //   out, x [n_tokens, dim], weight [dim], rstd [n_tokens] (saved for the
 //   backward; may be null)
-void RmsNorm(float* out, const float* x, const float* weight, float eps, int64_t n_tokens,
-             int64_t dim, float* rstd = nullptr);
+void RmsNorm(float* out, const float* x, const float* weight, float eps, int64_t n_tokens, int64_t dim,
+             float* rstd = nullptr);
 // Its backward from the forward's x and rstd: dx [n, dim] (= or +=),
 // d_weight [dim] (+=; null: a frozen weight).
-void RmsNormBackward(float* dx, float* d_weight, const float* d_out, const float* x,
-                     const float* rstd, const float* weight, int64_t n, int64_t dim,
-                     bool accumulate_dx);
+void RmsNormBackward(float* dx, float* d_weight, const float* d_out, const float* x, const float* rstd,
+                     const float* weight, int64_t n, int64_t dim, bool accumulate_dx);
 
 // out = silu(gate) * up, elementwise; silu(g) = g / (1 + e^-g). out may alias gate.
 //   out, gate, up [n]
 void SiluMul(float* out, const float* gate, const float* up, int64_t n);
 // Its backward: d_gate, d_up [n] (=).
-void SiluMulBackward(float* d_gate, float* d_up, const float* d_out, const float* gate,
-                     const float* up, int64_t n);
+void SiluMulBackward(float* d_gate, float* d_up, const float* d_out, const float* gate, const float* up, int64_t n);
 
 // out = gelu_tanh(gate) * up, elementwise (Gemma's gelu_pytorch_tanh:
 // gelu(g) = g/2 * (1 + tanh(sqrt(2/pi) * (g + 0.044715 g³)))). out may alias gate.
 //   out, gate, up [n]
 void GeluTanhMul(float* out, const float* gate, const float* up, int64_t n);
 // Its backward: d_gate, d_up [n] (=).
-void GeluTanhMulBackward(float* d_gate, float* d_up, const float* d_out, const float* gate,
-                         const float* up, int64_t n);
+void GeluTanhMulBackward(float* d_gate, float* d_up, const float* d_out, const float* gate, const float* up, int64_t n);
 
 // x[t] += bias for each row t (an nn.Linear bias).
 //   x [n_rows, dim], bias [dim]

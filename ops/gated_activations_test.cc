@@ -14,9 +14,7 @@ namespace swan {
 namespace {
 
 double Silu(double g) { return g / (1.0 + std::exp(-g)); }
-double GeluTanh(double g) {
-  return 0.5 * g * (1.0 + std::tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
-}
+double GeluTanh(double g) { return 0.5 * g * (1.0 + std::tanh(0.7978845608028654 * (g + 0.044715 * g * g * g))); }
 
 template <class Gate, class Ref>
 void ExpectMatchesOnEveryTarget(Gate gate_fn, Ref ref, const char* name) {
@@ -25,8 +23,8 @@ void ExpectMatchesOnEveryTarget(Gate gate_fn, Ref ref, const char* name) {
   std::vector<float> gate(70000 + 5), up(gate.size());  // [n]: past one 64K piece, with a tail
   for (float& g : gate) g = normal(rng);
   for (float& u : up) u = normal(rng);
-  const float extremes[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 10.0f, -10.0f, 87.0f, -87.0f, 90.0f, -90.0f,
-                            200.0f, -200.0f, 1e30f, -1e30f};
+  const float extremes[] = {0.0f,   -0.0f, 1e-30f, -1e-30f, 10.0f,   -10.0f, 87.0f,
+                            -87.0f, 90.0f, -90.0f, 200.0f,  -200.0f, 1e30f,  -1e30f};
   for (size_t i = 0; i < std::size(extremes); ++i) gate[i] = extremes[i], up[i] = 1.5f;
   for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
@@ -48,9 +46,7 @@ void ExpectMatchesOnEveryTarget(Gate gate_fn, Ref ref, const char* name) {
 
 TEST(GatedActivations, SiluMulMatchesItsFormula) { ExpectMatchesOnEveryTarget(SiluMul, Silu, "silu"); }
 
-TEST(GatedActivations, GeluTanhMulMatchesItsFormula) {
-  ExpectMatchesOnEveryTarget(GeluTanhMul, GeluTanh, "gelu_tanh");
-}
+TEST(GatedActivations, GeluTanhMulMatchesItsFormula) { ExpectMatchesOnEveryTarget(GeluTanhMul, GeluTanh, "gelu_tanh"); }
 
 }  // namespace
 }  // namespace swan

@@ -49,8 +49,7 @@ class GemmCache {
     memory a_mem(e->a_md, engine_, const_cast<void*>(a));
     memory b_mem(e->b_md, engine_, const_cast<void*>(b));
     memory c_mem(e->c_md, engine_, c);
-    e->prim.execute(stream,
-                    {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    e->prim.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
     stream.wait();
   }
 
@@ -77,9 +76,8 @@ class GemmCache {
       e.prim = dnnl::matmul(pd);
     } catch (const dnnl::error& error) {  // say what failed, not only oneDNN's words
       throw std::runtime_error(std::string("oneDNN cannot build a ") + (key.bf16 ? "bf16" : "f32") +
-                               " matrix product of " + std::to_string(key.m) + "x" +
-                               std::to_string(key.k) + " by " + std::to_string(key.k) + "x" +
-                               std::to_string(key.n) + " on this CPU: " + error.what());
+                               " matrix product of " + std::to_string(key.m) + "x" + std::to_string(key.k) + " by " +
+                               std::to_string(key.k) + "x" + std::to_string(key.n) + " on this CPU: " + error.what());
     }
     return e;
   }
@@ -111,9 +109,8 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 template <class Product>
 void RunCounted(const GemmShape& s, const Product& product) {
   if (s.m <= 0 || s.n <= 0 || s.k <= 0)
-    throw std::invalid_argument(
-        "matrix product sizes must be positive, got m=" + std::to_string(s.m) +
-        " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k));
+    throw std::invalid_argument("matrix product sizes must be positive, got m=" + std::to_string(s.m) +
+                                " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k));
   if (s.ldc != 0 && s.ldc < s.n)
     throw std::invalid_argument("matrix product: C's row stride " + std::to_string(s.ldc) + " is below its " +
                                 std::to_string(s.n) + " columns");

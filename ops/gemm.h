@@ -30,8 +30,7 @@ struct GemmShape {
 void Gemm(float* c, const float* a, const float* b, const GemmShape& shape, bool accumulate);
 // The same with A and B in bfloat16 (raw bits); C stays float32. swan's own
 // bf16 product (no oneDNN bf16 here) takes dense C only (ldc 0 or n).
-void GemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& shape,
-              bool accumulate);
+void GemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& shape, bool accumulate);
 
 // Whether oneDNN has bf16 matrix products on this CPU (asked once; false
 // below AVX-512 or under DNNL_MAX_CPU_ISA=AVX2): which path GemmBF16 takes.

@@ -20,8 +20,7 @@ double BestSeconds(int repeats, const Product& product) {
   for (int r = 0; r <= repeats; ++r) {
     const auto start = std::chrono::steady_clock::now();
     product();
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (r > 0) best = std::min(best, s);
   }
   return best;
@@ -51,9 +50,7 @@ double MeasureOneDnn(int64_t m, int64_t n, int64_t k, int repeats, bool bf16) {
   memory b_mem(b_md, engine, bf16 ? static_cast<void*>(b16.data()) : b.data());
   memory c_mem(c_md, engine, c.data());
   return Gflops(m, n, k, BestSeconds(repeats, [&] {
-                  matmul.execute(
-                      stream,
-                      {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+                  matmul.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
                   stream.wait();
                 }));
 }
@@ -70,9 +67,7 @@ BF16GemmRate MeasureBF16GemmGflops(int64_t m, int64_t n, int64_t k, int repeats)
   std::vector<uint16_t> a(size_t(m * k), 0x3f00), b(size_t(k * n), 0x3e80);  // [m,k] [n,k]
   std::vector<float> c(size_t(m * n));                                       // [m,n]
   const GemmShape shape{m, n, k, false, true};
-  return {Gflops(m, n, k,
-                 BestSeconds(repeats,
-                             [&] { GemmBF16Swan(c.data(), a.data(), b.data(), shape, false); })),
+  return {Gflops(m, n, k, BestSeconds(repeats, [&] { GemmBF16Swan(c.data(), a.data(), b.data(), shape, false); })),
           false};
 }
 

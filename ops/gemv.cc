@@ -35,8 +35,8 @@ HWY_INLINE float WeightAt(const void* w_data, int64_t i) {
 // Weight rows rows[0, kRowsW) against kRowsX input rows: acc[w][x] vectors
 // summed over k, reduced at the end. The weights are read once per call.
 template <size_t kRowsW, size_t kRowsX, int kType>
-HWY_INLINE void DotTile(const void* w_data, int64_t k, const int64_t* rows /*[kRowsW]*/,
-                        const float* x, int64_t x0, float* out /*[kRowsX][kRowsW]*/) {
+HWY_INLINE void DotTile(const void* w_data, int64_t k, const int64_t* rows /*[kRowsW]*/, const float* x, int64_t x0,
+                        float* out /*[kRowsX][kRowsW]*/) {
   const DF df;
   const int64_t L = int64_t(hn::Lanes(df));
   hn::Vec<DF> acc[kRowsW][kRowsX];
@@ -75,8 +75,8 @@ HWY_INLINE void DotTile(const void* w_data, int64_t k, const int64_t* rows /*[kR
 
 // kRowsW weight rows against input rows [x0, x0 + kRowsX): y's entries.
 template <size_t kRowsW, size_t kRowsX, int kType>
-HWY_INLINE void TileInto(float* y, const float* x, const WeightView& w, const int64_t* rows /*[kRowsW]*/,
-                         int64_t x0, bool accumulate) {
+HWY_INLINE void TileInto(float* y, const float* x, const WeightView& w, const int64_t* rows /*[kRowsW]*/, int64_t x0,
+                         bool accumulate) {
   float tile[kRowsX * kRowsW];
   DotTile<kRowsW, kRowsX, kType>(w.data, w.k, rows, x, x0, tile);
   for (size_t b = 0; b < kRowsX; ++b)
@@ -116,8 +116,8 @@ void GemvRowsOf(float* y, const float* x, const WeightView& w, int64_t m, int64_
   for (int64_t n = n_begin + kStreams * part; n < n_end; ++n) RowsAgainstInputs<1, kType>(y, x, w, &n, m, accumulate);
 }
 
-void GemvRows(float* y, const float* x, const WeightView& w, int64_t m, int64_t n_begin,
-              int64_t n_end, bool accumulate) {
+void GemvRows(float* y, const float* x, const WeightView& w, int64_t m, int64_t n_begin, int64_t n_end,
+              bool accumulate) {
   switch (w.type) {
     case WeightType::kF32: return GemvRowsOf<int(WeightType::kF32)>(y, x, w, m, n_begin, n_end, accumulate);
     case WeightType::kBF16: return GemvRowsOf<int(WeightType::kBF16)>(y, x, w, m, n_begin, n_end, accumulate);
@@ -145,12 +145,11 @@ HWY_EXPORT(GemvRows);
 static void ValidateGemv(const float* y, const float* x, const WeightView& w, int64_t m) {
   if (!y || !x || !w.data) throw std::invalid_argument("gemv: null buffer");
   if (m < 1 || w.n < 1 || w.k < 1)
-    throw std::invalid_argument("gemv: sizes must be positive (m " + std::to_string(m) + ", n " +
-                                std::to_string(w.n) + ", k " + std::to_string(w.k) + ")");
+    throw std::invalid_argument("gemv: sizes must be positive (m " + std::to_string(m) + ", n " + std::to_string(w.n) +
+                                ", k " + std::to_string(w.k) + ")");
   if (!RowFits(w.type, w.k))
     throw std::invalid_argument(std::string("gemv: ") + WeightTypeName(w.type) + " rows need a multiple of " +
-                                std::to_string(RowMultiple(w.type)) + " values, not " +
-                                std::to_string(w.k));
+                                std::to_string(RowMultiple(w.type)) + " values, not " + std::to_string(w.k));
 }
 
 void Gemvs(const float* x, int64_t m, const GemvOutput* outs, int64_t count, bool accumulate) {
@@ -179,10 +178,10 @@ void Gemvs(const float* x, int64_t m, const GemvOutput* outs, int64_t count, boo
   struct Piece {
     int64_t out, begin, end;  // rows [begin, end) of outs[out]
   };
-  std::vector<Piece> pieces;                         // [pieces] in row order
-  std::vector<int64_t> bounds(size_t(threads) + 1);  // [threads + 1] each thread's first piece
+  std::vector<Piece> pieces;                                     // [pieces] in row order
+  std::vector<int64_t> bounds(size_t(threads) + 1);              // [threads + 1] each thread's first piece
   auto share_start = [&](int t) { return rows * t / threads; };  // thread t's first row
-  int64_t row = 0;  // of the next piece, counted over all outputs
+  int64_t row = 0;                                               // of the next piece, counted over all outputs
   int next_thread = 1;
   for (int64_t i = 0; i < count; ++i)
     for (int64_t begin = 0; begin < outs[i].w.n;) {
@@ -213,9 +212,9 @@ void GemvReference(float* y, const float* x, const WeightView& w, int64_t m, boo
   ValidateGemv(y, x, w, m);
   std::vector<float> xs(x, x + m * w.k);  // [m, k] x as the kernel multiplies it
   if (IsBlockQuantized(w.type)) {
-    std::vector<int8_t> q(size_t(m * w.k));                                          // [m, k]
-    std::vector<float> d(size_t(m * w.k / kQuantBlockValues));                       // [m, k / 32]
-    std::vector<int32_t> sum(d.size());                                              // [m, k / 32]
+    std::vector<int8_t> q(size_t(m * w.k));                     // [m, k]
+    std::vector<float> d(size_t(m * w.k / kQuantBlockValues));  // [m, k / 32]
+    std::vector<int32_t> sum(d.size());                         // [m, k / 32]
     QuantizeInput(q.data(), d.data(), sum.data(), x, m, w.k);
     for (int64_t i = 0; i < m * w.k; ++i) xs[size_t(i)] = float(q[size_t(i)]) * d[size_t(i / kQuantBlockValues)];
   }

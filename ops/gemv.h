@@ -34,7 +34,6 @@ void Gemvs(const float* x, int64_t m, const GemvOutput* outs, int64_t count, boo
 
 // Double-accumulation loops, for tests (over the values the kernel
 // multiplies: for the block formats, x quantized as QuantizeInput does).
-void GemvReference(float* y, const float* x, const WeightView& w, int64_t m,
-                   bool accumulate = false);
+void GemvReference(float* y, const float* x, const WeightView& w, int64_t m, bool accumulate = false);
 
 }  // namespace swan

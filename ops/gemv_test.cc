@@ -35,11 +35,16 @@ TEST(Gemv, MatchesReferenceOnEveryTarget) {
     hwy::SetSupportedTargetsForTest(target);
     SCOPED_TRACE(hwy::TargetName(target));
     for (int64_t m : {1, 2, 3, 5, 8})
-      for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 1}, {7, 13}, {64, 64}, {129, 200}, {300, 1031}, {5, 32},
-                          {70, 96}, {129, 1024}})
-        for (WeightType type :
-             {WeightType::kF32, WeightType::kBF16, WeightType::kF16, WeightType::kQ8_0, WeightType::kQ4_0,
-              WeightType::kQ4_1, WeightType::kQ5_0, WeightType::kQ5_1}) {
+      for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 1},
+                          {7, 13},
+                          {64, 64},
+                          {129, 200},
+                          {300, 1031},
+                          {5, 32},
+                          {70, 96},
+                          {129, 1024}})
+        for (WeightType type : {WeightType::kF32, WeightType::kBF16, WeightType::kF16, WeightType::kQ8_0,
+                                WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ5_0, WeightType::kQ5_1}) {
           if (!RowFits(type, k)) continue;
           std::vector<float> x(size_t(m * k)), w(size_t(n * k));  // [m, k], [n, k]
           for (auto& e : x) e = normal(rng);
@@ -49,7 +54,8 @@ TEST(Gemv, MatchesReferenceOnEveryTarget) {
           std::vector<float> y(size_t(m * n), 1.0f), ref(y);  // [m, n]
           Gemv(y.data(), x.data(), view, m, /*accumulate=*/true);
           GemvReference(ref.data(), x.data(), view, m, true);
-          EXPECT_LE(MaxRelativeError(y, ref, /*floor=*/1.0), 1e-5) << m << " " << n << " " << k << " " << WeightTypeName(type);
+          EXPECT_LE(MaxRelativeError(y, ref, /*floor=*/1.0), 1e-5)
+              << m << " " << n << " " << k << " " << WeightTypeName(type);
           Gemv(y.data(), x.data(), view, m);
           GemvReference(ref.data(), x.data(), view, m);
           EXPECT_LE(MaxRelativeError(y, ref), 1e-5) << m << " " << n << " " << k << " " << WeightTypeName(type);

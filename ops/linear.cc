@@ -24,8 +24,8 @@ namespace {
 
 void CheckSize(size_t values, int64_t out, int64_t in) {
   if (int64_t(values) != out * in)
-    throw std::invalid_argument("LinearWeight: " + std::to_string(values) + " values for a [" +
-                                std::to_string(out) + ", " + std::to_string(in) + "] matrix");
+    throw std::invalid_argument("LinearWeight: " + std::to_string(values) + " values for a [" + std::to_string(out) +
+                                ", " + std::to_string(in) + "] matrix");
 }
 
 }  // namespace
@@ -61,7 +61,8 @@ LinearWeight LinearWeight::Borrow(std::shared_ptr<const void> owner, const void*
                                   int64_t in, const SourceDone& done_with) {
   if (!RowFits(type, in))
     throw std::invalid_argument(std::string("LinearWeight: ") + WeightTypeName(type) + " rows of " +
-                                std::to_string(in) + " values (a multiple of " + std::to_string(RowMultiple(type)) + " is needed)");
+                                std::to_string(in) + " values (a multiple of " + std::to_string(RowMultiple(type)) +
+                                " is needed)");
   if (IsBlockQuantized(type)) return Reordered(data, type, out, in, nullptr, done_with);
   LinearWeight w;
   w.owner_ = std::move(owner);
@@ -125,11 +126,12 @@ LinearWeight LinearWeight::PackedFrom(int64_t out, int64_t in, WeightType type, 
   return OwningPacked(out, in, type, [&](uint8_t* dst) { PackBlockRowsFrom(type, dst, out, in, rows_of); });
 }
 
-LinearWeight LinearWeight::Reordered(const void* rows, WeightType type, int64_t out, int64_t in,
-                                     const int64_t* order, const SourceDone& done_with) {
+LinearWeight LinearWeight::Reordered(const void* rows, WeightType type, int64_t out, int64_t in, const int64_t* order,
+                                     const SourceDone& done_with) {
   if (!RowFits(type, in))
     throw std::invalid_argument(std::string("LinearWeight: ") + WeightTypeName(type) + " rows of " +
-                                std::to_string(in) + " values (a multiple of " + std::to_string(RowMultiple(type)) + " is needed)");
+                                std::to_string(in) + " values (a multiple of " + std::to_string(RowMultiple(type)) +
+                                " is needed)");
   const uint8_t* src = static_cast<const uint8_t*>(rows);  // [out, row_bytes]
   if (IsBlockQuantized(type))
     return OwningPacked(out, in, type, [&](uint8_t* dst) { PackBlockRows(type, dst, src, out, in, order, done_with); });
@@ -232,7 +234,7 @@ constexpr int64_t kF16PanelValues = int64_t(1) << 18;
 void F16ProductF32(float* y, const float* x, int64_t m, const LinearWeight& w, bool accumulate) {
   const int64_t in = w.in();
   const int64_t panel = std::min(w.out(), std::max<int64_t>(16, kF16PanelValues / in / 16 * 16));  // rows
-  thread_local std::vector<float> w32;  // [panel, in]
+  thread_local std::vector<float> w32;                                                             // [panel, in]
   if (w32.size() < size_t(panel * in)) w32.resize(size_t(panel * in));
   const uint16_t* rows = static_cast<const uint16_t*>(w.view().data);  // [out, in] f16
   for (int64_t n0 = 0; n0 < w.out(); n0 += panel) {
@@ -280,10 +282,12 @@ void Linear(float* y, const float* x, int64_t m, const LinearWeight& w, bool acc
 
 void LinearSameInput(const float* x, int64_t m, std::initializer_list<LinearOutput> outs) {
   bool blocks = true;
-  for (const LinearOutput& o : outs) blocks = blocks && IsBlockQuantized(o.w->type()) && o.w->in() == outs.begin()->w->in();
+  for (const LinearOutput& o : outs)
+    blocks = blocks && IsBlockQuantized(o.w->type()) && o.w->in() == outs.begin()->w->in();
   if (!blocks) {
     bool floats = m <= kGemvMaxRows;
-    for (const LinearOutput& o : outs) floats = floats && !IsBlockQuantized(o.w->type()) && o.w->in() == outs.begin()->w->in();
+    for (const LinearOutput& o : outs)
+      floats = floats && !IsBlockQuantized(o.w->type()) && o.w->in() == outs.begin()->w->in();
     if (!floats) {
       for (const LinearOutput& o : outs) Linear(o.y, x, m, *o.w);
       return;
@@ -297,7 +301,7 @@ void LinearSameInput(const float* x, int64_t m, std::initializer_list<LinearOutp
     Counted([&] { Gemvs(x, m, products.data(), int64_t(products.size())); }, m, weights);
     return;
   }
-  std::vector<BlockOutput> products;     // [outs]
+  std::vector<BlockOutput> products;         // [outs]
   std::vector<const LinearWeight*> weights;  // [outs]
   for (const LinearOutput& o : outs) {
     products.push_back(BlockOutput{o.y, o.w->view().packed()});

@@ -61,9 +61,7 @@ class LinearWeight {
   size_t Bytes() const;  // what view().data holds
   // [out, in], or null when the weight is of another type
   const float* f32() const { return type_ == WeightType::kF32 ? static_cast<const float*>(data_) : nullptr; }
-  const uint16_t* bf16() const {
-    return type_ == WeightType::kBF16 ? static_cast<const uint16_t*>(data_) : nullptr;
-  }
+  const uint16_t* bf16() const { return type_ == WeightType::kBF16 ? static_cast<const uint16_t*>(data_) : nullptr; }
   // [out, in] as float32, whatever the stored type (a copy).
   std::vector<float> ToF32() const;
 

@@ -21,12 +21,11 @@ namespace {
 TEST(Linear, EveryPathMatchesTheReference) {
   std::mt19937 rng(std::random_device{}());
   std::normal_distribution<float> normal;
-  const int64_t out = 300, in = 160;  // in: a multiple of the blocks' 32
+  const int64_t out = 300, in = 160;       // in: a multiple of the blocks' 32
   std::vector<float> w(size_t(out * in));  // [out, in]
   for (auto& e : w) e = normal(rng);
-  for (WeightType type :
-       {WeightType::kF32, WeightType::kBF16, WeightType::kF16, WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1,
-        WeightType::kQ5_0, WeightType::kQ5_1}) {
+  for (WeightType type : {WeightType::kF32, WeightType::kBF16, WeightType::kF16, WeightType::kQ8_0, WeightType::kQ4_0,
+                          WeightType::kQ4_1, WeightType::kQ5_0, WeightType::kQ5_1}) {
     const LinearWeight weight(w, out, in, type);
     const std::vector<float> stored = weight.ToF32();  // [out, in] the values multiplied
     for (int64_t m : {1, 3, 8, 9, 40}) {
@@ -37,13 +36,13 @@ TEST(Linear, EveryPathMatchesTheReference) {
       // bf16 GEMM rounds x to bf16 too, and f16 weights to bf16 where
       // oneDNN has bf16 products; GEMV keeps x in float32; the block
       // formats' integer products quantize it per 32 values.
-      const bool in_bf16 = m > kGemvMaxRows && (type == WeightType::kBF16 ||
-                                                (type == WeightType::kF16 && OneDnnHasBF16Matmul()));
+      const bool in_bf16 =
+          m > kGemvMaxRows && (type == WeightType::kBF16 || (type == WeightType::kF16 && OneDnnHasBF16Matmul()));
       std::vector<float> xs = x;  // [m, in] x as the kernel multiplies it
       if (IsBlockQuantized(type)) {
-        std::vector<int8_t> q(x.size());        // [m, in]
-        std::vector<float> d(x.size() / 32);    // [m, in / 32]
-        std::vector<int32_t> sum(d.size());     // [m, in / 32]
+        std::vector<int8_t> q(x.size());      // [m, in]
+        std::vector<float> d(x.size() / 32);  // [m, in / 32]
+        std::vector<int32_t> sum(d.size());   // [m, in / 32]
         QuantizeInput(q.data(), d.data(), sum.data(), x.data(), m, in);
         for (size_t i = 0; i < x.size(); ++i) xs[i] = float(q[i]) * d[i / 32];
       }
@@ -78,7 +77,7 @@ TEST(Linear, EveryPathMatchesTheReference) {
 TEST(Linear, LargeF16MatrixInPanels) {
   std::mt19937 rng(std::random_device{}());
   std::normal_distribution<float> normal;
-  const int64_t out = 4200, in = 1024, m = 9;  // 17 panels, the last of 104 rows
+  const int64_t out = 4200, in = 1024, m = 9;                 // 17 panels, the last of 104 rows
   std::vector<float> w(size_t(out * in)), x(size_t(m * in));  // [out, in], [m, in]
   for (auto& e : w) e = normal(rng);
   for (auto& e : x) e = normal(rng);

@@ -20,20 +20,17 @@ void CheckShape(const MatmulShape& s) {
 }  // namespace
 
 // y = x · wᵀ is the general product with B = w stored transposed.
-void MatmulTransB(float* y, const float* x, const float* w, const MatmulShape& shape,
-                  bool accumulate) {
+void MatmulTransB(float* y, const float* x, const float* w, const MatmulShape& shape, bool accumulate) {
   CheckShape(shape);
   Gemm(y, x, w, GemmShape{shape.m, shape.n, shape.k, false, true, shape.ldy}, accumulate);
 }
 
-void MatmulTransBBF16(float* y, const uint16_t* x, const uint16_t* w, const MatmulShape& shape,
-                      bool accumulate) {
+void MatmulTransBBF16(float* y, const uint16_t* x, const uint16_t* w, const MatmulShape& shape, bool accumulate) {
   CheckShape(shape);
   GemmBF16(y, x, w, GemmShape{shape.m, shape.n, shape.k, false, true, shape.ldy}, accumulate);
 }
 
-void MatmulTransBReference(float* y, const float* x, const float* w, const MatmulShape& shape,
-                           bool accumulate) {
+void MatmulTransBReference(float* y, const float* x, const float* w, const MatmulShape& shape, bool accumulate) {
   CheckShape(shape);
   const int64_t ldy = shape.ldy != 0 ? shape.ldy : shape.n;
   for (int64_t i = 0; i < shape.m; ++i)

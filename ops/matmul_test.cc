@@ -108,7 +108,7 @@ TEST(Rope, QueriesAndKeysTogetherAsApart) {
   const int32_t d = 16, n = 20;
   const Rope rope(RopeSettings{}, d);
   std::vector<float> q = Random(size_t(n * 4 * d), 5), k = Random(size_t(n * 2 * d), 6);  // [n, 4 or 2, d]
-  std::vector<int32_t> pos(static_cast<size_t>(n));                                        // [n]
+  std::vector<int32_t> pos(static_cast<size_t>(n));                                       // [n]
   for (int32_t t = 0; t < n; ++t) pos[size_t(t)] = 3 * t + 1;
   std::vector<float> q_apart = q, k_apart = k;
   rope.Apply(q_apart.data(), pos.data(), n, 4);

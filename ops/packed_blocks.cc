@@ -47,9 +47,9 @@ namespace {
 
 // One K-quant super-block's parts, as the packed layout holds them.
 struct SuperParts {
-  uint8_t q[kSuperValues];  // [256] its values
-  int8_t sub[8][2];         // [8 blocks][2] Q6_K: the scales of values 0-15, 16-31; Q4_K, Q5_K: sc, m
-  uint16_t d = 0, dmin = 0; // f16 (dmin: Q4_K, Q5_K)
+  uint8_t q[kSuperValues];   // [256] its values
+  int8_t sub[8][2];          // [8 blocks][2] Q6_K: the scales of values 0-15, 16-31; Q4_K, Q5_K: sc, m
+  uint16_t d = 0, dmin = 0;  // f16 (dmin: Q4_K, Q5_K)
 };
 
 SuperParts PartsOf(WeightType type, const uint8_t* block) {
@@ -79,9 +79,9 @@ void PackGroupsSuper(WeightType type, uint8_t* dst, int64_t n, int64_t k, int64_
   const bool six = type == WeightType::kQ6_K;
   uint8_t* payload = dst;  // [G, B, payload_bytes]
   int8_t* sub_scales = reinterpret_cast<int8_t*>(dst + size_t(groups * blocks) * payload_bytes);  // [G, B, 2, 16]
-  uint16_t* d = reinterpret_cast<uint16_t*>(sub_scales + groups * blocks * 2 * kPackedRows);     // [G, B / 8, 16]
+  uint16_t* d = reinterpret_cast<uint16_t*>(sub_scales + groups * blocks * 2 * kPackedRows);      // [G, B / 8, 16]
   uint16_t* dmin = d + groups * supers * kPackedRows;  // [G, B / 8, 16] (Q4_K, Q5_K)
-  SuperParts empty;  // rows past n: value 0
+  SuperParts empty;                                    // rows past n: value 0
   std::memset(empty.q, six ? 32 : 0, sizeof(empty.q));
   std::memset(empty.sub, 0, sizeof(empty.sub));
   for (int64_t g = g_begin; g < g_end; ++g)
@@ -104,7 +104,8 @@ void PackGroupsSuper(WeightType type, uint8_t* dst, int64_t n, int64_t k, int64_
             }
             if (type == WeightType::kQ5_K) {
               uint8_t top = 0;
-              for (int c = 0; c < 4; ++c) top |= uint8_t((v[4 * c + i] >> 4) << c | (v[16 + 4 * c + i] >> 4) << (4 + c));
+              for (int c = 0; c < 4; ++c)
+                top |= uint8_t((v[4 * c + i] >> 4) << c | (v[16 + 4 * c + i] >> 4) << (4 + c));
               out[256 + i] = top;
             }
           }
@@ -124,7 +125,7 @@ void PackGroups(WeightType type, uint8_t* dst, int64_t n, int64_t k, int64_t g_b
   const size_t block_bytes = QuantBlockBytes(type);
   const size_t payload_bytes = PackedPayloadBytes(type), value_bytes = ValueBytes(type);
   const size_t value_offset = ValueOffset(type);
-  uint8_t* payload = dst;                                                                        // [G, B, P]
+  uint8_t* payload = dst;                                                                         // [G, B, P]
   uint16_t* scales = reinterpret_cast<uint16_t*>(dst + size_t(groups * blocks) * payload_bytes);  // [G, B, 16]
   uint16_t* mins = scales + groups * blocks * kPackedRows;  // [G, B, 16] (Q4_1, Q5_1)
   const bool has_min = type == WeightType::kQ4_1 || type == WeightType::kQ5_1;
@@ -153,7 +154,8 @@ void PackGroups(WeightType type, uint8_t* dst, int64_t n, int64_t k, int64_t g_b
           }
           for (int i = 0; i < 4; ++i) {
             uint8_t top = 0;  // Q5_K's layout: bit c value 4c + i, bit 4 + c value 16 + 4c + i
-            for (int c = 0; c < 4; ++c) top |= uint8_t((qh >> (4 * c + i) & 1) << c | (qh >> (16 + 4 * c + i) & 1) << (4 + c));
+            for (int c = 0; c < 4; ++c)
+              top |= uint8_t((qh >> (4 * c + i) & 1) << c | (qh >> (16 + 4 * c + i) & 1) << (4 + c));
             out[256 + size_t(j) * 4 + i] = top;
           }
           continue;
@@ -241,7 +243,8 @@ void DequantizePackedRows(const PackedBlocks& w, float* dst, int64_t row, int64_
         // as ggml: (d * sc) * q - dmin * m
         const int64_t at = (g * (blocks / 8) + b / 8) * kPackedRows + j;
         const uint8_t* sub = reinterpret_cast<const uint8_t*>(w.sub_scales) + (g * blocks + b) * 2 * kPackedRows + j;
-        const float scale = F16ToF32(w.scales[at]) * float(sub[0]), min = F16ToF32(w.mins[at]) * float(sub[kPackedRows]);
+        const float scale = F16ToF32(w.scales[at]) * float(sub[0]),
+                    min = F16ToF32(w.mins[at]) * float(sub[kPackedRows]);
         float* out = dst + b * kQuantBlockValues;  // [32]
         for (int c = 0; c < 4; ++c)
           for (int i = 0; i < 4; ++i) {

@@ -61,10 +61,10 @@ constexpr int64_t kPackedRows = 16;
 constexpr int64_t PackedGroups(int64_t n) { return (n + kPackedRows - 1) / kPackedRows; }
 // Payload bytes of one group-block.
 constexpr size_t PackedPayloadBytes(WeightType type) {
-  return type == WeightType::kQ8_0                                                       ? 512
-         : type == WeightType::kQ6_K                                                     ? 384
+  return type == WeightType::kQ8_0                                                             ? 512
+         : type == WeightType::kQ6_K                                                           ? 384
          : type == WeightType::kQ5_K || type == WeightType::kQ5_0 || type == WeightType::kQ5_1 ? 320
-                                                                                         : 256;
+                                                                                               : 256;
 }
 // Bytes of a block's quantized values in the file's layout, and where they
 // start (after the scale, and Q4_1's min); 32-value formats.
@@ -82,7 +82,7 @@ constexpr size_t PackedBytes(WeightType type, int64_t n, int64_t k) {
 struct PackedBlocks {
   const uint8_t* payload = nullptr;  // [G, B, PackedPayloadBytes(type)]
   const uint16_t* scales = nullptr;  // [G, B, 16] f16 (K-quants: [G, B / 8, 16], d)
-  const uint16_t* mins = nullptr;    // [G, B, 16] f16 (Q4_1, Q5_1; Q4_K, Q5_K: [G, B / 8, 16], dmin; null for the others)
+  const uint16_t* mins = nullptr;  // [G, B, 16] f16 (Q4_1, Q5_1; Q4_K, Q5_K: [G, B / 8, 16], dmin; null for the others)
   const int8_t* sub_scales = nullptr;  // [G, B, 2, 16] (K-quants; null for the others)
   WeightType type = WeightType::kQ8_0;
   int64_t n = 0, k = 0;

@@ -128,7 +128,7 @@ void QuantizeRowK(uint8_t* dst, const float* src, int64_t n, int levels) {
     }
     const uint16_t dmin_bits = F32ToF16(low_most / 63.0f);
     const float dmin = F16ToF32(dmin_bits);
-    uint8_t sc[8], m[8];  // [8]
+    uint8_t sc[8], m[8];            // [8]
     float steps[8], step_most = 0;  // [8] (largest + min) / levels
     for (int j = 0; j < 8; ++j) {
       m[j] = uint8_t(dmin > 0 ? std::min(63.0f, std::ceil(lows[j] / dmin)) : 0.0f);
@@ -189,8 +189,8 @@ namespace {
 
 void RequireRows(WeightType type, int64_t in) {
   if (!RowFits(type, in))
-    throw std::invalid_argument(std::string(WeightTypeName(type)) + " needs rows of a multiple of " + std::to_string(RowMultiple(type)) + " values, not " +
-                                std::to_string(in));
+    throw std::invalid_argument(std::string(WeightTypeName(type)) + " needs rows of a multiple of " +
+                                std::to_string(RowMultiple(type)) + " values, not " + std::to_string(in));
 }
 
 void DequantizeRowQ8_0(float* dst, const BlockQ8_0* src, int64_t n) {
@@ -295,8 +295,8 @@ void DequantizeRows(WeightType type, float* dst, const void* src, int64_t rows, 
       else if (type == WeightType::kQ4_1)
         DequantizeRowQ4_1(dst + r * in, reinterpret_cast<const BlockQ4_1*>(row), in);
       else if (type == WeightType::kQ5_0 || type == WeightType::kQ5_1)
-        DequantizeFormatRow(type == WeightType::kQ5_0 ? DequantFormat::kQ5_0 : DequantFormat::kQ5_1, dst + r * in,
-                            row, in);
+        DequantizeFormatRow(type == WeightType::kQ5_0 ? DequantFormat::kQ5_0 : DequantFormat::kQ5_1, dst + r * in, row,
+                            in);
       else
         DequantizeRowQ4_0(dst + r * in, reinterpret_cast<const BlockQ4_0*>(row), in);
     }

@@ -29,8 +29,8 @@
 namespace swan {
 
 struct BlockQ8_0 {
-  uint16_t d;     // f16 scale
-  int8_t q[32];   // [32] values / d
+  uint16_t d;    // f16 scale
+  int8_t q[32];  // [32] values / d
 };
 struct BlockQ4_0 {
   uint16_t d;     // f16 scale

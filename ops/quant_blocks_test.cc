@@ -46,7 +46,8 @@ TEST(QuantBlocks, DequantizationIsBitExactOnRandomBlocks) {
         const uint8_t* block = bytes.data() + r * row_bytes + (c / 32) * QuantBlockBytes(type);
         const float want = SpecValue(type, block, int(c % 32));
         ASSERT_EQ(std::memcmp(&want, &got[size_t(r * in + c)], sizeof(float)), 0)
-            << WeightTypeName(type) << " row " << r << " col " << c << ": " << want << " vs " << got[size_t(r * in + c)];
+            << WeightTypeName(type) << " row " << r << " col " << c << ": " << want << " vs "
+            << got[size_t(r * in + c)];
       }
   }
 }
@@ -77,7 +78,7 @@ TEST(QuantBlocks, QuantizeRoundsAsTheReferenceQuantizer) {
   EXPECT_EQ(q8.d, F32ToF16(16.0f / 127));
   EXPECT_EQ(q8.q[0], -127);  // the largest magnitude
   EXPECT_EQ(q8.q[16], 0);
-  EXPECT_EQ(q8.q[17], 8);  // round(127 / 16) = round(7.94)
+  EXPECT_EQ(q8.q[17], 8);    // round(127 / 16) = round(7.94)
   EXPECT_EQ(q8.q[31], 119);  // round(15 * 7.9375) = round(119.06)
   BlockQ4_0 q4;
   QuantizeRowQ4_0(&q4, x, 32);
@@ -173,40 +174,40 @@ TEST(QuantBlocks, Q6KRoundTripErrorWithinHalfAStep) {
 // = (largest step) / 63, so no value is clamped.
 TEST(QuantBlocks, Q4KAndQ5KRoundTripErrorWithinHalfAStep) {
   for (WeightType type : {WeightType::kQ4_K, WeightType::kQ5_K}) {
-  SCOPED_TRACE(WeightTypeName(type));
-  const float levels = type == WeightType::kQ4_K ? 15 : 31;
-  std::mt19937 rng(std::random_device{}());
-  std::normal_distribution<float> normal;
-  const int64_t rows = 6, in = 512;
-  std::vector<float> w(size_t(rows * in)), back(w.size());  // [rows, in]
-  for (auto& e : w) e = normal(rng) + 0.5f;
-  std::fill(w.begin() + 32, w.begin() + 64, 0.0f);  // 32 zeros: their scale and min 0
-  const std::vector<uint8_t> q = QuantizeRows(type, w.data(), rows, in);
-  ASSERT_EQ(q.size(), size_t(rows * in / 256) * (type == WeightType::kQ4_K ? 144 : 176));
-  DequantizeRows(type, back.data(), q.data(), rows, in);
-  for (int64_t sb = 0; sb < rows * in / 256; ++sb) {
-    float low[8], high[8], low_most = 0;  // [8] -min(0, least), max(0, largest)
-    for (int j = 0; j < 8; ++j) {
-      low[j] = high[j] = 0;
-      for (int i = 0; i < 32; ++i) {
-        low[j] = std::max(low[j], -w[size_t(sb * 256 + j * 32 + i)]);
-        high[j] = std::max(high[j], w[size_t(sb * 256 + j * 32 + i)]);
+    SCOPED_TRACE(WeightTypeName(type));
+    const float levels = type == WeightType::kQ4_K ? 15 : 31;
+    std::mt19937 rng(std::random_device{}());
+    std::normal_distribution<float> normal;
+    const int64_t rows = 6, in = 512;
+    std::vector<float> w(size_t(rows * in)), back(w.size());  // [rows, in]
+    for (auto& e : w) e = normal(rng) + 0.5f;
+    std::fill(w.begin() + 32, w.begin() + 64, 0.0f);  // 32 zeros: their scale and min 0
+    const std::vector<uint8_t> q = QuantizeRows(type, w.data(), rows, in);
+    ASSERT_EQ(q.size(), size_t(rows * in / 256) * (type == WeightType::kQ4_K ? 144 : 176));
+    DequantizeRows(type, back.data(), q.data(), rows, in);
+    for (int64_t sb = 0; sb < rows * in / 256; ++sb) {
+      float low[8], high[8], low_most = 0;  // [8] -min(0, least), max(0, largest)
+      for (int j = 0; j < 8; ++j) {
+        low[j] = high[j] = 0;
+        for (int i = 0; i < 32; ++i) {
+          low[j] = std::max(low[j], -w[size_t(sb * 256 + j * 32 + i)]);
+          high[j] = std::max(high[j], w[size_t(sb * 256 + j * 32 + i)]);
+        }
+        low_most = std::max(low_most, low[j]);
       }
-      low_most = std::max(low_most, low[j]);
-    }
-    const float dmin = low_most / 63;
-    float step_most = 0;
-    for (int j = 0; j < 8; ++j) step_most = std::max(step_most, (high[j] + low[j] + dmin) / levels);
-    for (int j = 0; j < 8; ++j) {
-      const float step = (high[j] + low[j] + dmin) / levels + step_most / 63;
-      for (int i = 0; i < 32; ++i) {
-        const size_t at = size_t(sb * 256 + j * 32 + i);
-        ASSERT_LE(std::fabs(back[at] - w[at]), 0.5f * step * 1.01f + (high[j] + low[j]) * 2e-3f) << at;
+      const float dmin = low_most / 63;
+      float step_most = 0;
+      for (int j = 0; j < 8; ++j) step_most = std::max(step_most, (high[j] + low[j] + dmin) / levels);
+      for (int j = 0; j < 8; ++j) {
+        const float step = (high[j] + low[j] + dmin) / levels + step_most / 63;
+        for (int i = 0; i < 32; ++i) {
+          const size_t at = size_t(sb * 256 + j * 32 + i);
+          ASSERT_LE(std::fabs(back[at] - w[at]), 0.5f * step * 1.01f + (high[j] + low[j]) * 2e-3f) << at;
+        }
       }
     }
-  }
-  for (int i = 32; i < 64; ++i) EXPECT_EQ(back[size_t(i)], 0.0f);
-  EXPECT_THROW(QuantizeRows(type, w.data(), 1, 128), std::invalid_argument);
+    for (int i = 32; i < 64; ++i) EXPECT_EQ(back[size_t(i)], 0.0f);
+    EXPECT_THROW(QuantizeRows(type, w.data(), 1, 128), std::invalid_argument);
   }
 }
 

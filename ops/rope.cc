@@ -46,8 +46,7 @@ std::string RopeSettings::ToString() const {
   return s.str();
 }
 
-Rope::Rope(const RopeSettings& settings, int32_t head_dim)
-    : enabled_(settings.enabled), head_dim_(head_dim) {
+Rope::Rope(const RopeSettings& settings, int32_t head_dim) : enabled_(settings.enabled), head_dim_(head_dim) {
   if (head_dim <= 0 || head_dim % 2 != 0)
     throw std::invalid_argument("RoPE needs an even head_dim, got " + std::to_string(head_dim));
   const int32_t half = head_dim / 2;
@@ -60,8 +59,7 @@ Rope::Rope(const RopeSettings& settings, int32_t head_dim)
   if (sc.kind != RopeScaling::Kind::kNone && !(sc.factor > 0))
     throw std::invalid_argument("RoPE scaling factor must be > 0");
   switch (sc.kind) {
-    case RopeScaling::Kind::kNone:
-      break;
+    case RopeScaling::Kind::kNone: break;
     case RopeScaling::Kind::kFrequencyFactors:
       if (sc.frequency_factors.size() != size_t(half))
         throw std::invalid_argument("per-frequency RoPE factors: " + std::to_string(sc.frequency_factors.size()) +
@@ -87,8 +85,7 @@ Rope::Rope(const RopeSettings& settings, int32_t head_dim)
         if (wavelen > low_wavelen) {
           f /= sc.factor;
         } else if (wavelen >= high_wavelen) {
-          const double smooth =
-              (orig / wavelen - sc.low_freq_factor) / (sc.high_freq_factor - sc.low_freq_factor);
+          const double smooth = (orig / wavelen - sc.low_freq_factor) / (sc.high_freq_factor - sc.low_freq_factor);
           f = (1 - smooth) * f / sc.factor + smooth * f;
         }
       }
@@ -98,8 +95,7 @@ Rope::Rope(const RopeSettings& settings, int32_t head_dim)
       const double orig = double(sc.original_max_position_embeddings);
       if (orig <= 0) throw std::invalid_argument("YaRN RoPE scaling needs original_max_position_embeddings");
       attention_factor_ =
-          sc.attention_factor > 0 ? sc.attention_factor
-                                  : (sc.factor <= 1 ? 1.0 : 0.1 * std::log(sc.factor) + 1.0);
+          sc.attention_factor > 0 ? sc.attention_factor : (sc.factor <= 1 ? 1.0 : 0.1 * std::log(sc.factor) + 1.0);
       double low = std::floor(CorrectionDim(sc.beta_fast, head_dim, base, orig));
       double high = std::ceil(CorrectionDim(sc.beta_slow, head_dim, base, orig));
       low = std::max(low, 0.0);
@@ -110,8 +106,7 @@ Rope::Rope(const RopeSettings& settings, int32_t head_dim)
         const double extrapolation_weight = 1.0 - ramp;
         const double extrapolated = inv_freq_[size_t(i)];
         const double interpolated = extrapolated / sc.factor;
-        inv_freq_[size_t(i)] =
-            interpolated * (1 - extrapolation_weight) + extrapolated * extrapolation_weight;
+        inv_freq_[size_t(i)] = interpolated * (1 - extrapolation_weight) + extrapolated * extrapolation_weight;
       }
       break;
     }

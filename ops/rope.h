@@ -59,7 +59,7 @@ class Rope {
  private:
   bool enabled_;
   int32_t head_dim_;
-  std::vector<double> inv_freq_;  // [head_dim / 2]
+  std::vector<double> inv_freq_;   // [head_dim / 2]
   double attention_factor_ = 1.0;  // multiplies cos and sin (YaRN)
 };
 

@@ -4,8 +4,7 @@
 
 namespace swan {
 
-void RouterForward(float* logit, const float* xn, const float* w, const float* b, int64_t n,
-                   int64_t dim) {
+void RouterForward(float* logit, const float* xn, const float* w, const float* b, int64_t n, int64_t dim) {
   ParallelFor(n, n * dim > 65536, [&](int64_t t) {
     double s = b[0];
     for (int64_t i = 0; i < dim; ++i) s += double(xn[t * dim + i]) * w[i];
@@ -13,8 +12,8 @@ void RouterForward(float* logit, const float* xn, const float* w, const float* b
   });
 }
 
-void RouterBackward(float* d_xn, float* d_w, float* d_b, const float* d_logit, const float* xn,
-                    const float* w, int64_t n, int64_t dim) {
+void RouterBackward(float* d_xn, float* d_w, float* d_b, const float* d_logit, const float* xn, const float* w,
+                    int64_t n, int64_t dim) {
   double db = 0;
   for (int64_t t = 0; t < n; ++t) db += d_logit[t];
   d_b[0] += float(db);

@@ -27,15 +27,13 @@ std::string ReadFile(const std::string& path) {
 // A special token's text in tokenizer_config.json: a string or {"content": ...}.
 std::string TokenText(const jinja::Json& v) {
   if (v.is_string()) return v.get<std::string>();
-  if (v.is_object() && v.contains("content") && v["content"].is_string())
-    return v["content"].get<std::string>();
+  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
   return "";
 }
 
 }  // namespace
 
-ChatTemplate::ChatTemplate(const std::string& source, std::string bos_token, std::string eos_token,
-                           std::string origin)
+ChatTemplate::ChatTemplate(const std::string& source, std::string bos_token, std::string eos_token, std::string origin)
     : template_(source),
       bos_token_(std::move(bos_token)),
       eos_token_(std::move(eos_token)),
@@ -45,15 +43,12 @@ ChatTemplate ChatTemplate::Load(const ChatTemplateOptions& options, const Tokeni
   std::string bos = tokenizer.bos_id() >= 0 ? tokenizer.IdToToken(tokenizer.bos_id()) : "";
   std::string eos = tokenizer.eos_id() >= 0 ? tokenizer.IdToToken(tokenizer.eos_id()) : "";
   std::string source, origin;
-  const std::filesystem::path config_path =
-      std::filesystem::path(options.model_dir) / "tokenizer_config.json";
+  const std::filesystem::path config_path = std::filesystem::path(options.model_dir) / "tokenizer_config.json";
   if (std::filesystem::exists(config_path)) {
     const jinja::Json config = jinja::Json::parse(ReadFile(config_path.string()), nullptr, false);
     if (config.is_object()) {
-      if (config.contains("bos_token") && !TokenText(config["bos_token"]).empty())
-        bos = TokenText(config["bos_token"]);
-      if (config.contains("eos_token") && !TokenText(config["eos_token"]).empty())
-        eos = TokenText(config["eos_token"]);
+      if (config.contains("bos_token") && !TokenText(config["bos_token"]).empty()) bos = TokenText(config["bos_token"]);
+      if (config.contains("eos_token") && !TokenText(config["eos_token"]).empty()) eos = TokenText(config["eos_token"]);
       const jinja::Json t = config.value("chat_template", jinja::Json());
       if (t.is_string()) {
         source = t.get<std::string>();

@@ -284,10 +284,9 @@ TEST(ChatTemplate, Llama3) {
 TEST(ChatTemplate, Qwen25WithAndWithoutTools) {
   ChatTemplate t(kQwen25, "", "<|im_end|>", "test");
   const Json user = Json::array({{{"role", "user"}, {"content", "Hello"}}});
-  EXPECT_EQ(
-      t.Apply(user),
-      "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
-      "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(t.Apply(user),
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+            "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n");
   EXPECT_EQ(t.Apply(Conversation(), false),
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
             "<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n");
@@ -303,11 +302,10 @@ TEST(ChatTemplate, Qwen25WithAndWithoutTools) {
     {"role": "user", "content": "Weather in Oslo?"},
     {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]},
     {"role": "tool", "content": "-3 C"}])");
-  EXPECT_NE(
-      t.Apply(calls).find("<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
-                          "{\"city\": \"Oslo\"}}\n</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n"
-                          "-3 C\n</tool_response><|im_end|>\n<|im_start|>assistant\n"),
-      std::string::npos)
+  EXPECT_NE(t.Apply(calls).find("<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                                "{\"city\": \"Oslo\"}}\n</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n"
+                                "-3 C\n</tool_response><|im_end|>\n<|im_start|>assistant\n"),
+            std::string::npos)
       << t.Apply(calls);
 }
 
@@ -359,19 +357,17 @@ TEST(ChatTemplate, MistralAlternationAndSystemMessage) {
   EXPECT_EQ(v3.Apply(no_system, true, tools),
             "<s>[INST] Hi[/INST] Hello!</s>[AVAILABLE_TOOLS] [{\"type\": \"function\", \"function\": "
             "{\"name\": \"f\"}}][/AVAILABLE_TOOLS][INST] Bye[/INST]");
-  const Json twice =
-      Json::array({{{"role", "user"}, {"content", "a"}}, {{"role", "user"}, {"content", "b"}}});
+  const Json twice = Json::array({{{"role", "user"}, {"content", "a"}}, {{"role", "user"}, {"content", "b"}}});
   EXPECT_THROW(v3.Apply(twice), jinja::TemplateError);
 }
 
 TEST(ChatTemplate, Gemma3StringAndListContent) {
   ChatTemplate t(kGemma3, "<bos>", "<eos>", "test");
-  EXPECT_EQ(
-      t.Apply(Conversation()),
-      "<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
-      "<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n");
-  const Json parts = Json::parse(
-      R"([{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": " What is this? "}]}])");
+  EXPECT_EQ(t.Apply(Conversation()),
+            "<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
+            "<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n");
+  const Json parts =
+      Json::parse(R"([{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": " What is this? "}]}])");
   EXPECT_EQ(t.Apply(parts, false), "<bos><start_of_turn>user\n<start_of_image>What is this?<end_of_turn>\n");
 }
 
@@ -385,20 +381,15 @@ TEST(Jinja, TrimBlocksAndLstripBlocks) {
 }
 
 TEST(Jinja, Expressions) {
-  auto render = [](const char* src, const Json& ctx = Json::object()) {
-    return jinja::Template(src).Render(ctx);
-  };
-  EXPECT_EQ(render("{{ 7 // 2 }} {{ -7 % 3 }} {{ 1.5 * 2 }} {{ 'a' ~ 1 }} {{ [1, 2, 3][-1] }}"),
-            "3 2 3.0 a1 3");
+  auto render = [](const char* src, const Json& ctx = Json::object()) { return jinja::Template(src).Render(ctx); };
+  EXPECT_EQ(render("{{ 7 // 2 }} {{ -7 % 3 }} {{ 1.5 * 2 }} {{ 'a' ~ 1 }} {{ [1, 2, 3][-1] }}"), "3 2 3.0 a1 3");
   EXPECT_EQ(render("{{ 'x' if none is none else 'y' }}{{ undefined_thing is defined }}{{ 'b' in 'abc' }}"),
             "xFalseTrue");
-  EXPECT_EQ(
-      render("{{ '  hi '.strip() }}|{{ 'a,b'.split(',') | join('-') }}|{{ 'Hi' | upper }}|{{ 'abc'[1:] }}"),
-      "hi|a-b|HI|bc");
+  EXPECT_EQ(render("{{ '  hi '.strip() }}|{{ 'a,b'.split(',') | join('-') }}|{{ 'Hi' | upper }}|{{ 'abc'[1:] }}"),
+            "hi|a-b|HI|bc");
   EXPECT_EQ(render("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", {{"d", {{"b", 1}, {"a", 2}}}}),
             "b=1;a=2;");
-  EXPECT_EQ(render("{% for x in xs if x > 1 %}{{ loop.index }}:{{ x }}{% else %}none{% endfor %}",
-                   {{"xs", {1, 2, 3}}}),
+  EXPECT_EQ(render("{% for x in xs if x > 1 %}{{ loop.index }}:{{ x }}{% else %}none{% endfor %}", {{"xs", {1, 2, 3}}}),
             "1:22:3");
   EXPECT_EQ(render("{% for x in [] %}{{ x }}{% else %}empty{% endfor %}"), "empty");
   EXPECT_EQ(render("{% set x = 1 %}{% for i in range(3) %}{% set x = i %}{% endfor %}{{ x }}"), "1");

@@ -40,12 +40,12 @@ struct Engine::Sequence {
   int64_t n_processed = 0;      // tokens whose keys and values are in the cache
   int64_t n_reused = 0;         // of those, restored from the prompt cache
   int64_t generated = 0;
-  bool has_next = false;                // tokens.back() sampled, not yet fed back
-  bool sampled = false;                 // Prefill() or Decode() sampled a token this step
-  std::vector<float> logits;            // [vocab] after the last prefill chunk
-  std::vector<float> prompt_logits;     // [vocab] after the prompt (capture_logits)
+  bool has_next = false;                                // tokens.back() sampled, not yet fed back
+  bool sampled = false;                                 // Prefill() or Decode() sampled a token this step
+  std::vector<float> logits;                            // [vocab] after the last prefill chunk
+  std::vector<float> prompt_logits;                     // [vocab] after the prompt (capture_logits)
   std::vector<TokenLogprob> logprobs, prompt_logprobs;  // request.logprobs >= 0
-  std::vector<Checkpoint> checkpoints;  // window layers, ascending position
+  std::vector<Checkpoint> checkpoints;                  // window layers, ascending position
   std::string error;
   bool done = false;
   std::chrono::steady_clock::time_point admitted;
@@ -94,10 +94,8 @@ Engine::Engine(const LanguageModel& model, const Tokenizer& tokenizer, const Eng
   if (options.max_running <= 0) throw std::invalid_argument("max running sequences must be positive");
   kv_options_.type = options.kv_type;
   kv_options_.max_chunk = options.prefill_chunk;
-  context_length_ =
-      options.context_length > 0 ? options.context_length : model.config().max_position_embeddings;
-  if (context_length_ <= 0)
-    throw std::invalid_argument("the model's config gives no context length; set one");
+  context_length_ = options.context_length > 0 ? options.context_length : model.config().max_position_embeddings;
+  if (context_length_ <= 0) throw std::invalid_argument("the model's config gives no context length; set one");
   kv_options_.max_context = context_length_;
   const KvShape shape = model.kv_shape();
   int64_t widest = 0;
@@ -134,8 +132,7 @@ size_t Engine::PromptCacheLimit() const {
 
 size_t Engine::ReservationBytes(int64_t tokens) const {
   size_t total = 0;
-  for (const LayerPlan& l : plan_.layers)
-    total += PlanLayerKvBytesAt(l, model_.kv_shape(), kv_options_, tokens);
+  for (const LayerPlan& l : plan_.layers) total += PlanLayerKvBytesAt(l, model_.kv_shape(), kv_options_, tokens);
   // One checkpoint every checkpoint_spacing_ tokens, one where the prompt
   // ends and one at the end; each holds the rows its window layers keep.
   for (const CheckpointRing& ring : checkpoint_rings_) {
@@ -156,22 +153,20 @@ std::shared_ptr<RequestStream> Engine::Submit(GenerationRequest request) {
       throw std::invalid_argument("prompt token " + std::to_string(id) + " is outside the vocabulary (" +
                                   std::to_string(model_.config().vocab_size) + ")");
   if (n_prompt + request.max_tokens > context_length_)
-    throw std::invalid_argument("the context is " + std::to_string(context_length_) +
-                                " tokens, but the prompt (" + std::to_string(n_prompt) +
-                                ") plus max_tokens (" + std::to_string(request.max_tokens) + ") need " +
-                                std::to_string(n_prompt + request.max_tokens));
+    throw std::invalid_argument("the context is " + std::to_string(context_length_) + " tokens, but the prompt (" +
+                                std::to_string(n_prompt) + ") plus max_tokens (" + std::to_string(request.max_tokens) +
+                                ") need " + std::to_string(n_prompt + request.max_tokens));
   Sampler check(request.sampling);  // throws for bad sampling options
   (void)check;
   auto seq = std::make_unique<Sequence>();
   seq->reserved = ReservationBytes(n_prompt + request.max_tokens);
   if (seq->reserved > options_.kv_budget_bytes) {
     char buf[256];
-    std::snprintf(
-        buf, sizeof buf,
-        "the request needs %.2f MiB of KV cache (prompt %lld + max_tokens %lld tokens), more than the "
-        "whole KV budget of %.2f MiB; lower max_tokens or start the server with a larger --kv-budget",
-        MiB(seq->reserved), (long long)n_prompt, (long long)request.max_tokens,
-        MiB(options_.kv_budget_bytes));
+    std::snprintf(buf, sizeof buf,
+                  "the request needs %.2f MiB of KV cache (prompt %lld + max_tokens %lld tokens), more than the "
+                  "whole KV budget of %.2f MiB; lower max_tokens or start the server with a larger --kv-budget",
+                  MiB(seq->reserved), (long long)n_prompt, (long long)request.max_tokens,
+                  MiB(options_.kv_budget_bytes));
     throw EngineRejected(buf);
   }
   seq->request = std::move(request);
@@ -220,8 +215,7 @@ void Engine::Loop() {
   // faster on one: a parallel region costs more than their whole layer,
   // and OpenMP's spin-then-sleep barriers are slow on shared cores.
   const int limit = ThreadLimit();
-  omp_set_num_threads(options_.sequence_threads > 0 ? std::min(int(options_.sequence_threads), limit)
-                                                    : limit);
+  omp_set_num_threads(options_.sequence_threads > 0 ? std::min(int(options_.sequence_threads), limit) : limit);
   for (;;) {
     std::vector<std::unique_ptr<Sequence>> admitted;
     {
@@ -389,7 +383,8 @@ void Engine::Prefill(Sequence& s) {
     for (int64_t i = 0; i < n; ++i) {
       const int64_t next = s.n_processed + i + 1;
       if (next < n_prompt)
-        s.prompt_logprobs.push_back(LogprobOf(&rows[size_t(i * vocab)], vocab, s.tokens[size_t(next)], s.request.logprobs));
+        s.prompt_logprobs.push_back(
+            LogprobOf(&rows[size_t(i * vocab)], vocab, s.tokens[size_t(next)], s.request.logprobs));
     }
     std::copy(rows.end() - vocab, rows.end(), s.logits.begin());
   } else {
@@ -411,8 +406,8 @@ void Engine::Prefill(Sequence& s) {
 // sampled token through one batched forward, then samples the next.
 void Engine::Decode(const std::vector<Sequence*>& seqs) {
   const int64_t n = int64_t(seqs.size()), vocab = model_.config().vocab_size;
-  std::vector<int32_t> pos(seqs.size());                // [n] each sequence's next position
-  std::vector<SequenceStep> steps(seqs.size());         // [n] one token each
+  std::vector<int32_t> pos(seqs.size());                 // [n] each sequence's next position
+  std::vector<SequenceStep> steps(seqs.size());          // [n] one token each
   std::vector<float> logits(size_t(n) * size_t(vocab));  // [n, vocab]
   for (size_t i = 0; i < seqs.size(); ++i) {
     Sequence& s = *seqs[i];
@@ -488,8 +483,7 @@ void Engine::Finish(Sequence& s, FinishReason reason, const std::string& error) 
     try {
       PromptCacheEntry entry;
       entry.tokens.assign(s.tokens.begin(), s.tokens.begin() + s.n_processed);
-      entry.full_layers =
-          TakeSnapshot(s.session->cache, model_.kv_shape(), s.n_processed, SnapshotLayers::kFull);
+      entry.full_layers = TakeSnapshot(s.session->cache, model_.kv_shape(), s.n_processed, SnapshotLayers::kFull);
       TakeCheckpoint(s);
       entry.checkpoints = s.checkpoints;
       prompt_cache_.Insert(std::move(entry));
@@ -512,8 +506,7 @@ void Engine::Finish(Sequence& s, FinishReason reason, const std::string& error) 
   const double ms = s.session ? MsSince(s.admitted) : 0.0;
   if (options_.verbose)
     std::fprintf(stderr, "[serve] %s: %s after %lld tokens, %.1f ms%s%s\n", s.request.id.c_str(),
-                 FinishReasonName(reason), (long long)s.generated, ms, error.empty() ? "" : ": ",
-                 error.c_str());
+                 FinishReasonName(reason), (long long)s.generated, ms, error.empty() ? "" : ": ", error.c_str());
   s.session.reset();
   s.checkpoints.clear();
   {

@@ -79,22 +79,20 @@ Tokenizer* EngineTest::tokenizer_ = nullptr;
 
 TEST_F(EngineTest, MultiTurnProcessesOnlyNewTokensAndMatchesFreshLogits) {
   const int32_t interval = 16;
-  for (const char* spec :
-       {"hybrid:3:1,window:16", "swa:16", "swa:16,sinks:2", "swa:16,sinks:2,pos:cache", "full",
-        "swa:16,sinks:2,layer1:heads:0+3,layer4:heads:2"}) {
+  for (const char* spec : {"hybrid:3:1,window:16", "swa:16", "swa:16,sinks:2", "swa:16,sinks:2,pos:cache", "full",
+                           "swa:16,sinks:2,layer1:heads:0+3,layer4:heads:2"}) {
     SCOPED_TRACE(spec);
     EngineOptions options;
     options.attn = spec;
     options.checkpoint_interval = interval;
     options.prefill_chunk = 48;
     Engine engine(*model_, *tokenizer_, options);
-    std::vector<int32_t> conversation =
-        tokenizer_->Encode("Once upon a time, there was a little dog named Max.");
+    std::vector<int32_t> conversation = tokenizer_->Encode("Once upon a time, there was a little dog named Max.");
     for (int turn = 0; turn < 5; ++turn) {
       // The user's next message: a few tokens of new text.
-      const std::vector<int32_t> user = tokenizer_->Encode(
-          turn % 2 ? " He liked to run in the park with his friend." : " One day, the sun was hot.",
-          EncodeOptions{.add_special_tokens = false});
+      const std::vector<int32_t> user =
+          tokenizer_->Encode(turn % 2 ? " He liked to run in the park with his friend." : " One day, the sun was hot.",
+                             EncodeOptions{.add_special_tokens = false});
       conversation.insert(conversation.end(), user.begin(), user.end());
       const Result r = Collect(engine.Submit(Greedy(conversation, 17 + turn)));
       ASSERT_EQ(r.done.finish, FinishReason::kLength) << r.done.error;
@@ -148,8 +146,8 @@ TEST_F(EngineTest, RequestsDecodedTogetherGiveWhatEachGivesAlone) {
   // requests start and finish at different steps (different prompt lengths
   // and max_tokens), some with stop sequences, one cancelled.
   const char* texts[] = {"Once upon a time", "The cat sat on the mat and looked at the bird in the tree.",
-                         "A big red ball", "Lily and Tom went to the park. They saw a dog.", "The sun was hot",
-                         "One day"};
+                         "A big red ball",   "Lily and Tom went to the park. They saw a dog.",
+                         "The sun was hot",  "One day"};
   for (const char* spec : {"hybrid:3:1,window:16", "swa:8,sinks:2", "routed:8", "full,window:8,layer2:heads:1"}) {
     SCOPED_TRACE(spec);
     EngineOptions options;
@@ -264,7 +262,8 @@ TEST_F(EngineTest, WindowPlansAreBilledLessThanFullAttention) {
   for (const bool cache : {true, false}) {
     SCOPED_TRACE(cache ? "with a prompt cache" : "without");
     size_t full_reserved = 0, full_cached = 0;
-    for (const char* spec : {"full", "hybrid:3:1,window:16", "swa:16,sinks:2", "full,window:16,layer0:heads:0,layer2:heads:1+2"}) {
+    for (const char* spec :
+         {"full", "hybrid:3:1,window:16", "swa:16,sinks:2", "full,window:16,layer0:heads:0,layer2:heads:1+2"}) {
       SCOPED_TRACE(spec);
       EngineOptions options;
       options.attn = spec;
@@ -325,8 +324,7 @@ TEST_F(EngineTest, PromptCacheStaysUnderItsCap) {
   ASSERT_GT(one_entry, 0u);
   options.prompt_cache_bytes = one_entry * 3;  // room for about three of the five
   Engine engine(*model_, *tokenizer_, options);
-  for (const char* text :
-       {"Once upon a time", "The cat sat", "A big red ball", "Lily and Tom", "The sun was hot"})
+  for (const char* text : {"Once upon a time", "The cat sat", "A big red ball", "Lily and Tom", "The sun was hot"})
     Collect(engine.Submit(Greedy(tokenizer_->Encode(text), 40)));
   EngineStats stats;
   for (int i = 0; i < 500; ++i) {

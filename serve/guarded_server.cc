@@ -141,8 +141,8 @@ class DeadlineStream : public httplib::Stream {
 // will not read from.
 std::string ErrorResponse(int status, const char* reason, const std::string& message, const char* code) {
   const std::string body = "{\"error\":{\"message\":\"" + message + "\",\"type\":\"" +
-                           (status == 503 ? "server_error" : "invalid_request_error") + "\",\"param\":null,\"code\":\"" +
-                           code + "\"}}";
+                           (status == 503 ? "server_error" : "invalid_request_error") +
+                           "\",\"param\":null,\"code\":\"" + code + "\"}}";
   return "HTTP/1.1 " + std::to_string(status) + " " + reason +
          "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) +
          "\r\n\r\n" + body;
@@ -206,8 +206,7 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
   int client_port = 0;
   Address(sock, true, client, client_port);
   switch (counter_.Acquire(client)) {
-    case ConnectionCounter::Admit::kYes:
-      break;
+    case ConnectionCounter::Admit::kYes: break;
     case ConnectionCounter::Admit::kClientFull:
       RefuseAndClose(sock, ErrorResponse(429, "Too Many Requests",
                                          "too many open connections from " + client + " (at most " +
@@ -224,8 +223,8 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
 
   DeadlineStream stream(sock, limits_.write_timeout_s, svr_sock_);
   bool ok = true;
-  Clock::time_point deadline = accepted + std::chrono::duration_cast<Clock::duration>(
-                                              std::chrono::duration<double>(limits_.request_timeout_s));
+  Clock::time_point deadline =
+      accepted + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limits_.request_timeout_s));
   for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
     if (left != keep_alive_max_count_) {
       if (!stream.WaitReadable(After(limits_.idle_timeout_s))) break;

@@ -29,7 +29,6 @@
 
 namespace swan {
 
-
 // Open connections by client address, under the two caps.
 class ConnectionCounter {
  public:

@@ -16,8 +16,7 @@ namespace swan {
 namespace {
 
 int64_t UnixSeconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 void SendJson(httplib::Response& res, int status, const Json& body) {
@@ -135,8 +134,7 @@ struct HttpServer::Impl {
   }
 
   void Complete(const httplib::Request& req, httplib::Response& res, bool chat) {
-    ApiContext ctx{&tokenizer, &chat_template, engine.context_length(), options.model_name,
-                   options.accept_any_model};
+    ApiContext ctx{&tokenizer, &chat_template, engine.context_length(), options.model_name, options.accept_any_model};
     auto state = std::make_shared<StreamState>();
     try {
       state->call = ParseCompletionRequest(req.body, chat, ctx);
@@ -195,8 +193,7 @@ struct HttpServer::Impl {
           if (ev.finish == FinishReason::kError) {
             if (!write(SseEvent(ErrorBody(500, "generation failed: " + ev.error)))) return false;
           } else {
-            if (!write(SseEvent(
-                    StreamChunk(state->call, state->meta, "", FinishReasonName(ev.finish), &ev.usage))))
+            if (!write(SseEvent(StreamChunk(state->call, state->meta, "", FinishReasonName(ev.finish), &ev.usage))))
               return false;
             if (state->call.include_usage) {
               Json usage_only = StreamChunk(state->call, state->meta, "", {}, &ev.usage);

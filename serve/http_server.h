@@ -18,7 +18,7 @@ namespace swan {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;   // 0: any free port (see HttpServer::port())
+  int port = 8080;  // 0: any free port (see HttpServer::port())
   std::string model_name = "swan";
   bool verbose = false;
   bool accept_any_model = false;  // see ApiContext

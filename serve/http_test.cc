@@ -143,9 +143,9 @@ TEST_F(Http, CompletionGreedyStopAndStreamAgree) {
   EXPECT_EQ(stopped["choices"][0]["finish_reason"], "stop");
 
   httplib::Client c = server_->Client();
-  auto res = c.Post("/v1/completions",
-                    R"({"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0, "stream": true})",
-                    "application/json");
+  auto res =
+      c.Post("/v1/completions", R"({"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0, "stream": true})",
+             "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
   EXPECT_EQ(res->get_header_value("Content-Type"), "text/event-stream");
@@ -228,8 +228,7 @@ TEST_F(Http, OverTheKvBudgetIs429WithAReason) {
   options.kv_budget_bytes = 64 * 1024;  // far less than 512 positions need
   TestServer small(*model_, *tokenizer_, options);
   httplib::Client c = small.Client();
-  auto res =
-      c.Post("/v1/completions", R"({"prompt": "Once upon a time", "max_tokens": 400})", "application/json");
+  auto res = c.Post("/v1/completions", R"({"prompt": "Once upon a time", "max_tokens": 400})", "application/json");
   ASSERT_TRUE(res);
   const Json body = Json::parse(res->body);
   ExpectError(res->status, body, 429);
@@ -272,7 +271,9 @@ TEST_F(Http, LogprobsMatchTheModelsForwardPass) {
   for (size_t i = 0; i < pos.size(); ++i) pos[i] = int32_t(i);
   std::vector<float> logits(size_t(n * vocab));  // [n, vocab]
   model_->Forward(logits.data(), Batch{ids.data(), pos.data(), n, true}, *session);
-  auto logprob = [&](int64_t row, int32_t token) { return LogprobOf(&logits[size_t(row * vocab)], vocab, token, 0).logprob; };
+  auto logprob = [&](int64_t row, int32_t token) {
+    return LogprobOf(&logits[size_t(row * vocab)], vocab, token, 0).logprob;
+  };
 
   Json req = {{"prompt", text}, {"echo", true}, {"logprobs", 2}, {"max_tokens", 0}};
   auto [status, body] = Post("/v1/completions", req.dump());
@@ -290,8 +291,11 @@ TEST_F(Http, LogprobsMatchTheModelsForwardPass) {
 
   // Chat: each greedy token's logprob is the best of its alternatives; the
   // first equals the forward pass after the templated prompt.
-  Json chat = {{"messages", {{{"role", "user"}, {"content", "Tell a story."}}}}, {"max_tokens", 3},
-               {"temperature", 0}, {"logprobs", true}, {"top_logprobs", 3}};
+  Json chat = {{"messages", {{{"role", "user"}, {"content", "Tell a story."}}}},
+               {"max_tokens", 3},
+               {"temperature", 0},
+               {"logprobs", true},
+               {"top_logprobs", 3}};
   auto [chat_status, chat_body] = Post("/v1/chat/completions", chat.dump());
   ASSERT_EQ(chat_status, 200) << chat_body.dump();
   const Json& content = chat_body["choices"][0]["logprobs"]["content"];

@@ -167,9 +167,7 @@ class Renderer {
         }
         break;
       }
-      case Node::Kind::kFor:
-        ExecFor(n);
-        break;
+      case Node::Kind::kFor: ExecFor(n); break;
     }
   }
 
@@ -224,8 +222,7 @@ class Renderer {
 
   Json Eval(const Expr& e) {
     switch (e.kind) {
-      case Expr::Kind::kLiteral:
-        return e.literal;
+      case Expr::Kind::kLiteral: return e.literal;
       case Expr::Kind::kName: {
         const Json* v = Find(e.name);
         return v ? *v : kUndefined;
@@ -245,14 +242,10 @@ class Renderer {
         if (obj.is_object() && obj.contains(e.name)) return obj[e.name];
         return kUndefined;
       }
-      case Expr::Kind::kIndex:
-        return Index(Eval(*e.args[0]), Eval(*e.args[1]));
-      case Expr::Kind::kSlice:
-        return Slice(e);
-      case Expr::Kind::kCall:
-        return Call(e);
-      case Expr::Kind::kFilter:
-        return Filter(e);
+      case Expr::Kind::kIndex: return Index(Eval(*e.args[0]), Eval(*e.args[1]));
+      case Expr::Kind::kSlice: return Slice(e);
+      case Expr::Kind::kCall: return Call(e);
+      case Expr::Kind::kFilter: return Filter(e);
       case Expr::Kind::kTest: {
         const bool r = Test(e);
         return e.negated ? !r : r;
@@ -261,14 +254,14 @@ class Renderer {
         const Json v = Eval(*e.args[0]);
         if (e.name == "not") return !Truthy(v);
         if (v.is_number_integer()) {
-          if (v.get<int64_t>() == std::numeric_limits<int64_t>::min()) Fail(e.line, "integer overflow: -(" + Str(v) + ")");
+          if (v.get<int64_t>() == std::numeric_limits<int64_t>::min())
+            Fail(e.line, "integer overflow: -(" + Str(v) + ")");
           return -v.get<int64_t>();
         }
         if (v.is_number()) return -v.get<double>();
         Fail(e.line, "cannot negate " + Str(v, true));
       }
-      case Expr::Kind::kBinary:
-        return Binary(e);
+      case Expr::Kind::kBinary: return Binary(e);
       case Expr::Kind::kTernary:
         if (Truthy(Eval(*e.args[1]))) return Eval(*e.args[0]);
         return e.args[2] ? Eval(*e.args[2]) : kUndefined;
@@ -282,8 +275,7 @@ class Renderer {
       return it == obj.end() ? kUndefined : *it;
     }
     if ((obj.is_array() || obj.is_string()) && key.is_number_integer()) {
-      const int64_t n =
-          obj.is_array() ? int64_t(obj.size()) : int64_t(obj.get_ref<const std::string&>().size());
+      const int64_t n = obj.is_array() ? int64_t(obj.size()) : int64_t(obj.get_ref<const std::string&>().size());
       int64_t i = key.get<int64_t>();
       if (i < 0) i += n;
       if (i < 0 || i >= n) return kUndefined;
@@ -432,8 +424,7 @@ class Renderer {
       if (callee.name == "range") {
         const int64_t a = Integer(Kwarg(e, "start", 1, 0), e.line, "range()'s argument");
         const bool two = e.args.size() > 2;
-        const int64_t start = two ? a : 0,
-                      stop = two ? Integer(Eval(*e.args[2]), e.line, "range()'s argument") : a;
+        const int64_t start = two ? a : 0, stop = two ? Integer(Eval(*e.args[2]), e.line, "range()'s argument") : a;
         // A chat template counts messages; a range past this is a mistake
         // that would otherwise take all memory.
         constexpr int64_t kMaxRange = 1 << 20;
@@ -493,8 +484,7 @@ class Renderer {
         const std::string sep = a.get<std::string>();
         if (sep.empty()) Fail(e.line, "empty separator");
         size_t i = 0;
-        for (size_t j; (j = s.find(sep, i)) != std::string::npos; i = j + sep.size())
-          out.push_back(s.substr(i, j - i));
+        for (size_t j; (j = s.find(sep, i)) != std::string::npos; i = j + sep.size()) out.push_back(s.substr(i, j - i));
         out.push_back(s.substr(i));
         return out;
       }
@@ -509,8 +499,7 @@ class Renderer {
       }
       if (m == "keys" || m == "values") {
         Json out = Json::array();
-        for (auto it = self.begin(); it != self.end(); ++it)
-          out.push_back(m == "keys" ? Json(it.key()) : *it);
+        for (auto it = self.begin(); it != self.end(); ++it) out.push_back(m == "keys" ? Json(it.key()) : *it);
         return out;
       }
       if (m == "get") {
@@ -524,8 +513,7 @@ class Renderer {
 
   static std::string ReplaceAll(std::string s, const std::string& from, const std::string& to) {
     if (from.empty()) return s;
-    for (size_t i = 0; (i = s.find(from, i)) != std::string::npos; i += to.size())
-      s.replace(i, from.size(), to);
+    for (size_t i = 0; (i = s.find(from, i)) != std::string::npos; i += to.size()) s.replace(i, from.size(), to);
     return s;
   }
 
@@ -560,8 +548,8 @@ class Renderer {
       std::string s = Str(v);
       for (size_t i = 0; i < s.size(); ++i) {
         const bool up = f == "upper" || (f == "capitalize" && i == 0);
-        s[i] = char(up ? std::toupper(static_cast<unsigned char>(s[i]))
-                       : std::tolower(static_cast<unsigned char>(s[i])));
+        s[i] =
+            char(up ? std::toupper(static_cast<unsigned char>(s[i])) : std::tolower(static_cast<unsigned char>(s[i])));
       }
       return s;
     }

@@ -127,9 +127,8 @@ std::vector<Token> Tokenize(const std::string& s, int line) {
     } else if (std::isdigit(static_cast<unsigned char>(c))) {
       size_t j = i;
       bool is_float = false;
-      while (j < s.size() &&
-             (std::isdigit(static_cast<unsigned char>(s[j])) ||
-              (s[j] == '.' && j + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[j + 1])))))
+      while (j < s.size() && (std::isdigit(static_cast<unsigned char>(s[j])) ||
+                              (s[j] == '.' && j + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[j + 1])))))
         is_float |= s[j++] == '.';
       const std::string num = s.substr(i, j - i);
       errno = 0;
@@ -152,9 +151,8 @@ std::vector<Token> Tokenize(const std::string& s, int line) {
       out.push_back({Token::Kind::kString, value, Json(value)});
       i = j + 1;
     } else {
-      static const char* const kOps[] = {"==", "!=", "<=", ">=", "//", "**", "<", ">", "+",
-                                         "-",  "*",  "/",  "%",  "~",  "|",  ".", ",", ":",
-                                         "(",  ")",  "[",  "]",  "{",  "}",  "="};
+      static const char* const kOps[] = {"==", "!=", "<=", ">=", "//", "**", "<", ">", "+", "-", "*", "/", "%",
+                                         "~",  "|",  ".",  ",",  ":",  "(",  ")", "[", "]", "{", "}", "="};
       bool found = false;
       for (const char* op : kOps) {
         const size_t n = std::char_traits<char>::length(op);

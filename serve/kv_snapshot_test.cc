@@ -23,8 +23,7 @@ class Snapshot : public ::testing::Test {
     // Hundreds of tiny steps: one thread is faster than a parallel region each.
     omp_set_num_threads(1);
     model_ = LoadModel(test::Stories260K()).release();
-    const nlohmann::json greedy =
-        nlohmann::json::parse(std::ifstream(test::Stories260K() + "/golden/greedy.json"));
+    const nlohmann::json greedy = nlohmann::json::parse(std::ifstream(test::Stories260K() + "/golden/greedy.json"));
     tokens_ = greedy["results"][0]["prompt_ids"].get<std::vector<int32_t>>();
     for (int32_t id : greedy["results"][0]["new_ids"].get<std::vector<int32_t>>()) tokens_.push_back(id);
   }
@@ -41,8 +40,7 @@ class Snapshot : public ::testing::Test {
     std::vector<float> logits(size_t((end - begin) * vocab));  // [end - begin, vocab]
     for (int64_t s = begin; s < end; s += chunk) {
       const int64_t len = std::min(chunk, end - s);
-      model_->Forward(&logits[size_t((s - begin) * vocab)], Batch{&tokens_[size_t(s)], &pos[size_t(s)], len},
-                      session);
+      model_->Forward(&logits[size_t((s - begin) * vocab)], Batch{&tokens_[size_t(s)], &pos[size_t(s)], len}, session);
     }
     return logits;
   }
@@ -62,9 +60,8 @@ std::vector<int32_t> Snapshot::tokens_;
 TEST_F(Snapshot, RestoreAndContinueEqualsNeverLeaving) {
   const int64_t n = int64_t(tokens_.size()), cut = 37;
   ASSERT_GT(n, cut + 10);
-  for (const char* spec :
-       {"swa:16", "hybrid:3:1,window:16", "swa:8,sinks:4", "swa:8,sinks:4,pos:cache", "full",
-        "swa:8,sinks:2,layer1:heads:0+3,layer4:heads:2"}) {
+  for (const char* spec : {"swa:16", "hybrid:3:1,window:16", "swa:8,sinks:4", "swa:8,sinks:4,pos:cache", "full",
+                           "swa:8,sinks:2,layer1:heads:0+3,layer4:heads:2"}) {
     for (KvType type : {KvType::kF32, KvType::kBF16}) {
       SCOPED_TRACE(std::string(spec) + (type == KvType::kF32 ? " f32" : " bf16"));
       KvCacheOptions options;
@@ -127,19 +124,19 @@ TEST_F(Snapshot, FullLayersRestoreAnyShorterPrefix) {
   options.max_chunk = 16;
   // A per-head layer's full heads restore like full layers, its ring like window layers.
   for (const char* spec : {"hybrid:3:1,window:16", "swa:16,layer0:heads:1,layer3:heads:0+2"}) {
-  SCOPED_TRACE(spec);
-  const AttentionPlan plan = model_->ResolvePlan(spec);
-  // The window layers' state at `cut`, the full layers' at n.
-  auto first = model_->NewSession(plan, options);
-  Feed(*first, 0, cut, 7);
-  const KvSnapshot rings = TakeSnapshot(first->cache, model_->kv_shape(), cut, SnapshotLayers::kWindow);
-  const std::vector<float> expected = Feed(*first, cut, n, 16);
-  const KvSnapshot fulls = TakeSnapshot(first->cache, model_->kv_shape(), n, SnapshotLayers::kFull);
+    SCOPED_TRACE(spec);
+    const AttentionPlan plan = model_->ResolvePlan(spec);
+    // The window layers' state at `cut`, the full layers' at n.
+    auto first = model_->NewSession(plan, options);
+    Feed(*first, 0, cut, 7);
+    const KvSnapshot rings = TakeSnapshot(first->cache, model_->kv_shape(), cut, SnapshotLayers::kWindow);
+    const std::vector<float> expected = Feed(*first, cut, n, 16);
+    const KvSnapshot fulls = TakeSnapshot(first->cache, model_->kv_shape(), n, SnapshotLayers::kFull);
 
-  auto second = model_->NewSession(plan, options);
-  RestoreSnapshot(fulls, model_->kv_shape(), second->cache, cut);
-  RestoreSnapshot(rings, model_->kv_shape(), second->cache);
-  EXPECT_LE(MaxDiff(Feed(*second, cut, n, 16), expected), 1e-5);
+    auto second = model_->NewSession(plan, options);
+    RestoreSnapshot(fulls, model_->kv_shape(), second->cache, cut);
+    RestoreSnapshot(rings, model_->kv_shape(), second->cache);
+    EXPECT_LE(MaxDiff(Feed(*second, cut, n, 16), expected), 1e-5);
   }
 }
 

@@ -10,14 +10,13 @@ namespace swan {
 namespace {
 
 const std::set<std::string> kCommonFields = {"model", "max_tokens", "temperature", "top_p", "n", "stream",
-                                             "stream_options", "stop", "presence_penalty",
-                                             "frequency_penalty", "logit_bias", "logprobs", "user", "seed",
+                                             "stream_options", "stop", "presence_penalty", "frequency_penalty",
+                                             "logit_bias", "logprobs", "user", "seed",
                                              // extensions, as llama.cpp and vLLM accept them
                                              "top_k", "min_p", "ignore_eos"};
 const std::set<std::string> kCompletionFields = {"prompt", "echo", "best_of", "suffix"};
-const std::set<std::string> kChatFields = {
-    "messages",    "max_completion_tokens", "top_logprobs",       "tools",
-    "tool_choice", "response_format",       "parallel_tool_calls"};
+const std::set<std::string> kChatFields = {"messages",    "max_completion_tokens", "top_logprobs",       "tools",
+                                           "tool_choice", "response_format",       "parallel_tool_calls"};
 
 [[noreturn]] void Bad(const std::string& message, const std::string& param) {
   throw ApiError(400, message, param, "invalid_value");
@@ -51,10 +50,8 @@ void RejectUnsupported(const Json& body) {
   };
   if (!is_default("n", 1)) Bad("n must be 1 (one choice per request)", "n");
   if (!is_default("best_of", 1)) Bad("best_of must be 1", "best_of");
-  if (!is_default("presence_penalty", 0))
-    Bad("presence_penalty is not supported (use 0)", "presence_penalty");
-  if (!is_default("frequency_penalty", 0))
-    Bad("frequency_penalty is not supported (use 0)", "frequency_penalty");
+  if (!is_default("presence_penalty", 0)) Bad("presence_penalty is not supported (use 0)", "presence_penalty");
+  if (!is_default("frequency_penalty", 0)) Bad("frequency_penalty is not supported (use 0)", "frequency_penalty");
   if (!is_default("logit_bias", Json::object())) Bad("logit_bias is not supported", "logit_bias");
   if (!is_default("suffix", "")) Bad("suffix is not supported", "suffix");
   // Tools go to the chat template, and the reply comes back as text; a
@@ -117,8 +114,7 @@ Json MessageContent(const Json& m, size_t i) {
   if (!c.is_array()) Bad(where + " must be a string or an array of content parts", where);
   std::string text;
   for (const Json& part : c) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-        !part["text"].is_string())
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
       Bad(where + ": only text parts ({\"type\": \"text\", \"text\": ...}) are supported", where);
     text += part["text"].get<std::string>();
   }
@@ -137,8 +133,7 @@ Json Messages(const Json& body) {
     const std::string where = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) Bad(where + " must be an object", where);
     for (auto it = m.begin(); it != m.end(); ++it)
-      if (!fields.count(it.key()))
-        Bad("unrecognized field " + where + "." + it.key(), where + "." + it.key());
+      if (!fields.count(it.key())) Bad("unrecognized field " + where + "." + it.key(), where + "." + it.key());
     if (!m.contains("role") || !m["role"].is_string() || !roles.count(m["role"].get<std::string>()))
       Bad(where + ".role must be one of system, developer, user, assistant, tool", where + ".role");
     Json msg = m;
@@ -158,8 +153,7 @@ std::vector<int32_t> CompletionPrompt(const Json& body, const ApiContext& ctx) {
     std::vector<int32_t> ids;
     for (const Json& x : p) {
       if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= ctx.tokenizer->vocab_size())
-        Bad("prompt must be a string or an array of token ids below " +
-                std::to_string(ctx.tokenizer->vocab_size()),
+        Bad("prompt must be a string or an array of token ids below " + std::to_string(ctx.tokenizer->vocab_size()),
             "prompt");
       ids.push_back(int32_t(x.get<int64_t>()));
     }
@@ -237,10 +231,8 @@ CompletionCall ParseCompletionRequest(const std::string& text, bool chat, const 
                        " tokens (at least one more is needed for the completion). Please shorten the prompt.",
                    chat ? "messages" : "prompt", "context_length_exceeded");
 
-  int64_t max_tokens =
-      chat ? ctx.context_length - n_prompt : std::min<int64_t>(16, ctx.context_length - n_prompt);
-  const char* max_name =
-      chat && body.contains("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  int64_t max_tokens = chat ? ctx.context_length - n_prompt : std::min<int64_t>(16, ctx.context_length - n_prompt);
+  const char* max_name = chat && body.contains("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
   Logprobs(body, chat, &call);
   if (Integer(body, max_name, &max_tokens)) {
     if (max_tokens < 0 || (max_tokens == 0 && !g.prompt_logprobs))
@@ -250,10 +242,9 @@ CompletionCall ParseCompletionRequest(const std::string& text, bool chat, const 
     if (n_prompt + max_tokens > ctx.context_length)
       throw ApiError(400,
                      "This model's maximum context length is " + std::to_string(ctx.context_length) +
-                         " tokens. However, you requested " + std::to_string(n_prompt + max_tokens) +
-                         " tokens (" + std::to_string(n_prompt) + " in the prompt, " +
-                         std::to_string(max_tokens) + " for the completion). Please reduce the prompt or " +
-                         max_name + ".",
+                         " tokens. However, you requested " + std::to_string(n_prompt + max_tokens) + " tokens (" +
+                         std::to_string(n_prompt) + " in the prompt, " + std::to_string(max_tokens) +
+                         " for the completion). Please reduce the prompt or " + max_name + ".",
                      max_name, "context_length_exceeded");
   }
   g.max_tokens = max_tokens;
@@ -330,7 +321,9 @@ Json LogprobsJson(const CompletionCall& call, const GenerationEvent& done, const
     offset = int64_t(tokenizer.DecodeRaw(prompt, /*skip_special=*/true).size());
   }
   for (size_t i = 0; i < done.logprobs.size(); ++i) add(done.logprobs[i].token, &done.logprobs[i]);
-  return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs},
+  return {{"tokens", tokens},
+          {"token_logprobs", token_logprobs},
+          {"top_logprobs", top_logprobs},
           {"text_offset", text_offset}};
 }
 

@@ -26,8 +26,7 @@ class ApiError : public std::runtime_error {
   std::string param, code;
 };
 
-Json ErrorBody(int status, const std::string& message, const std::string& param = {},
-               const std::string& code = {});
+Json ErrorBody(int status, const std::string& message, const std::string& param = {}, const std::string& code = {});
 
 struct ApiContext {
   const Tokenizer* tokenizer = nullptr;
@@ -43,9 +42,9 @@ struct ApiContext {
 struct CompletionCall {
   bool chat = false;
   bool stream = false;
-  bool include_usage = false;  // stream_options.include_usage
-  bool echo = false;           // completions: the prompt's text before the completion
-  std::string prompt_text;     // with echo
+  bool include_usage = false;    // stream_options.include_usage
+  bool echo = false;             // completions: the prompt's text before the completion
+  std::string prompt_text;       // with echo
   GenerationRequest generation;  // generation.logprobs >= 0: the response carries logprobs
 };
 

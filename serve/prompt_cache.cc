@@ -46,8 +46,7 @@ void PromptCache::Restore(const PrefixMatch& match, const KvShape& shape, KvCach
 
 void PromptCache::Insert(PromptCacheEntry entry) {
   entries_.remove_if([&](const PromptCacheEntry& e) {
-    return e.tokens.size() <= entry.tokens.size() &&
-           std::equal(e.tokens.begin(), e.tokens.end(), entry.tokens.begin());
+    return e.tokens.size() <= entry.tokens.size() && std::equal(e.tokens.begin(), e.tokens.end(), entry.tokens.begin());
   });
   entries_.push_front(std::move(entry));
 }

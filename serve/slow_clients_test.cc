@@ -52,9 +52,7 @@ struct SlowClient {
   double answered_after_s = -1;  // since the connection, when the first bytes came
   Clock::time_point opened;
 
-  int Status() const {
-    return received.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(received.c_str() + 9) : 0;
-  }
+  int Status() const { return received.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(received.c_str() + 9) : 0; }
 };
 
 SlowClient Open(const char* source, int port, bool trickles) {

@@ -19,7 +19,8 @@ class TestServer {
              ConnectionLimits limits = {})
       : engine_(model, tokenizer, engine_options),
         chat_template_(kFallbackChatTemplate, "<s>", "</s>", "built-in fallback"),
-        server_(engine_, tokenizer, chat_template_, ServerOptions{"127.0.0.1", 0, "stories260K", false, false, limits}) {
+        server_(engine_, tokenizer, chat_template_,
+                ServerOptions{"127.0.0.1", 0, "stories260K", false, false, limits}) {
     server_.Bind();
     thread_ = std::thread([this] { server_.Run(); });
   }

@@ -9,13 +9,11 @@
 namespace swan {
 namespace {
 
-bool IsSpaceByte(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
+bool IsSpaceByte(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
 bool IsWordChar(char32_t cp) {
-  return cp == '_' || (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') ||
-         (cp >= 'A' && cp <= 'Z') || (cp >= 0x80 && cp != kInvalidCodePoint);
+  return cp == '_' || (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') ||
+         (cp >= 0x80 && cp != kInvalidCodePoint);
 }
 
 }  // namespace
@@ -27,8 +25,8 @@ std::vector<AddedToken> ParseAddedTokens(const nlohmann::json& list, const std::
   for (size_t i = 0; i < list.size(); ++i) {
     const nlohmann::json& t = list[i];
     const std::string at = where + "[" + std::to_string(i) + "]";
-    if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() ||
-        !t.contains("content") || !t["content"].is_string())
+    if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() || !t.contains("content") ||
+        !t["content"].is_string())
       throw std::invalid_argument(at + ": expected {\"id\": integer, \"content\": string, ...}");
     AddedToken token;
     const auto id = t["id"].get<int64_t>();
@@ -55,8 +53,7 @@ int32_t AddedTokenMatcher::Child(int32_t node, uint8_t byte) const {
   return it != c.end() && it->first == byte ? it->second : -1;
 }
 
-void AddedTokenMatcher::Build(const std::vector<const AddedToken*>& tokens,
-                              const std::vector<std::string>& contents) {
+void AddedTokenMatcher::Build(const std::vector<const AddedToken*>& tokens, const std::vector<std::string>& contents) {
   nodes_.assign(1, Node{});
   tokens_ = tokens;
   std::fill(std::begin(first_byte_), std::end(first_byte_), false);
@@ -80,8 +77,7 @@ void AddedTokenMatcher::Build(const std::vector<const AddedToken*>& tokens,
   }
 }
 
-std::pair<size_t, int32_t> AddedTokenMatcher::LongestAt(std::string_view text, size_t pos,
-                                                        bool skip_special) const {
+std::pair<size_t, int32_t> AddedTokenMatcher::LongestAt(std::string_view text, size_t pos, bool skip_special) const {
   std::pair<size_t, int32_t> best{0, -1};
   int32_t node = 0;
   for (size_t i = pos; i < text.size(); ++i) {
@@ -94,8 +90,7 @@ std::pair<size_t, int32_t> AddedTokenMatcher::LongestAt(std::string_view text, s
       char32_t before = 0, after = 0;
       if (pos > 0) {
         size_t start = pos - 1;
-        while (start > 0 && pos - start < 4 && (static_cast<uint8_t>(text[start]) & 0xC0) == 0x80)
-          --start;
+        while (start > 0 && pos - start < 4 && (static_cast<uint8_t>(text[start]) & 0xC0) == 0x80) --start;
         DecodeUtf8(text, start, &before);
       }
       if (i + 1 < text.size()) DecodeUtf8(text, i + 1, &after);

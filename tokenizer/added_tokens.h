@@ -37,8 +37,7 @@ class AddedTokenMatcher {
   AddedTokenMatcher() = default;
   // `tokens` holds the tokens to look for; `contents` the text to match for
   // each (its content, or its normalized content). Both outlive the matcher.
-  void Build(const std::vector<const AddedToken*>& tokens,
-             const std::vector<std::string>& contents);
+  void Build(const std::vector<const AddedToken*>& tokens, const std::vector<std::string>& contents);
   bool empty() const { return tokens_.empty(); }
   const AddedToken& token(int32_t index) const { return *tokens_[index]; }
 

@@ -15,17 +15,14 @@ BpeModel::BpeModel(const json& config, const std::string& where) {
   if (!vocab.is_object()) throw std::invalid_argument(where + ".vocab: expected an object");
   int64_t max_id = -1;
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 ||
-        it.value().get<int64_t>() >= (1ll << 30))
-      throw std::invalid_argument(where + ".vocab[\"" + it.key() +
-                                  "\"]: expected a non-negative integer id");
+    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 || it.value().get<int64_t>() >= (1ll << 30))
+      throw std::invalid_argument(where + ".vocab[\"" + it.key() + "\"]: expected a non-negative integer id");
     max_id = std::max<int64_t>(max_id, it.value().get<int64_t>());
   }
   // Ids may leave holes, but not so many that the table would be mostly empty.
   if (max_id >= static_cast<int64_t>(2 * vocab.size() + 65536))
-    throw std::invalid_argument(where + ".vocab: ids are too sparse (largest " +
-                                std::to_string(max_id) + " for " + std::to_string(vocab.size()) +
-                                " tokens)");
+    throw std::invalid_argument(where + ".vocab: ids are too sparse (largest " + std::to_string(max_id) + " for " +
+                                std::to_string(vocab.size()) + " tokens)");
   id_to_token_.resize(static_cast<size_t>(max_id + 1));
   token_to_id_.reserve(vocab.size());
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
@@ -37,23 +34,19 @@ BpeModel::BpeModel(const json& config, const std::string& where) {
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     const json& v = config.value(key, json());
     if (v.is_string() && !v.get<std::string>().empty())
-      throw std::invalid_argument(where + "." + key + ": not supported by swan (got \"" +
-                                  v.get<std::string>() + "\")");
+      throw std::invalid_argument(where + "." + key + ": not supported by swan (got \"" + v.get<std::string>() + "\")");
   }
   const json& dropout = config.value("dropout", json());
   if (dropout.is_number() && dropout.get<double>() > 0)
     throw std::invalid_argument(where + ".dropout: BPE dropout is not supported");
-  byte_fallback_ = config.value("byte_fallback", json(false)).is_boolean() &&
-                   config.value("byte_fallback", false);
+  byte_fallback_ = config.value("byte_fallback", json(false)).is_boolean() && config.value("byte_fallback", false);
   fuse_unk_ = config.value("fuse_unk", json(false)).is_boolean() && config.value("fuse_unk", false);
-  ignore_merges_ = config.value("ignore_merges", json(false)).is_boolean() &&
-                   config.value("ignore_merges", false);
+  ignore_merges_ = config.value("ignore_merges", json(false)).is_boolean() && config.value("ignore_merges", false);
   const json& unk = config.value("unk_token", json());
   if (unk.is_string()) {
     unk_id_ = TokenToId(unk.get<std::string>());
     if (unk_id_ < 0)
-      throw std::invalid_argument(where + ".unk_token: '" + unk.get<std::string>() +
-                                  "' is not in the vocabulary");
+      throw std::invalid_argument(where + ".unk_token: '" + unk.get<std::string>() + "' is not in the vocabulary");
   }
   static const char* kHex = "0123456789ABCDEF";
   for (int b = 0; b < 256; ++b) {
@@ -71,8 +64,7 @@ BpeModel::BpeModel(const json& config, const std::string& where) {
     if (m.is_string()) {
       const std::string& s = m.get_ref<const std::string&>();
       const size_t space = s.find(' ');
-      if (space == std::string::npos)
-        throw std::invalid_argument(at + ": expected \"LEFT RIGHT\", got \"" + s + "\"");
+      if (space == std::string::npos) throw std::invalid_argument(at + ": expected \"LEFT RIGHT\", got \"" + s + "\"");
       left = s.substr(0, space);
       right = s.substr(space + 1);
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
@@ -84,9 +76,7 @@ BpeModel::BpeModel(const json& config, const std::string& where) {
     const int32_t a = TokenToId(left), b = TokenToId(right), merged = TokenToId(left + right);
     if (a < 0) throw std::invalid_argument(at + ": token '" + left + "' is not in the vocabulary");
     if (b < 0) throw std::invalid_argument(at + ": token '" + right + "' is not in the vocabulary");
-    if (merged < 0)
-      throw std::invalid_argument(at + ": merged token '" + left + right +
-                                  "' is not in the vocabulary");
+    if (merged < 0) throw std::invalid_argument(at + ": merged token '" + left + right + "' is not in the vocabulary");
     merges_.insert_or_assign(PairKey(a, b), Merge{static_cast<int32_t>(rank), merged});
   }
 }
@@ -156,8 +146,7 @@ void BpeModel::SplitIndependent(std::string_view piece, std::vector<int32_t>* id
     char32_t cp;
     const size_t len = DecodeUtf8(piece, pos, &cp);
     const bool known = cp != kInvalidCodePoint && TokenToId(piece.substr(pos, len)) >= 0;
-    if (pos > start && known && prev_known &&
-        !inner_pairs_.count((static_cast<uint64_t>(prev) << 32) | cp)) {
+    if (pos > start && known && prev_known && !inner_pairs_.count((static_cast<uint64_t>(prev) << 32) | cp)) {
       const std::string_view part = piece.substr(start, pos - start);
       part.size() > kCacheMaxPieceBytes ? EncodeUncached(part, ids) : EncodeMerged(part, ids);
       start = pos;
@@ -211,9 +200,7 @@ void BpeModel::EncodeUncached(std::string_view piece, std::vector<int32_t>* ids)
 
   struct Candidate {
     int32_t rank, pos, new_id;
-    bool operator>(const Candidate& o) const {
-      return rank != o.rank ? rank > o.rank : pos > o.pos;
-    }
+    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
   };
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> queue;
   auto consider = [&](int32_t pos) {
@@ -238,8 +225,7 @@ void BpeModel::EncodeUncached(std::string_view piece, std::vector<int32_t>* ids)
     if (left.prev >= 0) consider(left.prev);
     consider(top.pos);
   }
-  for (int32_t i = symbols.empty() ? -1 : 0; i >= 0; i = symbols[i].next)
-    ids->push_back(symbols[i].id);
+  for (int32_t i = symbols.empty() ? -1 : 0; i >= 0; i = symbols[i].next) ids->push_back(symbols[i].id);
 }
 
 }  // namespace swan

@@ -30,21 +30,18 @@ struct Word {
 struct Candidate {
   int64_t count;
   uint64_t pair;
-  bool operator<(const Candidate& o) const {
-    return count != o.count ? count < o.count : pair > o.pair;
-  }
+  bool operator<(const Candidate& o) const { return count != o.count ? count < o.count : pair > o.pair; }
 };
 
 }  // namespace
 
 BpeTrainer::BpeTrainer(BpeTrainerOptions options)
-    : options_(std::move(options)),
-      split_(std::make_unique<Regex>(options_.split_pattern, "split pattern")) {
+    : options_(std::move(options)), split_(std::make_unique<Regex>(options_.split_pattern, "split pattern")) {
   const int minimum = 256 + static_cast<int>(options_.special_tokens.size());
   if (options_.vocab_size < minimum)
     throw std::invalid_argument("vocabulary size " + std::to_string(options_.vocab_size) +
-                                " is too small: byte-level BPE needs at least " +
-                                std::to_string(minimum) + " (256 bytes + special tokens)");
+                                " is too small: byte-level BPE needs at least " + std::to_string(minimum) +
+                                " (256 bytes + special tokens)");
 }
 
 BpeTrainer::~BpeTrainer() = default;
@@ -87,15 +84,13 @@ TrainedBpe BpeTrainer::Train() {
       const uint64_t key = PairKey(s[i], s[i + 1]);
       pair_count[key] += words[w].count;
       auto& list = pair_words[key];
-      if (list.empty() || list.back() != static_cast<int32_t>(w))
-        list.push_back(static_cast<int32_t>(w));
+      if (list.empty() || list.back() != static_cast<int32_t>(w)) list.push_back(static_cast<int32_t>(w));
     }
   }
   std::priority_queue<Candidate> queue;
   for (const auto& [key, count] : pair_count) queue.push({count, key});
 
-  const int target_merges =
-      options_.vocab_size - 256 - static_cast<int>(options_.special_tokens.size());
+  const int target_merges = options_.vocab_size - 256 - static_cast<int>(options_.special_tokens.size());
   std::vector<int32_t> seen(words.size(), -1);  // last merge that visited each word
   std::unordered_map<uint64_t, int64_t> changed;
   int last_percent = -1;
@@ -161,20 +156,18 @@ TrainedBpe BpeTrainer::Train() {
         queue.push({count, key});
       }
     }
-    const int percent = static_cast<int>(100.0 * static_cast<double>(out.merges.size()) /
-                                         std::max(1, target_merges));
+    const int percent = static_cast<int>(100.0 * static_cast<double>(out.merges.size()) / std::max(1, target_merges));
     if (options_.progress && percent != last_percent && percent % 5 == 0) {
       last_percent = percent;
-      options_.progress("merges: " + std::to_string(out.merges.size()) + "/" +
-                        std::to_string(target_merges) + " (" + std::to_string(percent) + "%)");
+      options_.progress("merges: " + std::to_string(out.merges.size()) + "/" + std::to_string(target_merges) + " (" +
+                        std::to_string(percent) + "%)");
     }
   }
   out.special_tokens = options_.special_tokens;
   return out;
 }
 
-void WriteTokenizerDir(const TrainedBpe& bpe, const BpeTrainerOptions& options,
-                       const std::string& dir) {
+void WriteTokenizerDir(const TrainedBpe& bpe, const BpeTrainerOptions& options, const std::string& dir) {
   using nlohmann::json;
   using ordered = nlohmann::ordered_json;
   const ByteLevelAlphabet& alphabet = ByteLevelAlphabet::Get();
@@ -198,8 +191,7 @@ void WriteTokenizerDir(const TrainedBpe& bpe, const BpeTrainerOptions& options,
                      {"special", true}});
   }
   ordered merges = ordered::array();
-  for (const auto& [a, b] : bpe.merges)
-    merges.push_back({visible(bpe.tokens[a]), visible(bpe.tokens[b])});
+  for (const auto& [a, b] : bpe.merges) merges.push_back({visible(bpe.tokens[a]), visible(bpe.tokens[b])});
 
   ordered j;
   j["version"] = "1.0";
@@ -207,24 +199,17 @@ void WriteTokenizerDir(const TrainedBpe& bpe, const BpeTrainerOptions& options,
   j["padding"] = nullptr;
   j["added_tokens"] = added;
   j["normalizer"] = nullptr;
-  j["pre_tokenizer"] = {{"type", "Sequence"},
-                        {"pretokenizers",
-                         {{{"type", "Split"},
-                           {"pattern", {{"Regex", options.split_pattern}}},
-                           {"behavior", "Isolated"},
-                           {"invert", false}},
-                          {{"type", "ByteLevel"},
-                           {"add_prefix_space", false},
-                           {"trim_offsets", true},
-                           {"use_regex", false}}}}};
-  j["post_processor"] = {{"type", "ByteLevel"},
-                         {"add_prefix_space", true},
-                         {"trim_offsets", false},
-                         {"use_regex", true}};
-  j["decoder"] = {{"type", "ByteLevel"},
-                  {"add_prefix_space", true},
-                  {"trim_offsets", true},
-                  {"use_regex", true}};
+  j["pre_tokenizer"] = {
+      {"type", "Sequence"},
+      {"pretokenizers",
+       {{{"type", "Split"},
+         {"pattern", {{"Regex", options.split_pattern}}},
+         {"behavior", "Isolated"},
+         {"invert", false}},
+        {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}}}};
+  j["post_processor"] = {
+      {"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}};
+  j["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}};
   j["model"] = {{"type", "BPE"},
                 {"dropout", nullptr},
                 {"unk_token", nullptr},

@@ -40,7 +40,7 @@ struct BpeTrainerOptions {
 };
 
 struct TrainedBpe {
-  std::vector<std::string> tokens;  // [id] byte strings; 0..255 are the single bytes
+  std::vector<std::string> tokens;                  // [id] byte strings; 0..255 are the single bytes
   std::vector<std::pair<int32_t, int32_t>> merges;  // in rank order: (left id, right id)
   std::vector<std::string> special_tokens;          // ids tokens.size() ... in order
 };
@@ -64,7 +64,6 @@ class BpeTrainer {
 
 // Writes DIR/tokenizer.json (and a small tokenizer_config.json naming the
 // end-of-text token) in the Hugging Face schema. Creates DIR if needed.
-void WriteTokenizerDir(const TrainedBpe& bpe, const BpeTrainerOptions& options,
-                       const std::string& dir);
+void WriteTokenizerDir(const TrainedBpe& bpe, const BpeTrainerOptions& options, const std::string& dir);
 
 }  // namespace swan

@@ -83,8 +83,7 @@ TEST(BpeTrainer, JsPortReadsTheTrainedTokenizer) {
   const fs::path root = src ? src : SWAN_SOURCE_ROOT;
   const fs::path js = root / ".cache" / "tokenizers" / "js" / "package";
   if (!fs::exists(js / "dist" / "tokenizers.mjs") || std::system("node --version >/dev/null 2>&1"))
-    GTEST_SKIP() << "node or the JS port (" << js.string()
-                 << ") is missing: run scripts/fetch_test_tokenizers.sh";
+    GTEST_SKIP() << "node or the JS port (" << js.string() << ") is missing: run scripts/fetch_test_tokenizers.sh";
   BpeTrainerOptions options;
   options.vocab_size = 600;
   BpeTrainer trainer(options);
@@ -92,9 +91,8 @@ TEST(BpeTrainer, JsPortReadsTheTrainedTokenizer) {
   const fs::path dir = TempDir("js");
   WriteTokenizerDir(trainer.Train(), options, dir.string());
   const fs::path out = dir / "expected.json";
-  const std::string cmd = "node '" + (root / "scripts" / "tokenizer_cases.mjs").string() + "' '" +
-                          js.string() + "' '" + dir.string() + "' '" + out.string() +
-                          "' 500 >/dev/null";
+  const std::string cmd = "node '" + (root / "scripts" / "tokenizer_cases.mjs").string() + "' '" + js.string() + "' '" +
+                          dir.string() + "' '" + out.string() + "' 500 >/dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   const Tokenizer tok = Tokenizer::Load(dir.string());
   std::ifstream in(out);

@@ -109,8 +109,7 @@ class StripDecoder : public Decoder {
     if (content_.empty()) return;
     for (std::string& t : *tokens) {
       size_t begin = 0, end = t.size();
-      for (size_t i = 0; i < start_ && t.compare(begin, content_.size(), content_) == 0; ++i)
-        begin += content_.size();
+      for (size_t i = 0; i < start_ && t.compare(begin, content_.size(), content_) == 0; ++i) begin += content_.size();
       for (size_t i = 0; i < stop_ && end >= begin + content_.size() &&
                          t.compare(end - content_.size(), content_.size(), content_) == 0;
            ++i)
@@ -145,8 +144,7 @@ class MetaspaceDecoder : public Decoder {
 
 class SequenceDecoder : public Decoder {
  public:
-  explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> steps)
-      : steps_(std::move(steps)) {}
+  explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> steps) : steps_(std::move(steps)) {}
   void DecodeChain(std::vector<std::string>* tokens, bool raw) const override {
     for (const auto& step : steps_) step->DecodeChain(tokens, raw);
   }
@@ -180,8 +178,7 @@ std::unique_ptr<Decoder> MakeDecoder(const json& config, const std::string& wher
     if (!pattern.is_object() || !pattern.contains("String") || !pattern["String"].is_string() ||
         !config.contains("content") || !config["content"].is_string())
       throw std::invalid_argument(where + ": Replace needs pattern.String and content strings");
-    return std::make_unique<ReplaceDecoder>(pattern["String"].get<std::string>(),
-                                            config["content"].get<std::string>());
+    return std::make_unique<ReplaceDecoder>(pattern["String"].get<std::string>(), config["content"].get<std::string>());
   }
   if (type == "Strip") {
     const json& content = config.value("content", json());
@@ -189,14 +186,12 @@ std::unique_ptr<Decoder> MakeDecoder(const json& config, const std::string& wher
     const json& stop = config.value("stop", json(0));
     if (!content.is_string() || !start.is_number_unsigned() || !stop.is_number_unsigned())
       throw std::invalid_argument(where + ": Strip needs a string content and unsigned start/stop");
-    return std::make_unique<StripDecoder>(content.get<std::string>(), start.get<size_t>(),
-                                          stop.get<size_t>());
+    return std::make_unique<StripDecoder>(content.get<std::string>(), start.get<size_t>(), stop.get<size_t>());
   }
   if (type == "Metaspace") {
     const std::string scheme = config.value("prepend_scheme", std::string("always"));
     const bool strip = scheme != "never" && config.value("add_prefix_space", true);
-    return std::make_unique<MetaspaceDecoder>(
-        config.value("replacement", std::string("\xE2\x96\x81")), strip);
+    return std::make_unique<MetaspaceDecoder>(config.value("replacement", std::string("\xE2\x96\x81")), strip);
   }
   throw std::invalid_argument(where + ".type: unsupported decoder '" + type +
                               "' (swan supports Sequence, ByteLevel, ByteFallback, Fuse, Replace, "

@@ -69,10 +69,9 @@ TEST_P(HfAgreement, IdsAndDecodedTextMatchTheJsPort) {
     }
     ids_differ ? ++id_mismatch : ++text_mismatch;
     if (shown++ < 8)
-      ADD_FAILURE() << GetParam() << ": text " << nlohmann::json(text).dump() << "\n  JS ids   "
-                    << Join(want) << "\n  swan ids " << Join(got) << "\n  JS text   "
-                    << nlohmann::json(c["decoded"]).dump() << "\n  swan text "
-                    << nlohmann::json(tok.Decode(got)).dump();
+      ADD_FAILURE() << GetParam() << ": text " << nlohmann::json(text).dump() << "\n  JS ids   " << Join(want)
+                    << "\n  swan ids " << Join(got) << "\n  JS text   " << nlohmann::json(c["decoded"]).dump()
+                    << "\n  swan text " << nlohmann::json(tok.Decode(got)).dump();
   }
   std::printf(
       "[ agreement ] %s: %zu strings, %zu id mismatches, %zu decode mismatches, %zu "
@@ -84,8 +83,7 @@ TEST_P(HfAgreement, IdsAndDecodedTextMatchTheJsPort) {
 }
 
 INSTANTIATE_TEST_SUITE_P(RealTokenizers, HfAgreement,
-                         testing::Values("llama2", "llama3", "qwen3", "gemma3", "gptoss",
-                                         "gpt2style", "metaspace"),
+                         testing::Values("llama2", "llama3", "qwen3", "gemma3", "gptoss", "gpt2style", "metaspace"),
                          [](const auto& info) { return std::string(info.param); });
 
 }  // namespace

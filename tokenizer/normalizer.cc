@@ -33,8 +33,8 @@ std::string NormalizeValid(const icu::Normalizer2* n, std::string_view text) {
   for (const char c : text) ascii = ascii && static_cast<uint8_t>(c) < 0x80;
   if (ascii) return std::string(text);
   UErrorCode status = U_ZERO_ERROR;
-  const icu::UnicodeString in = icu::UnicodeString::fromUTF8(
-      icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
+  const icu::UnicodeString in =
+      icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
   if (n->isNormalized(in, status) && U_SUCCESS(status)) return std::string(text);
   status = U_ZERO_ERROR;
   const icu::UnicodeString out = n->normalize(in, status);
@@ -47,9 +47,7 @@ std::string NormalizeValid(const icu::Normalizer2* n, std::string_view text) {
 class UnicodeNormalizer : public Normalizer {
  public:
   explicit UnicodeNormalizer(std::string form) : form_(std::move(form)) {}
-  std::string Normalize(std::string_view text) const override {
-    return UnicodeNormalize(text, form_);
-  }
+  std::string Normalize(std::string_view text) const override { return UnicodeNormalize(text, form_); }
 
  private:
   std::string form_;
@@ -57,8 +55,7 @@ class UnicodeNormalizer : public Normalizer {
 
 class SequenceNormalizer : public Normalizer {
  public:
-  explicit SequenceNormalizer(std::vector<std::unique_ptr<Normalizer>> steps)
-      : steps_(std::move(steps)) {}
+  explicit SequenceNormalizer(std::vector<std::unique_ptr<Normalizer>> steps) : steps_(std::move(steps)) {}
   std::string Normalize(std::string_view text) const override {
     std::string s(text);
     for (const auto& step : steps_) s = step->Normalize(s);
@@ -108,8 +105,8 @@ class ReplaceNormalizer : public Normalizer {
 class LowercaseNormalizer : public Normalizer {
  public:
   std::string Normalize(std::string_view text) const override {
-    icu::UnicodeString s = icu::UnicodeString::fromUTF8(
-        icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
+    icu::UnicodeString s =
+        icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
     std::string out;
     s.toLower(icu::Locale::getRoot()).toUTF8String(out);
     return out;
@@ -136,8 +133,7 @@ class StripNormalizer : public Normalizer {
 };
 
 std::string GetString(const json& j, const char* key, const std::string& where) {
-  if (!j.contains(key) || !j[key].is_string())
-    throw std::invalid_argument(where + "." + key + ": expected a string");
+  if (!j.contains(key) || !j[key].is_string()) throw std::invalid_argument(where + "." + key + ": expected a string");
   return j[key].get<std::string>();
 }
 
@@ -187,32 +183,27 @@ std::unique_ptr<Normalizer> MakeNormalizer(const json& config, const std::string
       throw std::invalid_argument(where + ".normalizers: expected an array");
     std::vector<std::unique_ptr<Normalizer>> steps;
     for (size_t i = 0; i < config["normalizers"].size(); ++i) {
-      auto step = MakeNormalizer(config["normalizers"][i],
-                                 where + ".normalizers[" + std::to_string(i) + "]");
+      auto step = MakeNormalizer(config["normalizers"][i], where + ".normalizers[" + std::to_string(i) + "]");
       if (step) steps.push_back(std::move(step));
     }
     return std::make_unique<SequenceNormalizer>(std::move(steps));
   }
   if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD")
     return std::make_unique<UnicodeNormalizer>(type);
-  if (type == "Prepend")
-    return std::make_unique<PrependNormalizer>(GetString(config, "prepend", where));
+  if (type == "Prepend") return std::make_unique<PrependNormalizer>(GetString(config, "prepend", where));
   if (type == "Replace") {
     const std::string content = GetString(config, "content", where);
     const json& pattern = config.value("pattern", json());
     if (pattern.contains("String") && pattern["String"].is_string())
-      return std::make_unique<ReplaceNormalizer>(pattern["String"].get<std::string>(), nullptr,
-                                                 content);
+      return std::make_unique<ReplaceNormalizer>(pattern["String"].get<std::string>(), nullptr, content);
     if (pattern.contains("Regex") && pattern["Regex"].is_string())
       return std::make_unique<ReplaceNormalizer>(
-          "", std::make_unique<Regex>(pattern["Regex"].get<std::string>(), where + ".pattern"),
-          content);
+          "", std::make_unique<Regex>(pattern["Regex"].get<std::string>(), where + ".pattern"), content);
     throw std::invalid_argument(where + ".pattern: expected {\"String\": ...} or {\"Regex\": ...}");
   }
   if (type == "Lowercase") return std::make_unique<LowercaseNormalizer>();
   if (type == "Strip")
-    return std::make_unique<StripNormalizer>(config.value("left", true),
-                                             config.value("right", true));
+    return std::make_unique<StripNormalizer>(config.value("left", true), config.value("right", true));
   throw std::invalid_argument(where + ".type: unsupported normalizer '" + type +
                               "' (swan supports Sequence, NFC, NFD, NFKC, NFKD, Prepend, Replace, "
                               "Lowercase, Strip)");

@@ -35,9 +35,7 @@ void EmitSpans(std::string_view text, const std::vector<Span>& spans, SplitBehav
       case SplitBehavior::kRemoved:
         if (!s.match) parts.emplace_back(s.begin, s.end);
         break;
-      case SplitBehavior::kIsolated:
-        parts.emplace_back(s.begin, s.end);
-        break;
+      case SplitBehavior::kIsolated: parts.emplace_back(s.begin, s.end); break;
       case SplitBehavior::kMergedWithPrevious:
         if (s.match && !previous_match && !parts.empty())
           parts.back().second = s.end;
@@ -81,12 +79,8 @@ std::vector<Span> LiteralSpans(std::string_view text, std::string_view literal, 
 
 class SplitPreTokenizer : public PreTokenizer {
  public:
-  SplitPreTokenizer(std::string literal, std::unique_ptr<Regex> regex, SplitBehavior behavior,
-                    bool invert)
-      : literal_(std::move(literal)),
-        regex_(std::move(regex)),
-        behavior_(behavior),
-        invert_(invert) {}
+  SplitPreTokenizer(std::string literal, std::unique_ptr<Regex> regex, SplitBehavior behavior, bool invert)
+      : literal_(std::move(literal)), regex_(std::move(regex)), behavior_(behavior), invert_(invert) {}
 
   void Split(std::string_view text, bool, FunctionRef<void(std::string_view)> emit) const override {
     if (!regex_) {
@@ -164,17 +158,12 @@ class ByteLevelPreTokenizer : public PreTokenizer {
 class MetaspacePreTokenizer : public PreTokenizer {
  public:
   MetaspacePreTokenizer(std::string replacement, std::string prepend_scheme, bool split)
-      : replacement_(std::move(replacement)),
-        prepend_scheme_(std::move(prepend_scheme)),
-        split_(split) {}
+      : replacement_(std::move(replacement)), prepend_scheme_(std::move(prepend_scheme)), split_(split) {}
 
-  void Split(std::string_view piece, bool first_section,
-             FunctionRef<void(std::string_view)> emit) const override {
+  void Split(std::string_view piece, bool first_section, FunctionRef<void(std::string_view)> emit) const override {
     std::string text = ReplaceAll(piece, " ", replacement_);
-    const bool prepend =
-        prepend_scheme_ == "always" || (prepend_scheme_ == "first" && first_section);
-    if (prepend && text.compare(0, replacement_.size(), replacement_) != 0)
-      text.insert(0, replacement_);
+    const bool prepend = prepend_scheme_ == "always" || (prepend_scheme_ == "first" && first_section);
+    if (prepend && text.compare(0, replacement_.size(), replacement_) != 0) text.insert(0, replacement_);
     if (!split_) {
       emit(text);
       return;
@@ -189,23 +178,19 @@ class MetaspacePreTokenizer : public PreTokenizer {
 
 class SequencePreTokenizer : public PreTokenizer {
  public:
-  explicit SequencePreTokenizer(std::vector<std::unique_ptr<PreTokenizer>> steps)
-      : steps_(std::move(steps)) {}
-  void Split(std::string_view text, bool first_section,
-             FunctionRef<void(std::string_view)> emit) const override {
+  explicit SequencePreTokenizer(std::vector<std::unique_ptr<PreTokenizer>> steps) : steps_(std::move(steps)) {}
+  void Split(std::string_view text, bool first_section, FunctionRef<void(std::string_view)> emit) const override {
     Run(0, text, first_section, emit);
   }
 
  private:
   // Runs steps[i..] on text: each piece of step i goes through step i + 1.
-  void Run(size_t i, std::string_view text, bool first_section,
-           FunctionRef<void(std::string_view)> emit) const {
+  void Run(size_t i, std::string_view text, bool first_section, FunctionRef<void(std::string_view)> emit) const {
     if (i == steps_.size()) {
       emit(text);
       return;
     }
-    steps_[i]->Split(text, first_section,
-                     [&](std::string_view piece) { Run(i + 1, piece, first_section, emit); });
+    steps_[i]->Split(text, first_section, [&](std::string_view piece) { Run(i + 1, piece, first_section, emit); });
   }
 
   std::vector<std::unique_ptr<PreTokenizer>> steps_;
@@ -244,11 +229,9 @@ std::unique_ptr<PreTokenizer> MakePreTokenizer(const json& config, const std::st
     const bool invert = config.value("invert", false);
     if (pattern.contains("Regex") && pattern["Regex"].is_string())
       return std::make_unique<SplitPreTokenizer>(
-          "", std::make_unique<Regex>(pattern["Regex"].get<std::string>(), where + ".pattern"),
-          behavior, invert);
+          "", std::make_unique<Regex>(pattern["Regex"].get<std::string>(), where + ".pattern"), behavior, invert);
     if (pattern.contains("String") && pattern["String"].is_string())
-      return std::make_unique<SplitPreTokenizer>(pattern["String"].get<std::string>(), nullptr,
-                                                 behavior, invert);
+      return std::make_unique<SplitPreTokenizer>(pattern["String"].get<std::string>(), nullptr, behavior, invert);
     throw std::invalid_argument(where + ".pattern: expected {\"Regex\": ...} or {\"String\": ...}");
   }
   if (type == "ByteLevel")
@@ -259,9 +242,8 @@ std::unique_ptr<PreTokenizer> MakePreTokenizer(const json& config, const std::st
     if (scheme.empty()) scheme = config.value("add_prefix_space", true) ? "always" : "never";
     if (scheme != "always" && scheme != "first" && scheme != "never")
       throw std::invalid_argument(where + ".prepend_scheme: expected always, first or never");
-    return std::make_unique<MetaspacePreTokenizer>(
-        config.value("replacement", std::string("\xE2\x96\x81")), scheme,
-        config.value("split", true));
+    return std::make_unique<MetaspacePreTokenizer>(config.value("replacement", std::string("\xE2\x96\x81")), scheme,
+                                                   config.value("split", true));
   }
   throw std::invalid_argument(where + ".type: unsupported pre-tokenizer '" + type +
                               "' (swan supports Sequence, Split, ByteLevel, Metaspace)");

@@ -20,14 +20,12 @@ class PreTokenizer {
   // valid during the call. `first_section` is true when text starts the
   // input (no added token before it); Metaspace's prepend_scheme "first"
   // uses it.
-  virtual void Split(std::string_view text, bool first_section,
-                     FunctionRef<void(std::string_view)> emit) const = 0;
+  virtual void Split(std::string_view text, bool first_section, FunctionRef<void(std::string_view)> emit) const = 0;
 };
 
 // Returns nullptr for a JSON null. Throws std::invalid_argument naming the
 // field for an unknown or malformed pre-tokenizer.
-std::unique_ptr<PreTokenizer> MakePreTokenizer(const nlohmann::json& config,
-                                               const std::string& where);
+std::unique_ptr<PreTokenizer> MakePreTokenizer(const nlohmann::json& config, const std::string& where);
 
 // How a Split pre-tokenizer treats the matches (HF's SplitDelimiterBehavior).
 enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };

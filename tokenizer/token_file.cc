@@ -83,8 +83,8 @@ void TokenFileWriter::Close() {
   PutU32(header + 16, dtype_);
   PutU32(header + 20, tokenizer_fingerprint_);
   PutU64(header + 24, count_);
-  const bool ok = std::fseek(file_, 0, SEEK_SET) == 0 &&
-                  std::fwrite(header, 1, sizeof(header), file_) == sizeof(header);
+  const bool ok =
+      std::fseek(file_, 0, SEEK_SET) == 0 && std::fwrite(header, 1, sizeof(header), file_) == sizeof(header);
   const bool closed = std::fclose(file_) == 0;
   file_ = nullptr;
   if (!ok || !closed) throw std::runtime_error(path_ + ": could not finish writing");
@@ -112,17 +112,15 @@ TokenFile::TokenFile(const std::string& path) {
     throw std::runtime_error(path + ": " + why);
   };
   if (std::memcmp(h, kTokenFileMagic, 8) != 0) fail("not a swan token file (bad magic)");
-  if (GetU32(h + 8) != kTokenFileVersion)
-    fail("unsupported token file version " + std::to_string(GetU32(h + 8)));
+  if (GetU32(h + 8) != kTokenFileVersion) fail("unsupported token file version " + std::to_string(GetU32(h + 8)));
   vocab_size_ = GetU32(h + 12);
   dtype_ = GetU32(h + 16);
   tokenizer_fingerprint_ = GetU32(h + 20);
   count_ = GetU64(h + 24);
   if (dtype_ != 2 && dtype_ != 4) fail("bad dtype " + std::to_string(dtype_));
-  if (count_ > (map_bytes_ - kTokenFileHeaderBytes) / dtype_ ||
-      kTokenFileHeaderBytes + count_ * dtype_ != map_bytes_)
-    fail("size does not match its header (" + std::to_string(count_) + " ids of " +
-         std::to_string(dtype_) + " bytes): truncated or still being written?");
+  if (count_ > (map_bytes_ - kTokenFileHeaderBytes) / dtype_ || kTokenFileHeaderBytes + count_ * dtype_ != map_bytes_)
+    fail("size does not match its header (" + std::to_string(count_) + " ids of " + std::to_string(dtype_) +
+         " bytes): truncated or still being written?");
   ids_ = h + kTokenFileHeaderBytes;
 }
 
@@ -131,8 +129,7 @@ TokenFile::~TokenFile() {
 }
 
 void TokenFile::Read(uint64_t begin, std::span<int32_t> out) const {
-  if (begin > count_ || out.size() > count_ - begin)
-    throw std::out_of_range("token file read past the end");
+  if (begin > count_ || out.size() > count_ - begin) throw std::out_of_range("token file read past the end");
   for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int32_t>((*this)[begin + i]);
 }
 
@@ -140,8 +137,7 @@ void TruncateTokenFile(const std::string& path, uint64_t count) {
   uint32_t dtype;
   {
     const TokenFile file(path);
-    if (count > file.size())
-      throw std::out_of_range(path + ": cannot truncate to more ids than it holds");
+    if (count > file.size()) throw std::out_of_range(path + ": cannot truncate to more ids than it holds");
     dtype = file.dtype_bytes();
   }
   std::filesystem::resize_file(path, kTokenFileHeaderBytes + count * dtype);

@@ -70,15 +70,10 @@ class TokenFile {
   uint32_t dtype_bytes() const { return dtype_; }
   uint32_t tokenizer_fingerprint() const { return tokenizer_fingerprint_; }  // 0 = unknown
   // The ids as stored: exactly one of these is non-null, by dtype_bytes().
-  const uint16_t* data16() const {
-    return dtype_ == 2 ? static_cast<const uint16_t*>(ids_) : nullptr;
-  }
-  const uint32_t* data32() const {
-    return dtype_ == 4 ? static_cast<const uint32_t*>(ids_) : nullptr;
-  }
+  const uint16_t* data16() const { return dtype_ == 2 ? static_cast<const uint16_t*>(ids_) : nullptr; }
+  const uint32_t* data32() const { return dtype_ == 4 ? static_cast<const uint32_t*>(ids_) : nullptr; }
   uint32_t operator[](uint64_t i) const {
-    return dtype_ == 2 ? static_cast<const uint16_t*>(ids_)[i]
-                       : static_cast<const uint32_t*>(ids_)[i];
+    return dtype_ == 2 ? static_cast<const uint16_t*>(ids_)[i] : static_cast<const uint32_t*>(ids_)[i];
   }
   // Copies ids [begin, begin + out.size()) into out; throws std::out_of_range past the end.
   void Read(uint64_t begin, std::span<int32_t> out) const;

@@ -28,17 +28,15 @@ float TokenLabels::Weight(uint64_t i) const { return BF16ToF32(weight[i]); }
 
 std::string LabelsPath(const std::string& token_path) {
   const std::string ext = ".bin";
-  if (token_path.size() > ext.size() &&
-      token_path.compare(token_path.size() - ext.size(), ext.size(), ext) == 0)
+  if (token_path.size() > ext.size() && token_path.compare(token_path.size() - ext.size(), ext.size(), ext) == 0)
     return token_path.substr(0, token_path.size() - ext.size()) + ".labels";
   return token_path + ".labels";
 }
 
 void WriteTokenLabels(const std::string& path, const TokenLabels& labels) {
   if (labels.weight.size() != labels.distance.size())
-    throw std::invalid_argument("token labels: " + std::to_string(labels.weight.size()) +
-                                " weights but " + std::to_string(labels.distance.size()) +
-                                " distances");
+    throw std::invalid_argument("token labels: " + std::to_string(labels.weight.size()) + " weights but " +
+                                std::to_string(labels.distance.size()) + " distances");
   std::string out(kMagic, 8);
   Put(out, kVersion, 4);
   Put(out, labels.doc_tokens, 4);
@@ -60,8 +58,7 @@ TokenLabels ReadTokenLabels(const std::string& path) {
   if (bytes.size() < kHeaderBytes || std::memcmp(p, kMagic, 8) != 0)
     throw std::runtime_error(path + ": not a swan labels file (bad magic)");
   if (Get(p + 8, 4) != kVersion)
-    throw std::runtime_error(path + ": unsupported labels version " +
-                             std::to_string(Get(p + 8, 4)));
+    throw std::runtime_error(path + ": unsupported labels version " + std::to_string(Get(p + 8, 4)));
   TokenLabels labels;
   labels.doc_tokens = uint32_t(Get(p + 12, 4));
   const uint64_t count = Get(p + 16, 8);

@@ -22,8 +22,7 @@ TEST(TokenLabels, RoundTripAndPaths) {
     labels.weight.push_back(F32ToBF16(i % 7 == 0 ? 1.0f : i % 7 == 1 ? 0.25f : 0.0f));
     labels.distance.push_back(uint16_t(i % 7 == 0 ? i : 0));
   }
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("labels_" + std::to_string(getpid()))).string();
+  const std::string path = (std::filesystem::temp_directory_path() / ("labels_" + std::to_string(getpid()))).string();
   WriteTokenLabels(path, labels);
   const TokenLabels back = ReadTokenLabels(path);
   EXPECT_EQ(back.doc_tokens, 513u);

@@ -50,8 +50,7 @@ int32_t FirstId(const json& j) {
 // A token text from tokenizer_config.json: "<s>" or {"content": "<s>", ...}.
 std::string TokenText(const json& j) {
   if (j.is_string()) return j.get<std::string>();
-  if (j.is_object() && j.contains("content") && j["content"].is_string())
-    return j["content"].get<std::string>();
+  if (j.is_object() && j.contains("content") && j["content"].is_string()) return j["content"].get<std::string>();
   return {};
 }
 
@@ -95,8 +94,7 @@ Tokenizer Tokenizer::FromJson(const json& j, const std::string& source) {
     if (!model.is_object()) throw std::invalid_argument("model: expected an object");
     const std::string type = model.value("type", std::string("BPE"));
     if (type != "BPE")
-      throw std::invalid_argument("model.type: unsupported model '" + type +
-                                  "' (swan reads BPE tokenizers)");
+      throw std::invalid_argument("model.type: unsupported model '" + type + "' (swan reads BPE tokenizers)");
     tok.model_ = std::make_unique<BpeModel>(model, "model");
     tok.normalizer_ = MakeNormalizer(j.value("normalizer", json()), "normalizer");
     tok.pre_tokenizer_ = MakePreTokenizer(j.value("pre_tokenizer", json()), "pre_tokenizer");
@@ -105,8 +103,7 @@ Tokenizer Tokenizer::FromJson(const json& j, const std::string& source) {
 
     tok.vocab_size_ = tok.model_->size();
     for (const AddedToken& t : tok.added_) tok.vocab_size_ = std::max(tok.vocab_size_, t.id + 1);
-    if (tok.vocab_size_ >
-        2 * (tok.model_->size() + static_cast<int32_t>(tok.added_.size())) + 65536)
+    if (tok.vocab_size_ > 2 * (tok.model_->size() + static_cast<int32_t>(tok.added_.size())) + 65536)
       throw std::invalid_argument("added_tokens: ids are far outside the model's vocabulary of " +
                                   std::to_string(tok.model_->size()));
     tok.added_index_.assign(tok.vocab_size_, -1);
@@ -174,8 +171,7 @@ void Tokenizer::ReadPostProcessor(const json& config, const std::string& where) 
       throw std::invalid_argument(at + ": expected SpecialToken or Sequence");
     const std::string name = item["SpecialToken"]["id"].get<std::string>();
     if (!specials.contains(name) || !specials[name].contains("ids"))
-      throw std::invalid_argument(at + ": special token '" + name +
-                                  "' is not listed in special_tokens");
+      throw std::invalid_argument(at + ": special token '" + name + "' is not listed in special_tokens");
     for (const json& id : specials[name]["ids"]) {
       const std::optional<int32_t> v = JsonInteger<int32_t>(id);
       if (!v || *v < 0 || *v >= vocab_size_)
@@ -203,8 +199,7 @@ void Tokenizer::ReadSpecialIds(const json& generation, const json& config, const
         if (id >= 0 && id < vocab_size_) return id;
       }
     }
-    if (tok_config.is_object() && tok_config.contains(text_key))
-      return TokenToId(TokenText(tok_config[text_key]));
+    if (tok_config.is_object() && tok_config.contains(text_key)) return TokenToId(TokenText(tok_config[text_key]));
     return int32_t{-1};
   };
   if (bos_id_ < 0) bos_id_ = from_configs("bos_token_id", "bos_token");
@@ -244,8 +239,7 @@ bool Tokenizer::IsSpecial(int32_t id) const {
   return id >= 0 && id < vocab_size_ && added_index_[id] >= 0 && added_[added_index_[id]].special;
 }
 
-void Tokenizer::EncodeSection(std::string_view text, bool first_section,
-                              std::vector<int32_t>* ids) const {
+void Tokenizer::EncodeSection(std::string_view text, bool first_section, std::vector<int32_t>* ids) const {
   const std::string normalized = normalizer_ ? normalizer_->Normalize(text) : std::string(text);
   auto encode_piece = [&](std::string_view piece) { model_->Encode(piece, ids); };
   for (const TextSection& s : normalized_matcher_.Split(normalized, false)) {
@@ -276,8 +270,7 @@ std::vector<int32_t> Tokenizer::Encode(std::string_view text, const EncodeOption
   return ids;
 }
 
-std::vector<std::string> Tokenizer::TokenTexts(std::span<const int32_t> ids,
-                                               bool skip_special) const {
+std::vector<std::string> Tokenizer::TokenTexts(std::span<const int32_t> ids, bool skip_special) const {
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
   for (const int32_t id : ids) {
@@ -315,8 +308,7 @@ std::string StreamDecoder::Step(int32_t id) {
   const std::string text = tokenizer_.DecodeRaw(ids_, skip_special_);
   const size_t complete = CompleteUtf8Prefix(text);
   if (complete <= prefix_bytes_) return {};
-  std::string out =
-      ToValidUtf8(std::string_view(text).substr(prefix_bytes_, complete - prefix_bytes_));
+  std::string out = ToValidUtf8(std::string_view(text).substr(prefix_bytes_, complete - prefix_bytes_));
   if (complete < text.size()) {
     prefix_bytes_ = complete;  // emitted up to here; keep the tokens for context
     return out;

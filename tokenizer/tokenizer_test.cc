@@ -38,8 +38,7 @@ json TinyByteLevel() {
       ["\xC4\xA0"
        "w"] = 260;  // "Ġw"
   return {{"version", "1.0"},
-          {"added_tokens",
-           {{{"id", 261}, {"content", "<|endoftext|>"}, {"special", true}, {"normalized", false}}}},
+          {"added_tokens", {{{"id", 261}, {"content", "<|endoftext|>"}, {"special", true}, {"normalized", false}}}},
           {"normalizer", nullptr},
           {"pre_tokenizer",
            {{"type", "Sequence"},
@@ -50,17 +49,13 @@ json TinyByteLevel() {
               {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}}},
           {"post_processor", {{"type", "ByteLevel"}}},
           {"decoder", {{"type", "ByteLevel"}}},
-          {"model",
-           {{"type", "BPE"},
-            {"vocab", vocab},
-            {"merges", {"h e", "l l", "he ll", "hell o", "\xC4\xA0 w"}}}}};
+          {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"h e", "l l", "he ll", "hell o", "\xC4\xA0 w"}}}}};
 }
 
 TEST(Stories260K, EncodesTheGoldenPrompt) {
   const Tokenizer tok = Tokenizer::Load(Stories().string());
   const json golden = ReadJson(Stories() / "golden" / "tokens.json");
-  EXPECT_EQ(tok.Encode(golden["prompt"].get<std::string>()),
-            golden["input_ids"].get<std::vector<int32_t>>());
+  EXPECT_EQ(tok.Encode(golden["prompt"].get<std::string>()), golden["input_ids"].get<std::vector<int32_t>>());
   EXPECT_EQ(tok.bos_id(), 1);
   EXPECT_EQ(tok.eos_id(), 2);
   EXPECT_EQ(tok.eos_ids(), std::vector<int32_t>({2}));
@@ -71,8 +66,7 @@ TEST(Stories260K, GreedyPromptsAndDecodedText) {
   const Tokenizer tok = Tokenizer::Load(Stories().string());
   const json greedy = ReadJson(Stories() / "golden" / "greedy.json");
   for (const auto& r : greedy["results"]) {
-    EXPECT_EQ(tok.Encode(r["prompt"].get<std::string>()),
-              r["prompt_ids"].get<std::vector<int32_t>>());
+    EXPECT_EQ(tok.Encode(r["prompt"].get<std::string>()), r["prompt_ids"].get<std::vector<int32_t>>());
     std::vector<int32_t> all = r["prompt_ids"].get<std::vector<int32_t>>();
     for (const auto& id : r["new_ids"]) all.push_back(id.get<int32_t>());
     EXPECT_EQ(tok.Decode(all, /*skip_special=*/true), r["text"].get<std::string>());
@@ -103,18 +97,15 @@ TEST(Stories260K, MetaspaceFormGivesTheSameIds) {
   const Tokenizer normalizer_form = Tokenizer::Load(Stories().string());
   json j = ReadJson(Stories() / "tokenizer.json");
   j["normalizer"] = nullptr;
-  j["pre_tokenizer"] = {{"type", "Metaspace"},
-                        {"replacement", "\u2581"},
-                        {"prepend_scheme", "always"},
-                        {"split", true}};
+  j["pre_tokenizer"] = {
+      {"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "always"}, {"split", true}};
   j["decoder"] = {
       {"type", "Sequence"},
       {"decoders",
-       {{{"type", "ByteFallback"}},
-        {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "always"}}}}};
+       {{{"type", "ByteFallback"}}, {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "always"}}}}};
   const Tokenizer metaspace_form = Tokenizer::FromJson(j, "metaspace");
-  for (const char* text : {"Once upon a time, there was a little girl named Lily.",
-                           "tabs\tand\nnewlines", "a 🤖 b", "The cat sat."}) {
+  for (const char* text :
+       {"Once upon a time, there was a little girl named Lily.", "tabs\tand\nnewlines", "a 🤖 b", "The cat sat."}) {
     const auto ids = normalizer_form.Encode(text);
     EXPECT_EQ(metaspace_form.Encode(text), ids) << text;
     EXPECT_EQ(metaspace_form.Decode(ids, true), normalizer_form.Decode(ids, true)) << text;
@@ -135,8 +126,7 @@ TEST(Stories260K, MetaspaceFormGivesTheSameIds) {
 TEST(ByteLevel, MergesByRankAndRoundTrips) {
   const Tokenizer tok = Tokenizer::FromJson(TinyByteLevel(), "tiny");
   EXPECT_EQ(tok.Encode("hello"), std::vector<int32_t>({259}));
-  EXPECT_EQ(tok.Encode("hello world<|endoftext|>"),
-            std::vector<int32_t>({259, 260, 'o', 'r', 'l', 'd', 261}));
+  EXPECT_EQ(tok.Encode("hello world<|endoftext|>"), std::vector<int32_t>({259, 260, 'o', 'r', 'l', 'd', 261}));
   EXPECT_EQ(tok.Decode(tok.Encode("hello world<|endoftext|>")), "hello world<|endoftext|>");
   EXPECT_EQ(tok.Decode(tok.Encode("hello<|endoftext|>"), true), "hello");
   EXPECT_EQ(tok.eos_id(), -1);  // FromJson reads no config files
@@ -202,10 +192,8 @@ TEST(Errors, NotJsonUnsupportedModelUnknownMergeToken) {
   };
   expect_error("this is not json", "not valid JSON");
   expect_error(R"({"model": {"type": "Unigram", "vocab": []}})", "model.type");
-  expect_error(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a b"]}})",
-               "model.merges[0]: token 'b'");
-  expect_error(R"({"model": {"type": "BPE", "vocab": {"a": 0}}, "normalizer": {"type": "Foo"}})",
-               "normalizer.type");
+  expect_error(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a b"]}})", "model.merges[0]: token 'b'");
+  expect_error(R"({"model": {"type": "BPE", "vocab": {"a": 0}}, "normalizer": {"type": "Foo"}})", "normalizer.type");
   expect_error(R"({"model": {"type": "BPE", "vocab": {"a": "x"}}})", "model.vocab");
   expect_error(R"({"model": {"type": "BPE", "vocab": {"a": 0}}, "pre_tokenizer":
                  {"type": "Split", "pattern": {"Regex": "(unclosed"}}})",
@@ -241,8 +229,7 @@ TEST(Regex, SplitPatternFormsFromRealFiles) {
   std::vector<std::string> parts;
   const std::string text = "Hello1234 WORLD'S  ünï\n";
   re.ForEachMatch(text, [&](size_t b, size_t e) { parts.push_back(text.substr(b, e - b)); });
-  EXPECT_EQ(parts,
-            std::vector<std::string>({"Hello", "123", "4", " WORLD", "'S", " ", " ünï", "\n"}));
+  EXPECT_EQ(parts, std::vector<std::string>({"Hello", "123", "4", " WORLD", "'S", " ", " ünï", "\n"}));
   EXPECT_THROW(Regex("(?<!", "pre_tokenizer.pattern"), std::invalid_argument);
 }
 

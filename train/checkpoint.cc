@@ -98,13 +98,11 @@ CheckpointState LoadCheckpoint(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) Fail(path, "cannot open (no checkpoint to resume from; run without --resume)");
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.size() < 32 || std::memcmp(bytes.data(), kMagic, 8) != 0)
-    Fail(path, "not a swan checkpoint (bad magic)");
+  if (bytes.size() < 32 || std::memcmp(bytes.data(), kMagic, 8) != 0) Fail(path, "not a swan checkpoint (bad magic)");
   uint32_t version;
   std::memcpy(&version, bytes.data() + 8, 4);
   if (version != kVersion)
-    Fail(path, "version " + std::to_string(version) + ", this swan reads version " +
-                   std::to_string(kVersion));
+    Fail(path, "version " + std::to_string(version) + ", this swan reads version " + std::to_string(kVersion));
   uint64_t header_len;
   std::memcpy(&header_len, bytes.data() + 16, 8);
   if (header_len > bytes.size() - 32) Fail(path, "truncated (header runs past the end of the file)");
@@ -147,9 +145,8 @@ void CheckFingerprint(const std::string& path, const std::string& saved, const s
   for (auto it = b.begin(); it != b.end(); ++it) {
     if (!a.contains(it.key()) || a[it.key()] != it.value())
       Fail(path, "was written for " + it.key() + " = " +
-                     (a.contains(it.key()) ? a[it.key()].dump() : std::string("(none)")) +
-                     ", this run has " + it.value().dump() +
-                     "; resume with the same settings or use another --out directory");
+                     (a.contains(it.key()) ? a[it.key()].dump() : std::string("(none)")) + ", this run has " +
+                     it.value().dump() + "; resume with the same settings or use another --out directory");
   }
   for (auto it = a.begin(); it != a.end(); ++it) {  // a setting this run leaves at its default
     if (!b.contains(it.key()))

@@ -20,11 +20,11 @@
 namespace swan {
 
 struct CheckpointState {
-  int64_t step = 0;              // optimizer steps done
-  int64_t sequences = 0;         // training sequences consumed (the data position)
-  uint64_t seed = 0;             // the run's seed (init and data order)
+  int64_t step = 0;       // optimizer steps done
+  int64_t sequences = 0;  // training sequences consumed (the data position)
+  uint64_t seed = 0;      // the run's seed (init and data order)
   int64_t adam_steps = 0;
-  std::string fingerprint;       // JSON text: shape and plan; must match on resume
+  std::string fingerprint;          // JSON text: shape and plan; must match on resume
   std::vector<float> params, m, v;  // [P] each
 };
 

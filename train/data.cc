@@ -21,8 +21,8 @@ std::unique_ptr<TokenFile> OpenTokens(const std::string& path, const char* what,
   auto f = std::make_unique<TokenFile>(path);
   if (f->size() < uint64_t(seq + 1))
     throw std::runtime_error(std::string(what) + " " + path + " has " + std::to_string(f->size()) +
-                             " tokens, fewer than one sequence of the context " +
-                             std::to_string(seq) + " + 1; use more data or a shorter --context");
+                             " tokens, fewer than one sequence of the context " + std::to_string(seq) +
+                             " + 1; use more data or a shorter --context");
   return f;
 }
 
@@ -37,14 +37,13 @@ DataLoader::Source DataLoader::Open(const std::string& path, const char* what, i
   if (!std::filesystem::exists(labels_path)) return source;
   source.labels = std::make_unique<TokenLabels>(ReadTokenLabels(labels_path));
   if (source.labels->size() != source.file->size())
-    throw std::runtime_error(labels_path + " labels " + std::to_string(source.labels->size()) +
-                             " tokens, " + path + " holds " + std::to_string(source.file->size()));
+    throw std::runtime_error(labels_path + " labels " + std::to_string(source.labels->size()) + " tokens, " + path +
+                             " holds " + std::to_string(source.file->size()));
   const uint32_t doc = source.labels->doc_tokens;
   if (doc > 0 && doc < uint64_t(seq + 1))
-    throw std::runtime_error(std::string(what) + " " + path + " has documents of " +
-                             std::to_string(doc) + " tokens, fewer than the context " +
-                             std::to_string(seq) + " + 1; use a --context of at most " +
-                             std::to_string(doc - 1));
+    throw std::runtime_error(std::string(what) + " " + path + " has documents of " + std::to_string(doc) +
+                             " tokens, fewer than the context " + std::to_string(seq) +
+                             " + 1; use a --context of at most " + std::to_string(doc - 1));
   return source;
 }
 
@@ -69,10 +68,9 @@ DataLoader::DataLoader(const DataOptions& options) : options_(options), seq_(opt
     val_task_.copy_share = 0;  // held out: the task itself
     val_count_ = j.value("val_sequences", int64_t(256));
     if (options.seq > train_task_.context)
-      throw std::runtime_error(options.recall_task + " makes sequences of " +
-                               std::to_string(train_task_.context) + " tokens, fewer than the context " +
-                               std::to_string(options.seq) + "; use a --context of at most " +
-                               std::to_string(train_task_.context));
+      throw std::runtime_error(options.recall_task + " makes sequences of " + std::to_string(train_task_.context) +
+                               " tokens, fewer than the context " + std::to_string(options.seq) +
+                               "; use a --context of at most " + std::to_string(train_task_.context));
     train_now_ = RecallTaskAtContext(train_task_, int32_t(seq_));
     val_now_ = RecallTaskAtContext(val_task_, int32_t(seq_));
     return;
@@ -88,8 +86,7 @@ DataLoader::DataLoader(const DataOptions& options) : options_(options), seq_(opt
   if (!options.synthetic_path.empty() && options.synthetic_rate > 0) {
     synthetic_ = OpenTokens(options.synthetic_path, "synthetic data", options.seq);
     if (synthetic_->vocab_size() != train_.file->vocab_size())
-      throw std::runtime_error("synthetic data " + options.synthetic_path +
-                               " was tokenized with another vocabulary (" +
+      throw std::runtime_error("synthetic data " + options.synthetic_path + " was tokenized with another vocabulary (" +
                                std::to_string(synthetic_->vocab_size()) + " vs " +
                                std::to_string(train_.file->vocab_size()) + ")");
     // Documents end with the end-of-document id, which is the file's last id.
@@ -112,8 +109,7 @@ DataLoader::DataLoader(const DataOptions& options) : options_(options), seq_(opt
 
 void DataLoader::set_context(int64_t seq) {
   if (seq < 1 || seq > options_.seq)
-    throw std::invalid_argument("data: context " + std::to_string(seq) + " outside 1.." +
-                                std::to_string(options_.seq));
+    throw std::invalid_argument("data: context " + std::to_string(seq) + " outside 1.." + std::to_string(options_.seq));
   if (seq == seq_) return;  // called every step
   seq_ = seq;
   if (recall_) {
@@ -122,13 +118,9 @@ void DataLoader::set_context(int64_t seq) {
   }
 }
 
-int64_t DataLoader::train_sequences() const {
-  return recall_ ? int64_t(1) << 40 : train_.Sequences(seq_);
-}
+int64_t DataLoader::train_sequences() const { return recall_ ? int64_t(1) << 40 : train_.Sequences(seq_); }
 
-int64_t DataLoader::val_sequences() const {
-  return recall_ ? val_count_ : val_.file ? val_.Sequences(seq_) : 0;
-}
+int64_t DataLoader::val_sequences() const { return recall_ ? val_count_ : val_.file ? val_.Sequences(seq_) : 0; }
 
 uint32_t DataLoader::vocab_size() const {
   return recall_ ? uint32_t(RecallVocabSize(train_task_)) : train_.file->vocab_size();
@@ -165,8 +157,8 @@ uint64_t DataLoader::ChunkOf(int64_t index) {
     order_.resize(static_cast<size_t>(n));
     std::iota(order_.begin(), order_.end(), 0u);
     for (int64_t i = n - 1; i > 0; --i) {
-      const uint64_t j = HashIndex(options_.seed, kStreamOrder, uint64_t(epoch) * uint64_t(n) + uint64_t(i)) %
-                         uint64_t(i + 1);
+      const uint64_t j =
+          HashIndex(options_.seed, kStreamOrder, uint64_t(epoch) * uint64_t(n) + uint64_t(i)) % uint64_t(i + 1);
       std::swap(order_[size_t(i)], order_[size_t(j)]);
     }
     epoch_ = epoch;
@@ -190,15 +182,13 @@ void DataLoader::TrainBatch(int64_t first, int64_t count, const BatchBuffers& ou
         continue;
       }
     }
-    Read(*train_.file, train_.labels.get(), train_.Start(int64_t(ChunkOf(int64_t(index))), seq_), s,
-         out);
+    Read(*train_.file, train_.labels.get(), train_.Start(int64_t(ChunkOf(int64_t(index))), seq_), s, out);
   }
 }
 
 void DataLoader::ValBatch(int64_t first, int64_t count, const BatchBuffers& out) const {
   if (recall_) {
-    for (int64_t s = 0; s < count; ++s)
-      Put(MakeRecallSequence(val_now_, uint64_t((first + s) % val_count_)), s, out);
+    for (int64_t s = 0; s < count; ++s) Put(MakeRecallSequence(val_now_, uint64_t((first + s) % val_count_)), s, out);
     return;
   }
   if (!val_.file) throw std::logic_error("ValBatch without held-out data");

@@ -37,7 +37,7 @@ struct DataOptions {
   std::string val_path;        // held-out token file; "" = none
   std::string synthetic_path;  // token file of synthetic documents; "" = none
   double synthetic_rate = 0.0;
-  int64_t seq = 0;             // T, the longest training context
+  int64_t seq = 0;  // T, the longest training context
   uint64_t seed = 0;
 };
 
@@ -92,8 +92,7 @@ class DataLoader {
   };
   static Source Open(const std::string& path, const char* what, int64_t seq);
   // Sequence s of `out` from the T + 1 tokens at `start`.
-  void Read(const TokenFile& file, const TokenLabels* labels, uint64_t start, int64_t s,
-            const BatchBuffers& out) const;
+  void Read(const TokenFile& file, const TokenLabels* labels, uint64_t start, int64_t s, const BatchBuffers& out) const;
   uint64_t ChunkOf(int64_t index);
   // Sequence s of `out` from the first T + 1 tokens of a made sequence.
   void Put(const RecallSequence& sequence, int64_t s, const BatchBuffers& out) const;

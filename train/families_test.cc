@@ -91,8 +91,7 @@ TEST_P(Family, ExportRunsWithTheTrainingLogits) {
     for (int64_t at = 0; at < T; at += piece)
       loaded->Forward(logits.data() + at * 32, Batch{tokens.data() + at, pos.data() + at, piece, true}, *session);
     double worst = 0;
-    for (size_t i = 0; i < logits.size(); ++i)
-      worst = std::max(worst, double(std::abs(logits[i] - model.logits()[i])));
+    for (size_t i = 0; i < logits.size(); ++i) worst = std::max(worst, double(std::abs(logits[i] - model.logits()[i])));
     EXPECT_LT(worst, 1e-4) << "pieces of " << piece;
   }
   std::filesystem::remove_all(dir);
@@ -116,9 +115,8 @@ TEST(FamilyTable, TheLoaderNeedsEveryTensor) {
   ModelConfig config = PresetConfig("tiny", 32, 40, "Gemma3ForCausalLM");
   TrainModel model(config, ResolvePlan("model", AttentionDefaultsFor(config)));
   model.InitRandom(3);
-  const std::string dir = (std::filesystem::path(::testing::TempDir()) /
-                           ("swan_family_table_" + std::to_string(::getpid())))
-                              .string();
+  const std::string dir =
+      (std::filesystem::path(::testing::TempDir()) / ("swan_family_table_" + std::to_string(::getpid()))).string();
   ExportHfDirectory(dir, model, ExportOptions{});
   // The same file without layer 1's k_norm.
   std::vector<TensorHeader> headers;

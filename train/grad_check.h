@@ -29,8 +29,7 @@ std::vector<double> NumericGradient(F&& f, std::vector<double> x, double h = 1e-
 
 // max_i |a_i - b_i| / max(max_i |b_i|, floor): error relative to the
 // tensor's scale, so tiny entries do not dominate.
-inline double RelativeError(const std::vector<float>& a, const std::vector<double>& b,
-                            double floor = 1e-6) {
+inline double RelativeError(const std::vector<float>& a, const std::vector<double>& b, double floor = 1e-6) {
   double diff = 0, scale = floor;
   for (size_t i = 0; i < b.size(); ++i) {
     diff = std::max(diff, std::abs(double(a[i]) - b[i]));
@@ -46,8 +45,6 @@ inline std::vector<double> RandomVector(std::mt19937_64& rng, size_t n, double s
   return v;
 }
 
-inline std::vector<float> ToFloat(const std::vector<double>& v) {
-  return std::vector<float>(v.begin(), v.end());
-}
+inline std::vector<float> ToFloat(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
 
 }  // namespace swan::testing

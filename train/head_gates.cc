@@ -9,9 +9,8 @@
 
 namespace swan {
 
-void HeadGatedAttentionForward(float* out, const RoutedBranches& saved, const float* gates,
-                               const float* q, const float* k, const float* v,
-                               const SequenceAttention& a) {
+void HeadGatedAttentionForward(float* out, const RoutedBranches& saved, const float* gates, const float* q,
+                               const float* k, const float* v, const SequenceAttention& a) {
   const AttentionTimer timer;
   const int64_t H = a.shape.n_heads, D = a.shape.head_dim, row = H * D;
   const int64_t group = H / a.shape.n_kv_heads;
@@ -22,14 +21,13 @@ void HeadGatedAttentionForward(float* out, const RoutedBranches& saved, const fl
     for (int64_t h = 0; h < H; ++h) {
       const float alpha = gates[h / group];
       const int64_t at = t * row + h * D;
-      for (int64_t c = at; c < at + D; ++c)
-        out[c] = alpha * saved.out_full[c] + (1.0f - alpha) * saved.out_window[c];
+      for (int64_t c = at; c < at + D; ++c) out[c] = alpha * saved.out_full[c] + (1.0f - alpha) * saved.out_window[c];
     }
 }
 
 void HeadGatedAttentionBackward(float* dq, float* dk, float* dv, float* d_gates, const float* d_out,
-                                const RoutedBranches& saved, const float* gates, const float* q,
-                                const float* k, const float* v, const SequenceAttention& a) {
+                                const RoutedBranches& saved, const float* gates, const float* q, const float* k,
+                                const float* v, const SequenceAttention& a) {
   const AttentionTimer timer;
   const int64_t H = a.shape.n_heads, D = a.shape.head_dim, row = H * D;
   const int64_t KV = a.shape.n_kv_heads, group = H / KV, kv_row = KV * D;
@@ -59,14 +57,13 @@ void HeadGatedAttentionBackward(float* dq, float* dk, float* dv, float* d_gates,
                    grads);
     args.span = a.span;
     grads.accumulate = true;
-    AttendBackward(args,
-                   {saved.out_window + first * row, saved.lse_window + first * H, &d_window[size_t(first * row)]},
+    AttendBackward(args, {saved.out_window + first * row, saved.lse_window + first * H, &d_window[size_t(first * row)]},
                    grads);
   }
 }
 
-double HiddenDistillation(float* d_hidden, const float* hidden, const float* target,
-                          const float* weights, int64_t n, int64_t dim) {
+double HiddenDistillation(float* d_hidden, const float* hidden, const float* target, const float* weights, int64_t n,
+                          int64_t dim) {
   double total_weight = 0;
   for (int64_t t = 0; t < n; ++t) total_weight += weights[t];
   double loss = 0;
@@ -81,21 +78,19 @@ double HiddenDistillation(float* d_hidden, const float* hidden, const float* tar
   return loss;
 }
 
-HeadGates TrainHeadGates(TrainModel& model,
-                                  const std::function<HeadGateSample(uint64_t index)>& samples,
-                                  const HeadGateOptions& o,
-                                  const std::function<void(const HeadGateProgress&)>& progress) {
+HeadGates TrainHeadGates(TrainModel& model, const std::function<HeadGateSample(uint64_t index)>& samples,
+                         const HeadGateOptions& o, const std::function<void(const HeadGateProgress&)>& progress) {
   if (o.steps <= 0 || o.batch <= 0 || !(o.lr > 0) || !(o.l1 >= 0))
     throw std::invalid_argument("head gates: steps, batch and lr must be positive, λ >= 0");
   const int64_t n_gates = int64_t(model.config().n_layers) * model.config().n_kv_heads;
   const int64_t C = model.config().hidden_size;
   HeadGates result;
   std::vector<float>& gates = result.gates;
-  gates.assign(size_t(n_gates), 1.0f);             // [L * KV]
-  const std::vector<float> ones = gates;           // [L * KV] the full-attention teacher
+  gates.assign(size_t(n_gates), 1.0f);    // [L * KV]
+  const std::vector<float> ones = gates;  // [L * KV] the full-attention teacher
   result.pressure.assign(size_t(n_gates), 0.0);
   const int64_t pressure_from = o.steps - std::max<int64_t>(1, o.steps / 10);  // the last tenth
-  std::vector<double> m(size_t(n_gates), 0.0), v(size_t(n_gates), 0.0);  // Adam moments
+  std::vector<double> m(size_t(n_gates), 0.0), v(size_t(n_gates), 0.0);        // Adam moments
   const double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   std::vector<float> target, d_hidden;  // [T, C]
   uint64_t next = 0;

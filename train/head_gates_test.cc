@@ -28,8 +28,7 @@ using Vec = std::vector<double>;
 struct GatedProblem : testing::AttentionInputs {
   Vec gates = {0.3, 0.8};  // [KV]
 
-  GatedProblem(std::mt19937_64& rng, Span span, int64_t batch, int64_t seq)
-      : AttentionInputs(rng, span, batch, seq) {}
+  GatedProblem(std::mt19937_64& rng, Span span, int64_t batch, int64_t seq) : AttentionInputs(rng, span, batch, seq) {}
   int64_t D() const { return a.shape.head_dim; }
   int64_t group() const { return a.shape.n_heads / a.shape.n_kv_heads; }
 
@@ -56,7 +55,7 @@ void CheckGatedLayer(Span span, int64_t batch, int64_t seq) {
   const int64_t N = batch * seq, row = int64_t(p.q.size()) / N, H = p.a.shape.n_heads;
   const auto qf = ToFloat(p.q), kf = ToFloat(p.k), vf = ToFloat(p.v), rf = ToFloat(p.r);
   const auto gf = ToFloat(p.gates);
-  std::vector<float> full(size_t(N * row)), window(size_t(N * row));   // [N, H*D]
+  std::vector<float> full(size_t(N * row)), window(size_t(N * row));      // [N, H*D]
   std::vector<float> lse_full(size_t(N * H)), lse_window(size_t(N * H));  // [N, H]
   const RoutedBranches saved{full.data(), lse_full.data(), window.data(), lse_window.data()};
   std::vector<float> out(size_t(N * row));  // [N, H*D]
@@ -66,21 +65,20 @@ void CheckGatedLayer(Span span, int64_t batch, int64_t seq) {
 
   std::vector<float> dq(qf.size()), dk(kf.size()), dv(vf.size());
   std::vector<float> d_gates = {1.0f, 1.0f};  // accumulates: subtract the start after
-  HeadGatedAttentionBackward(dq.data(), dk.data(), dv.data(), d_gates.data(), rf.data(), saved,
-                             gf.data(), qf.data(), kf.data(), vf.data(), p.a);
+  HeadGatedAttentionBackward(dq.data(), dk.data(), dv.data(), d_gates.data(), rf.data(), saved, gf.data(), qf.data(),
+                             kf.data(), vf.data(), p.a);
   for (float& g : d_gates) g -= 1.0f;
   const double tol = 2e-4;  // float32 backward against float64 differences
   const auto check = [&](const char* what, const std::vector<float>& got, const Vec& want) {
     const double err = RelativeError(got, want);
-    std::printf("  gated layer [%s, B=%lld] %-8s rel. error %.2e\n", span.ToString().c_str(),
-                (long long)batch, what, err);
+    std::printf("  gated layer [%s, B=%lld] %-8s rel. error %.2e\n", span.ToString().c_str(), (long long)batch, what,
+                err);
     EXPECT_LT(err, tol) << what;
   };
   check("dq", dq, NumericGradient([&](const Vec& x) { return p.Loss(x, p.k, p.v, p.gates); }, p.q));
   check("dk", dk, NumericGradient([&](const Vec& x) { return p.Loss(p.q, x, p.v, p.gates); }, p.k));
   check("dv", dv, NumericGradient([&](const Vec& x) { return p.Loss(p.q, p.k, x, p.gates); }, p.v));
-  check("d_gates", d_gates,
-        NumericGradient([&](const Vec& x) { return p.Loss(p.q, p.k, p.v, x); }, p.gates));
+  check("d_gates", d_gates, NumericGradient([&](const Vec& x) { return p.Loss(p.q, p.k, p.v, x); }, p.gates));
 }
 
 TEST(HeadGatesGrad, GatedLayerWindow) { CheckGatedLayer(Span{3, 0}, 1, 9); }
@@ -143,8 +141,8 @@ TEST(HeadGatesGrad, ThroughTheFrozenModel) {
   const std::vector<float> weights = {0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 2, 1};  // [T]
   std::vector<float> target(model.ForwardHidden(tokens.data(), 1, T),
                             model.ForwardHidden(tokens.data(), 1, T) + T * C);  // [T, C] full
-  const std::vector<double> gates = {0.7, 0.2, 0.5, 0.9};  // [L * KV]
-  std::vector<float> d_hidden(size_t(T * C));              // [T, C]
+  const std::vector<double> gates = {0.7, 0.2, 0.5, 0.9};                       // [L * KV]
+  std::vector<float> d_hidden(size_t(T * C));                                   // [T, C]
   const auto loss = [&](const Vec& g) {
     model.set_head_gates(ToFloat(g));
     const float* h = model.ForwardHidden(tokens.data(), 1, T);
@@ -191,11 +189,10 @@ TEST(HeadGates, TrainerLimits) {
   TrainModel wide = TinyGatedModel("swa:16");  // the samples have 12 tokens
   const std::vector<float> params_before = wide.params();
   int64_t reports = 0;
-  const std::vector<float> dropped =
-      TrainHeadGates(wide, RandomSample, o, [&](const HeadGateProgress& p) {
-        ++reports;
-        EXPECT_NEAR(p.distill, 0.0, 1e-10);
-      }).gates;
+  const std::vector<float> dropped = TrainHeadGates(wide, RandomSample, o, [&](const HeadGateProgress& p) {
+                                       ++reports;
+                                       EXPECT_NEAR(p.distill, 0.0, 1e-10);
+                                     }).gates;
   EXPECT_EQ(reports, o.steps);
   for (const float g : dropped) EXPECT_EQ(g, 0.0f);
   EXPECT_EQ(wide.params(), params_before);

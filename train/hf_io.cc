@@ -66,8 +66,7 @@ int32_t LoadHfWeights(TrainModel& model, const std::string& dir, int32_t* new_fe
       const ParamTensor& bias = tensors.at(i + 1);
       if (bias.role != TensorRole::kRouterBias)
         throw std::logic_error("LoadHfWeights: " + t.name + " is not followed by its bias");
-      if (store.Has(bias.name))
-        throw std::runtime_error(dir + " has " + bias.name + " but not " + t.name);
+      if (store.Has(bias.name)) throw std::runtime_error(dir + " has " + bias.name + " but not " + t.name);
       InitRouter(model.params().data() + t.offset, model.params().data() + bias.offset, t.numel);
       ++new_routers;
       ++i;
@@ -87,9 +86,9 @@ int32_t LoadHfWeights(TrainModel& model, const std::string& dir, int32_t* new_fe
     if (!used) dropped.push_back(name);
   }
   if (!dropped.empty())
-    throw std::runtime_error(dir + " holds " + std::to_string(dropped.size()) + " tensors the trainer has no place for (" +
-                             dropped.front() + (dropped.size() > 1 ? ", ..." : "") +
-                             "); training would drop them from the export");
+    throw std::runtime_error(dir + " holds " + std::to_string(dropped.size()) +
+                             " tensors the trainer has no place for (" + dropped.front() +
+                             (dropped.size() > 1 ? ", ..." : "") + "); training would drop them from the export");
   if (new_feature_maps) *new_feature_maps = new_maps;
   return new_routers;
 }

@@ -16,8 +16,7 @@ namespace swan {
 
 // --- embedding ---------------------------------------------------------------
 
-void EmbeddingForward(float* out, const int32_t* ids, const float* table, int64_t n,
-                      int64_t vocab, int64_t dim) {
+void EmbeddingForward(float* out, const int32_t* ids, const float* table, int64_t n, int64_t vocab, int64_t dim) {
   for (int64_t t = 0; t < n; ++t) {
     if (ids[t] < 0 || ids[t] >= vocab)
       throw std::out_of_range("token id " + std::to_string(ids[t]) + " outside the vocabulary [0, " +
@@ -26,8 +25,7 @@ void EmbeddingForward(float* out, const int32_t* ids, const float* table, int64_
   }
 }
 
-void EmbeddingBackward(float* d_table, const float* d_out, const int32_t* ids, int64_t n,
-                       int64_t dim) {
+void EmbeddingBackward(float* d_table, const float* d_out, const int32_t* ids, int64_t n, int64_t dim) {
   for (int64_t t = 0; t < n; ++t) {
     float* row = d_table + int64_t(ids[t]) * dim;
     const float* g = d_out + t * dim;
@@ -37,16 +35,14 @@ void EmbeddingBackward(float* d_table, const float* d_out, const int32_t* ids, i
 
 // --- RMSNorm -------------------------------------------------------------------
 
-
 // --- linear --------------------------------------------------------------------
 
-void LinearForward(float* y, const float* x, const float* w, int64_t n, int64_t in, int64_t out,
-                   bool accumulate_y) {
+void LinearForward(float* y, const float* x, const float* w, int64_t n, int64_t in, int64_t out, bool accumulate_y) {
   Gemm(y, x, w, GemmShape{n, out, in, false, true}, accumulate_y);
 }
 
-void LinearBackward(float* dx, float* d_w, const float* dy, const float* x, const float* w,
-                    int64_t n, int64_t in, int64_t out, bool accumulate_dx) {
+void LinearBackward(float* dx, float* d_w, const float* dy, const float* x, const float* w, int64_t n, int64_t in,
+                    int64_t out, bool accumulate_dx) {
   // dx [n, in] = dy [n, out] · w [out, in]
   if (dx) Gemm(dx, dy, w, GemmShape{n, in, out, false, false}, accumulate_dx);
   // d_w [out, in] += dyᵀ [out, n] · x [n, in]
@@ -68,15 +64,14 @@ const uint16_t* ToBF16Scratch(int slot, const float* x, int64_t count) {
 
 }  // namespace
 
-void LinearForwardBF16(float* y, const float* x, const uint16_t* w16, int64_t n, int64_t in,
-                       int64_t out, bool accumulate_y) {
+void LinearForwardBF16(float* y, const float* x, const uint16_t* w16, int64_t n, int64_t in, int64_t out,
+                       bool accumulate_y) {
   const uint16_t* x16 = ToBF16Scratch(0, x, n * in);  // [n, in]
   GemmBF16(y, x16, w16, GemmShape{n, out, in, false, true}, accumulate_y);
 }
 
-void LinearBackwardBF16(float* dx, float* d_w, const float* dy, const float* x,
-                        const uint16_t* w16, int64_t n, int64_t in, int64_t out,
-                        bool accumulate_dx) {
+void LinearBackwardBF16(float* dx, float* d_w, const float* dy, const float* x, const uint16_t* w16, int64_t n,
+                        int64_t in, int64_t out, bool accumulate_dx) {
   const uint16_t* dy16 = ToBF16Scratch(0, dy, n * out);  // [n, out], read by both products
   if (dx) GemmBF16(dx, dy16, w16, GemmShape{n, in, out, false, false}, accumulate_dx);
   if (!d_w) return;
@@ -84,15 +79,12 @@ void LinearBackwardBF16(float* dx, float* d_w, const float* dy, const float* x,
   GemmBF16(d_w, dy16, x16, GemmShape{out, in, n, true, false}, /*accumulate=*/true);
 }
 
-const char* MatmulPrecisionName(MatmulPrecision p) {
-  return p == MatmulPrecision::kBF16 ? "bf16" : "f32";
-}
+const char* MatmulPrecisionName(MatmulPrecision p) { return p == MatmulPrecision::kBF16 ? "bf16" : "f32"; }
 
 MatmulPrecision ParseMatmulPrecision(const std::string& name) {
   if (name == "f32") return MatmulPrecision::kF32;
   if (name == "bf16") return MatmulPrecision::kBF16;
-  throw std::invalid_argument("matrix product precision (--matmul) must be f32 or bf16, got '" +
-                              name + "'");
+  throw std::invalid_argument("matrix product precision (--matmul) must be f32 or bf16, got '" + name + "'");
 }
 
 // --- RoPE ------------------------------------------------------------------------
@@ -109,8 +101,7 @@ void RopeBackward(float* dx, const Rope& rope, const int32_t* pos, int64_t n, in
 
 // --- attention -----------------------------------------------------------------------
 
-AttentionArgs SequenceArgs(const float* q, const float* k, const float* v,
-                           const SequenceAttention& a, int64_t b) {
+AttentionArgs SequenceArgs(const float* q, const float* k, const float* v, const SequenceAttention& a, int64_t b) {
   const int64_t q_row = int64_t(a.shape.n_heads) * a.shape.head_dim;
   const int64_t kv_row = int64_t(a.shape.n_kv_heads) * a.shape.head_dim;
   AttentionArgs args;
@@ -133,8 +124,7 @@ namespace {
 std::atomic<int64_t> attention_ns{0};
 
 int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -161,9 +151,8 @@ void AttentionForward(float* out, float* lse, const float* q, const float* k, co
   }
 }
 
-void AttentionBackward(float* dq, float* dk, float* dv, const float* d_out, const float* out,
-                       const float* lse, const float* q, const float* k, const float* v,
-                       const SequenceAttention& a) {
+void AttentionBackward(float* dq, float* dk, float* dv, const float* d_out, const float* out, const float* lse,
+                       const float* q, const float* k, const float* v, const SequenceAttention& a) {
   const AttentionTimer timer;
   const int64_t q_row = int64_t(a.shape.n_heads) * a.shape.head_dim;
   const int64_t kv_row = int64_t(a.shape.n_kv_heads) * a.shape.head_dim;
@@ -197,8 +186,8 @@ double LogSumExp(const float* row, int64_t vocab) {
 
 }  // namespace
 
-double CrossEntropyForward(float* losses, const float* logits, const int32_t* targets,
-                           const float* weights, int64_t n, int64_t vocab) {
+double CrossEntropyForward(float* losses, const float* logits, const int32_t* targets, const float* weights, int64_t n,
+                           int64_t vocab) {
   double total = 0, weight_sum = 0;
 #pragma omp parallel for reduction(+ : total, weight_sum) if (n > 16)
   for (int64_t t = 0; t < n; ++t) {
@@ -216,8 +205,8 @@ double CrossEntropyForward(float* losses, const float* logits, const int32_t* ta
   return weight_sum > 0 ? total / weight_sum : 0.0;
 }
 
-void CrossEntropyBackward(float* d_logits, const float* logits, const int32_t* targets,
-                          const float* weights, float d_loss, int64_t n, int64_t vocab) {
+void CrossEntropyBackward(float* d_logits, const float* logits, const int32_t* targets, const float* weights,
+                          float d_loss, int64_t n, int64_t vocab) {
 #pragma omp parallel for if (n > 16)
   for (int64_t t = 0; t < n; ++t) {
     const float* row = logits + t * vocab;

@@ -32,11 +32,9 @@ namespace swan {
 // --- embedding ---------------------------------------------------------------
 // out[t] = table[ids[t]]
 //   out [n, dim], table [vocab, dim]. Throws std::out_of_range for a bad id.
-void EmbeddingForward(float* out, const int32_t* ids, const float* table, int64_t n,
-                      int64_t vocab, int64_t dim);
+void EmbeddingForward(float* out, const int32_t* ids, const float* table, int64_t n, int64_t vocab, int64_t dim);
 // d_table[ids[t]] += d_out[t]
-void EmbeddingBackward(float* d_table, const float* d_out, const int32_t* ids, int64_t n,
-                       int64_t dim);
+void EmbeddingBackward(float* d_table, const float* d_out, const int32_t* ids, int64_t n, int64_t dim);
 
 // RMSNorm and SwiGLU, forward and backward: ops/elementwise.h.
 
@@ -46,18 +44,17 @@ void LinearForward(float* y, const float* x, const float* w, int64_t n, int64_t 
                    bool accumulate_y = false);
 // dx (=/+=) dy · w,   d_w += dyᵀ · x.  dx may be null (input needs no gradient),
 // d_w too (a frozen weight).
-void LinearBackward(float* dx, float* d_w, const float* dy, const float* x, const float* w,
-                    int64_t n, int64_t in, int64_t out, bool accumulate_dx);
+void LinearBackward(float* dx, float* d_w, const float* dy, const float* x, const float* w, int64_t n, int64_t in,
+                    int64_t out, bool accumulate_dx);
 
 // The same three products in bfloat16 with float32 accumulation and output
 // (swan train --matmul bf16). w16 [out, in] is the caller's bf16 copy of
 // the float32 master weight; x and dy are rounded to bf16 on each call
 // (ops/gemm.h ConvertToBF16). y, dx and d_w stay float32.
-void LinearForwardBF16(float* y, const float* x, const uint16_t* w16, int64_t n, int64_t in,
-                       int64_t out, bool accumulate_y = false);
-void LinearBackwardBF16(float* dx, float* d_w, const float* dy, const float* x,
-                        const uint16_t* w16, int64_t n, int64_t in, int64_t out,
-                        bool accumulate_dx);
+void LinearForwardBF16(float* y, const float* x, const uint16_t* w16, int64_t n, int64_t in, int64_t out,
+                       bool accumulate_y = false);
+void LinearBackwardBF16(float* dx, float* d_w, const float* dy, const float* x, const uint16_t* w16, int64_t n,
+                        int64_t in, int64_t out, bool accumulate_dx);
 
 // Precision of the linear layers' products in training (swan train --matmul).
 enum class MatmulPrecision { kF32, kBF16 };
@@ -80,8 +77,8 @@ void RopeBackward(float* dx, const Rope& rope, const int32_t* pos, int64_t n, in
 struct SequenceAttention {
   AttentionShape shape;
   Span span;
-  int64_t batch = 0;  // B
-  int64_t seq = 0;    // T
+  int64_t batch = 0;             // B
+  int64_t seq = 0;               // T
   const int32_t* pos = nullptr;  // [T] = 0..T-1
   // A per-head layer's span of each KV head (attention/head_groups.h);
   // empty = `span` for every head.
@@ -92,13 +89,11 @@ struct SequenceAttention {
 void AttentionForward(float* out, float* lse, const float* q, const float* k, const float* v,
                       const SequenceAttention& a);
 // dq, dk, dv (=), from the saved out and lse (attention/backward.h).
-void AttentionBackward(float* dq, float* dk, float* dv, const float* d_out, const float* out,
-                       const float* lse, const float* q, const float* k, const float* v,
-                       const SequenceAttention& a);
+void AttentionBackward(float* dq, float* dk, float* dv, const float* d_out, const float* out, const float* lse,
+                       const float* q, const float* k, const float* v, const SequenceAttention& a);
 
 // The kernel arguments of sequence b of the batch (attention/attention.h).
-AttentionArgs SequenceArgs(const float* q, const float* k, const float* v,
-                           const SequenceAttention& a, int64_t b);
+AttentionArgs SequenceArgs(const float* q, const float* k, const float* v, const SequenceAttention& a, int64_t b);
 
 // Seconds spent in attention kernels (AttentionForward, AttentionBackward,
 // and the routed layer's in train/routed.h) since the last reset, for a
@@ -123,11 +118,11 @@ class AttentionTimer {
 // counted tokens, sum(w_t * losses[t]) / sum(w_t), with w_t = weights[t] or
 // 1 when weights is null (0 when no weight is counted).
 //   losses [n], logits [n, vocab], targets [n], weights [n] or null
-double CrossEntropyForward(float* losses, const float* logits, const int32_t* targets,
-                           const float* weights, int64_t n, int64_t vocab);
+double CrossEntropyForward(float* losses, const float* logits, const int32_t* targets, const float* weights, int64_t n,
+                           int64_t vocab);
 // d_logits = d_loss * w_t * (softmax(logits) - onehot(target)), written;
 // d_logits may alias logits (the usual case: logits are not needed afterwards).
-void CrossEntropyBackward(float* d_logits, const float* logits, const int32_t* targets,
-                          const float* weights, float d_loss, int64_t n, int64_t vocab);
+void CrossEntropyBackward(float* d_logits, const float* logits, const int32_t* targets, const float* weights,
+                          float d_loss, int64_t n, int64_t vocab);
 
 }  // namespace swan

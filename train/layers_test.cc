@@ -15,11 +15,11 @@
 namespace swan {
 namespace {
 
+using testing::AttentionRef;
 using testing::NumericGradient;
 using testing::RandomVector;
 using testing::RelativeError;
 using testing::ToFloat;
-using testing::AttentionRef;
 
 constexpr double kTol = 2e-4;  // float32 backward against float64 differences
 
@@ -34,8 +34,8 @@ void Report(const char* what, double err) {
 
 // --- float64 references ------------------------------------------------------
 
-std::vector<double> RmsNormRef(const std::vector<double>& x, const std::vector<double>& w,
-                               double eps, int64_t n, int64_t dim) {
+std::vector<double> RmsNormRef(const std::vector<double>& x, const std::vector<double>& w, double eps, int64_t n,
+                               int64_t dim) {
   std::vector<double> out(x.size());
   for (int64_t t = 0; t < n; ++t) {
     double ss = 0;
@@ -46,8 +46,8 @@ std::vector<double> RmsNormRef(const std::vector<double>& x, const std::vector<d
   return out;
 }
 
-std::vector<double> RopeRef(const std::vector<double>& x, const Rope& rope, const int32_t* pos,
-                            int64_t n, int32_t heads, int32_t head_dim) {
+std::vector<double> RopeRef(const std::vector<double>& x, const Rope& rope, const int32_t* pos, int64_t n,
+                            int32_t heads, int32_t head_dim) {
   std::vector<double> out = x;
   const int32_t half = head_dim / 2;
   for (int64_t t = 0; t < n; ++t)
@@ -129,8 +129,10 @@ TEST(LayersGrad, Linear) {
   EXPECT_LT(RelativeError(y, fwd(x, w)), 1e-5);
   std::vector<float> dx(x.size()), dw(w.size(), 0.0f);
   LinearBackward(dx.data(), dw.data(), rf.data(), xf.data(), wf.data(), n, in, out, false);
-  Report("linear dx", RelativeError(dx, NumericGradient([&](const std::vector<double>& v) { return Dot(fwd(v, w), r); }, x)));
-  Report("linear d_weight", RelativeError(dw, NumericGradient([&](const std::vector<double>& v) { return Dot(fwd(x, v), r); }, w)));
+  Report("linear dx",
+         RelativeError(dx, NumericGradient([&](const std::vector<double>& v) { return Dot(fwd(v, w), r); }, x)));
+  Report("linear d_weight",
+         RelativeError(dw, NumericGradient([&](const std::vector<double>& v) { return Dot(fwd(x, v), r); }, w)));
 }
 
 // The bf16 products against (1) a float64 product of the bf16-rounded
@@ -139,12 +141,12 @@ TEST(LayersGrad, Linear) {
 TEST(LayersBF16, LinearMatchesRoundedReferenceAndFloat32) {
   std::mt19937_64 rng(8);
   const int64_t n = 37, in = 48, out = 29;
-  const auto xf = ToFloat(RandomVector(rng, size_t(n * in)));    // [n, in]
-  const auto wf = ToFloat(RandomVector(rng, size_t(out * in)));  // [out, in]
-  const auto dyf = ToFloat(RandomVector(rng, size_t(n * out)));  // [n, out]
-  const auto dx0 = ToFloat(RandomVector(rng, size_t(n * in)));   // [n, in] dx adds onto it
+  const auto xf = ToFloat(RandomVector(rng, size_t(n * in)));     // [n, in]
+  const auto wf = ToFloat(RandomVector(rng, size_t(out * in)));   // [out, in]
+  const auto dyf = ToFloat(RandomVector(rng, size_t(n * out)));   // [n, out]
+  const auto dx0 = ToFloat(RandomVector(rng, size_t(n * in)));    // [n, in] dx adds onto it
   const auto dw0 = ToFloat(RandomVector(rng, size_t(out * in)));  // [out, in] d_w adds onto it
-  std::vector<uint16_t> w16(wf.size());  // [out, in]
+  std::vector<uint16_t> w16(wf.size());                           // [out, in]
   for (size_t i = 0; i < wf.size(); ++i) w16[i] = F32ToBF16(wf[i]);
   auto round = [](const std::vector<float>& v) {
     std::vector<double> r(v.size());
@@ -178,8 +180,7 @@ TEST(LayersBF16, LinearMatchesRoundedReferenceAndFloat32) {
     EXPECT_LT(y_err, tol) << "y " << what;
     EXPECT_LT(dx_err, tol) << "dx " << what;
     EXPECT_LT(dw_err, tol) << "d_w " << what;
-    std::printf("  bf16 linear %-24s rel. error y %.2e, dx %.2e, d_w %.2e\n", what, y_err, dx_err,
-                dw_err);
+    std::printf("  bf16 linear %-24s rel. error y %.2e, dx %.2e, d_w %.2e\n", what, y_err, dx_err, dw_err);
   }
   // dx written, not added, without accumulate_dx; a null dx is allowed.
   std::vector<float> dx(size_t(n * in), 1e6f), dw = dw0;  // [n, in], [out, in]
@@ -229,7 +230,8 @@ using GateBackward = void (*)(float* d_gate, float* d_up, const float* d_out, co
 void CheckGate(const char* what, double (*act)(double), Gate forward, GateBackward backward) {
   std::mt19937_64 rng(5);
   const int64_t n = 40;  // past one SIMD vector, with a tail
-  const auto gate = RandomVector(rng, size_t(n), 2.0), up = RandomVector(rng, size_t(n)), r = RandomVector(rng, size_t(n));
+  const auto gate = RandomVector(rng, size_t(n), 2.0), up = RandomVector(rng, size_t(n)),
+             r = RandomVector(rng, size_t(n));
   auto ref = [&](const std::vector<double>& g, const std::vector<double>& u) {
     std::vector<double> o(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) o[size_t(i)] = act(g[size_t(i)]) * u[size_t(i)];
@@ -247,12 +249,15 @@ void CheckGate(const char* what, double (*act)(double), Gate forward, GateBackwa
 }
 
 TEST(LayersGrad, SwiGlu) {
-  CheckGate("swiglu", [](double g) { return g / (1 + std::exp(-g)); }, SiluMul, SiluMulBackward);
+  CheckGate(
+      "swiglu", [](double g) { return g / (1 + std::exp(-g)); }, SiluMul, SiluMulBackward);
 }
 
 TEST(LayersGrad, GeluTanhGate) {
-  CheckGate("gelu-tanh gate", [](double g) { return 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g))); },
-            GeluTanhMul, GeluTanhMulBackward);
+  CheckGate(
+      "gelu-tanh gate",
+      [](double g) { return 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g))); }, GeluTanhMul,
+      GeluTanhMulBackward);
 }
 
 void CheckAttention(const char* what, Span span) {
@@ -267,19 +272,25 @@ void CheckAttention(const char* what, Span span) {
   a.pos = pos.data();
   const int64_t nq = a.batch * a.seq * a.shape.n_heads * a.shape.head_dim;
   const int64_t nkv = a.batch * a.seq * a.shape.n_kv_heads * a.shape.head_dim;
-  const auto q = RandomVector(rng, size_t(nq)), k = RandomVector(rng, size_t(nkv)),
-             v = RandomVector(rng, size_t(nkv)), r = RandomVector(rng, size_t(nq));
+  const auto q = RandomVector(rng, size_t(nq)), k = RandomVector(rng, size_t(nkv)), v = RandomVector(rng, size_t(nkv)),
+             r = RandomVector(rng, size_t(nq));
   const auto qf = ToFloat(q), kf = ToFloat(k), vf = ToFloat(v), rf = ToFloat(r);
   std::vector<float> out(static_cast<size_t>(nq)), lse(size_t(a.batch * a.seq * a.shape.n_heads));
   AttentionForward(out.data(), lse.data(), qf.data(), kf.data(), vf.data(), a);
   EXPECT_LT(RelativeError(out, AttentionRef(q, k, v, a)), 1e-5);
   std::vector<float> dq(static_cast<size_t>(nq)), dk(static_cast<size_t>(nkv)), dv(static_cast<size_t>(nkv));
-  AttentionBackward(dq.data(), dk.data(), dv.data(), rf.data(), out.data(), lse.data(), qf.data(),
-                    kf.data(), vf.data(), a);
+  AttentionBackward(dq.data(), dk.data(), dv.data(), rf.data(), out.data(), lse.data(), qf.data(), kf.data(), vf.data(),
+                    a);
   const std::string w = what;
-  Report((w + " dq").c_str(), RelativeError(dq, NumericGradient([&](const std::vector<double>& x) { return Dot(AttentionRef(x, k, v, a), r); }, q)));
-  Report((w + " dk").c_str(), RelativeError(dk, NumericGradient([&](const std::vector<double>& x) { return Dot(AttentionRef(q, x, v, a), r); }, k)));
-  Report((w + " dv").c_str(), RelativeError(dv, NumericGradient([&](const std::vector<double>& x) { return Dot(AttentionRef(q, k, x, a), r); }, v)));
+  Report((w + " dq").c_str(),
+         RelativeError(
+             dq, NumericGradient([&](const std::vector<double>& x) { return Dot(AttentionRef(x, k, v, a), r); }, q)));
+  Report((w + " dk").c_str(),
+         RelativeError(
+             dk, NumericGradient([&](const std::vector<double>& x) { return Dot(AttentionRef(q, x, v, a), r); }, k)));
+  Report((w + " dv").c_str(),
+         RelativeError(
+             dv, NumericGradient([&](const std::vector<double>& x) { return Dot(AttentionRef(q, k, x, a), r); }, v)));
 }
 
 TEST(LayersGrad, AttentionFull) { CheckAttention("attention full", Span{}); }

@@ -78,16 +78,15 @@ ModelConfig PresetConfig(const std::string& name, int64_t vocab, int64_t context
   return c;
 }
 
-TrainModel::TrainModel(const ModelConfig& config, const AttentionPlan& plan)
-    : config_(config), plan_(plan) {
+TrainModel::TrainModel(const ModelConfig& config, const AttentionPlan& plan) : config_(config), plan_(plan) {
   const std::string origin = "model config (" + config_.architecture + ")";
   CheckModelSizes(config_, origin);
   spec_ = DecoderSpecOf(config_, origin);
   attention_scale_ = AttentionScaleOf(config_, spec_);
   if (spec_.scale_embeddings) embed_scale_ = float(std::sqrt(double(config_.hidden_size)));
   if (int32_t(plan.layers.size()) != config_.n_layers)
-    throw std::invalid_argument("attention plan has " + std::to_string(plan.layers.size()) +
-                                " layers, the model " + std::to_string(config_.n_layers));
+    throw std::invalid_argument("attention plan has " + std::to_string(plan.layers.size()) + " layers, the model " +
+                                std::to_string(config_.n_layers));
   CheckLinearLayersFit(config_, spec_, plan_);
   for (const LayerPlan& l : plan_.layers) {
     ropes_.emplace_back(l.rope, config_.head_dim);
@@ -177,15 +176,14 @@ void TrainModel::BranchForward(float* next, const float* prev, const float* x, c
   const int64_t N = acts_.batch * acts_.seq, C = config_.hidden_size;
   std::copy(prev, prev + N * C, next);
   if (!out_norm) return Project(next, x, w, N, in, C, /*accumulate_y=*/true);
-  std::vector<float> norm_w;  // [C]
+  std::vector<float> norm_w;              // [C]
   float* normed = scratch_.d_out.data();  // [N, C]
   Project(out, x, w, N, in, C);
   RmsNorm(normed, out, NormWeight(out_norm, C, norm_w), float(config_.rms_norm_eps), N, C, rstd);
   for (int64_t i = 0; i < N * C; ++i) next[i] += normed[i];
 }
 
-const float* TrainModel::BranchBackward(const float* out_norm, float* d_out_norm, const float* out,
-                                        const float* rstd) {
+const float* TrainModel::BranchBackward(const float* out_norm, float* d_out_norm, const float* out, const float* rstd) {
   Scratch& s = scratch_;
   if (!out_norm) return s.d_res.data();
   const int64_t N = acts_.batch * acts_.seq, C = config_.hidden_size;
@@ -243,8 +241,7 @@ void TrainModel::set_attention_transfer(bool on) {
     throw std::invalid_argument("attention transfer trains linear layers' feature maps, and the plan '" + plan_.spec +
                                 "' has no linear layer");
   transfer_ = on;
-  for (ParamTensor& t : tensors_)
-    t.frozen = on && !IsLinearLayerRole(t.role);
+  for (ParamTensor& t : tensors_) t.frozen = on && !IsLinearLayerRole(t.role);
   acts_.batch = 0;  // lin_out is allocated only under transfer
 }
 
@@ -256,9 +253,7 @@ void TrainModel::InitRouters() {
   }
 }
 
-double TrainModel::router_loss() const {
-  return counted_ > 0 ? routing_.regularizer / double(counted_) : 0.0;
-}
+double TrainModel::router_loss() const { return counted_ > 0 ? routing_.regularizer / double(counted_) : 0.0; }
 
 double TrainModel::full_ratio() const {
   if (n_routed_ == 0 || routing_.tokens == 0) return -1;
@@ -269,14 +264,14 @@ double TrainModel::full_ratio() const {
 
 RoutedBranches TrainModel::Branches(int32_t r) {
   const int64_t N = acts_.batch * acts_.seq, QD = QDim(config_), H = config_.n_heads;
-  return RoutedBranches{At(acts_.att_full, r * N * QD), At(acts_.lse_full, r * N * H),
-                        At(acts_.att_window, r * N * QD), At(acts_.lse_window, r * N * H)};
+  return RoutedBranches{At(acts_.att_full, r * N * QD), At(acts_.lse_full, r * N * H), At(acts_.att_window, r * N * QD),
+                        At(acts_.lse_window, r * N * H)};
 }
 
 SequenceAttention TrainModel::LayerAttention(int32_t l, int64_t batch, int64_t seq, const int32_t* pos) const {
   const LayerPlan& lp = plan_.layers[size_t(l)];
-  SequenceAttention sa{{config_.n_heads, config_.n_kv_heads, config_.head_dim}, lp.span, batch, seq, pos, {},
-                       attention_scale_};
+  SequenceAttention sa{
+      {config_.n_heads, config_.n_kv_heads, config_.head_dim}, lp.span, batch, seq, pos, {}, attention_scale_};
   if (lp.kind == LayerKind::kPerHead)
     for (int32_t h = 0; h < config_.n_kv_heads; ++h) sa.head_spans.push_back(lp.HeadSpan(h));
   return sa;
@@ -291,8 +286,8 @@ void TrainModel::set_head_gates(const std::vector<float>& gates) {
   if (!gates.empty()) {
     const int64_t n = int64_t(config_.n_layers) * config_.n_kv_heads;
     if (int64_t(gates.size()) != n)
-      throw std::invalid_argument("head gates: " + std::to_string(gates.size()) + " gates for " +
-                                  std::to_string(n) + " KV heads (layers x KV heads)");
+      throw std::invalid_argument("head gates: " + std::to_string(gates.size()) + " gates for " + std::to_string(n) +
+                                  " KV heads (layers x KV heads)");
     for (size_t l = 0; l < plan_.layers.size(); ++l) {
       const LayerPlan& lp = plan_.layers[l];
       if (lp.kind != LayerKind::kWindow)
@@ -312,20 +307,17 @@ void TrainModel::RefreshBF16Params() {
   params16_stale_ = false;
 }
 
-void TrainModel::Project(float* y, const float* x, const float* w, int64_t n, int64_t in,
-                         int64_t out, bool accumulate_y) const {
+void TrainModel::Project(float* y, const float* x, const float* w, int64_t n, int64_t in, int64_t out,
+                         bool accumulate_y) const {
   if (matmul_ == MatmulPrecision::kF32) return LinearForward(y, x, w, n, in, out, accumulate_y);
   // The bf16 copy has params_'s layout: w's offset finds its copy.
   LinearForwardBF16(y, x, params16_.data() + (w - params_.data()), n, in, out, accumulate_y);
 }
 
-void TrainModel::ProjectBackward(float* dx, float* d_w, const float* dy, const float* x,
-                                 const float* w, int64_t n, int64_t in, int64_t out,
-                                 bool accumulate_dx) const {
-  if (matmul_ == MatmulPrecision::kF32)
-    return LinearBackward(dx, d_w, dy, x, w, n, in, out, accumulate_dx);
-  LinearBackwardBF16(dx, d_w, dy, x, params16_.data() + (w - params_.data()), n, in, out,
-                     accumulate_dx);
+void TrainModel::ProjectBackward(float* dx, float* d_w, const float* dy, const float* x, const float* w, int64_t n,
+                                 int64_t in, int64_t out, bool accumulate_dx) const {
+  if (matmul_ == MatmulPrecision::kF32) return LinearBackward(dx, d_w, dy, x, w, n, in, out, accumulate_dx);
+  LinearBackwardBF16(dx, d_w, dy, x, params16_.data() + (w - params_.data()), n, in, out, accumulate_dx);
 }
 
 void TrainModel::Allocate(int64_t batch, int64_t seq) {
@@ -398,16 +390,18 @@ void TrainModel::Allocate(int64_t batch, int64_t seq) {
   s.d_phi_k.assign(Lin > 0 ? size_t(N * KV * P) : 0, 0.0f);
 }
 
-double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_t batch,
-                           int64_t seq, const float* weights) {
+double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_t batch, int64_t seq,
+                           const float* weights) {
   if (batch <= 0 || seq <= 0) throw std::invalid_argument("Forward: empty batch");
   Allocate(batch, seq);
   Activations& a = acts_;
   const int64_t N = batch * seq, C = config_.hidden_size, V = config_.vocab_size, QD = QDim(config_);
   std::copy(tokens, tokens + N, a.tokens.begin());
   std::copy(targets, targets + N, a.targets.begin());
-  if (weights) a.weights.assign(weights, weights + N);
-  else a.weights.clear();
+  if (weights)
+    a.weights.assign(weights, weights + N);
+  else
+    a.weights.clear();
   counted_ = 0;
   counted_weight_ = 0;
   for (int64_t t = 0; t < N; ++t) {
@@ -424,9 +418,8 @@ double TrainModel::Forward(const int32_t* tokens, const int32_t* targets, int64_
   routing_.regularizer = 0;
   for (int32_t r = 0; r < n_routed_; ++r) {
     const RoutedBranches br = Branches(r);
-    routing_.regularizer += RouterRegularizerForward(
-        At(a.gamma, r * N), At(a.router_logit, r * N), a.losses.data(), a.targets.data(),
-        br.out_full, br.out_window, router_reg_, N, QD);
+    routing_.regularizer += RouterRegularizerForward(At(a.gamma, r * N), At(a.router_logit, r * N), a.losses.data(),
+                                                     a.targets.data(), br.out_full, br.out_window, router_reg_, N, QD);
   }
   return transfer_ ? transfer_loss_ : loss;
 }
@@ -454,14 +447,14 @@ void TrainModel::LinearAttentionForward(int32_t l, float* out, const float* q, c
   HedgehogForward(phi_q, q, p.fq_w, p.fq_b, N, {int32_t(H), int32_t(D), int32_t(F)});
   HedgehogForward(phi_k, k, p.fk_w, p.fk_b, N, {int32_t(KV), int32_t(D), int32_t(F)});
   const LinearAttentionShape shape{int32_t(H), int32_t(KV), int32_t(D), int32_t(P)};
-  const int32_t window = plan_.layers[size_t(l)].span.window;  // > 0: LoLCATs' hybrid
+  const int32_t window = plan_.layers[size_t(l)].span.window;           // > 0: LoLCATs' hybrid
   const std::vector<float> factor = WindowFactors(p.window_factor, H);  // [H] γ
   const AttentionTimer timer;
   for (int64_t b = 0; b < a.batch; ++b) {  // each sequence from an empty state
     if (window > 0) {
       LinearWindowForward(out + b * T * H * D, norm + b * T * H, q + b * T * H * D, k + b * T * KV * D,
-                          v + b * T * KV * D, phi_q + b * T * H * P, phi_k + b * T * KV * P, factor.data(), T,
-                          shape, window);
+                          v + b * T * KV * D, phi_q + b * T * H * P, phi_k + b * T * KV * P, factor.data(), T, shape,
+                          window);
       continue;
     }
     LinearState state;
@@ -471,8 +464,9 @@ void TrainModel::LinearAttentionForward(int32_t l, float* out, const float* q, c
   }
 }
 
-void TrainModel::LinearAttentionBackward(int32_t l, const float* d_out, const float* out, const float* q, const float* k,
-                                         const float* v, float* dq, float* dk, float* dv, const LayerParams& g) {
+void TrainModel::LinearAttentionBackward(int32_t l, const float* d_out, const float* out, const float* q,
+                                         const float* k, const float* v, float* dq, float* dk, float* dv,
+                                         const LayerParams& g) {
   Activations& a = acts_;
   Scratch& s = scratch_;
   const int64_t N = a.batch * a.seq, T = a.seq, H = config_.n_heads, KV = config_.n_kv_heads;
@@ -486,7 +480,7 @@ void TrainModel::LinearAttentionBackward(int32_t l, const float* d_out, const fl
   const int32_t window = plan_.layers[size_t(l)].span.window;  // > 0: LoLCATs' hybrid
   const bool hybrid = window > 0;
   const std::vector<float> factor = WindowFactors(p.window_factor, H);  // [H] γ
-  std::vector<float> d_factor(static_cast<size_t>(H), 0.0f);           // [H] dγ
+  std::vector<float> d_factor(static_cast<size_t>(H), 0.0f);            // [H] dγ
   {
     const AttentionTimer timer;
     // Linear alone is the hybrid's backward with no window; dv is null
@@ -619,15 +613,15 @@ void TrainModel::ForwardLayers() {
 
 std::vector<double> TrainModel::AttentionWeights(int32_t layer, int32_t head, int64_t query) const {
   const Activations& a = acts_;
-  if (a.batch == 0 || layer < 0 || layer >= config_.n_layers || head < 0 || head >= config_.n_heads ||
-      query < 0 || query >= a.seq)
+  if (a.batch == 0 || layer < 0 || layer >= config_.n_layers || head < 0 || head >= config_.n_heads || query < 0 ||
+      query >= a.seq)
     throw std::out_of_range("AttentionWeights: no such layer, head or query in the last Forward");
   const int64_t N = a.batch * a.seq, D = config_.head_dim, QD = QDim(config_), KD = KvDim(config_);
   const int32_t kv_head = head / (config_.n_heads / config_.n_kv_heads);
   const LayerPlan& lp = plan_.layers[size_t(layer)];
   const Span span = lp.kind == LayerKind::kRouted ? Span{} : lp.HeadSpan(kv_head);
   const float* q = a.q.data() + layer * N * QD + query * QD + head * D;  // sequence 0
-  std::vector<double> w(size_t(query + 1), 0.0);                        // [query + 1]
+  std::vector<double> w(size_t(query + 1), 0.0);                         // [query + 1]
   double max_logit = -1e300;
   for (int64_t k = 0; k <= query; ++k) {
     if (!Sees(span, query, k)) continue;
@@ -659,8 +653,8 @@ void TrainModel::Backward(float loss_scale) {
                        a.weights.empty() ? nullptr : a.weights.data(), loss_scale, N, V);
   const ParamTensor& norm_t = tensor("model.norm.weight");
   const int64_t head_offset = config_.tie_word_embeddings ? 0 : tensors_.back().offset;
-  ProjectBackward(s.d_xn.data(), frozen ? nullptr : At(grads_, head_offset), a.logits.data(),
-                  a.final_xn.data(), At(params_, head_offset), N, C, V, false);
+  ProjectBackward(s.d_xn.data(), frozen ? nullptr : At(grads_, head_offset), a.logits.data(), a.final_xn.data(),
+                  At(params_, head_offset), N, C, V, false);
   std::vector<float> norm_w;  // [C]
   RmsNormBackward(s.d_res.data(), frozen ? nullptr : At(grads_, norm_t.offset), s.d_xn.data(),
                   At(a.residual, config_.n_layers * N * C), a.final_rstd.data(),
@@ -681,8 +675,8 @@ void TrainModel::BackwardTransfer(float loss_scale) {
     const float* lin = At(a.lin_out, i * N * QD);
     const float* att = At(a.att, l * N * QD);
     for (int64_t e = 0; e < N * QD; ++e) d_lin[size_t(e)] = float(scale * (double(lin[e]) - att[e]));
-    LinearAttentionBackward(l, d_lin.data(), lin, At(a.q, l * N * QD), At(a.k, l * N * KD), At(a.v, l * N * KD), nullptr,
-                   nullptr, nullptr, Layer(grads_, l));
+    LinearAttentionBackward(l, d_lin.data(), lin, At(a.q, l * N * QD), At(a.k, l * N * KD), At(a.v, l * N * KD),
+                            nullptr, nullptr, nullptr, Layer(grads_, l));
   }
 }
 
@@ -712,8 +706,9 @@ void TrainModel::BackwardLayers(float loss_scale) {
     const LayerParams p = Layer(params_, l);
     const LayerParams g = frozen ? LayerParams{} : Layer(grads_, l);
     // MLP branch: next = mid + act · w_downᵀ, or + norm(act · w_downᵀ).
-    const float* d_mlp_out = BranchBackward(p.post_mlp_norm, g.post_mlp_norm, p.post_mlp_norm ? At(a.mlp_out, l * N * C) : nullptr,
-                                            p.post_mlp_norm ? At(a.mlp_out_rstd, l * N) : nullptr);
+    const float* d_mlp_out =
+        BranchBackward(p.post_mlp_norm, g.post_mlp_norm, p.post_mlp_norm ? At(a.mlp_out, l * N * C) : nullptr,
+                       p.post_mlp_norm ? At(a.mlp_out_rstd, l * N) : nullptr);
     ProjectBackward(s.d_act.data(), g.w_down, d_mlp_out, At(a.act, l * N * F), p.w_down, N, F, C, false);
     GateBackward(s.d_gate.data(), s.d_up.data(), s.d_act.data(), At(a.gate, l * N * F), At(a.up, l * N * F), N * F);
     const float* mxn = At(a.mlp_xn, l * N * C);
@@ -722,9 +717,9 @@ void TrainModel::BackwardLayers(float loss_scale) {
     RmsNormBackward(s.d_res.data(), g.mlp_norm, s.d_xn.data(), At(a.attn_mid, l * N * C), At(a.mlp_rstd, l * N),
                     NormWeight(p.mlp_norm, C, norm_w), N, C, /*accumulate_dx=*/true);
     // Attention branch: mid = res + att · woᵀ, or + norm(att · woᵀ).
-    const float* d_attn_out = BranchBackward(p.post_attn_norm, g.post_attn_norm,
-                                             p.post_attn_norm ? At(a.attn_out, l * N * C) : nullptr,
-                                             p.post_attn_norm ? At(a.attn_out_rstd, l * N) : nullptr);
+    const float* d_attn_out =
+        BranchBackward(p.post_attn_norm, g.post_attn_norm, p.post_attn_norm ? At(a.attn_out, l * N * C) : nullptr,
+                       p.post_attn_norm ? At(a.attn_out_rstd, l * N) : nullptr);
     const float* att = At(a.att, l * N * QD);
     ProjectBackward(s.d_att.data(), g.wo, d_attn_out, att, p.wo, N, QD, C, false);
     const float* q = At(a.q, l * N * QD);
@@ -734,8 +729,8 @@ void TrainModel::BackwardLayers(float loss_scale) {
     const int32_t r = routed_index_[size_t(l)];
     const float* logit = r >= 0 ? At(a.router_logit, r * N) : nullptr;
     if (r >= 0) {
-      RoutedAttentionBackward(s.dq.data(), s.dk.data(), s.dv.data(), s.d_logit.data(),
-                              s.d_att.data(), Branches(r), logit, q, k, v, sa);
+      RoutedAttentionBackward(s.dq.data(), s.dk.data(), s.dv.data(), s.d_logit.data(), s.d_att.data(), Branches(r),
+                              logit, q, k, v, sa);
       RouterRegularizerBackward(s.d_logit.data(), At(a.gamma, r * N), logit, loss_scale, N);
     } else if (linear_index_[size_t(l)] >= 0) {
       LinearAttentionBackward(l, s.d_att.data(), att, q, k, v, s.dq.data(), s.dk.data(), s.dv.data(), g);
@@ -743,8 +738,7 @@ void TrainModel::BackwardLayers(float loss_scale) {
       HeadGatedAttentionBackward(s.dq.data(), s.dk.data(), s.dv.data(), &head_gate_grads_[size_t(l * KV)],
                                  s.d_att.data(), Branches(l), &head_gates_[size_t(l * KV)], q, k, v, sa);
     } else {
-      AttentionBackward(s.dq.data(), s.dk.data(), s.dv.data(), s.d_att.data(), att,
-                        At(a.lse, l * N * H), q, k, v, sa);
+      AttentionBackward(s.dq.data(), s.dk.data(), s.dv.data(), s.d_att.data(), att, At(a.lse, l * N * H), q, k, v, sa);
     }
     for (int64_t b = 0; b < batch; ++b) {
       RopeBackward(s.dq.data() + b * seq * QD, ropes_[size_t(l)], a.pos.data(), seq, config_.n_heads);
@@ -794,12 +788,9 @@ std::string TrainModel::FirstNonFinite() const {
   if (!AllFinite(a.residual.data(), N * C)) return "embedding";
   for (int32_t l = 0; l < config_.n_layers; ++l) {
     const int32_t r = routed_index_[size_t(l)];
-    if (r >= 0 && !AllFinite(a.router_logit.data() + r * N, N))
-      return "layer " + std::to_string(l) + " router";
-    if (!AllFinite(a.attn_mid.data() + l * N * C, N * C))
-      return "layer " + std::to_string(l) + " attention";
-    if (!AllFinite(a.residual.data() + (l + 1) * N * C, N * C))
-      return "layer " + std::to_string(l) + " mlp";
+    if (r >= 0 && !AllFinite(a.router_logit.data() + r * N, N)) return "layer " + std::to_string(l) + " router";
+    if (!AllFinite(a.attn_mid.data() + l * N * C, N * C)) return "layer " + std::to_string(l) + " attention";
+    if (!AllFinite(a.residual.data() + (l + 1) * N * C, N * C)) return "layer " + std::to_string(l) + " mlp";
   }
   if (!AllFinite(a.losses.data(), N)) return "final norm / lm_head";
   return "";

@@ -50,12 +50,12 @@ ModelConfig PresetConfig(const std::string& name, int64_t vocab, int64_t context
 
 // One parameter tensor inside the flat buffer.
 struct ParamTensor {
-  std::string name;             // Hugging Face name, e.g. "model.layers.0.mlp.up_proj.weight"
+  std::string name;  // Hugging Face name, e.g. "model.layers.0.mlp.up_proj.weight"
   std::vector<int64_t> shape;
-  int64_t offset = 0;           // into params / grads
+  int64_t offset = 0;  // into params / grads
   int64_t numel = 0;
-  bool decay = false;           // AdamW weight decay: matrices yes, norms, routers and feature maps no
-  bool frozen = false;          // AdamW leaves it as it is (attention transfer: all but the feature maps)
+  bool decay = false;                        // AdamW weight decay: matrices yes, norms, routers and feature maps no
+  bool frozen = false;                       // AdamW leaves it as it is (attention transfer: all but the feature maps)
   TensorRole role = TensorRole::kEmbedding;  // what it is in the network (model/decoder_spec.h)
 };
 
@@ -88,7 +88,7 @@ class TrainModel {
     return params_;
   }
   const std::vector<float>& params() const { return params_; }
-  std::vector<float>& grads() { return grads_; }    // [num_params]
+  std::vector<float>& grads() { return grads_; }  // [num_params]
 
   // Normal(0, 0.02) matrices, output projections scaled by 1/sqrt(2L),
   // norms 1 (stored as 0 under 1 + w norms), biases 0, routers as InitRouters. Deterministic in `seed`; the draws do
@@ -184,96 +184,96 @@ class TrainModel {
   // One layer's tensors inside a buffer (params_ or grads_); null where
   // the spec or the plan gives the layer none. Norms hold the stored w.
   struct LayerParams {
-    float* attn_norm = nullptr;  // (C)
-    float* wq = nullptr;         // (H*D, C)
-    float* wk = nullptr;         // (KV*D, C)
-    float* wv = nullptr;         // (KV*D, C)
-    float* wo = nullptr;         // (C, H*D)
-    float* mlp_norm = nullptr;   // (C) the MLP's input norm
-    float* w_gate = nullptr;     // (F, C)
-    float* w_up = nullptr;       // (F, C)
-    float* w_down = nullptr;     // (C, F)
-    float* bq = nullptr;         // (H*D) q/k/v biases (qkv_bias)
-    float* bk = nullptr;         // (KV*D)
-    float* bv = nullptr;         // (KV*D)
-    float* q_norm = nullptr;     // (D) QK-norms (qk_norm)
-    float* k_norm = nullptr;     // (D)
+    float* attn_norm = nullptr;       // (C)
+    float* wq = nullptr;              // (H*D, C)
+    float* wk = nullptr;              // (KV*D, C)
+    float* wv = nullptr;              // (KV*D, C)
+    float* wo = nullptr;              // (C, H*D)
+    float* mlp_norm = nullptr;        // (C) the MLP's input norm
+    float* w_gate = nullptr;          // (F, C)
+    float* w_up = nullptr;            // (F, C)
+    float* w_down = nullptr;          // (C, F)
+    float* bq = nullptr;              // (H*D) q/k/v biases (qkv_bias)
+    float* bk = nullptr;              // (KV*D)
+    float* bv = nullptr;              // (KV*D)
+    float* q_norm = nullptr;          // (D) QK-norms (qk_norm)
+    float* k_norm = nullptr;          // (D)
     float* post_attn_norm = nullptr;  // (C) sandwich norms
     float* post_mlp_norm = nullptr;   // (C)
-    float* router_w = nullptr;   // (1, C) routed layers
-    float* router_b = nullptr;   // (1)
-    float* fq_w = nullptr;       // (H, D, F) linear layers
-    float* fq_b = nullptr;       // (H, F)
-    float* fk_w = nullptr;       // (KV, D, F)
-    float* fk_b = nullptr;       // (KV, F)
-    float* window_factor = nullptr;  // (H) θ, γ = σ(θ): linear + window layers
+    float* router_w = nullptr;        // (1, C) routed layers
+    float* router_b = nullptr;        // (1)
+    float* fq_w = nullptr;            // (H, D, F) linear layers
+    float* fq_b = nullptr;            // (H, F)
+    float* fk_w = nullptr;            // (KV, D, F)
+    float* fk_b = nullptr;            // (KV, F)
+    float* window_factor = nullptr;   // (H) θ, γ = σ(θ): linear + window layers
   };
   // Every activation of one forward pass; N = B * T tokens.
   struct Activations {
     int64_t batch = 0, seq = 0;
     std::vector<int32_t> tokens, targets;  // (N)
-    std::vector<float> weights;      // (N) loss weight of each target; empty: all 1
-    std::vector<int32_t> pos;        // (T) 0..T-1
-    std::vector<float> residual;     // (L+1, N, C) the stream entering each layer; [L] leaves the last
-    std::vector<float> attn_xn;      // (L, N, C)
-    std::vector<float> attn_rstd;    // (L, N)
-    std::vector<float> q;            // (L, N, H*D) after RoPE
-    std::vector<float> k;            // (L, N, KV*D) after RoPE
+    std::vector<float> weights;            // (N) loss weight of each target; empty: all 1
+    std::vector<int32_t> pos;              // (T) 0..T-1
+    std::vector<float> residual;           // (L+1, N, C) the stream entering each layer; [L] leaves the last
+    std::vector<float> attn_xn;            // (L, N, C)
+    std::vector<float> attn_rstd;          // (L, N)
+    std::vector<float> q;                  // (L, N, H*D) after RoPE
+    std::vector<float> k;                  // (L, N, KV*D) after RoPE
     // QK-norm only (else empty): q and k before it, and its 1/rms per head row.
-    std::vector<float> q_raw;        // (L, N, H*D)
-    std::vector<float> k_raw;        // (L, N, KV*D)
-    std::vector<float> q_rstd;       // (L, N, H)
-    std::vector<float> k_rstd;       // (L, N, KV)
-    std::vector<float> v;            // (L, N, KV*D)
-    std::vector<float> att;          // (L, N, H*D) attention output
-    std::vector<float> lse;          // (L, N, H)
-    std::vector<float> attn_mid;     // (L, N, C) stream after the attention residual
+    std::vector<float> q_raw;     // (L, N, H*D)
+    std::vector<float> k_raw;     // (L, N, KV*D)
+    std::vector<float> q_rstd;    // (L, N, H)
+    std::vector<float> k_rstd;    // (L, N, KV)
+    std::vector<float> v;         // (L, N, KV*D)
+    std::vector<float> att;       // (L, N, H*D) attention output
+    std::vector<float> lse;       // (L, N, H)
+    std::vector<float> attn_mid;  // (L, N, C) stream after the attention residual
     // Sandwich norms only (else empty): the attention's and the MLP's
     // outputs before their norms, and those norms' 1/rms.
-    std::vector<float> attn_out;     // (L, N, C)
+    std::vector<float> attn_out;       // (L, N, C)
     std::vector<float> attn_out_rstd;  // (L, N)
-    std::vector<float> mlp_out;      // (L, N, C)
+    std::vector<float> mlp_out;        // (L, N, C)
     std::vector<float> mlp_out_rstd;   // (L, N)
-    std::vector<float> mlp_xn;       // (L, N, C)
-    std::vector<float> mlp_rstd;     // (L, N)
-    std::vector<float> gate;         // (L, N, F)
-    std::vector<float> up;           // (L, N, F)
-    std::vector<float> act;          // (L, N, F) act(gate) * up
-    std::vector<float> final_xn;     // (N, C)
-    std::vector<float> final_rstd;   // (N)
-    std::vector<float> logits;       // (N, V); d_logits in place during Backward
-    std::vector<float> losses;       // (N)
+    std::vector<float> mlp_xn;         // (L, N, C)
+    std::vector<float> mlp_rstd;       // (L, N)
+    std::vector<float> gate;           // (L, N, F)
+    std::vector<float> up;             // (L, N, F)
+    std::vector<float> act;            // (L, N, F) act(gate) * up
+    std::vector<float> final_xn;       // (N, C)
+    std::vector<float> final_rstd;     // (N)
+    std::vector<float> logits;         // (N, V); d_logits in place during Backward
+    std::vector<float> losses;         // (N)
     // Routed layers only, at r = routed_index_[l] of R:
-    std::vector<float> router_logit; // (R, N)
-    std::vector<float> gamma;        // (R, N) regularizer weights γ_t
+    std::vector<float> router_logit;  // (R, N)
+    std::vector<float> gamma;         // (R, N) regularizer weights γ_t
     // Linear layers only, at i = linear_index_[l] of Lin; P = 2F:
-    std::vector<float> phi_q;        // (Lin, N, H, P)
-    std::vector<float> phi_k;        // (Lin, N, KV, P)
-    std::vector<float> lin_norm;     // (Lin, N, H) denominators
-    std::vector<float> lin_out;      // (Lin, N, H*D) attention transfer: the linear output (att holds softmax)
+    std::vector<float> phi_q;     // (Lin, N, H, P)
+    std::vector<float> phi_k;     // (Lin, N, KV, P)
+    std::vector<float> lin_norm;  // (Lin, N, H) denominators
+    std::vector<float> lin_out;   // (Lin, N, H*D) attention transfer: the linear output (att holds softmax)
     // Both branches of the R routed layers, or of every layer (R = L) under head gates:
-    std::vector<float> att_full;     // (R, N, H*D) full branch
-    std::vector<float> lse_full;     // (R, N, H)
-    std::vector<float> att_window;   // (R, N, H*D) window branch
-    std::vector<float> lse_window;   // (R, N, H)
+    std::vector<float> att_full;    // (R, N, H*D) full branch
+    std::vector<float> lse_full;    // (R, N, H)
+    std::vector<float> att_window;  // (R, N, H*D) window branch
+    std::vector<float> lse_window;  // (R, N, H)
   };
   // Gradient scratch of one layer, reused across layers.
   struct Scratch {
-    std::vector<float> d_res;   // (N, C) gradient of the residual stream
-    std::vector<float> d_xn;    // (N, C)
-    std::vector<float> d_out;   // (N, C) at a branch's output before its norm (sandwich norms);
-                                //        in the forward, the normed branch output
-    std::vector<float> d_raw;   // (N, H*D) q or k before its QK-norm
-    std::vector<float> d_att;   // (N, H*D)
-    std::vector<float> dq;      // (N, H*D)
-    std::vector<float> dk;      // (N, KV*D)
-    std::vector<float> dv;      // (N, KV*D)
-    std::vector<float> d_act;   // (N, F)
-    std::vector<float> d_gate;  // (N, F)
-    std::vector<float> d_up;    // (N, F)
-    std::vector<float> d_logit; // (N) router logits
-    std::vector<float> d_phi_q; // (N, H, P) linear layers
-    std::vector<float> d_phi_k; // (N, KV, P)
+    std::vector<float> d_res;    // (N, C) gradient of the residual stream
+    std::vector<float> d_xn;     // (N, C)
+    std::vector<float> d_out;    // (N, C) at a branch's output before its norm (sandwich norms);
+                                 //        in the forward, the normed branch output
+    std::vector<float> d_raw;    // (N, H*D) q or k before its QK-norm
+    std::vector<float> d_att;    // (N, H*D)
+    std::vector<float> dq;       // (N, H*D)
+    std::vector<float> dk;       // (N, KV*D)
+    std::vector<float> dv;       // (N, KV*D)
+    std::vector<float> d_act;    // (N, F)
+    std::vector<float> d_gate;   // (N, F)
+    std::vector<float> d_up;     // (N, F)
+    std::vector<float> d_logit;  // (N) router logits
+    std::vector<float> d_phi_q;  // (N, H, P) linear layers
+    std::vector<float> d_phi_k;  // (N, KV, P)
   };
 
   void Layout();
@@ -284,8 +284,8 @@ class TrainModel {
   // next = prev + x · wᵀ, or prev + norm(x · wᵀ) when the branch has an
   // output norm (sandwich norms; x · wᵀ and the norm's 1/rms saved in out
   // and rstd).   next, prev, out [N, C]; x [N, in]; w [C, in]; rstd [N]
-  void BranchForward(float* next, const float* prev, const float* x, const float* w, int64_t in,
-                     const float* out_norm, float* out, float* rstd);
+  void BranchForward(float* next, const float* prev, const float* x, const float* w, int64_t in, const float* out_norm,
+                     float* out, float* rstd);
   // The gradient at x · wᵀ from the stream's (scratch_.d_res): itself, or
   // back through the output norm (its weight's gradient into d_out_norm).
   // [N, C], valid until the next call.
@@ -298,8 +298,8 @@ class TrainModel {
   // precision, for a weight w [out, in] inside params_.
   void Project(float* y, const float* x, const float* w, int64_t n, int64_t in, int64_t out,
                bool accumulate_y = false) const;
-  void ProjectBackward(float* dx, float* d_w, const float* dy, const float* x, const float* w,
-                       int64_t n, int64_t in, int64_t out, bool accumulate_dx) const;
+  void ProjectBackward(float* dx, float* d_w, const float* dy, const float* x, const float* w, int64_t n, int64_t in,
+                       int64_t out, bool accumulate_dx) const;
   void RefreshBF16Params();
   void Allocate(int64_t batch, int64_t seq);
   // Forward and Backward without the loss: tokens in acts_ -> final_xn,
@@ -311,24 +311,24 @@ class TrainModel {
   // A linear layer's forward into `out` (att, or lin_out under transfer), and its backward.
   void LinearAttentionForward(int32_t l, float* out, const float* q, const float* k, const float* v);
   void LinearAttentionBackward(int32_t l, const float* d_out, const float* out, const float* q, const float* k,
-                      const float* v, float* dq, float* dk, float* dv, const LayerParams& g);
+                               const float* v, float* dq, float* dk, float* dv, const LayerParams& g);
 
   ModelConfig config_;
   DecoderSpec spec_;
   AttentionPlan plan_;
-  float attention_scale_ = 0;  // AttentionScaleOf; 0 = 1/sqrt(D)
-  float embed_scale_ = 1;      // sqrt(C) under scale_embeddings
-  std::vector<Rope> ropes_;  // [L]
-  std::vector<int32_t> routed_index_;  // [L] among the routed layers; -1 on others
-  int32_t n_routed_ = 0;               // R
-  std::vector<int32_t> linear_index_;  // [L] among the linear layers; -1 on others
-  int32_t n_linear_ = 0;               // Lin
-  bool transfer_ = false;              // attention transfer (set_attention_transfer)
-  double transfer_loss_ = 0;           // of the last forward pass
-  std::vector<float> head_gates_;      // [L * KV] or empty: train/head_gates.h
-  std::vector<float> head_gate_grads_; // [L * KV]
-  std::vector<size_t> layer_first_;    // [L] index into tensors_ of the layer's first tensor
-  std::vector<size_t> layer_end_;      // [L] one past its last
+  float attention_scale_ = 0;           // AttentionScaleOf; 0 = 1/sqrt(D)
+  float embed_scale_ = 1;               // sqrt(C) under scale_embeddings
+  std::vector<Rope> ropes_;             // [L]
+  std::vector<int32_t> routed_index_;   // [L] among the routed layers; -1 on others
+  int32_t n_routed_ = 0;                // R
+  std::vector<int32_t> linear_index_;   // [L] among the linear layers; -1 on others
+  int32_t n_linear_ = 0;                // Lin
+  bool transfer_ = false;               // attention transfer (set_attention_transfer)
+  double transfer_loss_ = 0;            // of the last forward pass
+  std::vector<float> head_gates_;       // [L * KV] or empty: train/head_gates.h
+  std::vector<float> head_gate_grads_;  // [L * KV]
+  std::vector<size_t> layer_first_;     // [L] index into tensors_ of the layer's first tensor
+  std::vector<size_t> layer_end_;       // [L] one past its last
   RouterRegularizer router_reg_;
   RoutingStats routing_;
   std::vector<ParamTensor> tensors_;

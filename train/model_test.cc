@@ -127,8 +127,8 @@ double ReferenceLoss(const TrainModel& m, const Vec& params, const std::vector<i
   const int64_t C = s.hidden_size, F = s.intermediate_size, V = s.vocab_size, H = s.n_heads, KV = s.n_kv_heads;
   const int64_t D = s.head_dim;
   const double eps = s.rms_norm_eps;
-  const double scale = spec.default_query_pre_attn_scalar > 0 ? 1 / std::sqrt(s.query_pre_attn_scalar)
-                                                                : 1 / std::sqrt(double(D));
+  const double scale =
+      spec.default_query_pre_attn_scalar > 0 ? 1 / std::sqrt(s.query_pre_attn_scalar) : 1 / std::sqrt(double(D));
   auto P = [&](const std::string& name) { return params.data() + m.tensor(name).offset; };
   // A norm by its weight w, applied as w or as 1 + w (Gemma).
   auto norm = [&](const Vec& x, const std::string& name, int64_t n, int64_t dim) {
@@ -218,8 +218,9 @@ double ReferenceLoss(const TrainModel& m, const Vec& params, const std::vector<i
       Vec o = Linear(att, P(p + "self_attn.o_proj.weight"), seq, H * D, C);
       if (spec.sandwich_norms) o = norm(o, p + "post_attention_layernorm.weight", seq, C);
       for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
-      const Vec mxn = norm(x, p + (spec.sandwich_norms ? "pre_feedforward_layernorm.weight"
-                                                       : "post_attention_layernorm.weight"), seq, C);
+      const Vec mxn =
+          norm(x, p + (spec.sandwich_norms ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight"),
+               seq, C);
       const Vec gate = Linear(mxn, P(p + "mlp.gate_proj.weight"), seq, C, F);
       Vec up = Linear(mxn, P(p + "mlp.up_proj.weight"), seq, C, F);
       for (size_t i = 0; i < up.size(); ++i) {
@@ -233,7 +234,8 @@ double ReferenceLoss(const TrainModel& m, const Vec& params, const std::vector<i
       for (size_t i = 0; i < x.size(); ++i) x[i] += down[i];
     }
     const Vec xn = norm(x, "model.norm.weight", seq, C);
-    const Vec logits = Linear(xn, s.tie_word_embeddings ? P("model.embed_tokens.weight") : P("lm_head.weight"), seq, C, V);
+    const Vec logits =
+        Linear(xn, s.tie_word_embeddings ? P("model.embed_tokens.weight") : P("lm_head.weight"), seq, C, V);
     for (int64_t t = 0; t < seq; ++t) {
       const int32_t target = targets[size_t(b * seq + t)];
       if (target < 0) continue;
@@ -251,8 +253,7 @@ double ReferenceLoss(const TrainModel& m, const Vec& params, const std::vector<i
 
 // γ_t = γ_base / (ε + NLL_t + α ‖o_full_t − o_window_t‖²) from a trace,
 // written out (DESIGN.md §4); 0 for tokens without a target.
-RoutedFrozen Freeze(const RoutedTrace& trace, const std::vector<int32_t>& targets,
-                    const RouterRegularizer& r) {
+RoutedFrozen Freeze(const RoutedTrace& trace, const std::vector<int32_t>& targets, const RouterRegularizer& r) {
   RoutedFrozen f;
   f.logit0 = trace.logit;
   for (const auto& [l, dist] : trace.dist) {
@@ -367,7 +368,9 @@ TEST(ModelGrad, LinearAndWindowUntied) { CheckModelGradient("swa:4,layer1:linear
 TEST(ModelGrad, LinearGqaTied) { CheckModelGradient("linear", true, 1); }
 TEST(ModelGrad, LinearWindowGqaUntied) { CheckModelGradient("linear:3,layer0:linear", false, 1); }
 // Qwen2's q/k/v biases, under a window and a routed layer.
-TEST(ModelGrad, Qwen2RoutedUntied) { CheckModelGradient("swa:4,layer1:routed:3", TinyConfig("Qwen2ForCausalLM", false)); }
+TEST(ModelGrad, Qwen2RoutedUntied) {
+  CheckModelGradient("swa:4,layer1:routed:3", TinyConfig("Qwen2ForCausalLM", false));
+}
 // Qwen3's QK-norms (applied as w), under a window.
 TEST(ModelGrad, Qwen3WindowTied) { CheckModelGradient("swa:4", TinyConfig("Qwen3ForCausalLM", true)); }
 // Gemma 3: QK-norms, sandwich norms, 1 + w norms, embedding scale, GELU-tanh
@@ -410,14 +413,12 @@ TEST(ModelWeights, ZeroWeightDropsATokenAndWeightsScaleItsShare) {
   EXPECT_EQ(model.counted_tokens(), n);
   const auto g_dropped = run(dropped, nullptr, &dropped_loss);
   EXPECT_NEAR(weighted_loss, dropped_loss, 1e-6);
-  EXPECT_LT(testing::RelativeError(g_weighted, std::vector<double>(g_dropped.begin(), g_dropped.end())),
-            1e-6);
+  EXPECT_LT(testing::RelativeError(g_weighted, std::vector<double>(g_dropped.begin(), g_dropped.end())), 1e-6);
   // Twice the weight everywhere: the same normalized loss and gradient.
   for (float& w : weights) w *= 2;
   const auto g_doubled = run(targets, weights.data(), &doubled_loss);
   EXPECT_NEAR(doubled_loss, weighted_loss, 1e-6);
-  EXPECT_LT(testing::RelativeError(g_doubled, std::vector<double>(g_weighted.begin(), g_weighted.end())),
-            1e-6);
+  EXPECT_LT(testing::RelativeError(g_doubled, std::vector<double>(g_weighted.begin(), g_weighted.end())), 1e-6);
 }
 
 TEST(ModelGrad, FirstNonFiniteNamesTheLayer) {
@@ -567,12 +568,15 @@ TEST(LinearCpt, AttentionTransferTrainsTheFeatureMapsOnly) {
   linear.ZeroGrads();
   linear.Backward(1.0f / float(linear.counted_weight()));
   for (const ParamTensor& t : linear.tensors()) {
-    const bool map = t.name.find(".feature_map_") != std::string::npos || t.name.find(".window_factor") != std::string::npos;
+    const bool map =
+        t.name.find(".feature_map_") != std::string::npos || t.name.find(".window_factor") != std::string::npos;
     EXPECT_EQ(t.frozen, !map) << t.name;
     double norm = 0;
     for (int64_t i = 0; i < t.numel; ++i) norm += std::abs(linear.grads()[size_t(t.offset + i)]);
-    if (map) EXPECT_GT(norm, 0.0) << t.name;
-    else EXPECT_EQ(norm, 0.0) << t.name;
+    if (map)
+      EXPECT_GT(norm, 0.0) << t.name;
+    else
+      EXPECT_EQ(norm, 0.0) << t.name;
   }
   // The feature maps' gradient against differences of the float32 forward.
   std::vector<float> analytic;
@@ -603,7 +607,8 @@ TEST(LinearCpt, AttentionTransferTrainsTheFeatureMapsOnly) {
   adam.Step(linear, 1e-2);
   for (const ParamTensor& t : linear.tensors()) {
     bool moved = false;
-    for (int64_t i = 0; i < t.numel; ++i) moved |= linear.params()[size_t(t.offset + i)] != before[size_t(t.offset + i)];
+    for (int64_t i = 0; i < t.numel; ++i)
+      moved |= linear.params()[size_t(t.offset + i)] != before[size_t(t.offset + i)];
     EXPECT_EQ(moved, !t.frozen) << t.name;
   }
   // The export names the linear layers and the feature dimension; it loads back.

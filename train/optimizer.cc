@@ -26,9 +26,7 @@ double AdamW::GradNorm(const std::vector<float>& grads) {
   return std::sqrt(sum);
 }
 
-bool IsRouterTensor(const ParamTensor& t) {
-  return IsRouterRole(t.role);
-}
+bool IsRouterTensor(const ParamTensor& t) { return IsRouterRole(t.role); }
 
 double AdamW::Step(TrainModel& model, double base_lr, double router_lr) {
   std::vector<float>& params = model.params();

@@ -13,7 +13,7 @@
 namespace swan {
 
 struct ScheduleOptions {
-  double lr = 3e-3;         // peak learning rate
+  double lr = 3e-3;           // peak learning rate
   double min_lr_ratio = 0.1;  // the cosine ends at lr * min_lr_ratio
   int64_t warmup_steps = 100;
   int64_t total_steps = 1000;

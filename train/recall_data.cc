@@ -22,9 +22,7 @@ constexpr int kPlacementTries = 64;
 class Rng {
  public:
   Rng(uint64_t seed, uint64_t index) : seed_(seed), index_(index) {}
-  uint64_t Next() {
-    return HashIndex(seed_ ^ (index_ * 0x9E3779B97F4A7C15ull), kStreamRecall, counter_++);
-  }
+  uint64_t Next() { return HashIndex(seed_ ^ (index_ * 0x9E3779B97F4A7C15ull), kStreamRecall, counter_++); }
   // Uniform in [lo, hi).
   int64_t Range(int64_t lo, int64_t hi) { return lo + int64_t(Next() % uint64_t(hi - lo)); }
   double Unit() { return double(Next() >> 11) * 0x1.0p-53; }
@@ -61,8 +59,7 @@ int32_t MaxDistance(const RecallOptions& o) {
 void ValidateRecallOptions(const RecallOptions& o) {
   auto fail = [](const std::string& why) { throw std::invalid_argument("recall data: " + why); };
   if (o.context < 16) fail("the context must be at least 16 tokens");
-  if (o.keys < 1 || o.values < 1 || o.filler < 4)
-    fail("need keys, values and 4 or more filler ids");
+  if (o.keys < 1 || o.values < 1 || o.filler < 4) fail("need keys, values and 4 or more filler ids");
   if (o.bins.empty()) fail("no distance bins");
   const int32_t max_d = MaxDistance(o);
   const int32_t min_d = o.task == RecallTask::kNeedle ? o.needle_tokens + 1 : 2;  // copy: L >= 1
@@ -70,8 +67,8 @@ void ValidateRecallOptions(const RecallOptions& o) {
     if (b.share <= 0) fail("a distance bin's share must be positive");
     if (b.lo < min_d || b.hi <= b.lo || b.lo > max_d)
       fail("distance bin [" + std::to_string(b.lo) + ", " + std::to_string(b.hi) +
-           ") does not fit: distances run from " + std::to_string(min_d) + " to " +
-           std::to_string(max_d) + " at context " + std::to_string(o.context));
+           ") does not fit: distances run from " + std::to_string(min_d) + " to " + std::to_string(max_d) +
+           " at context " + std::to_string(o.context));
   }
   if (o.copy_share < 0 || o.copy_share > 1) fail("the copy share must be between 0 and 1");
   if (o.task == RecallTask::kMqar) {
@@ -90,8 +87,7 @@ int32_t RecallVocabSize(const RecallOptions& o) { return 4 + o.keys + o.values +
 RecallSequence MakeRecallSequence(const RecallOptions& options, uint64_t index) {
   Rng rng(options.seed, index);
   RecallOptions copy;
-  const bool is_copy =
-      options.task != RecallTask::kCopy && options.copy_share > 0 && rng.Unit() < options.copy_share;
+  const bool is_copy = options.task != RecallTask::kCopy && options.copy_share > 0 && rng.Unit() < options.copy_share;
   if (is_copy) {
     copy = options;
     copy.task = RecallTask::kCopy;
@@ -104,8 +100,7 @@ RecallSequence MakeRecallSequence(const RecallOptions& options, uint64_t index) 
   s.weight.assign(size_t(n), o.filler_weight);
   s.distance.assign(size_t(n), 0);
   std::vector<bool> used(size_t(n), false);  // [n]
-  const int32_t prefix[kRecallPrefix] = {kRecallBos, FirstFiller(o), FirstFiller(o) + 1,
-                                         FirstFiller(o) + 2};
+  const int32_t prefix[kRecallPrefix] = {kRecallBos, FirstFiller(o), FirstFiller(o) + 1, FirstFiller(o) + 2};
   for (int32_t i = 0; i < kRecallPrefix; ++i) {
     s.tokens[size_t(i)] = prefix[i];
     used[size_t(i)] = true;
@@ -132,8 +127,7 @@ RecallSequence MakeRecallSequence(const RecallOptions& options, uint64_t index) 
     // Distinct keys: the first `pairs` of a shuffled key list.
     std::vector<int32_t> keys(size_t(o.keys));
     std::iota(keys.begin(), keys.end(), FirstKey());
-    for (int32_t i = 0; i < o.pairs; ++i)
-      std::swap(keys[size_t(i)], keys[size_t(rng.Range(i, o.keys))]);
+    for (int32_t i = 0; i < o.pairs; ++i) std::swap(keys[size_t(i)], keys[size_t(rng.Range(i, o.keys))]);
     // Each query asks a new pair while there are pairs left to place, then
     // pairs already placed again (the distance fixes where it goes).
     std::vector<int32_t> pair_at;  // [placed pairs] position of each pair's key
@@ -274,8 +268,7 @@ std::vector<DistanceBin> ParseDistanceBins(const std::string& spec) {
       size_t used = 0;
       b.lo = std::stoi(item.substr(0, dash), &used);
       if (used != dash) fail("bad LO in '" + item + "'");
-      const std::string hi =
-          item.substr(dash + 1, colon == std::string::npos ? std::string::npos : colon - dash - 1);
+      const std::string hi = item.substr(dash + 1, colon == std::string::npos ? std::string::npos : colon - dash - 1);
       b.hi = std::stoi(hi, &used);
       if (used != hi.size()) fail("bad HI in '" + item + "'");
       if (colon != std::string::npos) b.share = std::stod(item.substr(colon + 1));

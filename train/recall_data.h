@@ -45,10 +45,10 @@ struct DistanceBin {
 
 struct RecallOptions {
   RecallTask task = RecallTask::kMqar;
-  int32_t context = 512;  // T: each sequence has T + 1 tokens (inputs and next-token targets)
+  int32_t context = 512;                           // T: each sequence has T + 1 tokens (inputs and next-token targets)
   int32_t keys = 128, values = 128, filler = 252;  // the vocabulary after the 4 markers
   int32_t pairs = 32;                              // MQAR: distinct key-value pairs per sequence
-  int32_t queries = 32;  // MQAR: queries per sequence, each of another pair (<= pairs)
+  int32_t queries = 32;                            // MQAR: queries per sequence, each of another pair (<= pairs)
   int32_t needle_tokens = 3;
   std::vector<DistanceBin> bins = std::vector<DistanceBin>(1, DistanceBin{2, 512, 1.0});
   float filler_weight = 0;

@@ -34,8 +34,7 @@ TEST(RecallData, MqarAnswersRecallTheirPairAtTheirDistance) {
     for (int32_t i = 0; i <= o.context; ++i) {
       ASSERT_GE(s.tokens[size_t(i)], 0);
       ASSERT_LT(s.tokens[size_t(i)], RecallVocabSize(o));
-      if (s.tokens[size_t(i)] >= 4 && s.tokens[size_t(i)] < 4 + o.keys)
-        keys_seen.insert(s.tokens[size_t(i)]);
+      if (s.tokens[size_t(i)] >= 4 && s.tokens[size_t(i)] < 4 + o.keys) keys_seen.insert(s.tokens[size_t(i)]);
       if (s.weight[size_t(i)] == 0) {
         EXPECT_EQ(s.distance[size_t(i)], 0);
         continue;
@@ -151,8 +150,7 @@ TEST(RecallData, DistancesFollowTheBinsAndSeedsDiffer) {
   std::set<std::vector<int32_t>> train;
   for (uint64_t index = 0; index < 100; ++index) train.insert(MakeRecallSequence(o, index).tokens);
   o.seed = 2;
-  for (uint64_t index = 0; index < 100; ++index)
-    EXPECT_EQ(train.count(MakeRecallSequence(o, index).tokens), 0u);
+  for (uint64_t index = 0; index < 100; ++index) EXPECT_EQ(train.count(MakeRecallSequence(o, index).tokens), 0u);
 }
 
 TEST(RecallData, NeedleIsAskedAtTheEnd) {
@@ -198,7 +196,7 @@ TEST(RecallData, CopyRepeatsItsSpanAndMixesIn) {
     ASSERT_LT(d, 31);
     EXPECT_EQ(answers, d - 1);
     EXPECT_EQ(s.tokens[size_t(o.context - (d - 1))], kRecallNeedle);  // the second marker
-    EXPECT_EQ(s.weight[size_t(o.context)], 1.0f);                    // the span ends the sequence
+    EXPECT_EQ(s.weight[size_t(o.context)], 1.0f);                     // the span ends the sequence
   }
   RecallOptions mixed = Mqar();
   mixed.copy_share = 0.5;

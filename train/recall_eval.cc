@@ -14,8 +14,8 @@ RecallTally::RecallTally(std::vector<int64_t> edges) : edges_(std::move(edges)) 
   correct_.assign(edges_.size() - 1, 0);
 }
 
-void RecallTally::Add(const float* logits, const int32_t* targets, const uint16_t* distances,
-                      int64_t batch, int64_t seq, int64_t vocab) {
+void RecallTally::Add(const float* logits, const int32_t* targets, const uint16_t* distances, int64_t batch,
+                      int64_t seq, int64_t vocab) {
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t t = 0; t < seq;) {
       const int64_t i = b * seq + t;
@@ -30,8 +30,7 @@ void RecallTally::Add(const float* logits, const int32_t* targets, const uint16_
         const float* row = logits + (b * seq + t) * vocab;
         right = right && std::max_element(row, row + vocab) - row == targets[b * seq + t];
       }
-      const auto bin =
-          std::upper_bound(edges_.begin(), edges_.end(), distance) - edges_.begin() - 1;
+      const auto bin = std::upper_bound(edges_.begin(), edges_.end(), distance) - edges_.begin() - 1;
       if (bin < 0 || size_t(bin) >= items_.size()) continue;  // outside every bin
       ++items_[size_t(bin)];
       correct_[size_t(bin)] += right;

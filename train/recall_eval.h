@@ -19,8 +19,8 @@ class RecallTally {
   explicit RecallTally(std::vector<int64_t> edges);
 
   // One batch: targets and distances [B, T], logits [B * T, V].
-  void Add(const float* logits, const int32_t* targets, const uint16_t* distances, int64_t batch,
-           int64_t seq, int64_t vocab);
+  void Add(const float* logits, const int32_t* targets, const uint16_t* distances, int64_t batch, int64_t seq,
+           int64_t vocab);
 
   const std::vector<int64_t>& edges() const { return edges_; }
   size_t bins() const { return items_.size(); }

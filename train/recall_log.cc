@@ -12,9 +12,7 @@
 namespace swan {
 namespace {
 
-std::string Path(const std::string& dir, const char* name) {
-  return (std::filesystem::path(dir) / name).string();
-}
+std::string Path(const std::string& dir, const char* name) { return (std::filesystem::path(dir) / name).string(); }
 
 std::string Header(const std::vector<int64_t>& edges) {
   std::string h = "step,tokens";
@@ -27,8 +25,7 @@ std::string Header(const std::vector<int64_t>& edges) {
 
 }  // namespace
 
-RecallLog::RecallLog(const std::string& run_dir, std::vector<int64_t> edges,
-                     int64_t keep_until_step, double chance)
+RecallLog::RecallLog(const std::string& run_dir, std::vector<int64_t> edges, int64_t keep_until_step, double chance)
     : dir_(run_dir), edges_(std::move(edges)), chance_(chance) {
   if (keep_until_step <= 0) return;
   std::ifstream in(Path(dir_, "recall_log.csv"));
@@ -72,9 +69,8 @@ void RecallLog::Write() const {
     nlohmann::json row = {{"step", r.step}, {"tokens", r.tokens}};
     for (size_t b = 0; b < r.items.size(); ++b) {
       csv << "," << r.correct[b] << "," << r.items[b];
-      row["accuracy"].push_back(r.items[b]
-                                    ? nlohmann::json(double(r.correct[b]) / double(r.items[b]))
-                                    : nlohmann::json(nullptr));
+      row["accuracy"].push_back(r.items[b] ? nlohmann::json(double(r.correct[b]) / double(r.items[b]))
+                                           : nlohmann::json(nullptr));
       row["items"].push_back(r.items[b]);
     }
     csv << "\n";
@@ -82,12 +78,12 @@ void RecallLog::Write() const {
   }
   WriteFileAtomic(Path(dir_, "recall_log.csv"), csv.str(), /*durable=*/false);
   WriteFileAtomic(Path(dir_, "recall_log.json"), j.dump(1) + "\n", false);
-  WriteFileAtomic(Path(dir_, "recall.svg"),
-                  RecallCurveSvg(rows_, edges_, chance_, "recall by distance: " + dir_), false);
+  WriteFileAtomic(Path(dir_, "recall.svg"), RecallCurveSvg(rows_, edges_, chance_, "recall by distance: " + dir_),
+                  false);
 }
 
-std::string RecallCurveSvg(const std::vector<RecallRow>& rows, const std::vector<int64_t>& edges,
-                           double chance, const std::string& title) {
+std::string RecallCurveSvg(const std::vector<RecallRow>& rows, const std::vector<int64_t>& edges, double chance,
+                           const std::string& title) {
   AccuracyChart chart;
   chart.title = title;
   chart.x_label = "step";

@@ -22,8 +22,7 @@ class RecallLog {
  public:
   // Reads RUN/recall_log.csv if present and its bins are `edges`, keeping
   // the rows up to `keep_until_step` (0 = start empty).
-  RecallLog(const std::string& run_dir, std::vector<int64_t> edges, int64_t keep_until_step,
-            double chance = 0);
+  RecallLog(const std::string& run_dir, std::vector<int64_t> edges, int64_t keep_until_step, double chance = 0);
 
   void Add(int64_t step, int64_t tokens, const RecallTally& tally);
   void Write() const;  // atomically
@@ -38,7 +37,7 @@ class RecallLog {
 };
 
 // An SVG line chart of recall accuracy by step, one line per bin.
-std::string RecallCurveSvg(const std::vector<RecallRow>& rows, const std::vector<int64_t>& edges,
-                           double chance, const std::string& title);
+std::string RecallCurveSvg(const std::vector<RecallRow>& rows, const std::vector<int64_t>& edges, double chance,
+                           const std::string& title);
 
 }  // namespace swan

@@ -81,8 +81,7 @@ TEST(RecallDataLoader, SequencesStartAtDocumentsAndCarryTheirLabels) {
   std::vector<int32_t> short_tokens(size_t(B * 16)), short_targets(size_t(B * 16));
   loader.TrainBatch(7, B, short_tokens.data(), short_targets.data());
   for (int64_t s = 0; s < B; ++s)
-    EXPECT_TRUE(std::equal(short_tokens.begin() + s * 16, short_tokens.begin() + (s + 1) * 16,
-                           tokens.begin() + s * T));
+    EXPECT_TRUE(std::equal(short_tokens.begin() + s * 16, short_tokens.begin() + (s + 1) * 16, tokens.begin() + s * T));
   EXPECT_THROW(loader.set_context(33), std::invalid_argument);
   // Documents shorter than the context, and labels of another length, are refused.
   d.seq = 40;
@@ -178,8 +177,7 @@ TEST(RecallTally, CountsItemsByDistanceAndNeedsEveryTokenOfAnItem) {
 TEST(RecallBins, FollowThePlan) {
   ModelAttentionDefaults d;
   d.n_layers = 4;
-  EXPECT_EQ(DefaultRecallBins(ResolvePlan("full", d), 512),
-            (std::vector<int64_t>{1, 64, 256, 513}));
+  EXPECT_EQ(DefaultRecallBins(ResolvePlan("full", d), 512), (std::vector<int64_t>{1, 64, 256, 513}));
   EXPECT_EQ(DefaultRecallBins(ResolvePlan("hybrid:3:1,window:64", d), 1024),
             (std::vector<int64_t>{1, 16, 64, 189, 1025}));
 }

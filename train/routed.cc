@@ -40,9 +40,8 @@ void AttendBranches(const RoutedBranches& saved, const float* q, const float* k,
   }
 }
 
-void RoutedAttentionForward(float* out, const RoutedBranches& saved, const float* logit,
-                            const float* q, const float* k, const float* v,
-                            const SequenceAttention& a) {
+void RoutedAttentionForward(float* out, const RoutedBranches& saved, const float* logit, const float* q, const float* k,
+                            const float* v, const SequenceAttention& a) {
   const AttentionTimer timer;
   const int64_t row = int64_t(a.shape.n_heads) * a.shape.head_dim;
   AttendBranches(saved, q, k, v, a);
@@ -67,11 +66,10 @@ struct BranchBackward {
   float *dq, *dk, *dv;
 
   // accumulate: add into dk, dv (the other branch already wrote them).
-  void Run(int64_t b, const std::vector<int32_t>& rows, Span span, const float* out,
-           const float* lse, bool accumulate) const {
+  void Run(int64_t b, const std::vector<int32_t>& rows, Span span, const float* out, const float* lse,
+           bool accumulate) const {
     const int64_t T = a->seq, H = a->shape.n_heads;
-    const int64_t row = H * a->shape.head_dim,
-                  kv_row = int64_t(a->shape.n_kv_heads) * a->shape.head_dim;
+    const int64_t row = H * a->shape.head_dim, kv_row = int64_t(a->shape.n_kv_heads) * a->shape.head_dim;
     const int64_t first = b * T, n = int64_t(rows.size());
     AttentionArgs args = SequenceArgs(q, k, v, *a, b);
     args.span = span;
@@ -119,8 +117,8 @@ struct BranchBackward {
 }  // namespace
 
 void RoutedAttentionBackward(float* dq, float* dk, float* dv, float* d_logit, const float* d_out,
-                             const RoutedBranches& saved, const float* logit, const float* q,
-                             const float* k, const float* v, const SequenceAttention& a) {
+                             const RoutedBranches& saved, const float* logit, const float* q, const float* k,
+                             const float* v, const SequenceAttention& a) {
   const AttentionTimer timer;
   const int64_t row = int64_t(a.shape.n_heads) * a.shape.head_dim, N = a.batch * a.seq;
   // The gate: o = g o_full + (1 − g) o_window, so dL/dg = d_out · (o_full − o_window).
@@ -128,8 +126,7 @@ void RoutedAttentionBackward(float* dq, float* dk, float* dv, float* d_logit, co
   for (int64_t t = 0; t < N; ++t) {
     double dg = 0;
     for (int64_t c = 0; c < row; ++c)
-      dg += double(d_out[t * row + c]) *
-            (double(saved.out_full[t * row + c]) - saved.out_window[t * row + c]);
+      dg += double(d_out[t * row + c]) * (double(saved.out_full[t * row + c]) - saved.out_window[t * row + c]);
     const double s = Sigmoid(logit[t]);
     d_logit[t] = float(dg * s * (1.0 - s));
   }
@@ -151,9 +148,8 @@ void RoutedAttentionBackward(float* dq, float* dk, float* dv, float* d_logit, co
 
 // --- regularizer -------------------------------------------------------------------------
 
-double RouterRegularizerForward(float* gamma, const float* logit, const float* nll,
-                                const int32_t* targets, const float* out_full,
-                                const float* out_window, const RouterRegularizer& r, int64_t n,
+double RouterRegularizerForward(float* gamma, const float* logit, const float* nll, const int32_t* targets,
+                                const float* out_full, const float* out_window, const RouterRegularizer& r, int64_t n,
                                 int64_t width) {
   double total = 0;
 #pragma omp parallel for reduction(+ : total) if (n * width > 65536)
@@ -177,8 +173,7 @@ double RouterRegularizerForward(float* gamma, const float* logit, const float* n
   return total;
 }
 
-void RouterRegularizerBackward(float* d_logit, const float* gamma, const float* logit, float scale,
-                               int64_t n) {
+void RouterRegularizerBackward(float* d_logit, const float* gamma, const float* logit, float scale, int64_t n) {
   for (int64_t t = 0; t < n; ++t) d_logit[t] += float(double(scale) * gamma[t] * Sigmoid(logit[t]));
 }
 

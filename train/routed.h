@@ -36,16 +36,15 @@ void AttendBranches(const RoutedBranches& saved, const float* q, const float* k,
 // out [N, H*D] = out_full where RoutesFull(logit), else out_window. `a.span`
 // is the window branch; one AttendDual pass per sequence gives both.
 //   logit [N]; q, k, v as in AttentionForward.
-void RoutedAttentionForward(float* out, const RoutedBranches& saved, const float* logit,
-                            const float* q, const float* k, const float* v,
-                            const SequenceAttention& a);
+void RoutedAttentionForward(float* out, const RoutedBranches& saved, const float* logit, const float* q, const float* k,
+                            const float* v, const SequenceAttention& a);
 // dq, dk, dv (=): the full-span backward of the tokens routed full plus the
 // window-span backward of the others, each run over its own tokens only
 // (gathered), so the cost follows the full ratio. d_logit [N] (=): the
 // straight-through gate gradient (d_out_t · (out_full_t − out_window_t)) σ'(logit_t).
 void RoutedAttentionBackward(float* dq, float* dk, float* dv, float* d_logit, const float* d_out,
-                             const RoutedBranches& saved, const float* logit, const float* q,
-                             const float* k, const float* v, const SequenceAttention& a);
+                             const RoutedBranches& saved, const float* logit, const float* q, const float* k,
+                             const float* v, const SequenceAttention& a);
 
 // --- the router's adaptive regularizer ------------------------------------------
 struct RouterRegularizer {
@@ -59,13 +58,11 @@ struct RouterRegularizer {
 // NLL, so no term). Returns Σ_t gamma[t] softplus(logit[t]).
 //   gamma [n] (saved), logit [n], nll [n] (per-token cross-entropy),
 //   targets [n], out_full, out_window [n, width]
-double RouterRegularizerForward(float* gamma, const float* logit, const float* nll,
-                                const int32_t* targets, const float* out_full,
-                                const float* out_window, const RouterRegularizer& r, int64_t n,
+double RouterRegularizerForward(float* gamma, const float* logit, const float* nll, const int32_t* targets,
+                                const float* out_full, const float* out_window, const RouterRegularizer& r, int64_t n,
                                 int64_t width);
 // d_logit[t] += scale · gamma[t] · σ(logit[t])   (softplus' = σ; γ constant)
-void RouterRegularizerBackward(float* d_logit, const float* gamma, const float* logit, float scale,
-                               int64_t n);
+void RouterRegularizerBackward(float* d_logit, const float* gamma, const float* logit, float scale, int64_t n);
 
 // The initial router of continual pretraining and of a model from scratch:
 // weight 0, bias +2, so every token starts on full attention (σ(2) = 0.88).

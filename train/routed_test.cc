@@ -32,9 +32,7 @@ using Vec = std::vector<double>;
 
 constexpr double kTol = 2e-4;  // float32 backward against float64 differences
 
-double Dot(const Vec& a, const Vec& b) {
-  return std::inner_product(a.begin(), a.end(), b.begin(), 0.0);
-}
+double Dot(const Vec& a, const Vec& b) { return std::inner_product(a.begin(), a.end(), b.begin(), 0.0); }
 double Sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 double Softplus(double x) { return std::log(1 + std::exp(x)); }  // |x| small here: no overflow
 
@@ -62,27 +60,22 @@ TEST(RoutedGrad, Router) {
   std::vector<float> logit(static_cast<size_t>(n));
   RouterForward(logit.data(), xf.data(), wf.data(), bf.data(), n, dim);
   for (int64_t t = 0; t < n; ++t)
-    EXPECT_NEAR(logit[size_t(t)],
-                b[0] + Dot(Vec(xn.begin() + t * dim, xn.begin() + (t + 1) * dim), w), 1e-5);
+    EXPECT_NEAR(logit[size_t(t)], b[0] + Dot(Vec(xn.begin() + t * dim, xn.begin() + (t + 1) * dim), w), 1e-5);
   // Every gradient accumulates: start from ones and subtract them after.
   std::vector<float> dx(size_t(n * dim), 1.0f), dw(size_t(dim), 1.0f), db(1, 1.0f);
   RouterBackward(dx.data(), dw.data(), db.data(), rf.data(), xf.data(), wf.data(), n, dim);
   for (auto* g : {&dx, &dw, &db})
     for (float& x : *g) x -= 1.0f;
-  Report("router d_xn",
-         RelativeError(dx, NumericGradient([&](const Vec& x) { return ref(x, w, b); }, xn)));
-  Report("router d_w",
-         RelativeError(dw, NumericGradient([&](const Vec& x) { return ref(xn, x, b); }, w)));
-  Report("router d_b",
-         RelativeError(db, NumericGradient([&](const Vec& x) { return ref(xn, w, x); }, b)));
+  Report("router d_xn", RelativeError(dx, NumericGradient([&](const Vec& x) { return ref(x, w, b); }, xn)));
+  Report("router d_w", RelativeError(dw, NumericGradient([&](const Vec& x) { return ref(xn, x, b); }, w)));
+  Report("router d_b", RelativeError(db, NumericGradient([&](const Vec& x) { return ref(xn, w, x); }, b)));
 }
 
 // The routed layer: q, k, v and logits in, out = surrogate mix of both branches.
 struct RoutedProblem : testing::AttentionInputs {
   Vec logit;  // [N]
 
-  RoutedProblem(std::mt19937_64& rng, Span span, int64_t batch, int64_t seq)
-      : AttentionInputs(rng, span, batch, seq) {
+  RoutedProblem(std::mt19937_64& rng, Span span, int64_t batch, int64_t seq) : AttentionInputs(rng, span, batch, seq) {
     // Away from 0, so the float32 forward and this reference gate alike.
     logit = RandomVector(rng, size_t(batch * seq));
     for (double& l : logit) l += l >= 0 ? 0.1 : -0.1;
@@ -111,8 +104,7 @@ void CheckRoutedAttention(const std::string& what, Span span, double shift) {
   RoutedProblem p(rng, span, 2, 9);
   for (double& l : p.logit) l += shift;  // +5: every token full, −5: every token windowed
   const int64_t N = int64_t(p.logit.size()), row = p.width(), H = p.a.shape.n_heads;
-  const auto qf = ToFloat(p.q), kf = ToFloat(p.k), vf = ToFloat(p.v), rf = ToFloat(p.r),
-             lf = ToFloat(p.logit);
+  const auto qf = ToFloat(p.q), kf = ToFloat(p.k), vf = ToFloat(p.v), rf = ToFloat(p.r), lf = ToFloat(p.logit);
   std::vector<float> out(size_t(N * row)), of(out.size()), ow(out.size());  // [N, H*D]
   std::vector<float> lse_f(size_t(N * H)), lse_w(lse_f.size());             // [N, H]
   const RoutedBranches br{of.data(), lse_f.data(), ow.data(), lse_w.data()};
@@ -120,39 +112,29 @@ void CheckRoutedAttention(const std::string& what, Span span, double shift) {
   // The forward value: each token's hard-gate branch.
   SequenceAttention full = p.a;
   full.span = Span{};
-  const Vec ref_full = AttentionRef(p.q, p.k, p.v, full),
-            ref_window = AttentionRef(p.q, p.k, p.v, p.a);
+  const Vec ref_full = AttentionRef(p.q, p.k, p.v, full), ref_window = AttentionRef(p.q, p.k, p.v, p.a);
   Vec expected(out.size());  // [N, H*D]
   for (int64_t t = 0; t < N; ++t)
     for (int64_t c = 0; c < row; ++c)
-      expected[size_t(t * row + c)] =
-          (p.logit[size_t(t)] > 0 ? ref_full : ref_window)[size_t(t * row + c)];
+      expected[size_t(t * row + c)] = (p.logit[size_t(t)] > 0 ? ref_full : ref_window)[size_t(t * row + c)];
   EXPECT_LT(RelativeError(out, expected), 1e-5) << what;
 
   std::vector<float> dq(qf.size()), dk(kf.size()), dv(vf.size()), dl(static_cast<size_t>(N));
-  RoutedAttentionBackward(dq.data(), dk.data(), dv.data(), dl.data(), rf.data(), br, lf.data(),
-                          qf.data(), kf.data(), vf.data(), p.a);
+  RoutedAttentionBackward(dq.data(), dk.data(), dv.data(), dl.data(), rf.data(), br, lf.data(), qf.data(), kf.data(),
+                          vf.data(), p.a);
   Report(what + " dq",
-         RelativeError(
-             dq, NumericGradient([&](const Vec& x) { return p.Loss(x, p.k, p.v, p.logit); }, p.q)));
+         RelativeError(dq, NumericGradient([&](const Vec& x) { return p.Loss(x, p.k, p.v, p.logit); }, p.q)));
   Report(what + " dk",
-         RelativeError(
-             dk, NumericGradient([&](const Vec& x) { return p.Loss(p.q, x, p.v, p.logit); }, p.k)));
+         RelativeError(dk, NumericGradient([&](const Vec& x) { return p.Loss(p.q, x, p.v, p.logit); }, p.k)));
   Report(what + " dv",
-         RelativeError(
-             dv, NumericGradient([&](const Vec& x) { return p.Loss(p.q, p.k, x, p.logit); }, p.v)));
+         RelativeError(dv, NumericGradient([&](const Vec& x) { return p.Loss(p.q, p.k, x, p.logit); }, p.v)));
   Report(what + " d_logit",
-         RelativeError(
-             dl, NumericGradient([&](const Vec& x) { return p.Loss(p.q, p.k, p.v, x); }, p.logit)));
+         RelativeError(dl, NumericGradient([&](const Vec& x) { return p.Loss(p.q, p.k, p.v, x); }, p.logit)));
 }
 
-TEST(RoutedGrad, AttentionMixedGates) {
-  CheckRoutedAttention("routed w3+1 sink, mixed", Span{3, 1}, 0);
-}
+TEST(RoutedGrad, AttentionMixedGates) { CheckRoutedAttention("routed w3+1 sink, mixed", Span{3, 1}, 0); }
 TEST(RoutedGrad, AttentionAllFull) { CheckRoutedAttention("routed w3, all full", Span{3, 0}, 5); }
-TEST(RoutedGrad, AttentionAllWindow) {
-  CheckRoutedAttention("routed w3+1 sink, all window", Span{3, 1}, -5);
-}
+TEST(RoutedGrad, AttentionAllWindow) { CheckRoutedAttention("routed w3+1 sink, all window", Span{3, 1}, -5); }
 
 // Longer sequences (several key blocks and query tiles): the gathered
 // branches against the plain backward of each branch over every token with
@@ -162,15 +144,14 @@ TEST(RoutedGrad, GatheredBranchesMatchMaskedBackward) {
   RoutedProblem p(rng, Span{40, 2}, 2, 150);
   const int64_t N = int64_t(p.logit.size()), T = p.a.seq, row = p.width(), H = p.a.shape.n_heads;
   const int64_t kv_row = int64_t(p.a.shape.n_kv_heads) * p.a.shape.head_dim;
-  const auto qf = ToFloat(p.q), kf = ToFloat(p.k), vf = ToFloat(p.v), rf = ToFloat(p.r),
-             lf = ToFloat(p.logit);
+  const auto qf = ToFloat(p.q), kf = ToFloat(p.k), vf = ToFloat(p.v), rf = ToFloat(p.r), lf = ToFloat(p.logit);
   std::vector<float> out(size_t(N * row)), of(out.size()), ow(out.size());  // [N, H*D]
   std::vector<float> lse_f(size_t(N * H)), lse_w(lse_f.size());             // [N, H]
   const RoutedBranches br{of.data(), lse_f.data(), ow.data(), lse_w.data()};
   RoutedAttentionForward(out.data(), br, lf.data(), qf.data(), kf.data(), vf.data(), p.a);
   std::vector<float> dq(qf.size()), dk(kf.size()), dv(vf.size()), dl(static_cast<size_t>(N));
-  RoutedAttentionBackward(dq.data(), dk.data(), dv.data(), dl.data(), rf.data(), br, lf.data(),
-                          qf.data(), kf.data(), vf.data(), p.a);
+  RoutedAttentionBackward(dq.data(), dk.data(), dv.data(), dl.data(), rf.data(), br, lf.data(), qf.data(), kf.data(),
+                          vf.data(), p.a);
 
   std::vector<float> eq(dq.size()), ek(dk.size()), ev(dv.size());  // expected
   for (int64_t b = 0; b < p.a.batch; ++b)
@@ -181,11 +162,10 @@ TEST(RoutedGrad, GatheredBranchesMatchMaskedBackward) {
           std::copy_n(&rf[size_t((b * T + i) * row)], row, &d_out[size_t(i * row)]);
       AttentionArgs args = SequenceArgs(qf.data(), kf.data(), vf.data(), p.a, b);
       if (full) args.span = Span{};
-      AttentionSaved saved{(full ? of : ow).data() + b * T * row,
-                           (full ? lse_f : lse_w).data() + b * T * H, d_out.data()};
+      AttentionSaved saved{(full ? of : ow).data() + b * T * row, (full ? lse_f : lse_w).data() + b * T * H,
+                           d_out.data()};
       std::vector<float> dq_b(size_t(T * row));  // [T, H*D]
-      AttentionGrads grads{dq_b.data(), ek.data() + b * T * kv_row, ev.data() + b * T * kv_row,
-                           nullptr,
+      AttentionGrads grads{dq_b.data(), ek.data() + b * T * kv_row, ev.data() + b * T * kv_row, nullptr,
                            /*accumulate=*/!full};
       AttendBackwardReference(args, saved, grads);
       for (size_t i = 0; i < dq_b.size(); ++i) eq[size_t(b * T * row) + i] += dq_b[i];
@@ -222,11 +202,8 @@ TEST(RoutedRegularizer, ValueAndGradientMatchTheFormula) {
     for (int64_t t = 0; t < n; ++t) {
       if (targets[size_t(t)] < 0) continue;
       double dist = 0;
-      for (int64_t c = 0; c < width; ++c)
-        dist += std::pow(of[size_t(t * width + c)] - ow[size_t(t * width + c)], 2);
-      gamma[size_t(t)] = r.gamma_constant
-                             ? r.gamma_base
-                             : r.gamma_base / (r.eps + nll[size_t(t)] + r.alpha * dist);
+      for (int64_t c = 0; c < width; ++c) dist += std::pow(of[size_t(t * width + c)] - ow[size_t(t * width + c)], 2);
+      gamma[size_t(t)] = r.gamma_constant ? r.gamma_base : r.gamma_base / (r.eps + nll[size_t(t)] + r.alpha * dist);
     }
     auto ref = [&](const Vec& l) {
       double s = 0;
@@ -234,8 +211,8 @@ TEST(RoutedRegularizer, ValueAndGradientMatchTheFormula) {
       return s;
     };
     std::vector<float> g(static_cast<size_t>(n));
-    const double value = RouterRegularizerForward(g.data(), lf.data(), nf.data(), targets.data(),
-                                                  off.data(), owf.data(), r, n, width);
+    const double value =
+        RouterRegularizerForward(g.data(), lf.data(), nf.data(), targets.data(), off.data(), owf.data(), r, n, width);
     EXPECT_NEAR(value, ref(logit), 1e-6 * ref(logit)) << variant;
     EXPECT_LT(RelativeError(g, gamma), 1e-6) << variant;
     EXPECT_EQ(g[2], 0.0f) << "a token without a target has no term";
@@ -247,8 +224,7 @@ TEST(RoutedRegularizer, ValueAndGradientMatchTheFormula) {
     RouterRegularizerBackward(twice.data(), g.data(), lf.data(), scale, n);
     for (size_t t = 0; t < d.size(); ++t) EXPECT_FLOAT_EQ(twice[t], 2 * d[t]);
     for (float& x : d) x /= scale;
-    Report(std::string("regularizer d_logit, ") + variant,
-           RelativeError(d, NumericGradient(ref, logit)));
+    Report(std::string("regularizer d_logit, ") + variant, RelativeError(d, NumericGradient(ref, logit)));
   }
 }
 

@@ -19,9 +19,7 @@ const char kRouterHeader[] = ",router_loss,full_ratio,val_full_ratio,val_full_ra
 // Appended last when the run is data-parallel.
 const char kCommHeader[] = ",comm_s";
 
-std::string Path(const std::string& dir, const char* name) {
-  return (std::filesystem::path(dir) / name).string();
-}
+std::string Path(const std::string& dir, const char* name) { return (std::filesystem::path(dir) / name).string(); }
 
 std::vector<std::string> Split(const std::string& s, char sep) {
   std::vector<std::string> parts;
@@ -78,11 +76,11 @@ void RunLog::Write() const {
   nlohmann::json j = nlohmann::json::array();
   char buf[256];
   for (const LogRow& r : rows_) {
-    std::snprintf(buf, sizeof buf, "%lld,%lld,%.9g,%.9g,%.6g,%.6g,%.1f,%.2f", (long long)r.step,
-                  (long long)r.tokens, r.loss, r.val_loss, r.lr, r.grad_norm, r.tokens_per_s,
-                  r.elapsed_s);
+    std::snprintf(buf, sizeof buf, "%lld,%lld,%.9g,%.9g,%.6g,%.6g,%.1f,%.2f", (long long)r.step, (long long)r.tokens,
+                  r.loss, r.val_loss, r.lr, r.grad_norm, r.tokens_per_s, r.elapsed_s);
     csv << buf;
-    nlohmann::json row = {{"step", r.step}, {"tokens", r.tokens}, {"loss", r.loss}, {"lr", r.lr},
+    nlohmann::json row = {{"step", r.step},           {"tokens", r.tokens},
+                          {"loss", r.loss},           {"lr", r.lr},
                           {"grad_norm", r.grad_norm}, {"tokens_per_s", r.tokens_per_s},
                           {"elapsed_s", r.elapsed_s}};
     if (r.val_loss >= 0) row["val_loss"] = r.val_loss;
@@ -133,16 +131,14 @@ std::string LossCurveSvg(const std::vector<LogRow>& rows, const std::string& tit
     << "' font-family='sans-serif' font-size='12'>\n"
     << "<rect width='100%' height='100%' fill='white'/>\n"
     << "<text x='" << left << "' y='20' font-size='14'>" << title << "</text>\n"
-    << "<line x1='" << left << "' y1='" << H - bottom << "' x2='" << W - right << "' y2='"
-    << H - bottom << "' stroke='black'/>\n"
-    << "<line x1='" << left << "' y1='" << top << "' x2='" << left << "' y2='" << H - bottom
-    << "' stroke='black'/>\n";
+    << "<line x1='" << left << "' y1='" << H - bottom << "' x2='" << W - right << "' y2='" << H - bottom
+    << "' stroke='black'/>\n"
+    << "<line x1='" << left << "' y1='" << top << "' x2='" << left << "' y2='" << H - bottom << "' stroke='black'/>\n";
   for (int i = 0; i <= 4; ++i) {
     const double v = lo + (hi - lo) * i / 4;
     s << "<text x='5' y='" << Y(v) + 4 << "'>" << v << "</text>\n";
     const double step = max_step * i / 4;
-    s << "<text x='" << X(step) - 10 << "' y='" << H - bottom + 18 << "'>" << int64_t(step)
-      << "</text>\n";
+    s << "<text x='" << X(step) - 10 << "' y='" << H - bottom + 18 << "'>" << int64_t(step) << "</text>\n";
   }
   s << "<text x='" << W / 2 << "' y='" << H - 10 << "'>step</text>\n";
   s << "<polyline fill='none' stroke='steelblue' stroke-width='1.5' points='";
@@ -151,11 +147,9 @@ std::string LossCurveSvg(const std::vector<LogRow>& rows, const std::string& tit
   s << "'/>\n";
   for (const LogRow& r : rows)
     if (r.val_loss >= 0)
-      s << "<circle cx='" << X(double(r.step)) << "' cy='" << Y(r.val_loss)
-        << "' r='3' fill='darkorange'/>\n";
-  s << "<text x='" << W - 200 << "' y='" << top + 10
-    << "' fill='steelblue'>training loss</text>\n<text x='" << W - 200 << "' y='" << top + 26
-    << "' fill='darkorange'>held-out loss</text>\n</svg>\n";
+      s << "<circle cx='" << X(double(r.step)) << "' cy='" << Y(r.val_loss) << "' r='3' fill='darkorange'/>\n";
+  s << "<text x='" << W - 200 << "' y='" << top + 10 << "' fill='steelblue'>training loss</text>\n<text x='" << W - 200
+    << "' y='" << top + 26 << "' fill='darkorange'>held-out loss</text>\n</svg>\n";
   return s.str();
 }
 

@@ -10,18 +10,18 @@
 namespace swan {
 
 struct LogRow {
-  int64_t step = 0;        // optimizer steps done
-  int64_t tokens = 0;      // training tokens seen
-  double loss = 0;         // mean training loss of the step
-  double val_loss = -1;    // held-out loss, -1 when not evaluated at this step
+  int64_t step = 0;      // optimizer steps done
+  int64_t tokens = 0;    // training tokens seen
+  double loss = 0;       // mean training loss of the step
+  double val_loss = -1;  // held-out loss, -1 when not evaluated at this step
   double lr = 0;
   double grad_norm = 0;
   double tokens_per_s = 0;
   double elapsed_s = 0;
   // Switch Attention runs only (RunLog's `routed`):
-  double router_loss = 0;     // router regularizer per counted token
-  double full_ratio = 0;      // fraction of (token, routed layer) pairs on full attention
-  double val_full_ratio = -1; // the same on the held-out sequences; -1 when not evaluated
+  double router_loss = 0;                       // router regularizer per counted token
+  double full_ratio = 0;                        // fraction of (token, routed layer) pairs on full attention
+  double val_full_ratio = -1;                   // the same on the held-out sequences; -1 when not evaluated
   std::vector<double> val_full_ratio_by_layer;  // [L] fraction of each layer's held-out
                                                 // tokens on full attention; empty when not evaluated
   // Data-parallel runs only (RunLog's `data_parallel`): the step's seconds

@@ -14,7 +14,9 @@ class Rng {
   uint64_t Next() { return HashIndex(seed_, 100 + index_, counter_++); }
   int64_t Uniform(int64_t lo, int64_t hi) { return lo + int64_t(Next() % uint64_t(hi - lo + 1)); }
   template <typename T, size_t N>
-  const T& Pick(const T (&items)[N]) { return items[Next() % N]; }
+  const T& Pick(const T (&items)[N]) {
+    return items[Next() % N];
+  }
 
  private:
   uint64_t seed_, index_, counter_ = 0;
@@ -28,9 +30,9 @@ const char* const kFiller[] = {
     "Every morning the baker opens the shop and sets out the bread on wooden trays.\n",
 };
 
-const char* const kWords[] = {"alpha", "bravo", "cedar", "delta", "ember", "fjord", "grove",
-                              "harbor", "indigo", "juniper", "kestrel", "lumen", "maple",
-                              "nectar", "onyx", "pepper", "quartz", "raven", "sierra", "tundra"};
+const char* const kWords[] = {"alpha",  "bravo",  "cedar",   "delta",   "ember",  "fjord", "grove",
+                              "harbor", "indigo", "juniper", "kestrel", "lumen",  "maple", "nectar",
+                              "onyx",   "pepper", "quartz",  "raven",   "sierra", "tundra"};
 
 std::string RandomName(Rng& rng) {
   std::string s = std::string(rng.Pick(kWords)) + "_" + rng.Pick(kWords);
@@ -81,8 +83,7 @@ SyntheticDoc Code(int64_t chars, Rng& rng) {
   const std::string value = std::to_string(rng.Uniform(100, 9999));
   const std::string helper = "compute_" + RandomName(rng);
   std::string text = "import math\n\n" + constant + " = " + value + "\n\n\n";
-  text += "def " + helper + "(value, scale=2):\n    return math.floor(value * scale) % " + constant +
-          "\n\n\n";
+  text += "def " + helper + "(value, scale=2):\n    return math.floor(value * scale) % " + constant + "\n\n\n";
   // Unrelated functions in between.
   while (int64_t(text.size()) < chars - 200) {
     const std::string name = RandomName(rng);
@@ -93,8 +94,8 @@ SyntheticDoc Code(int64_t chars, Rng& rng) {
     text += "            total += item * " + std::to_string(b) + "\n";
     text += "    return total\n\n\n";
   }
-  text += "def main():\n    result = " + helper + "(" + std::to_string(rng.Uniform(1, 99)) +
-          ")\n    assert result < " + constant + "\n    assert " + constant + " == " + value + "\n";
+  text += "def main():\n    result = " + helper + "(" + std::to_string(rng.Uniform(1, 99)) + ")\n    assert result < " +
+          constant + "\n    assert " + constant + " == " + value + "\n";
   return {SyntheticKind::kCode, text, helper};
 }
 
@@ -126,10 +127,14 @@ std::vector<SyntheticKind> ParseSyntheticKinds(const std::string& list) {
   while (start <= list.size()) {
     const size_t end = std::min(list.find(',', start), list.size());
     const std::string word = list.substr(start, end - start);
-    if (word == "passkey") kinds.push_back(SyntheticKind::kPasskey);
-    else if (word == "kv") kinds.push_back(SyntheticKind::kKeyValue);
-    else if (word == "code") kinds.push_back(SyntheticKind::kCode);
-    else throw std::invalid_argument("unknown synthetic kind '" + word + "' (passkey, kv, code)");
+    if (word == "passkey")
+      kinds.push_back(SyntheticKind::kPasskey);
+    else if (word == "kv")
+      kinds.push_back(SyntheticKind::kKeyValue);
+    else if (word == "code")
+      kinds.push_back(SyntheticKind::kCode);
+    else
+      throw std::invalid_argument("unknown synthetic kind '" + word + "' (passkey, kv, code)");
     start = end + 1;
   }
   return kinds;

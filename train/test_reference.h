@@ -52,7 +52,7 @@ inline std::vector<double> AttentionRef(const std::vector<double>& q, const std:
 // heads on 2 KV heads of 8, and the weights r of a loss Σ r · out.
 struct AttentionInputs {
   SequenceAttention a;
-  std::vector<int32_t> pos;       // [T]
+  std::vector<int32_t> pos;        // [T]
   std::vector<double> q, k, v, r;  // [N, H*D], [N, KV*D] x2, [N, H*D]
 
   AttentionInputs(std::mt19937_64& rng, Span span, int64_t batch, int64_t seq) {

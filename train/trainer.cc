@@ -46,8 +46,10 @@ double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 std::string Duration(double s) {
   char buf[32];
   const long long total = (long long)(s + 0.5);
-  if (total >= 3600) std::snprintf(buf, sizeof buf, "%lldh%02lldm", total / 3600, total / 60 % 60);
-  else std::snprintf(buf, sizeof buf, "%lldm%02llds", total / 60, total % 60);
+  if (total >= 3600)
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", total / 3600, total / 60 % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", total / 60, total % 60);
   return buf;
 }
 
@@ -69,8 +71,7 @@ int64_t GlobalBatch(const TrainOptions& o) { return int64_t(DataParallel::Get().
 // The settings a resumed run must share with the run that wrote the
 // checkpoint. The batch is the global one, so that a run may resume on
 // another number of ranks that keeps it.
-std::string Fingerprint(const TrainModel& model, const TrainOptions& o, uint64_t train_tokens,
-                        int64_t schedule_steps) {
+std::string Fingerprint(const TrainModel& model, const TrainOptions& o, uint64_t train_tokens, int64_t schedule_steps) {
   const ModelConfig& s = model.config();
   nlohmann::json j;
   j["shape"] = {s.vocab_size, s.hidden_size, s.intermediate_size, s.n_layers, s.n_heads, s.n_kv_heads, s.head_dim};
@@ -147,8 +148,8 @@ void CheckGradients(TrainModel& model, int64_t step) {
   for (const ParamTensor& t : model.tensors())
     for (int64_t i = t.offset; i < t.offset + t.numel; ++i)
       if (!std::isfinite(g[size_t(i)]))
-        throw std::runtime_error("non-finite gradient at step " + std::to_string(step) + " in " +
-                                 t.name + "; lower --lr or raise --clip");
+        throw std::runtime_error("non-finite gradient at step " + std::to_string(step) + " in " + t.name +
+                                 "; lower --lr or raise --clip");
 }
 
 }  // namespace
@@ -165,7 +166,8 @@ TrainResult Train(const TrainOptions& o) {
   fs::create_directories(o.run_dir);
   const std::string ckpt_path = (fs::path(o.run_dir) / "checkpoint.bin").string();
   if (!o.resume && fs::exists(ckpt_path))
-    throw std::runtime_error(o.run_dir + " already holds a checkpoint: pass --resume to continue it, "
+    throw std::runtime_error(o.run_dir +
+                             " already holds a checkpoint: pass --resume to continue it, "
                              "or choose another --out directory");
 
   DataOptions d;
@@ -287,11 +289,10 @@ TrainResult Train(const TrainOptions& o) {
     int32_t new_maps = 0;
     const int32_t new_routers = LoadHfWeights(model, o.init_from, &new_maps);
     if (new_routers > 0 && !quiet)
-      std::fprintf(stderr, "%d new routers (weight 0, bias +2): every token starts on full attention\n",
-                   new_routers);
+      std::fprintf(stderr, "%d new routers (weight 0, bias +2): every token starts on full attention\n", new_routers);
     if (new_maps > 0 && !quiet)
-      std::fprintf(stderr, "%d new linear layers: Hedgehog feature maps (F = %d) from the identity start\n",
-                   new_maps, LinearPhiDim(config) / 2);
+      std::fprintf(stderr, "%d new linear layers: Hedgehog feature maps (F = %d) from the identity start\n", new_maps,
+                   LinearPhiDim(config) / 2);
   } else {
     model.InitRandom(o.seed);
   }
@@ -339,10 +340,9 @@ TrainResult Train(const TrainOptions& o) {
   // Recall by distance on labelled held-out data.
   // Under attention transfer the logits are the softmax model's: nothing to score.
   const bool recall = loader.has_val_labels() && !o.attention_transfer;
-  const std::vector<int64_t> recall_edges =
-      !o.eval_bins.empty() ? o.eval_bins : DefaultRecallBins(plan, o.context);
-  RecallLog recall_log(o.run_dir, recall ? recall_edges : std::vector<int64_t>{1, 2},
-                       o.resume ? start_step : 0, o.recall_chance);
+  const std::vector<int64_t> recall_edges = !o.eval_bins.empty() ? o.eval_bins : DefaultRecallBins(plan, o.context);
+  RecallLog recall_log(o.run_dir, recall ? recall_edges : std::vector<int64_t>{1, 2}, o.resume ? start_step : 0,
+                       o.recall_chance);
 
   // Held-out loss into row.val_loss, recall accuracy into the tally, and for
   // routed plans the held-out routing. At the full context.
@@ -356,8 +356,8 @@ TrainResult Train(const TrainOptions& o) {
     const BatchBuffers buf = micro(0);
     for (int64_t first = 0; first < n; first += B, ++batches) {
       loader.ValBatch(first, B, buf);
-      const double loss = model.Forward(buf.tokens, buf.targets, B, T_max,
-                                        loader.has_val_labels() ? buf.weights : nullptr);
+      const double loss =
+          model.Forward(buf.tokens, buf.targets, B, T_max, loader.has_val_labels() ? buf.weights : nullptr);
       total += loss * model.counted_weight();
       total_weight += model.counted_weight();
       if (recall) tally.Add(model.logits().data(), buf.targets, buf.distances, B, T_max, config.vocab_size);
@@ -373,7 +373,8 @@ TrainResult Train(const TrainOptions& o) {
       // Static layers: all (full) or none (window) of their tokens.
       const LayerKind kind = plan.layers[size_t(l)].kind;
       const double ratio = kind == LayerKind::kRouted ? double(full[size_t(l)]) / tokens_per_layer
-                                                      : kind == LayerKind::kFull ? 1.0 : 0.0;
+                           : kind == LayerKind::kFull ? 1.0
+                                                      : 0.0;
       row.val_full_ratio_by_layer.push_back(ratio);
       if (kind == LayerKind::kRouted) routed_full += full[size_t(l)];
     }
@@ -420,13 +421,12 @@ TrainResult Train(const TrainOptions& o) {
       if (!std::isfinite(l)) {
         log.Write();
         const std::string where = model.FirstNonFinite();
-        throw std::runtime_error(
-            "loss is " + std::to_string(l) + " at step " + std::to_string(step + 1) +
-            " (first non-finite value: " + (where.empty() ? "the loss" : where) + "); " +
-            (last_saved > 0 ? "the last good checkpoint (step " + std::to_string(last_saved) +
-                                  ") is kept in " + ckpt_path
-                            : std::string("no checkpoint was written yet")) +
-            "; lower --lr, or resume with --resume");
+        throw std::runtime_error("loss is " + std::to_string(l) + " at step " + std::to_string(step + 1) +
+                                 " (first non-finite value: " + (where.empty() ? "the loss" : where) + "); " +
+                                 (last_saved > 0 ? "the last good checkpoint (step " + std::to_string(last_saved) +
+                                                       ") is kept in " + ckpt_path
+                                                 : std::string("no checkpoint was written yet")) +
+                                 "; lower --lr, or resume with --resume");
       }
       loss += l * model.counted_weight() / step_weight;
       router_loss += model.router_loss() / double(o.accum);
@@ -497,8 +497,7 @@ TrainResult Train(const TrainOptions& o) {
         recall_text = " | recall";
         for (size_t b = 0; b < tally.bins(); ++b) {
           result.last_recall.push_back(tally.Accuracy(b));
-          recall_text += (b ? "/" : " ") + (tally.items(b) ? std::to_string(int(std::lround(
-                                                                 100 * tally.Accuracy(b))))
+          recall_text += (b ? "/" : " ") + (tally.items(b) ? std::to_string(int(std::lround(100 * tally.Accuracy(b))))
                                                            : std::string("-"));
         }
         recall_text += "%";
@@ -516,14 +515,14 @@ TrainResult Train(const TrainOptions& o) {
       char val[32] = "", route[64] = "", lrs[48], comm[32] = "";
       if (R > 1) std::snprintf(comm, sizeof comm, " | comm %.1f ms", 1e3 * row.comm_s);
       if (row.val_loss >= 0) std::snprintf(val, sizeof val, " | val %.4f", row.val_loss);
-      if (routed)
-        std::snprintf(route, sizeof route, " | router %.3g, full %.1f%%", router_loss, 100 * full_ratio);
-      if (own_router_lr) std::snprintf(lrs, sizeof lrs, "%.2e (routers %.2e)", lr, router_lr);
-      else std::snprintf(lrs, sizeof lrs, "%.2e", lr);
+      if (routed) std::snprintf(route, sizeof route, " | router %.3g, full %.1f%%", router_loss, 100 * full_ratio);
+      if (own_router_lr)
+        std::snprintf(lrs, sizeof lrs, "%.2e (routers %.2e)", lr, router_lr);
+      else
+        std::snprintf(lrs, sizeof lrs, "%.2e", lr);
       std::fprintf(stderr, "%sstep %lld/%lld | loss %.4f%s%s%s | lr %s | grad %.3g | %.0f tok/s%s | ETA %s   %s",
-                   tty ? "\r" : "", (long long)done, (long long)o.steps, loss, val,
-                   recall_text.c_str(), route, lrs, grad_norm, row.tokens_per_s, comm, Duration(eta).c_str(),
-                   tty ? "" : "\n");
+                   tty ? "\r" : "", (long long)done, (long long)o.steps, loss, val, recall_text.c_str(), route, lrs,
+                   grad_norm, row.tokens_per_s, comm, Duration(eta).c_str(), tty ? "" : "\n");
       if (!row.val_full_ratio_by_layer.empty()) {
         std::string by_layer;
         char buf[16];
@@ -569,12 +568,10 @@ TrainResult Train(const TrainOptions& o) {
   ExportHfDirectory(result.export_dir, model, export_options);
   // A model trained on recall data keeps its task, so that `swan compare`
   // can test it on the same task.
-  const fs::path recall_task = !o.recall_task.empty()
-                                   ? fs::path(o.recall_task)
-                                   : fs::path(o.train_data).parent_path() / "recall.json";
+  const fs::path recall_task =
+      !o.recall_task.empty() ? fs::path(o.recall_task) : fs::path(o.train_data).parent_path() / "recall.json";
   if (fs::exists(recall_task))
-    fs::copy_file(recall_task, fs::path(result.export_dir) / "recall.json",
-                  fs::copy_options::overwrite_existing);
+    fs::copy_file(recall_task, fs::path(result.export_dir) / "recall.json", fs::copy_options::overwrite_existing);
   return result;
 }
 

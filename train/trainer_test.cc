@@ -121,8 +121,7 @@ TEST(Trainer, Bf16MatmulsLearnLikeFloat32AndResumeExactly) {
   const std::vector<double> bf16 = Losses(b.run_dir);
   ASSERT_EQ(bf16.size(), 20u);
   ASSERT_EQ(f32.size(), 20u);
-  std::printf("  loss after 20 steps: f32 %.4f, bf16 %.4f (step 1: %.4f)\n", f32.back(),
-              bf16.back(), bf16.front());
+  std::printf("  loss after 20 steps: f32 %.4f, bf16 %.4f (step 1: %.4f)\n", f32.back(), bf16.back(), bf16.front());
   EXPECT_LT(bf16.back(), 0.8 * bf16.front());
   EXPECT_NEAR(bf16.back(), f32.back(), 0.03 * f32.back());
   EXPECT_NE(bf16.back(), f32.back());  // the products did run in bf16
@@ -435,8 +434,7 @@ TEST(Trainer, LinearExportLoadsWithTheSameLogits) {
     EXPECT_EQ(PlanLayerKvBytesAt(again.layers[0], loaded->kv_shape(), kv, 1 << 20), empty_bytes);
     EXPECT_EQ(PlanLayerKvBytesAt(again.layers[1], loaded->kv_shape(), kv, T), session->cache.layer(1).Bytes());
     double worst = 0;
-    for (size_t i = 0; i < logits.size(); ++i)
-      worst = std::max(worst, double(std::abs(logits[i] - model.logits()[i])));
+    for (size_t i = 0; i < logits.size(); ++i) worst = std::max(worst, double(std::abs(logits[i] - model.logits()[i])));
     EXPECT_LT(worst, 1e-4) << "pieces of " << piece;
   }
   // Out of order positions cannot join a state.
@@ -583,10 +581,10 @@ TEST(Schedule, WarmupThenCosine) {
 TEST(HfIo, CanonicalSpecResolvesToThePlan) {
   ModelAttentionDefaults d;
   d.n_layers = 6;
-  for (const char* spec : {"hybrid:3:1,window:64,sinks:4,nope:full", "full", "swa:32,nope:all",
-                           "hybrid:1:1,window:16,layer0:full", "routed:16,sinks:2",
-                           "hybrid:1:1,window:16,layer3:routed:8,sinks:1,nope:full",
-                           "routed:8,layer2:swa,nope:window"}) {
+  for (const char* spec :
+       {"hybrid:3:1,window:64,sinks:4,nope:full", "full", "swa:32,nope:all", "hybrid:1:1,window:16,layer0:full",
+        "routed:16,sinks:2", "hybrid:1:1,window:16,layer3:routed:8,sinks:1,nope:full",
+        "routed:8,layer2:swa,nope:window"}) {
     const AttentionPlan plan = ResolvePlan(spec, d);
     const AttentionPlan again = ResolvePlan(CanonicalPlanSpec(plan), d);
     for (size_t i = 0; i < plan.layers.size(); ++i) {

@@ -9,8 +9,7 @@ namespace swan {
 namespace {
 
 TEST(BF16, RoundTripsExactValuesAndRoundsToNearest) {
-  for (float f : {0.0f, 1.0f, -2.5f, 65536.0f, 1.0f / 128})
-    EXPECT_EQ(BF16ToF32(F32ToBF16(f)), f);
+  for (float f : {0.0f, 1.0f, -2.5f, 65536.0f, 1.0f / 128}) EXPECT_EQ(BF16ToF32(F32ToBF16(f)), f);
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-100.0f, 100.0f);
   for (int i = 0; i < 10000; ++i) {

@@ -36,9 +36,9 @@ inline uint16_t F32ToF16(float f) {
   std::memcpy(&bits, &f, sizeof(bits));
   const uint16_t sign = uint16_t((bits >> 16) & 0x8000u);
   const uint32_t abs = bits & 0x7fffffffu;
-  if (abs > 0x7f800000u) return uint16_t(sign | 0x7e00u);    // NaN
-  if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00u);   // rounds past 65504: infinity
-  if (abs < 0x38800000u) {                                   // below 2^-14: subnormal or zero
+  if (abs > 0x7f800000u) return uint16_t(sign | 0x7e00u);   // NaN
+  if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds past 65504: infinity
+  if (abs < 0x38800000u) {                                  // below 2^-14: subnormal or zero
     // The value in units of 2^-24, rounded to nearest even.
     const float scaled = std::ldexp(std::fabs(f), 24);
     return uint16_t(sign | uint16_t(std::nearbyint(scaled)));

@@ -78,8 +78,8 @@ void ForEachOwnedFirst(const int64_t* bounds /*[threads + 1]*/, int threads, Reg
     }
   };
   if (on == RegionThreads::kSpinTeam && RunOnSpinTeam(threads, run_from)) return;
-  // When fewer threads start than asked (a nested region), the ranges of
-  // those that did not are taken as left over.
+    // When fewer threads start than asked (a nested region), the ranges of
+    // those that did not are taken as left over.
 #pragma omp parallel num_threads(threads)
   run_from(omp_get_thread_num());
 }

@@ -42,8 +42,7 @@ bool AvxBF16DotsHere() {
 
 namespace {
 
-constexpr int64_t kCappable[] = {HWY_AVX3_DL, HWY_AVX3,   HWY_AVX2,  HWY_SSE4,
-                                 HWY_SSSE3,   HWY_EMU128, HWY_SCALAR};
+constexpr int64_t kCappable[] = {HWY_AVX3_DL, HWY_AVX3, HWY_AVX2, HWY_SSE4, HWY_SSSE3, HWY_EMU128, HWY_SCALAR};
 
 std::string Names(int64_t targets) {
   std::string out;
@@ -66,10 +65,8 @@ void ApplySimdTargetCap() {
       return;
     }
   std::string names;
-  for (int64_t target : kCappable)
-    names += std::string(names.empty() ? "" : ", ") + hwy::TargetName(target);
-  throw std::invalid_argument(std::string("SWAN_SIMD_TARGET: unknown target '") + cap + "' (" +
-                              names + ")");
+  for (int64_t target : kCappable) names += std::string(names.empty() ? "" : ", ") + hwy::TargetName(target);
+  throw std::invalid_argument(std::string("SWAN_SIMD_TARGET: unknown target '") + cap + "' (" + names + ")");
 }
 
 std::string DispatchedSimdTarget() {

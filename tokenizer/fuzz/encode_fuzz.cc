@@ -35,8 +35,7 @@ nlohmann::json ByteLevelJson() {
                {"behavior", "Isolated"}},
               {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}}},
           {"decoder", {{"type", "ByteLevel"}}},
-          {"model",
-           {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"\xC4\xA0 t", "h e", "\xC4\xA0t he"}}}}};
+          {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"\xC4\xA0 t", "h e", "\xC4\xA0t he"}}}}};
 }
 
 }  // namespace
