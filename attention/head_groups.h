@@ -1,4 +1,4 @@
-// Per-head spans (DESIGN.md §2, the `per-head` kind): each KV head of a
+// Per-head spans (docs/design.md §2, the `per-head` kind): each KV head of a
 // layer has its own span. Retrieval heads keep every key (span full);
 // streaming heads keep a window and its sinks (DuoAttention, arXiv
 // 2410.10819). GQA query heads follow their KV head.

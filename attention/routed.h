@@ -1,4 +1,4 @@
-// Token-level routed attention (Switch Attention, DESIGN.md §4), inference
+// Token-level routed attention (Switch Attention, docs/design.md §4), inference
 // side: each query is routed either to full causal attention or to the
 // window span, over one shared KV view. The queries are split into two index
 // lists and each list runs through the kernel with its own span, so the cost

@@ -1,4 +1,4 @@
-// Which keys a query sees: the one window convention of swan (DESIGN.md §1).
+// Which keys a query sees: the one window convention of swan (docs/design.md §1).
 //
 //   query at position q sees key at position k  iff
 //       k <= q  and  ( window == 0  or  q - k < window  or  k < sinks )

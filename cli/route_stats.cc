@@ -1,5 +1,5 @@
 // `swan route-stats`: where a Switch Attention model (routed layers,
-// DESIGN.md §4) spends full attention: per-layer full ratios over a text, or
+// docs/design.md §4) spends full attention: per-layer full ratios over a text, or
 // on passkey items with the key inside or outside the window; as a table,
 // JSON and an SVG heatmap (eval/route_stats.h).
 #include "eval/recall_routes.h"

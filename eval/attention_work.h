@@ -13,7 +13,7 @@
 namespace swan {
 
 // Keys a query at position q (0-based) sees under `span`: the window (the
-// query included) plus the sinks that lie before it (DESIGN.md §1).
+// query included) plus the sinks that lie before it (docs/design.md §1).
 int64_t KeysVisible(const Span& span, int64_t q);
 
 struct AttentionWork {

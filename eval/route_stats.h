@@ -1,5 +1,5 @@
 // Routing statistics of Switch Attention (`swan route-stats`): which tokens
-// each routed layer sends to full attention (DESIGN.md §4), over a text, or
+// each routed layer sends to full attention (docs/design.md §4), over a text, or
 // over passkey items where the answer needs a key that lies inside or
 // outside the window; as a table, JSON and an SVG heatmap (layers × tokens).
 #pragma once

@@ -1,4 +1,4 @@
-// KV caches built from an attention plan, one policy per layer (DESIGN.md §3).
+// KV caches built from an attention plan, one policy per layer (docs/design.md §3).
 //
 // * Window layers (span W, S sinks) keep S pinned sink slots plus a ring of
 //   W - 1 + max_chunk slots: enough for the oldest query of a chunk to see
@@ -108,7 +108,7 @@ class KvStore {
 };
 
 // One layer's cache: one store for every KV head, or for a per-head layer
-// (DESIGN.md §2) two: its full heads in pages and its window heads in a
+// (docs/design.md §2) two: its full heads in pages and its window heads in a
 // ring, so that its memory is (full heads / KV heads) of a full layer's plus
 // the ring.
 class LayerKvCache {

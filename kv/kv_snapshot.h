@@ -1,4 +1,4 @@
-// Saving and restoring KV cache state (DESIGN.md §3: "cache state can be
+// Saving and restoring KV cache state (docs/design.md §3: "cache state can be
 // checkpointed and restored"), so a server can reuse a prompt prefix
 // without reprocessing it, window layers included.
 //

@@ -45,7 +45,7 @@ struct AttentionWeights {
   std::vector<float> window_factor;  // [n_heads]
 };
 
-// A routed layer's router (Switch Attention, DESIGN.md §4): a token goes to
+// A routed layer's router (Switch Attention, docs/design.md §4): a token goes to
 // full attention iff weight · xn + bias > 0 (sigmoid > 0.5), xn being the
 // layer's normed attention input (what Q, K and V see); one route per token,
 // shared by all heads. Stored as model.layers.{l}.self_attn.router.weight

@@ -1,4 +1,4 @@
-// StreamingLLM's position mode ("cache", DESIGN.md §2) for a window layer
+// StreamingLLM's position mode ("cache", docs/design.md §2) for a window layer
 // with sinks: positions are counted in the cache rather than in the text,
 // so the sinks sit directly before the window however long the stream is,
 // and a model can run far past its trained length.

@@ -28,7 +28,7 @@ struct Batch {
   bool all_logits = true;
 };
 
-// How the routed layers of a plan (Switch Attention, DESIGN.md §4) pick
+// How the routed layers of a plan (Switch Attention, docs/design.md §4) pick
 // each token's branch, and who sees the routes.
 struct RouteOptions {
   // In [0, 1]: routed layers ignore their routers and send each token to

@@ -1,4 +1,4 @@
-// The attention plan: what attention every layer does (DESIGN.md §2).
+// The attention plan: what attention every layer does (docs/design.md §2).
 //
 // A plan is data, resolved from a short text spec and the model's config:
 //
@@ -8,7 +8,7 @@
 //   hybrid:A:B        A window layers then B full layers, repeating
 //                     (hybrid:3:1 Mellum 2, hybrid:1:1 Gemma 2 / gpt-oss,
 //                     hybrid:5:1 Gemma 3)
-//   routed:W          every layer routed (Switch Attention, DESIGN.md §4): a
+//   routed:W          every layer routed (Switch Attention, docs/design.md §4): a
 //                     learned router sends each token to full attention or
 //                     to a window of W keys; the cache keeps every key
 //   linear            every layer causal linear attention with a learned
@@ -61,7 +61,7 @@ namespace swan {
 // only the older ones through the state.
 enum class LayerKind { kFull, kWindow, kRouted, kPerHead, kLinear };
 const char* LayerKindName(LayerKind kind);  // full, window, routed, per-head or linear
-// Position mode (DESIGN.md §2): `absolute` token positions, or `cache`
+// Position mode (docs/design.md §2): `absolute` token positions, or `cache`
 // (StreamingLLM): positions counted in the cache, so a window layer's sinks
 // sit right before its window at any length (model/cache_positions.h).
 enum class PositionMode { kAbsolute, kCache };

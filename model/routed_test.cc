@@ -1,4 +1,4 @@
-// Switch Attention inference (routed layers, DESIGN.md §4) on a tiny random
+// Switch Attention inference (routed layers, docs/design.md §4) on a tiny random
 // Llama with random routers, against a float64 forward written out here:
 // each token's route from its router (w · xn + b > 0), then full causal or
 // windowed attention by an explicit mask.

@@ -1,4 +1,4 @@
-// Switch Attention's router (DESIGN.md §4), one op for inference and
+// Switch Attention's router (docs/design.md §4), one op for inference and
 // training: a logit per token, logit = xn · w + b on the normed attention
 // input, summed in double so that float rounding order does not flip a
 // near-zero route; the token takes full attention iff logit > 0.

@@ -1,4 +1,4 @@
-// The ranks of a data-parallel `swan train` (DESIGN.md §3: MPI, as llm.c).
+// The ranks of a data-parallel `swan train` (docs/design.md §3: MPI, as llm.c).
 //
 // Under `mpirun -np N` (Open MPI, MPICH or Slurm's PMI in the environment)
 // the first Get() initializes MPI and every rank holds the whole model; a

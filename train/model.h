@@ -108,7 +108,7 @@ class TrainModel {
   // frozen. Throws std::invalid_argument without linear layers.
   void set_attention_transfer(bool on);
   bool attention_transfer() const { return transfer_; }
-  // The router's regularizer weights (defaults: DESIGN.md §4).
+  // The router's regularizer weights (defaults: docs/design.md §4).
   void set_router_regularizer(const RouterRegularizer& r) { router_reg_ = r; }
   void ZeroGrads();
 

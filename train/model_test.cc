@@ -252,7 +252,7 @@ double ReferenceLoss(const TrainModel& m, const Vec& params, const std::vector<i
 }
 
 // γ_t = γ_base / (ε + NLL_t + α ‖o_full_t − o_window_t‖²) from a trace,
-// written out (DESIGN.md §4); 0 for tokens without a target.
+// written out (docs/design.md §4); 0 for tokens without a target.
 RoutedFrozen Freeze(const RoutedTrace& trace, const std::vector<int32_t>& targets, const RouterRegularizer& r) {
   RoutedFrozen f;
   f.logit0 = trace.logit;

@@ -1,4 +1,4 @@
-// Switch Attention training (DESIGN.md §4): the router, the routed
+// Switch Attention training (docs/design.md §4): the router, the routed
 // attention layer and the router's adaptive regularizer, each forward above
 // its backward, with the gradient rule of train/layers.h.
 //

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Lab arm 6, Switch Attention: continual pretraining of arm 1 (models of
 # recipes/lab/full.sh) with a router on both layers, `routed:64,sinks:4`,
-# under the adaptive regularizer (DESIGN.md §4). New routers start with
+# under the adaptive regularizer (docs/design.md §4). New routers start with
 # every token on full attention (bias +2) and learn at --router-lr 1e-2.
 # Then where they send each class of token (`swan route-stats --recall`).
 # Output: models/lab/routed.   recipes/lab/routed.sh
