@@ -8,7 +8,7 @@
 # layer 1 full attention. The window layer gives every value the key
 # before it, which layer 1 then matches: with full attention on both
 # layers this model stays on the "pick one of the values" plateau (see
-# docs/training.md, "Recall in token ids").
+# docs/training.md, "Recall tasks in token ids").
 #
 # Curriculum: context 64 (4 pairs) to step 600, 128 to 1000, 256 to 1400,
 # then 512. Held-out recall by key->query distance is logged at context
