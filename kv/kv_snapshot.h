@@ -9,7 +9,7 @@
 //   * full layers: every position in [0, n_pos).
 // Restoring clears the layer and writes the rows back by position, so the
 // cache behaves exactly as if it had just processed tokens [0, n_pos).
-// Rows keep their storage type (f32 or bf16) bit for bit.
+// Rows keep their storage type (f32, bf16 or q8_0) bit for bit.
 #pragma once
 
 #include <cstddef>

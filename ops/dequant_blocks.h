@@ -1,9 +1,9 @@
-// ggml's block formats that swan reads from GGUF files but does not compute
-// in: the K-quants that the Q4_K_M and Q5_K_M files most llama.cpp users
-// run are made of, and the older 32-value formats llama.cpp falls back to
-// for rows that are not a multiple of 256. A model loads the K-quants as
-// they are (WeightType::kQ4_K, kQ5_K, kQ6_K) and the others as Q8_0
-// (model/gguf_weights.h) from values dequantized as ggml does: each value
+// ggml's block formats beyond Q8_0/Q4_0/Q4_1: the K-quants that the Q4_K_M
+// and Q5_K_M files most llama.cpp users run are made of, Q3_K, and the older
+// 32-value formats llama.cpp falls back to for rows that are not a multiple
+// of 256. A model holds Q4_K, Q5_K, Q6_K, Q5_0 and Q5_1 as they are, and
+// Q3_K as Q6_K of the same values (model/gguf_weights.h); the reference
+// and the tests dequantize them as ggml does: each value
 // below is computed in float32 in the order written.
 //   Q5_0, 22 bytes per 32: f16 d, qh[4] (u32), qs[16]: value j (j < 16) is
 //         the low nibble of qs[j], value j + 16 its high nibble, with bit j

@@ -16,7 +16,7 @@ namespace swan {
 
 // y = x · wᵀ (or y += with accumulate).  y [m, n], x [m, k], 1 <= m.
 // Efficient for m <= 8; larger m work but belong to a GEMM. f16 and bf16
-// are promoted in registers; Q8_0 and Q4_0 go to BlockProduct
+// are promoted in registers; the block types go to BlockProduct
 // (ops/block_product.h), which multiplies in integers.
 // Throws std::invalid_argument on bad sizes or null pointers.
 void Gemv(float* y, const float* x, const WeightView& w, int64_t m, bool accumulate = false);

@@ -5,9 +5,9 @@
 // m (prefill, training) goes to oneDNN's GEMM, in float32 or, for bf16
 // weights, in bf16 with float32 accumulation (swan's own bf16 product where
 // oneDNN has none); f16 weights are widened to float32 a block of rows at
-// a time for it. Q8_0 and Q4_0 weights, packed as they load
-// (ops/packed_blocks.h), go to BlockProduct for every m: integer products
-// against the input quantized per 32 values, as llama.cpp computes them.
+// a time for it. Block-quantized weights (Q8_0, Q4_*, Q5_*, Q6_K), packed as
+// they load (ops/packed_blocks.h), go to BlockProduct for every m: integer
+// products against the input quantized per block, as llama.cpp does.
 #pragma once
 
 #include <cstdint>
@@ -26,16 +26,16 @@ class LinearWeight {
  public:
   LinearWeight() = default;
   // Takes a float32 [out, in] matrix; stored as `type` (bf16 and f16
-  // round, Q8_0 and Q4_0 quantize; they need `in` a multiple of 32).
+  // round, block types quantize; `in` a multiple of their block, 32 or 256).
   LinearWeight(std::vector<float> w, int64_t out, int64_t in, WeightType type = WeightType::kF32);
   // Takes bf16 (or, with kF16, f16) bits [out, in] as they are.
   LinearWeight(std::vector<uint16_t> w, int64_t out, int64_t in, WeightType type = WeightType::kBF16);
-  // Takes rows of any type [out, WeightRowBytes(type, in)] (Q8_0 and Q4_0
+  // Takes rows of any type [out, WeightRowBytes(type, in)] (block types
   // then packed).
   static LinearWeight FromBytes(std::vector<uint8_t> blocks, int64_t out, int64_t in, WeightType type);
   // Uses `data` [out, WeightRowBytes(type, in)] in place (a mapped
-  // checkpoint's tensor), alive as long as `owner` is; no copy. Q8_0 and
-  // Q4_0 rows are packed into a copy of the same size (ops/packed_blocks.h)
+  // checkpoint's tensor), alive as long as `owner` is; no copy. Block-type
+  // rows are packed into a copy of about that size (ops/packed_blocks.h)
   // and `data` is not kept: the caller may let the mapping's pages go, as
   // the packing goes with done_with (PackBlockRows).
   static LinearWeight Borrow(std::shared_ptr<const void> owner, const void* data, WeightType type, int64_t out,

@@ -1,5 +1,5 @@
 // Every family trains as the inference model runs it: for Llama, Mistral,
-// Qwen2 and Gemma 3 on a tiny model under full, hybrid and routed plans,
+// Qwen2, Qwen3 and Gemma 3 on a tiny model under full, hybrid and routed plans,
 // the exported directory keeps the architecture and every tensor of the
 // family's table, loads back into the trainer with the same parameters,
 // and the inference decoder gives the training forward's logits, whole and
