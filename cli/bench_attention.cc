@@ -20,7 +20,8 @@
 #include "attention/routed.h"
 #include "attention/test_problem.h"
 #include "cli/args.h"
-#include "cli/threads_option.h"
+#include "cli/option_groups.h"
+#include "cli/options.h"
 #include "kv/kv_cache.h"
 #include "ops/gemm_rate.h"
 
@@ -131,32 +132,43 @@ struct PrefillRow {
   double gemm_gflops;  // oneDNN's rate measured right before this row
 };
 
+// The command's options, declared once: its parsing and --help come from them.
+OptionSet Options() {
+  OptionSet options("usage: swan bench attention [options]\n");
+  options.Add({{"--n"}, "LIST", "prefill lengths (default 1024,2048,4096,8192,16384,32768)"})
+      .Add({{"--head-dims"}, "LIST", "head dims (default 64,128)"})
+      .Add({{"--heads"}, "H", "query heads (default 8)"})
+      .Add({{"--kv-heads"}, "K", "KV heads (default 2)"})
+      .Add({{"--window"}, "W", "SWA window (default 1024)"})
+      .Add({{"--sinks"}, "S", "sink tokens (default 4)"})
+      .Add({{"--decode-depth"},
+            "D",
+            "keys of the full view for decode (default 32768); decode over it is also timed with f32, bf16 and "
+            "q8_0 K/V (the same values)"})
+      .Add({{"--plans"}, "LIST", "any of full,swa,sinks (default all three)"})
+      .Add({{"--repeats"}, "R", "best of R runs (default 3; 1 above 8K tokens)"})
+      .Add({{"--route-ratio"},
+            "r",
+            "routed decode: each step full with probability r, else the window (default 0.13, the SwiAttn "
+            "paper's average)"})
+      .Add({{"--head-shares"},
+            "LIST",
+            "per-head decode: shares of KV heads that keep every key, the others window + sinks (default "
+            "0.25,0.5; rounded up to whole heads), timed against a cache whose every head keeps them"})
+      .Add(JsonOption("the figures"))
+      .Add(ThreadsOption());
+  return options;
+}
+
 }  // namespace
 
 int RunBenchAttention(const std::vector<std::string>& words) {
-  const Args args(words, {"--json", "--help"});
-  if (args.Has("--help")) {
-    std::printf(
-        "usage: swan bench attention [options]\n"
-        "  --n LIST          prefill lengths (default 1024,2048,4096,8192,16384,32768)\n"
-        "  --head-dims LIST  head dims (default 64,128)\n"
-        "  --heads H         query heads (default 8)   --kv-heads K  KV heads (default 2)\n"
-        "  --window W        SWA window (default 1024) --sinks S     sink tokens (default 4)\n"
-        "  --decode-depth D  keys of the full view for decode (default 32768); decode over\n"
-        "                    it is also timed with f32, bf16 and q8_0 K/V (the same values)\n"
-        "  --plans LIST      any of full,swa,sinks (default all three)\n"
-        "  --repeats R       best of R runs (default 3; 1 above 8K tokens)\n"
-        "  --route-ratio r   routed decode: each step full with probability r, else the\n"
-        "                    window (default 0.13, the SwiAttn paper's average)\n"
-        "  --head-shares LIST  per-head decode: shares of KV heads that keep every key, the\n"
-        "                    others window + sinks (default 0.25,0.5; rounded up to whole\n"
-        "                    heads), timed against a cache whose every head keeps them\n"
-        "  --json            print the figures as JSON\n");
-    std::printf("%s", ThreadsHelp().c_str());
+  const OptionSet flags = Options();
+  const Args args = flags.Parse(words);
+  if (HelpAsked(args)) {
+    std::printf("%s", flags.Help().c_str());
     return 0;
   }
-  args.RejectUnknown({"--json", "--help", "--n", "--head-dims", "--heads", "--kv-heads", "--window", "--sinks",
-                      "--decode-depth", "--repeats", "--plans", "--route-ratio", "--head-shares", "-t", "--threads"});
   ApplyThreadsOption(args);
   const auto lengths = args.GetIntList("--n", {1024, 2048, 4096, 8192, 16384, 32768});
   const auto head_dims = args.GetIntList("--head-dims", {64, 128});

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "cli/args.h"
-#include "cli/weights_option.h"
-#include "cli/threads_option.h"
+#include "cli/option_groups.h"
+#include "cli/options.h"
 #include "eval/cost.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
@@ -30,40 +30,49 @@
 namespace swan::cli {
 namespace {
 
-const char kUsage[] =
-    "usage: swan bench (-m DIR | --synthetic NAME) [options]\n"
-    "  -m DIR            a Hugging Face model directory, or a GGUF file\n"
-    "  --synthetic NAME  random weights in a real model's shape: llama3.2-1b, qwen2.5-0.5b,\n"
-    "                    gemma3-1b, mistral-7b (Llama-family compute, see model/synthetic.h)\n"
-    "  --attn LIST       plans separated by ';' (default: the model's own), e.g.\n"
-    "                    'full;swa:1024;hybrid:3:1,window:1024;routed:1024'\n"
-    "  --route-ratio R   routed layers ignore their routers and send each token to full\n"
-    "                    attention with probability R (a seeded draw): the cost of a full ratio\n"
-    "                    on a model without routers (default: the learned routers decide)\n"
-    "  -p N              prompt tokens timed as prefill (default 512; 0 = skip)\n"
-    "  -n N              tokens timed as decode (default 16)\n"
-    "  -d LIST           depths: tokens already in the cache (default 0)\n"
-    "  --fill MODE       how depth is filled: random (random K/V rows, seconds even at 128K;\n"
-    "                    default) or prefill (a real prefill of random tokens)\n"
-    "  --kv TYPE         KV cache storage, bf16 (default), f32 or q8_0 (head_dim a multiple of 32);\n"
-    "                    bf16 decode multiplies in bf16 where `swan --version` says so\n"
-    "  --weights TYPE    linear layers and embedding table held as f32, bf16, f16, q8_0,\n"
-    "                    q4_0, q4_1, q5_0, q5_1, q4_k, q5_k or q6_k: the synthetic model's (default\n"
-    "                    bf16), or a checkpoint's converted as it loads (default: as stored)\n"
-    "  --batch B         prefill chunk (default 512)\n"
-    "  -r N              repeats, after a warm-up (default 3, like llama-bench): each\n"
-    "                    figure is the median, with the spread (max - min) / median\n"
-    "  --json            print the figures as JSON (with the runs, the command line, the\n"
-    "                    CPU, threads and repeats)\n"
-    "Decode roofline: a token reads every weight once plus the K/V rows each layer\n"
-    "attends to; roofline tok/s = read bandwidth / those bytes. A routed layer reads\n"
-    "r * (all keys) + (1 - r) * (window keys) for its full ratio r: the forced one, or\n"
-    "the share its router chose during the timed decode (column full%); a per-head layer\n"
-    "reads all keys for its full KV heads and its window's for the others, a linear layer its\n"
-    "state (KV heads x P x (head dim + 1) floats). The read bandwidth\n"
-    "is measured before the model loads, over a buffer the size of its weights (16 MiB to\n"
-    "512 MiB), so a model that fits in a cache gets that cache's rate. The last line gives\n"
-    "the peak RSS (JSON: peak_rss_bytes).\n";
+// The command's options, declared once: its parsing and --help come from them.
+OptionSet Options() {
+  OptionSet options("usage: swan bench (-m DIR | --synthetic NAME) [options]\n");
+  options.Add(ModelOption())
+      .Add({{"--synthetic"},
+            "NAME",
+            "random weights in a real model's shape: llama3.2-1b, qwen2.5-0.5b, gemma3-1b, mistral-7b "
+            "(Llama-family compute, see model/synthetic.h)"})
+      .Add(PlanListOption(" (default: the model's own), e.g. 'full;swa:1024;hybrid:3:1,window:1024;routed:1024'"))
+      .Add({{"--route-ratio"},
+            "R",
+            "routed layers ignore their routers and send each token to full attention with probability R (a "
+            "seeded draw): the cost of a full ratio on a model without routers (default: the learned routers "
+            "decide)"})
+      .Add({{"-p"}, "N", "prompt tokens timed as prefill (default 512; 0 = skip)"})
+      .Add({{"-n"}, "N", "tokens timed as decode (default 16)"})
+      .Add({{"-d"}, "LIST", "depths: tokens already in the cache (default 0)"})
+      .Add({{"--fill"},
+            "MODE",
+            "how depth is filled: random (random K/V rows, seconds even at 128K; default) or prefill (a real "
+            "prefill of random tokens)"})
+      .Add(KvOption("bf16", /*decodes=*/true))
+      .Add(WeightsOption(
+          ": the synthetic model's (default bf16), or a checkpoint's, converted as it loads (default: as stored)"))
+      .Add(PrefillChunkOption(512))
+      .Add({{"-r"},
+            "N",
+            "repeats, after a warm-up (default 3, like llama-bench): each figure is the median, with the spread "
+            "(max - min) / median"})
+      .Add(JsonOption("the figures", " (with the runs, the command line, the CPU, threads and repeats)"))
+      .Add(ThreadsOption())
+      .Text(
+          "Decode roofline: a token reads every weight once plus the K/V rows each layer\n"
+          "attends to; roofline tok/s = read bandwidth / those bytes. A routed layer reads\n"
+          "r * (all keys) + (1 - r) * (window keys) for its full ratio r: the forced one, or\n"
+          "the share its router chose during the timed decode (column full%); a per-head layer\n"
+          "reads all keys for its full KV heads and its window's for the others, a linear layer its\n"
+          "state (KV heads x P x (head dim + 1) floats). The read bandwidth\n"
+          "is measured before the model loads, over a buffer the size of its weights (16 MiB to\n"
+          "512 MiB), so a model that fits in a cache gets that cache's rate. The last line gives\n"
+          "the peak RSS (JSON: peak_rss_bytes).\n");
+  return options;
+}
 
 // K and V bytes one decode step at position `pos` reads in layer spans; a
 // routed layer reads all keys with its full ratio, else its window's.
@@ -109,17 +118,16 @@ struct Row {
 }  // namespace
 
 int RunBenchModel(const std::vector<std::string>& words) {
-  const Args args(words, {"--json", "--help"});
-  if (args.Has("--help")) {
-    std::printf("%s%s", kUsage, ThreadsHelp().c_str());
+  const OptionSet flags = Options();
+  const Args args = flags.Parse(words);
+  if (HelpAsked(args)) {
+    std::printf("%s", flags.Help().c_str());
     return 0;
   }
-  args.RejectUnknown({"-m", "--synthetic", "--attn", "-p", "-n", "-d", "--fill", "--kv", "--weights", "--batch",
-                      "--route-ratio", "--json", "--help", "-r", "-t", "--threads"});
   ApplyThreadsOption(args);
   const bool json = args.Has("--json");
   if (args.Has("-m") == args.Has("--synthetic"))
-    throw std::invalid_argument("give exactly one of -m DIR and --synthetic NAME\n" + std::string(kUsage));
+    throw std::invalid_argument("give exactly one of -m DIR and --synthetic NAME\n" + flags.Help());
   const int64_t prompt = args.GetInt("-p", 512), gen = args.GetInt("-n", 16);
   const int64_t batch = args.GetInt("--batch", 512);
   const int64_t repeats = args.GetInt("-r", 3);

@@ -14,7 +14,8 @@
 
 #include "cli/args.h"
 #include "cli/input_files.h"
-#include "cli/threads_option.h"
+#include "cli/option_groups.h"
+#include "cli/options.h"
 #include "eval/compare.h"
 #include "eval/recall_suite.h"
 #include "eval/report.h"
@@ -28,56 +29,48 @@
 namespace swan::cli {
 namespace {
 
-const char kUsage[] =
-    "usage: swan compare -m DIR [--attn 'PLAN;PLAN;...'] [--window W] [-f TEXT] [--filler FILE]\n"
-    "                    [-c CTX] [--lengths L,..] [--depths D,..] [--distances D,..] [--samples N]\n"
-    "                    [--seed S] [--limit N] [--bench-depths D,..] [--batch N] [--kv f32|bf16|q8_0]\n"
-    "                    [--json] [--html FILE] [--svg DIR] [--quiet]\n"
-    "Runs the task suite and a small benchmark under each attention plan and prints one table:\n"
-    "perplexity inside and beyond the window, bits per byte, passkey and needle-in-a-haystack\n"
-    "accuracy with the needle inside and outside the window, associative recall by distance,\n"
-    "prefill and decode tokens/s and KV cache MiB at several depths.\n"
-    "  -m DIR            Hugging Face model directory, or a GGUF file with a tokenizer\n"
-    "  --attn LIST       plans separated by ';' (plan specs contain commas), quoted for the shell:\n"
-    "                    default 'full;swa:W;swa:W,sinks:4;hybrid:3:1'\n"
-    "  --window W        window of the default plans, and of any hybrid plan given without\n"
-    "                    window:W (default CTX/8)\n"
-    "  -f TEXT           text file for perplexity (default: text sampled from the model itself\n"
-    "                    under full attention, seeded; see --text-tokens)\n"
-    "  --text-tokens N   length of the sampled text (default 8 * CTX)\n"
-    "  --filler FILE     haystack sentences from a text file (default: RULER's noise sentences)\n"
-    "  -c CTX            longest prompt and perplexity window (default max_position_embeddings)\n"
-    "  --lengths LIST    prompt lengths of the retrieval grid (default CTX/4, CTX/2, 3CTX/4, CTX)\n"
-    "  --depths LIST     needle depths in percent (default 0,25,50,75,100)\n"
-    "  --distances LIST  recall distances in tokens (default W/4, W/2, 3W/4, W, 3W/2, 2W, 4W up to CTX)\n"
-    "  --samples N       items per grid cell and per distance (default 3)\n"
-    "  --seed S          seed of every generated item and text (default 1)\n"
-    "  --limit N         at most N items per task and 2 perplexity windows: a quick run\n"
-    "  --bench-depths L  prompt lengths the speed and KV figures are measured at (default CTX/4,CTX)\n"
-    "  --batch N         prefill chunk (default 128; window rings hold W-1+N slots)\n"
-    "  --kv TYPE         KV cache storage, f32 (default), bf16 or q8_0\n"
-    "  --json            print the report as JSON instead of the table\n"
-    "  --html FILE       write a self-contained HTML report (table and pictures)\n"
-    "  --svg DIR         write the pictures as SVG files into DIR\n"
-    "  --quiet           no progress on stderr\n"
-    "Tasks: passkey retrieval (Landmark-attention format), NIAH single needle, multi-key,\n"
-    "multi-value and multi-query (RULER), multi-query associative recall; each answer is scored\n"
-    "by exact match under greedy decoding, computed by teacher forcing in one forward pass.\n";
-
-std::vector<std::string> SplitPlans(const std::string& list) {
-  std::vector<std::string> plans;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t end = list.find(';', start);
-    if (end == std::string::npos) end = list.size();
-    std::string p = list.substr(start, end - start);
-    p.erase(0, p.find_first_not_of(" \t"));
-    p.erase(p.find_last_not_of(" \t") + 1);
-    if (!p.empty()) plans.push_back(p);
-    start = end + 1;
-  }
-  if (plans.empty()) throw std::invalid_argument("--attn: no plan given");
-  return plans;
+// The command's options, declared once: its parsing and --help come from them.
+OptionSet Options() {
+  OptionSet options(
+      "usage: swan compare -m DIR [--attn 'PLAN;PLAN;...'] [--window W] [-f TEXT] [--filler FILE]\n"
+      "                    [-c CTX] [--lengths L,..] [--depths D,..] [--distances D,..] [--samples N]\n"
+      "                    [--seed S] [--limit N] [--bench-depths D,..] [--batch B] [--kv TYPE]\n"
+      "                    [--json] [--html FILE] [--svg DIR] [--quiet] [-t N]\n"
+      "Runs the task suite and a small benchmark under each attention plan and prints one table:\n"
+      "perplexity inside and beyond the window, bits per byte, passkey and needle-in-a-haystack\n"
+      "accuracy with the needle inside and outside the window, associative recall by distance,\n"
+      "prefill and decode tokens/s and KV cache MiB at several depths.\n");
+  options.Add(ModelOption(" with a tokenizer"))
+      .Add(PlanListOption(": default 'full;swa:W;swa:W,sinks:4;hybrid:3:1'"))
+      .Add({{"--window"},
+            "W",
+            "window of the default plans, and of any hybrid plan given without window:W (default CTX/8)"})
+      .Add({{"-f"},
+            "TEXT",
+            "text file for perplexity (default: text sampled from the model itself under full attention, "
+            "seeded; see --text-tokens)"})
+      .Add({{"--text-tokens"}, "N", "length of the sampled text (default 8 * CTX)"})
+      .Add({{"--filler"}, "FILE", "haystack sentences from a text file (default: RULER's noise sentences)"})
+      .Add({{"-c"}, "CTX", "longest prompt and perplexity window (default max_position_embeddings)"})
+      .Add({{"--lengths"}, "LIST", "prompt lengths of the retrieval grid (default CTX/4, CTX/2, 3CTX/4, CTX)"})
+      .Add({{"--depths"}, "LIST", "needle depths in percent (default 0,25,50,75,100)"})
+      .Add({{"--distances"}, "LIST", "recall distances in tokens (default W/4, W/2, 3W/4, W, 3W/2, 2W, 4W up to CTX)"})
+      .Add({{"--samples"}, "N", "items per grid cell and per distance (default 3)"})
+      .Add({{"--seed"}, "S", "seed of every generated item and text (default 1)"})
+      .Add({{"--limit"}, "N", "at most N items per task and 2 perplexity windows: a quick run"})
+      .Add({{"--bench-depths"}, "L", "prompt lengths the speed and KV figures are measured at (default CTX/4,CTX)"})
+      .Add(PrefillChunkOption(128, "window rings hold W-1+B slots"))
+      .Add(KvOption())
+      .Add(JsonOption("the report", " instead of the table"))
+      .Add({{"--html"}, "FILE", "write a self-contained HTML report (table and pictures)"})
+      .Add({{"--svg"}, "DIR", "write the pictures as SVG files into DIR"})
+      .Add(QuietOption())
+      .Add(ThreadsOption())
+      .Text(
+          "Tasks: passkey retrieval (Landmark-attention format), NIAH single needle, multi-key,\n"
+          "multi-value and multi-query (RULER), multi-query associative recall; each answer is scored\n"
+          "by exact match under greedy decoding, computed by teacher forcing in one forward pass.\n");
+  return options;
 }
 
 std::vector<int64_t> Positive(const Args& args, const std::string& name, std::vector<long long> fallback) {
@@ -121,7 +114,7 @@ std::vector<std::string> PlanSpecs(const Args& args, int32_t ctx) {
   if (window <= 0) throw std::invalid_argument("--window must be positive");
   const std::string w = std::to_string(window);
   std::vector<std::string> specs =
-      SplitPlans(args.Get("--attn", "full;swa:" + w + ";swa:" + w + ",sinks:4;hybrid:3:1"));
+      SplitPlanList(args.Get("--attn", "full;swa:" + w + ";swa:" + w + ",sinks:4;hybrid:3:1"));
   for (std::string& s : specs)
     if (s.rfind("hybrid", 0) == 0 && s.find("window:") == std::string::npos) s += ",window:" + w;
   return specs;
@@ -212,17 +205,14 @@ int CompareRecallModel(const Args& args, const std::string& dir, const LanguageM
 }
 
 int RunCompare(const std::vector<std::string>& words) {
-  const Args args(words, {"--json", "--quiet", "--help", "-h"});
-  if (args.Has("--help") || args.Has("-h")) {
-    std::printf("%s%s", kUsage, ThreadsHelp().c_str());
+  const OptionSet flags = Options();
+  const Args args = flags.Parse(words);
+  if (HelpAsked(args)) {
+    std::printf("%s", flags.Help().c_str());
     return 0;
   }
-  args.RejectUnknown({"-m",      "--attn",         "--window", "-f",          "--text-tokens", "--filler",
-                      "-c",      "--lengths",      "--depths", "--distances", "--samples",     "--seed",
-                      "--limit", "--bench-depths", "--batch",  "--kv",        "--json",        "--html",
-                      "--svg",   "--quiet",        "-t",       "--threads"});
   ApplyThreadsOption(args);
-  if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
+  if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + flags.Help());
   CheckOutputPaths(args);
   const std::string dir = args.Get("-m", "");
   const bool quiet = args.Has("--quiet");

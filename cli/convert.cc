@@ -2,6 +2,7 @@
 // its weights stored in another floating-point type (bf16 halves a
 // float32 export: swan's own models ship that way), every other file
 // copied, config.json's torch_dtype updated.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10,8 +11,11 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/option_groups.h"
+#include "cli/options.h"
 #include "model/gguf_export.h"
 #include "model/safetensors.h"
+#include "ops/weight_type.h"
 #include "train/checkpoint.h"
 #include "util/bf16.h"
 #include "util/f16.h"
@@ -22,29 +26,38 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-const char kUsage[] =
-    "usage: swan convert -m DIR --out DIR2 [--dtype bf16|f16|f32] [--force]\n"
-    "       swan convert -m DIR --out FILE.gguf [--dtype f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k]\n"
-    "                  [--force]\n"
-    "Writes DIR's weights as one model.safetensors of the given type (default bf16;\n"
-    "rounded to nearest even) into DIR2, with DIR's other files (config.json with its\n"
-    "torch_dtype updated, tokenizer files, the attention plan). DIR2 must not be DIR;\n"
-    "a DIR2 that already holds a model is refused unless --force.\n"
-    "The block formats (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, the K-quants) have no safetensors\n"
-    "type: write a .gguf file, or load the model with\n"
-    "--weights q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k.\n"
-    "FILE.gguf: llama.cpp's layout (tensor names, q/k row order of llama files, Gemma's\n"
-    "norms as 1 + w, llama3 RoPE scaling as a rope_freqs tensor) for Llama, Mistral,\n"
-    "Qwen2, Qwen3 and Gemma 3, matrices in the given type (rows not a multiple of 32 values, 256\n"
-    "for the K-quants, and vectors, stay f32). A Llama with sliding-window layers (swan's\n"
-    "hybrids) is written as llama.cpp's granite_swa, a window flag (and a RoPE flag, for\n"
-    "NoPE layers) per layer; sink tokens have no place in it (a note says so), routed,\n"
-    "per-head and linear layers are refused.\n"
-    "Every swan command that takes -m reads it back. DIR's tokenizer.json goes into the\n"
-    "file as llama.cpp's tokenizer keys (SentencePiece-style BPE as \"llama\" with\n"
-    "scores, byte-level BPE as \"gpt2\" with merges and its pre-tokenizer's name), with\n"
-    "the chat template of tokenizer_config.json; a tokenizer llama.cpp has no form for is\n"
-    "refused.\n";
+// The command's options, declared once: its parsing and --help come from them.
+OptionSet Options() {
+  OptionSet options(
+      "usage: swan convert -m DIR --out DIR2 [--dtype bf16|f16|f32] [--force]\n"
+      "       swan convert -m DIR --out FILE.gguf [--dtype TYPE] [--force]\n");
+  options.Add(ModelOptionFor("the Hugging Face model directory to convert"))
+      .Add({{"--out"}, "DIR2|FILE.gguf", "where the converted model goes: a directory, or a .gguf file"})
+      .Add({{"--dtype"},
+            "TYPE",
+            "the weights' type (default bf16): bf16, f16 or f32 in DIR2; in FILE.gguf any of " + WeightTypeList()})
+      .Add({{"--force"}, "", "overwrite DIR2 when it already holds a model, or FILE.gguf when it exists"})
+      .Text(
+          "Writes DIR's weights as one model.safetensors of the given type (default bf16;\n"
+          "rounded to nearest even) into DIR2, with DIR's other files (config.json with its\n"
+          "torch_dtype updated, tokenizer files, the attention plan). DIR2 must not be DIR;\n"
+          "a DIR2 that already holds a model is refused unless --force.\n"
+          "The block formats (the types above but f32, bf16 and f16) have no safetensors type:\n"
+          "write a .gguf file, or load the model with --weights TYPE.\n"
+          "FILE.gguf: llama.cpp's layout (tensor names, q/k row order of llama files, Gemma's\n"
+          "norms as 1 + w, llama3 RoPE scaling as a rope_freqs tensor) for Llama, Mistral,\n"
+          "Qwen2, Qwen3 and Gemma 3, matrices in the given type (rows not a multiple of 32 values, 256\n"
+          "for the K-quants, and vectors, stay f32). A Llama with sliding-window layers (swan's\n"
+          "hybrids) is written as llama.cpp's granite_swa, a window flag (and a RoPE flag, for\n"
+          "NoPE layers) per layer; sink tokens have no place in it (a note says so), routed,\n"
+          "per-head and linear layers are refused.\n"
+          "Every swan command that takes -m reads it back. DIR's tokenizer.json goes into the\n"
+          "file as llama.cpp's tokenizer keys (SentencePiece-style BPE as \"llama\" with\n"
+          "scores, byte-level BPE as \"gpt2\" with merges and its pre-tokenizer's name), with\n"
+          "the chat template of tokenizer_config.json; a tokenizer llama.cpp has no form for is\n"
+          "refused.\n");
+  return options;
+}
 
 std::string ReadAll(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -55,13 +68,13 @@ std::string ReadAll(const fs::path& path) {
 }  // namespace
 
 int RunConvert(const std::vector<std::string>& words) {
-  const Args args(words, {"--help", "--force"});
-  if (args.Has("--help")) {
-    std::printf("%s", kUsage);
+  const OptionSet flags = Options();
+  const Args args = flags.Parse(words);
+  if (HelpAsked(args)) {
+    std::printf("%s", flags.Help().c_str());
     return 0;
   }
-  args.RejectUnknown({"-m", "--out", "--dtype", "--help", "--force"});
-  if (!args.Has("-m") || !args.Has("--out")) throw std::invalid_argument(std::string(kUsage));
+  if (!args.Has("-m") || !args.Has("--out")) throw std::invalid_argument(flags.Help());
   const fs::path src = args.Get("-m", ""), dst = args.Get("--out", "");
   const std::string dtype = args.Get("--dtype", "bf16");
   if (dst.extension() == ".gguf") {
@@ -77,8 +90,9 @@ int RunConvert(const std::vector<std::string>& words) {
                 dtype.c_str());
     return 0;
   }
-  if (dtype == "q8_0" || dtype == "q4_0" || dtype == "q4_1" || dtype == "q5_0" || dtype == "q5_1" || dtype == "q4_k" ||
-      dtype == "q5_k" || dtype == "q6_k")
+  const auto& types = AllWeightTypes();
+  if (std::any_of(types.begin(), types.end(),
+                  [&](WeightType t) { return IsBlockQuantized(t) && dtype == WeightTypeName(t); }))
     throw std::invalid_argument(
         "--dtype " + dtype +
         ": safetensors has no block types; write --out FILE.gguf, or load the model with --weights " + dtype);

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "cli/args.h"
-#include "cli/weights_option.h"
 #include "cli/input_files.h"
-#include "cli/threads_option.h"
+#include "cli/option_groups.h"
+#include "cli/options.h"
 #include "eval/recall_suite.h"
 #include "model/model.h"
 #include "model/sampler.h"
@@ -26,38 +26,47 @@
 namespace swan::cli {
 namespace {
 
-const char kUsage[] =
-    "usage: swan generate -m DIR (-p TEXT | -f FILE | --ids 1,2,3) [-n N] [--attn SPEC]\n"
-    "                     [--temp T] [--top-k K] [--top-p P] [--min-p M] [--seed S]\n"
-    "                     [--batch B] [--kv f32|bf16|q8_0] [--weights TYPE] [-c|--ctx C]\n"
-    "                     [--ignore-eos]\n"
-    "  -m DIR        Hugging Face model directory (config.json, *.safetensors, tokenizer.json),\n"
-    "                or a GGUF file (its tokenizer read from its metadata)\n"
-    "  -p TEXT       prompt, encoded with the model's tokenizer (BOS added as the tokenizer says)\n"
-    "  -f FILE       prompt read from a UTF-8 file (as -p)\n"
-    "  --ids LIST    prompt as token ids instead of text; the output is ids too (a recall\n"
-    "                model's ids by name, e.g. <bos>,f0,f1,f2,k3,v5,k3)\n"
-    "  -n N          new tokens to generate (default 64); stops early at EOS\n"
-    "  --attn SPEC   attention plan (default: the model's own), e.g. full, swa:256,\n"
-    "                swa:256,sinks:4, hybrid:3:1,window:512, ...,layer0:full, ...,nope:full,\n"
-    "                ...,layer1:heads:0+2 (per-head), ...,heads:FILE.json, linear, linear:W\n"
-    "                (a linearized model's; README: Attention plans)\n"
-    "  --temp T      temperature, 0 = greedy (default: generation_config.json when it\n"
-    "                samples, else 0)\n"
-    "  --top-k K --top-p P --min-p M   sampling filters (default off, or generation_config.json)\n"
-    "  --seed S      random seed (default 0)\n"
-    "  --batch B     prefill chunk: tokens per forward step (default 512)\n"
-    "  --kv TYPE     KV cache storage, f32 (default), bf16 or q8_0; bf16 decode multiplies\n"
-    "                in bf16 where `swan --version` says so (queries, probabilities rounded)\n"
-    "  --weights TYPE  hold the linear layers and the embedding table as f32, bf16, f16,\n"
-    "                q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k or q6_k, converted as they load (default:\n"
-    "                as stored; rows not a multiple of 32 values, 256 for the K-quants, stay so)\n"
-    "  -c, --ctx C   the context: positions a sequence may reach (default: the model's\n"
-    "                max_position_embeddings, else 1048576; more is allowed, with a\n"
-    "                warning). A longer prompt is refused; generation stops when it is\n"
-    "                full. Memory is taken only as tokens arrive; window layers hold a ring\n"
-    "  --ignore-eos  keep generating after an end-of-sequence token\n"
-    "Statistics go to stderr.\n";
+// The command's options, declared once: its parsing and --help come from them.
+OptionSet Options() {
+  OptionSet options(
+      "usage: swan generate -m DIR (-p TEXT | -f FILE | --ids 1,2,3) [-n N] [--attn SPEC]\n"
+      "                     [--temp T] [--top-k K] [--top-p P] [--min-p M] [--seed S]\n"
+      "                     [--batch B] [--kv TYPE] [--weights TYPE] [-c|--ctx C]\n"
+      "                     [--ignore-eos] [-t N]\n");
+  options.Add(ModelOption(" (its tokenizer read from its metadata)"))
+      .Add({{"-p"}, "TEXT", "prompt, encoded with the model's tokenizer (BOS added as the tokenizer says)"})
+      .Add({{"-f"}, "FILE", "prompt read from a UTF-8 file (as -p)"})
+      .Add({{"--ids"},
+            "LIST",
+            "prompt as token ids instead of text; the output is ids too (a recall model's ids by name, e.g. "
+            "<bos>,f0,f1,f2,k3,v5,k3)"})
+      .Add({{"-n"}, "N", "new tokens to generate (default 64); stops early at EOS"})
+      .Add(PlanOption("full, swa:256, swa:256,sinks:4, hybrid:3:1,window:512, ...,layer0:full, ...,nope:full, "
+                      "...,layer1:heads:0+2 (per-head), ...,heads:FILE.json, linear, linear:W (a linearized model's; "
+                      "docs/plans.md)"))
+      .Add({{"--temp"}, "T", "temperature, 0 = greedy (default: generation_config.json when it samples, else 0)"})
+      .Add(
+          {{"--top-k"}, "K", "sampling filter: keep the K most likely tokens (default off, or generation_config.json)"})
+      .Add({{"--top-p"},
+            "P",
+            "sampling filter: keep the smallest set of tokens with probability >= P (default off, or "
+            "generation_config.json)"})
+      .Add({{"--min-p"},
+            "M",
+            "sampling filter: drop the tokens below M times the top probability (default off, or "
+            "generation_config.json)"})
+      .Add({{"--seed"}, "S", "random seed (default 0)"})
+      .Add(PrefillChunkOption(512))
+      .Add(KvOption("f32", /*decodes=*/true))
+      .Add(WeightsOption())
+      .Add(ContextOption(", else 1048576; more is allowed, with a warning",
+                         ". A longer prompt is refused; generation stops when it is full. Memory is taken only as "
+                         "tokens arrive; window layers hold a ring"))
+      .Add({{"--ignore-eos"}, "", "keep generating after an end-of-sequence token"})
+      .Add(ThreadsOption())
+      .Text("Statistics go to stderr.\n");
+  return options;
+}
 
 // --ids: numbers, or for a recall model (DIR/recall.json) also the names
 // of its ids ("<bos>,f0,f1,f2,k3,v5,k3").
@@ -90,17 +99,16 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 }  // namespace
 
 int RunGenerate(const std::vector<std::string>& words) {
-  const Args args(words, {"--ignore-eos", "--help", "-h"});
-  if (args.Has("--help") || args.Has("-h")) {
-    std::printf("%s%s", kUsage, ThreadsHelp().c_str());
+  const OptionSet flags = Options();
+  const Args args = flags.Parse(words);
+  if (HelpAsked(args)) {
+    std::printf("%s", flags.Help().c_str());
     return 0;
   }
-  args.RejectUnknown({"-m", "-p", "-f", "--ids", "-n", "--attn", "--temp", "--top-k", "--top-p", "--min-p", "--seed",
-                      "--batch", "--kv", "--weights", "--ctx", "-c", "--ignore-eos", "-t", "--threads"});
   ApplyThreadsOption(args);
-  if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
+  if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + flags.Help());
   if (int(args.Has("-p")) + int(args.Has("-f")) + int(args.Has("--ids")) != 1)
-    throw std::invalid_argument("give exactly one of -p TEXT, -f FILE and --ids LIST\n" + std::string(kUsage));
+    throw std::invalid_argument("give exactly one of -p TEXT, -f FILE and --ids LIST\n" + flags.Help());
   const std::string dir = args.Get("-m", "");
   const int64_t n_new = args.GetInt("-n", 64);
   if (n_new < 0) throw std::invalid_argument("-n must be >= 0");
@@ -144,7 +152,7 @@ int RunGenerate(const std::vector<std::string>& words) {
   // (allowed, with a warning, like llama.cpp) or less.
   const int64_t trained = config.max_position_embeddings;
   const bool ctx_given = args.Has("--ctx") || args.Has("-c");
-  const int64_t ctx = args.GetInt(args.Has("-c") ? "-c" : "--ctx", trained > 0 ? trained : int64_t(1) << 20);
+  const int64_t ctx = args.GetInt(ContextFlag(args), trained > 0 ? trained : int64_t(1) << 20);
   if (ctx <= 0) throw std::invalid_argument("--ctx must be positive");
   if (ctx_given && trained > 0 && ctx > trained)
     std::fprintf(stderr, "warning: a context of %lld positions is past the %lld the model was trained on\n",

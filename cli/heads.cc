@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "cli/args.h"
-#include "cli/threads_option.h"
+#include "cli/option_groups.h"
+#include "cli/options.h"
 #include "eval/passkey_source.h"
 #include "eval/recall_suite.h"
 #include "eval/retrieval_heads.h"
@@ -19,29 +20,43 @@
 namespace swan::cli {
 namespace {
 
-const char kUsage[] =
-    "usage: swan heads -m DIR [--attn SPEC] [--samples N] [--seed S] [--far D] [--json] [--svg "
-    "OUT.svg]\n"
-    "                  [--select SHARE --out HEADS.json] [-c LENGTH]\n"
-    "  -m DIR        a model trained on recall in token ids (DIR/recall.json holds its task), or\n"
-    "                a text model (Llama family, Hugging Face directory): then the items are\n"
-    "                passkeys in noise at spread depths, LENGTH tokens long (-c, default 1024\n"
-    "                or the model's context)\n"
-    "  --attn SPEC   attention plan (default: the model's own)\n"
-    "  --samples N   held-out sequences of the task (default 16)\n"
-    "  --seed S      their seed (default 1; training used others)\n"
-    "  --far D       also average over the answers whose key is D or more tokens back\n"
-    "                (default: a quarter of the task's context)\n"
-    "  --json        print every head's mass as JSON\n"
-    "  --svg FILE    a layers x heads heatmap of the mass on the answer's value position\n"
-    "  --select SHARE  choose a per-head plan's full KV heads: each KV head scores the largest\n"
-    "                mass on the value among its query heads (far answers, when any), and the\n"
-    "                best SHARE of the model's KV heads (0 < SHARE <= 1, rounded up) stay full\n"
-    "  --out FILE    where --select writes them; run the model with\n"
-    "                --attn 'full,window:W,sinks:S,heads:FILE' (the others keep a window)\n"
-    "For each answer, every head's attention weight (float64, from the query that predicts\n"
-    "it) on the value position after the answer's key, where an induction head looks, and on\n"
-    "the key itself, averaged over the answers.\n";
+// The command's options, declared once: its parsing and --help come from them.
+OptionSet Options() {
+  OptionSet options(
+      "usage: swan heads -m DIR [--attn SPEC] [--samples N] [--seed S] [--far D] [--json] [--svg "
+      "OUT.svg]\n"
+      "                  [--select SHARE --out HEADS.json] [-c LENGTH] [-t N]\n");
+  options
+      .Add(ModelOptionFor(
+          "a model trained on recall in token ids (DIR/recall.json holds its task), or a text model (Llama "
+          "family, Hugging Face directory): then the items are passkeys in noise at spread depths, LENGTH tokens "
+          "long (-c)"))
+      .Add(PlanOption())
+      .Add({{"--samples"}, "N", "held-out sequences of the task (default 16)"})
+      .Add({{"--seed"}, "S", "their seed (default 1; training used others)"})
+      .Add({{"--far"},
+            "D",
+            "also average over the answers whose key is D or more tokens back (default: a quarter of the task's "
+            "context)"})
+      .Add(JsonOption("every head's mass"))
+      .Add({{"--svg"}, "FILE", "a layers x heads heatmap of the mass on the answer's value position"})
+      .Add({{"--select"},
+            "SHARE",
+            "choose a per-head plan's full KV heads: each KV head scores the largest mass on the value among its "
+            "query heads (far answers, when any), and the best SHARE of the model's KV heads (0 < SHARE <= 1, "
+            "rounded up) stay full"})
+      .Add({{"--out"},
+            "FILE",
+            "where --select writes them; run the model with --attn 'full,window:W,sinks:S,heads:FILE' (the others "
+            "keep a window)"})
+      .Add({{"-c"}, "LENGTH", "text models: tokens per passkey item (default 1024 or the model's context)"})
+      .Add(ThreadsOption())
+      .Text(
+          "For each answer, every head's attention weight (float64, from the query that predicts\n"
+          "it) on the value position after the answer's key, where an induction head looks, and on\n"
+          "the key itself, averaged over the answers.\n");
+  return options;
+}
 
 // Retrieval heads of a text model: passkey items at depths spread over
 // [0.1, 0.9], in noise, of -c tokens.
@@ -60,20 +75,19 @@ RetrievalHeads PasskeyHeads(TrainModel& model, const std::string& dir, const Arg
 }  // namespace
 
 int RunHeads(const std::vector<std::string>& words) {
-  const Args args(words, {"--json", "--help", "-h"});
-  if (words.empty() || args.Has("--help") || args.Has("-h")) {
-    std::printf("%s%s", kUsage, ThreadsHelp().c_str());
+  const OptionSet flags = Options();
+  const Args args = flags.Parse(words);
+  if (words.empty() || HelpAsked(args)) {
+    std::printf("%s", flags.Help().c_str());
     return words.empty() ? 2 : 0;
   }
-  args.RejectUnknown({"-m", "--attn", "--samples", "--seed", "--far", "--json", "--svg", "--select", "--out", "-c",
-                      "-t", "--threads"});
   if (args.Has("--select") != args.Has("--out"))
     throw std::invalid_argument("--select SHARE and --out FILE go together");
   const double share = args.Has("--select") ? args.GetDouble("--select", 0) : 0;
   if (args.Has("--select") && !(share > 0 && share <= 1))
     throw std::invalid_argument("--select takes a share of the KV heads in (0, 1], got " + args.Get("--select", ""));
   ApplyThreadsOption(args);
-  if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
+  if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + flags.Help());
   const std::string dir = args.Get("-m", "");
   const int64_t samples = args.GetInt("--samples", 16);
   if (samples <= 0) throw std::invalid_argument("--samples must be positive");

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/option_groups.h"
+#include "cli/options.h"
 #include "kv/kv_cache.h"
 #include "model/config.h"
 #include "model/gguf.h"
@@ -20,14 +22,22 @@ namespace swan::cli {
 
 namespace {
 
-const char kUsage[] =
-    "usage: swan inspect -m DIR [--attn SPEC] [-c CTX] [--batch B] [--kv f32|bf16|q8_0]\n"
-    "  Prints the model's configuration, the attention plan resolved for it (per layer:\n"
-    "  kind, span, positional encoding) and the KV cache bytes per layer after CTX tokens\n"
-    "  (default: max_position_embeddings), against full attention on every layer. DIR may\n"
-    "  also be a GGUF file: then its matrices' types (each held in its own type) and\n"
-    "  their bytes in the file and held.\n"
-    "  --batch B is the prefill chunk the window rings leave room for (default 512).\n";
+// The command's options, declared once: its parsing and --help come from them.
+OptionSet Options() {
+  OptionSet options(
+      "usage: swan inspect -m DIR [--attn SPEC] [-c CTX] [--batch B] [--kv TYPE]\n"
+      "  Prints the model's configuration, the attention plan resolved for it (per layer:\n"
+      "  kind, span, positional encoding) and the KV cache bytes per layer after CTX tokens\n"
+      "  (default: max_position_embeddings), against full attention on every layer. DIR may\n"
+      "  also be a GGUF file: then its matrices' types (each held in its own type) and\n"
+      "  their bytes in the file and held.\n");
+  options.Add(ModelOption())
+      .Add(PlanOption())
+      .Add({{"-c"}, "CTX", "the context the KV cache bytes are given at (default: max_position_embeddings)"})
+      .Add(PrefillChunkOption(512, "the window rings leave room for it"))
+      .Add(KvOption());
+  return options;
+}
 
 std::string ToUpper(std::string s) {
   for (char& c : s) c = char(std::toupper(static_cast<unsigned char>(c)));
@@ -75,13 +85,13 @@ std::string HeldTypes(const GgufFile& file) {
 }  // namespace
 
 int RunInspect(const std::vector<std::string>& words) {
-  const Args args(words, {"--help", "-h"});
-  if (args.Has("--help") || args.Has("-h")) {
-    std::printf("%s", kUsage);
+  const OptionSet flags = Options();
+  const Args args = flags.Parse(words);
+  if (HelpAsked(args)) {
+    std::printf("%s", flags.Help().c_str());
     return 0;
   }
-  args.RejectUnknown({"-m", "--attn", "-c", "--batch", "--kv"});
-  if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
+  if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + flags.Help());
   const std::string dir = args.Get("-m", "");
   const ModelConfig c = ModelConfigOf(dir);
   // A model trained by swan stores its plan in config.json: its own plan

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "cli/args.h"
-#include "cli/weights_option.h"
-#include "cli/threads_option.h"
 #include "cli/input_files.h"
+#include "cli/option_groups.h"
+#include "cli/options.h"
 #include "eval/perplexity.h"
 #include "model/model.h"
 #include "model/gguf_tokenizer.h"
@@ -19,50 +19,51 @@
 namespace swan::cli {
 namespace {
 
-const char kUsage[] =
-    "usage: swan perplexity -m DIR -f FILE [-c CTX] [--attn SPEC] [--batch N]\n"
-    "                       [--bucket B] [--limit W] [--kv f32|bf16|q8_0] [--weights TYPE] [--no-bos]\n"
-    "                       [--json] [--quiet]\n"
-    "  -m DIR       Hugging Face model directory (config.json, *.safetensors, tokenizer.json),\n"
-    "               or a GGUF file with a tokenizer in its metadata\n"
-    "  -f FILE      UTF-8 text, encoded with the model's tokenizer (no special tokens added)\n"
-    "  -c CTX       positions per evaluation window (default: max_position_embeddings)\n"
-    "  --attn SPEC  attention plan (default: the model's own), e.g. full, swa:64,\n"
-    "               swa:64,sinks:4, hybrid:3:1,window:64\n"
-    "  --batch N    prefill chunk: tokens per forward step (default 512)\n"
-    "  --bucket B   positions per bucket of the loss-by-position table (default CTX/16)\n"
-    "  --limit W    score only the first W windows (a quick run)\n"
-    "  --kv TYPE    KV cache storage, f32 (default), bf16 or q8_0\n"
-    "  --weights TYPE  hold the linear layers and the embedding table as f32, bf16, f16,\n"
-    "               q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k or q6_k, converted as they load (default:\n"
-    "               as stored; rows not a multiple of 32 values, 256 for the K-quants, stay so)\n"
-    "  --no-bos     do not start windows with the BOS token\n"
-    "  --json       print the figures as JSON\n"
-    "  --quiet      no progress line on stderr\n"
-    "Method: the text's tokens are cut into consecutive, non-overlapping windows of CTX\n"
-    "positions, each run from an empty KV cache. A window is BOS followed by the next\n"
-    "CTX-1 text tokens, and every text token is scored exactly once, predicted from the\n"
-    "tokens before it in its window (with --no-bos or a tokenizer without BOS, a window\n"
-    "starts with the last token of the previous one, and the first text token is not\n"
-    "scored). A token predicted at window position p counts in the bucket of p: the first\n"
-    "buckets pay for the short context at the start of every window, and under a window\n"
-    "plan the buckets past the window show what it loses. Bits per byte divide the total\n"
-    "loss in bits by the UTF-8 bytes of the scored text, so models with different\n"
-    "tokenizers compare.\n";
+// The command's options, declared once: its parsing and --help come from them.
+OptionSet Options() {
+  OptionSet options(
+      "usage: swan perplexity -m DIR -f FILE [-c CTX] [--attn SPEC] [--batch B]\n"
+      "                       [--bucket B] [--limit W] [--kv TYPE] [--weights TYPE] [--no-bos]\n"
+      "                       [--json] [--quiet] [-t N]\n");
+  options.Add(ModelOption(" with a tokenizer in its metadata"))
+      .Add({{"-f"}, "FILE", "UTF-8 text, encoded with the model's tokenizer (no special tokens added)"})
+      .Add({{"-c"}, "CTX", "positions per evaluation window (default: max_position_embeddings)"})
+      .Add(PlanOption("full, swa:64, swa:64,sinks:4, hybrid:3:1,window:64"))
+      .Add(PrefillChunkOption(512))
+      .Add({{"--bucket"}, "B", "positions per bucket of the loss-by-position table (default CTX/16)"})
+      .Add({{"--limit"}, "W", "score only the first W windows (a quick run)"})
+      .Add(KvOption())
+      .Add(WeightsOption())
+      .Add({{"--no-bos"}, "", "do not start windows with the BOS token"})
+      .Add(JsonOption("the figures"))
+      .Add(QuietOption())
+      .Add(ThreadsOption())
+      .Text(
+          "Method: the text's tokens are cut into consecutive, non-overlapping windows of CTX\n"
+          "positions, each run from an empty KV cache. A window is BOS followed by the next\n"
+          "CTX-1 text tokens, and every text token is scored exactly once, predicted from the\n"
+          "tokens before it in its window (with --no-bos or a tokenizer without BOS, a window\n"
+          "starts with the last token of the previous one, and the first text token is not\n"
+          "scored). A token predicted at window position p counts in the bucket of p: the first\n"
+          "buckets pay for the short context at the start of every window, and under a window\n"
+          "plan the buckets past the window show what it loses. Bits per byte divide the total\n"
+          "loss in bits by the UTF-8 bytes of the scored text, so models with different\n"
+          "tokenizers compare.\n");
+  return options;
+}
 
 }  // namespace
 
 int RunPerplexity(const std::vector<std::string>& words) {
-  const Args args(words, {"--json", "--quiet", "--no-bos", "--help", "-h"});
-  if (args.Has("--help") || args.Has("-h")) {
-    std::printf("%s%s", kUsage, ThreadsHelp().c_str());
+  const OptionSet flags = Options();
+  const Args args = flags.Parse(words);
+  if (HelpAsked(args)) {
+    std::printf("%s", flags.Help().c_str());
     return 0;
   }
-  args.RejectUnknown({"-m", "-f", "-c", "--attn", "--batch", "--bucket", "--limit", "--kv", "--weights", "--no-bos",
-                      "--json", "--quiet", "-t", "--threads"});
   ApplyThreadsOption(args);
   if (!args.Has("-m") || !args.Has("-f"))
-    throw std::invalid_argument("-m DIR and -f FILE are required\n" + std::string(kUsage));
+    throw std::invalid_argument("-m DIR and -f FILE are required\n" + flags.Help());
   const std::string dir = args.Get("-m", "");
   const bool json = args.Has("--json");
   const bool quiet = args.Has("--quiet");

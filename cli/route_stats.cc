@@ -14,8 +14,9 @@
 #include <vector>
 
 #include "cli/args.h"
-#include "cli/threads_option.h"
 #include "cli/input_files.h"
+#include "cli/option_groups.h"
+#include "cli/options.h"
 #include "eval/haystack.h"
 #include "model/model.h"
 #include "model/gguf_tokenizer.h"
@@ -24,46 +25,57 @@
 namespace swan::cli {
 namespace {
 
-const char kUsage[] =
-    "usage: swan route-stats -m DIR -f FILE [-c CTX] [--limit N] [--json] [--svg OUT.svg] [options]\n"
-    "       swan route-stats -m DIR --passkey [-f FILE] [-c LEN] [--depths D,..] [--samples N] [options]\n"
-    "       swan route-stats -m DIR --recall [--samples N] [--seed S] [options]\n"
-    "Runs a model whose plan routes layers (Switch Attention: a learned router sends each token\n"
-    "to full attention or to the window) and reports how often each routed layer chooses full\n"
-    "attention.\n"
-    "  -m DIR           Hugging Face model directory with routers (trained with --attn routed:W)\n"
-    "  -f FILE          UTF-8 text; in --passkey mode the haystack's sentences (default: RULER's\n"
-    "                   noise sentences)\n"
-    "  -c CTX           positions per window of the text, or the prompt length of a passkey item\n"
-    "                   (default max_position_embeddings)\n"
-    "  --attn SPEC      attention plan (default: the model's own); it must route some layer,\n"
-    "                   e.g. routed:64 or full,layer3:routed:64\n"
-    "  --limit N        only the first N windows of the text, or N passkey items\n"
-    "  --passkey        passkey items instead of a text: compares the full ratio of the answer\n"
-    "                   tokens whose key lies outside a layer's window with those whose key lies\n"
-    "                   inside it, and with the haystack tokens\n"
-    "  --recall         a model trained on recall in token ids (DIR/recall.json): its task's\n"
-    "                   held-out sequences, each layer's full share by token class (far and near\n"
-    "                   queries, keys, values, answers, filler)\n"
-    "  --depths LIST    passkey: key depths 0..1 (default 0,0.25,0.5,0.75,1)\n"
-    "  --samples N      passkey: items per depth (default 2); recall: sequences (default 32)\n"
-    "  --seed S         seed of the passkey items and of --route-ratio (default 1)\n"
-    "  --route-ratio R  ignore the routers and route each token to full attention with\n"
-    "                   probability R (a seeded draw): runs on a model without routers, and shows\n"
-    "                   the draw rather than anything learned\n"
-    "  --batch N        prefill chunk (default 512)\n"
-    "  --kv TYPE        KV cache storage, f32 (default), bf16 or q8_0\n"
-    "  --no-bos         do not start windows and items with the BOS token\n"
-    "  --json           print per-layer and per-token full ratios (and each layer's routes as a\n"
-    "                   string of 0 and 1) as JSON\n"
-    "  --svg OUT.svg    write a heatmap: layers x tokens (binned to at most 1000 columns),\n"
-    "                   colored by the share routed to full attention\n"
-    "  --quiet          no progress on stderr\n"
-    "Text mode cuts the text into consecutive windows of CTX positions as `swan perplexity`\n"
-    "does (BOS, then CTX-1 text tokens), each run from an empty cache. Passkey mode counts as\n"
-    "answer tokens the positions whose next token is part of the key being recalled (the end\n"
-    "of the question and the key's digits but the last); the key is outside a layer's window\n"
-    "when the window branch (W keys and the sinks) cannot see the key's first digit.\n";
+// The command's options, declared once: its parsing and --help come from them.
+OptionSet Options() {
+  OptionSet options(
+      "usage: swan route-stats -m DIR -f FILE [-c CTX] [--limit N] [--json] [--svg OUT.svg] [options]\n"
+      "       swan route-stats -m DIR --passkey [-f FILE] [-c LEN] [--depths D,..] [--samples N] [options]\n"
+      "       swan route-stats -m DIR --recall [--samples N] [--seed S] [options]\n"
+      "Runs a model whose plan routes layers (Switch Attention: a learned router sends each token\n"
+      "to full attention or to the window) and reports how often each routed layer chooses full\n"
+      "attention.\n");
+  options.Add(ModelOptionFor("Hugging Face model directory with routers (trained with --attn routed:W)"))
+      .Add(
+          {{"-f"}, "FILE", "UTF-8 text; in --passkey mode the haystack's sentences (default: RULER's noise sentences)"})
+      .Add({{"-c"},
+            "CTX",
+            "positions per window of the text, or the prompt length of a passkey item (default "
+            "max_position_embeddings)"})
+      .Add(PlanOption("routed:64 or full,layer3:routed:64; it must route some layer"))
+      .Add({{"--limit"}, "N", "only the first N windows of the text, or N passkey items"})
+      .Add({{"--passkey"},
+            "",
+            "passkey items instead of a text: compares the full ratio of the answer tokens whose key lies "
+            "outside a layer's window with those whose key lies inside it, and with the haystack tokens"})
+      .Add({{"--recall"},
+            "",
+            "a model trained on recall in token ids (DIR/recall.json): its task's held-out sequences, each "
+            "layer's full share by token class (far and near queries, keys, values, answers, filler)"})
+      .Add({{"--depths"}, "LIST", "passkey: key depths 0..1 (default 0,0.25,0.5,0.75,1)"})
+      .Add({{"--samples"}, "N", "passkey: items per depth (default 2); recall: sequences (default 32)"})
+      .Add({{"--seed"}, "S", "seed of the passkey items and of --route-ratio (default 1)"})
+      .Add({{"--route-ratio"},
+            "R",
+            "ignore the routers and route each token to full attention with probability R (a seeded draw): runs "
+            "on a model without routers, and shows the draw rather than anything learned"})
+      .Add(PrefillChunkOption(512))
+      .Add(KvOption())
+      .Add({{"--no-bos"}, "", "do not start windows and items with the BOS token"})
+      .Add(JsonOption("per-layer and per-token full ratios", " (and each layer's routes as a string of 0 and 1)"))
+      .Add({{"--svg"},
+            "OUT.svg",
+            "write a heatmap: layers x tokens (binned to at most 1000 columns), colored by the share routed to "
+            "full attention"})
+      .Add(QuietOption())
+      .Add(ThreadsOption())
+      .Text(
+          "Text mode cuts the text into consecutive windows of CTX positions as `swan perplexity`\n"
+          "does (BOS, then CTX-1 text tokens), each run from an empty cache. Passkey mode counts as\n"
+          "answer tokens the positions whose next token is part of the key being recalled (the end\n"
+          "of the question and the key's digits but the last); the key is outside a layer's window\n"
+          "when the window branch (W keys and the sinks) cannot see the key's first digit.\n");
+  return options;
+}
 
 std::vector<double> ParseDepths(const std::string& list) {
   std::vector<double> depths;
@@ -118,19 +130,17 @@ int RecallRouteStatsCommand(const Args& args) {
 }  // namespace
 
 int RunRouteStats(const std::vector<std::string>& words) {
-  const Args args(words, {"--json", "--quiet", "--no-bos", "--passkey", "--recall", "--help", "-h"});
-  if (args.Has("--help") || args.Has("-h")) {
-    std::printf("%s%s", kUsage, ThreadsHelp().c_str());
+  const OptionSet flags = Options();
+  const Args args = flags.Parse(words);
+  if (HelpAsked(args)) {
+    std::printf("%s", flags.Help().c_str());
     return 0;
   }
-  args.RejectUnknown({"-m", "-f", "-c", "--attn", "--limit", "--passkey", "--depths", "--samples", "--seed",
-                      "--route-ratio", "--batch", "--kv", "--no-bos", "--json", "--svg", "--quiet", "--recall", "-t",
-                      "--threads"});
   ApplyThreadsOption(args);
   if (args.Has("--recall")) return RecallRouteStatsCommand(args);
   const bool passkey = args.Has("--passkey");
   if (!args.Has("-m") || (!passkey && !args.Has("-f")))
-    throw std::invalid_argument("-m DIR and -f FILE (or --passkey) are required\n" + std::string(kUsage));
+    throw std::invalid_argument("-m DIR and -f FILE (or --passkey) are required\n" + flags.Help());
   if (!passkey && (args.Has("--depths") || args.Has("--samples")))
     throw std::invalid_argument("--depths and --samples belong to --passkey");
   const std::string dir = args.Get("-m", "");

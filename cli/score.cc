@@ -13,23 +13,31 @@
 #include <vector>
 
 #include "cli/args.h"
-#include "cli/threads_option.h"
+#include "cli/option_groups.h"
+#include "cli/options.h"
 #include "model/model.h"
 
 namespace swan::cli {
 namespace {
 
-const char kUsage[] =
-    "usage: swan score -m DIR --ids FILE.jsonl [--attn SPEC] [--batch B] [--kv f32|bf16|q8_0]\n"
-    "  -m DIR         model directory, or a GGUF file (no tokenizer needed)\n"
-    "  --ids FILE     one sequence of token ids per line: a JSON array (every token after the\n"
-    "                 first is scored), or {\"ids\": [...], \"score\": [positions]} (the tokens\n"
-    "                 at those positions are scored, each predicted from the ones before it)\n"
-    "  --attn SPEC    attention plan (default: the model's own)\n"
-    "  --batch B      prefill chunk (default 512)\n"
-    "  --kv TYPE      KV cache storage, f32 (default), bf16 or q8_0\n"
-    "Prints one JSON object per scored token: {\"line\", \"position\", \"token\", \"logprob\",\n"
-    "\"greedy\", \"correct\"}; the totals go to stderr.\n";
+// The command's options, declared once: its parsing and --help come from them.
+OptionSet Options() {
+  OptionSet options("usage: swan score -m DIR --ids FILE.jsonl [--attn SPEC] [--batch B] [--kv TYPE] [-t N]\n");
+  options.Add(ModelOption(" (no tokenizer needed)"))
+      .Add({{"--ids"},
+            "FILE",
+            "one sequence of token ids per line: a JSON array (every token after the first is scored), or "
+            "{\"ids\": [...], \"score\": [positions]} (the tokens at those positions are scored, each predicted "
+            "from the ones before it)"})
+      .Add(PlanOption())
+      .Add(PrefillChunkOption(512))
+      .Add(KvOption())
+      .Add(ThreadsOption())
+      .Text(
+          "Prints one JSON object per scored token: {\"line\", \"position\", \"token\", \"logprob\",\n"
+          "\"greedy\", \"correct\"}; the totals go to stderr.\n");
+  return options;
+}
 
 // Line `line` of the file as a task item: each scored position one answer.
 TaskItem ParseLine(const std::string& text, int64_t line, int64_t vocab) {
@@ -73,15 +81,15 @@ TaskItem ParseLine(const std::string& text, int64_t line, int64_t vocab) {
 }  // namespace
 
 int RunScore(const std::vector<std::string>& words) {
-  const Args args(words, {"--help", "-h"});
-  if (words.empty() || args.Has("--help") || args.Has("-h")) {
-    std::printf("%s%s", kUsage, ThreadsHelp().c_str());
+  const OptionSet flags = Options();
+  const Args args = flags.Parse(words);
+  if (words.empty() || HelpAsked(args)) {
+    std::printf("%s", flags.Help().c_str());
     return words.empty() ? 2 : 0;
   }
-  args.RejectUnknown({"-m", "--ids", "--attn", "--batch", "--kv", "-t", "--threads"});
   ApplyThreadsOption(args);
   if (!args.Has("-m") || !args.Has("--ids"))
-    throw std::invalid_argument("-m DIR and --ids FILE are required\n" + std::string(kUsage));
+    throw std::invalid_argument("-m DIR and --ids FILE are required\n" + flags.Help());
   std::unique_ptr<LanguageModel> model = LoadModel(args.Get("-m", ""));
   const AttentionPlan plan = model->ResolvePlan(args.Get("--attn", ""));
   KvCacheOptions kv;

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "cli/args.h"
-#include "cli/weights_option.h"
-#include "cli/threads_option.h"
+#include "cli/option_groups.h"
+#include "cli/options.h"
 #include "model/model.h"
 #include "serve/chat_template.h"
 #include "serve/engine.h"
@@ -23,62 +23,80 @@
 namespace swan::cli {
 namespace {
 
-const char kUsage[] =
-    "usage: swan serve -m DIR [--attn SPEC] [--host 127.0.0.1] [--port 8080] [--kv-budget MiB]\n"
-    "                  [--chat-template FILE] [--parallel N] [--max-waiting N] [--batch B]\n"
-    "                  [--checkpoint-interval N] [--ctx N] [--kv f32|bf16|q8_0] [--weights TYPE] [-t N]\n"
-    "                  [--seq-threads N] [--threads-http N] [--name NAME] [--accept-any-model]\n"
-    "                  [--client-connections N] [--request-timeout S] [--idle-timeout S]\n"
-    "                  [--shutdown-grace S]\n"
-    "                  [--prompt-cache MiB | --no-prompt-cache] [--verbose]\n"
-    "  -m DIR                 Hugging Face model directory, or a GGUF file with a tokenizer in\n"
-    "                         its metadata (and its chat template, when it holds one)\n"
-    "  --attn SPEC            attention plan (default: the model's own), e.g. swa:256, hybrid:3:1\n"
-    "  --host H --port P      where to listen (default 127.0.0.1:8080; port 0 = any free port)\n"
-    "  --kv-budget MiB        KV memory for running sequences and the prompt cache (default 1024);\n"
-    "                         a request that does not fit waits, one larger than the budget gets 429\n"
-    "  --chat-template FILE   Jinja chat template (default: tokenizer_config.json's or the GGUF\n"
-    "                         file's, else a plain 'role: content' fallback)\n"
-    "  --parallel N           sequences advanced together (default 32)\n"
-    "  --max-waiting N        queued requests before 429 (default 256)\n"
-    "  --batch B              prefill chunk per sequence per step (default 256)\n"
-    "  --checkpoint-interval N  tokens between window-layer checkpoints for prompt caching (default\n"
-    "                         64), raised to a multiple of N of at least 3 window spans so that\n"
-    "                         checkpoints cost less than full attention; none without a prompt cache\n"
-    "  --ctx N                context length (default: the model's max_position_embeddings)\n"
-    "  --kv TYPE              KV cache storage, f32 (default), bf16 or q8_0\n"
-    "  --weights TYPE         hold the linear layers and the embedding table as f32, bf16, f16,\n"
-    "                         q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k or q6_k, converted as they load\n"
-    "                         (default: as stored; rows not a multiple of 32 values, 256 for\n"
-    "                         the K-quants, stay so)\n"
-    "  --seq-threads N        threads inside one sequence's kernels (default 1: small models;\n"
-    "                         0 = all of -t, for large models); the decode steps of all running\n"
-    "                         sequences run as one batched forward\n"
-    "  --threads-http N       open HTTP connections, all clients together (default 256); one\n"
-    "                         more is answered 503 at once and closed\n"
-    "  --client-connections N  open connections from one client address (default 32); one\n"
-    "                         more is answered 429 at once and closed\n"
-    "  --request-timeout S    a request's headers and body must arrive within S seconds of\n"
-    "                         the connection (or, kept alive, of the request's first byte),\n"
-    "                         else 408 (default 10)\n"
-    "  --idle-timeout S       a kept-alive connection's wait for its next request (default 5)\n"
-    "  --name NAME            model name in responses (default: the directory's name); a\n"
-    "                         request for another model gets 404 model_not_found, and\n"
-    "                         GET /v1/models/NAME returns this one\n"
-    "  --accept-any-model     serve requests whatever model they name\n"
-    "  --shutdown-grace S     on SIGTERM/SIGINT: take no new requests (503), give running\n"
-    "                         ones S seconds to finish (default 10), then end them as\n"
-    "                         cancelled, every stream with its final chunk and [DONE]\n"
-    "  --prompt-cache MiB     most memory finished requests' KV may keep for reuse (default: a\n"
-    "                         quarter of --kv-budget; it always yields to running requests)\n"
-    "  --no-prompt-cache      never reuse earlier requests' KV\n"
-    "  --verbose              one line per request: reused prompt tokens, finish\n"
-    "Endpoints: POST /v1/completions, POST /v1/chat/completions, GET /v1/models[/NAME], GET /health\n"
-    "Request fields: logprobs (completions: N alternatives, with echo the prompt's too, and\n"
-    "max_tokens 0 scores a prompt; chat: logprobs + top_logprobs), not with stream; tools go to\n"
-    "the chat template and the reply comes back as text (tool_choice auto or none); user is\n"
-    "accepted and ignored; n, best_of, penalties, logit_bias, suffix and other response formats\n"
-    "than text are refused with a 400 naming the field.\n";
+// The command's options, declared once: its parsing and --help come from them.
+OptionSet Options() {
+  OptionSet options(
+      "usage: swan serve -m DIR [--attn SPEC] [--host 127.0.0.1] [--port 8080] [--kv-budget MiB]\n"
+      "                  [--chat-template FILE] [--parallel N] [--max-waiting N] [--batch B]\n"
+      "                  [--checkpoint-interval N] [-c|--ctx C] [--kv TYPE] [--weights TYPE] [-t N]\n"
+      "                  [--seq-threads N] [--threads-http N] [--name NAME] [--accept-any-model]\n"
+      "                  [--client-connections N] [--request-timeout S] [--idle-timeout S]\n"
+      "                  [--shutdown-grace S]\n"
+      "                  [--prompt-cache MiB | --no-prompt-cache] [--verbose]\n");
+  options.Add(ModelOption(" with a tokenizer in its metadata (and its chat template, when it holds one)"))
+      .Add(PlanOption("swa:256, hybrid:3:1"))
+      .Add({{"--host"}, "H", "where to listen (default 127.0.0.1)"})
+      .Add({{"--port"}, "P", "the port to listen on (default 8080; 0 = any free port)"})
+      .Add({{"--kv-budget"},
+            "MiB",
+            "KV memory for running sequences and the prompt cache (default 1024); a request that does not fit "
+            "waits, one larger than the budget gets 429"})
+      .Add({{"--chat-template"},
+            "FILE",
+            "Jinja chat template (default: tokenizer_config.json's or the GGUF file's, else a plain 'role: "
+            "content' fallback)"})
+      .Add({{"--parallel"}, "N", "sequences advanced together (default 32)"})
+      .Add({{"--max-waiting"}, "N", "queued requests before 429 (default 256)"})
+      .Add(PrefillChunkOption(256, "per sequence"))
+      .Add({{"--checkpoint-interval"},
+            "N",
+            "tokens between window-layer checkpoints for prompt caching (default 64), raised to a multiple of N "
+            "of at least 3 window spans so that checkpoints cost less than full attention; none without a prompt "
+            "cache"})
+      .Add(ContextOption("; more is allowed"))
+      .Add(KvOption("f32", /*decodes=*/true))
+      .Add(WeightsOption())
+      .Add(ThreadsOption())
+      .Add({{"--seq-threads"},
+            "N",
+            "threads inside one sequence's kernels (default 1: small models; 0 = all of -t, for large models); "
+            "the decode steps of all running sequences run as one batched forward"})
+      .Add({{"--threads-http"},
+            "N",
+            "open HTTP connections, all clients together (default 256); one more is answered 503 at once and "
+            "closed"})
+      .Add({{"--client-connections"},
+            "N",
+            "open connections from one client address (default 32); one more is answered 429 at once and closed"})
+      .Add({{"--request-timeout"},
+            "S",
+            "a request's headers and body must arrive within S seconds of the connection (or, kept alive, of the "
+            "request's first byte), else 408 (default 10)"})
+      .Add({{"--idle-timeout"}, "S", "a kept-alive connection's wait for its next request (default 5)"})
+      .Add({{"--name"},
+            "NAME",
+            "model name in responses (default: the directory's name); a request for another model gets 404 "
+            "model_not_found, and GET /v1/models/NAME returns this one"})
+      .Add({{"--accept-any-model"}, "", "serve requests whatever model they name"})
+      .Add({{"--shutdown-grace"},
+            "S",
+            "on SIGTERM/SIGINT: take no new requests (503), give running ones S seconds to finish (default 10), "
+            "then end them as cancelled, every stream with its final chunk and [DONE]"})
+      .Add({{"--prompt-cache"},
+            "MiB",
+            "most memory finished requests' KV may keep for reuse (default: a quarter of --kv-budget; it always "
+            "yields to running requests)"})
+      .Add({{"--no-prompt-cache"}, "", "never reuse earlier requests' KV"})
+      .Add({{"--verbose"}, "", "one line per request: reused prompt tokens, finish"})
+      .Text(
+          "Endpoints: POST /v1/completions, POST /v1/chat/completions, GET /v1/models[/NAME], GET /health\n"
+          "Request fields: logprobs (completions: N alternatives, with echo the prompt's too, and\n"
+          "max_tokens 0 scores a prompt; chat: logprobs + top_logprobs), not with stream; tools go to\n"
+          "the chat template and the reply comes back as text (tool_choice auto or none); user is\n"
+          "accepted and ignored; n, best_of, penalties, logit_bias, suffix and other response formats\n"
+          "than text are refused with a 400 naming the field.\n");
+  return options;
+}
 
 std::string DirName(const std::string& dir) {
   std::string d = dir;
@@ -90,39 +108,14 @@ std::string DirName(const std::string& dir) {
 }  // namespace
 
 int RunServe(const std::vector<std::string>& words) {
-  const Args args(words, {"--help", "-h", "--no-prompt-cache", "--verbose", "--accept-any-model"});
-  if (args.Has("--help") || args.Has("-h")) {
-    std::printf("%s%s", kUsage, ThreadsHelp().c_str());
+  const OptionSet flags = Options();
+  const Args args = flags.Parse(words);
+  if (HelpAsked(args)) {
+    std::printf("%s", flags.Help().c_str());
     return 0;
   }
-  args.RejectUnknown({"-m",
-                      "--attn",
-                      "--host",
-                      "--port",
-                      "--kv-budget",
-                      "--chat-template",
-                      "--parallel",
-                      "--max-waiting",
-                      "--batch",
-                      "--seq-threads",
-                      "--checkpoint-interval",
-                      "--ctx",
-                      "--kv",
-                      "--weights",
-                      "--threads-http",
-                      "--client-connections",
-                      "--request-timeout",
-                      "--idle-timeout",
-                      "--name",
-                      "--accept-any-model",
-                      "--shutdown-grace",
-                      "--no-prompt-cache",
-                      "--verbose",
-                      "--prompt-cache",
-                      "-t",
-                      "--threads"});
   ApplyThreadsOption(args);
-  if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + std::string(kUsage));
+  if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + flags.Help());
   const std::string dir = args.Get("-m", "");
   const double budget_mib = args.GetDouble("--kv-budget", 1024);
   if (!(budget_mib > 0)) throw std::invalid_argument("--kv-budget must be positive (MiB)");
@@ -149,7 +142,7 @@ int RunServe(const std::vector<std::string>& words) {
   engine_options.max_waiting = int32_t(args.GetInt("--max-waiting", 256));
   engine_options.prefill_chunk = int32_t(args.GetInt("--batch", 256));
   engine_options.checkpoint_interval = int32_t(args.GetInt("--checkpoint-interval", 64));
-  engine_options.context_length = args.GetPositiveInt("--ctx", 0);
+  engine_options.context_length = args.GetPositiveInt(ContextFlag(args), 0);
   engine_options.kv_type = KvTypeFromString(args.Get("--kv", "f32"));
   engine_options.prompt_cache = !args.Has("--no-prompt-cache");
   const double cache_mib = args.GetDouble("--prompt-cache", budget_mib / 4);

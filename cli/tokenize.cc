@@ -14,6 +14,7 @@
 
 #include "cli/args.h"
 #include "cli/input_files.h"
+#include "cli/options.h"
 #include "tokenizer/token_file.h"
 #include "model/gguf_tokenizer.h"
 #include "tokenizer/tokenizer.h"
@@ -22,29 +23,38 @@
 namespace swan::cli {
 namespace {
 
-const char kUsage[] =
-    "usage: swan tokenize -t TOKENIZER --text TEXT [--no-special] [--plain] [--tokens]\n"
-    "       swan tokenize -t TOKENIZER --decode 1,2,3 [--skip-special]\n"
-    "       swan tokenize -t TOKENIZER --out DATA.bin [--holdout 0.01] [--ext .txt]\n"
-    "                     [--jsonl [--field text]] [--bos] [--threads N] FILES_OR_DIRS...\n"
-    "  -t TOKENIZER     tokenizer.json, a directory holding one, or a GGUF model file\n"
-    "  --text TEXT      print the ids of TEXT, comma-separated\n"
-    "  --no-special     do not add the tokenizer's BOS/EOS template around TEXT\n"
-    "  --plain          encode special-token text such as <s> as ordinary characters\n"
-    "  --tokens         also print each token's text\n"
-    "  --decode LIST    print the text of comma-separated ids\n"
-    "  --skip-special   leave special tokens out of the decoded text\n"
-    "  --out FILE       encode documents (one per file, or per line with --jsonl), each\n"
-    "                   followed by the end-of-document token (EOS), into a token file:\n"
-    "                   32-byte header then uint16 ids (uint32 if the vocabulary needs it)\n"
-    "  --holdout P      send every (1/P)-th document to FILE's .val.bin twin (default 0.01);\n"
-    "                   with fewer documents, the last P of the tokens; 0 = none\n"
-    "  --ext SUFFIX     in directories, read only files whose names end with SUFFIX\n"
-    "  --jsonl          files hold one JSON object per line; its --field (default \"text\")\n"
-    "                   is a document\n"
-    "  --bos            also put BOS before every document\n"
-    "  --threads N      encoding threads (default: the cores swan may use, or OMP_NUM_THREADS);\n"
-    "                   the output does not depend on it\n";
+// The command's options, declared once: its parsing and --help come from them.
+OptionSet Options() {
+  OptionSet options(
+      "usage: swan tokenize -t TOKENIZER --text TEXT [--no-special] [--plain] [--tokens]\n"
+      "       swan tokenize -t TOKENIZER --decode 1,2,3 [--skip-special]\n"
+      "       swan tokenize -t TOKENIZER --out DATA.bin [--holdout 0.01] [--ext .txt]\n"
+      "                     [--jsonl [--field text]] [--bos] [--threads N] FILES_OR_DIRS...\n");
+  options.Add({{"-t"}, "TOKENIZER", "tokenizer.json, a directory holding one, or a GGUF model file"})
+      .Add({{"--text"}, "TEXT", "print the ids of TEXT, comma-separated"})
+      .Add({{"--no-special"}, "", "do not add the tokenizer's BOS/EOS template around TEXT"})
+      .Add({{"--plain"}, "", "encode special-token text such as <s> as ordinary characters"})
+      .Add({{"--tokens"}, "", "also print each token's text"})
+      .Add({{"--decode"}, "LIST", "print the text of comma-separated ids"})
+      .Add({{"--skip-special"}, "", "leave special tokens out of the decoded text"})
+      .Add({{"--out"},
+            "FILE",
+            "encode documents (one per file, or per line with --jsonl), each followed by the end-of-document "
+            "token (EOS), into a token file: 32-byte header then uint16 ids (uint32 if the vocabulary needs it)"})
+      .Add({{"--holdout"},
+            "P",
+            "send every (1/P)-th document to FILE's .val.bin twin (default 0.01); with fewer documents, the last "
+            "P of the tokens; 0 = none"})
+      .Add({{"--ext"}, "SUFFIX", "in directories, read only files whose names end with SUFFIX"})
+      .Add({{"--jsonl"}, "", "files hold one JSON object per line; its --field is a document"})
+      .Add({{"--field"}, "NAME", "with --jsonl: the field that holds a document (default \"text\")"})
+      .Add({{"--bos"}, "", "also put BOS before every document"})
+      .Add({{"--threads"},
+            "N",
+            "encoding threads (default: the cores swan may use, or OMP_NUM_THREADS); the output does not "
+            "depend on it"});
+  return options;
+}
 
 std::string ValPath(const std::string& out) {
   const std::string suffix = ".bin";
@@ -64,7 +74,7 @@ int EncodeCorpus(const Args& args, const Tokenizer& tok) {
   const bool bos = args.Has("--bos");
   if (bos && tok.bos_id() < 0) throw std::invalid_argument("--bos: the tokenizer has no BOS token");
   const std::vector<std::string> files = ExpandInputFiles(args.positional(), args.Get("--ext", ""));
-  if (files.empty()) throw std::invalid_argument("no input files\n" + std::string(kUsage));
+  if (files.empty()) throw std::invalid_argument("no input files\n" + Options().Help());
   const std::string field = args.Get("--field", "text");
   const uint64_t every = holdout > 0 ? static_cast<uint64_t>(std::llround(1.0 / holdout)) : 0;
 
@@ -178,15 +188,13 @@ int EncodeCorpus(const Args& args, const Tokenizer& tok) {
 }  // namespace
 
 int RunTokenize(const std::vector<std::string>& words) {
-  const Args args(words, {"--help", "-h", "--no-special", "--plain", "--tokens", "--skip-special", "--jsonl", "--bos"});
-  if (args.Has("--help") || args.Has("-h")) {
-    std::printf("%s", kUsage);
+  const OptionSet flags = Options();
+  const Args args = flags.Parse(words, /*positional_allowed=*/true);
+  if (HelpAsked(args)) {
+    std::printf("%s", flags.Help().c_str());
     return 0;
   }
-  args.RejectUnknown({"-t", "--text", "--no-special", "--plain", "--tokens", "--decode", "--skip-special", "--out",
-                      "--holdout", "--ext", "--jsonl", "--field", "--bos", "--threads"},
-                     /*positional_allowed=*/true);
-  if (!args.Has("-t")) throw std::invalid_argument("-t TOKENIZER is required\n" + std::string(kUsage));
+  if (!args.Has("-t")) throw std::invalid_argument("-t TOKENIZER is required\n" + flags.Help());
   const Tokenizer tok = LoadModelTokenizer(args.Get("-t", ""));
   if (args.Has("--out")) return EncodeCorpus(args, tok);
   if (args.Has("--decode")) {
@@ -200,7 +208,7 @@ int RunTokenize(const std::vector<std::string>& words) {
     std::printf("%s\n", tok.Decode(ids, args.Has("--skip-special")).c_str());
     return 0;
   }
-  if (!args.Has("--text")) throw std::invalid_argument("give --text, --decode or --out\n" + std::string(kUsage));
+  if (!args.Has("--text")) throw std::invalid_argument("give --text, --decode or --out\n" + flags.Help());
   const auto ids = tok.Encode(args.Get("--text", ""),
                               {.add_special_tokens = !args.Has("--no-special"), .parse_special = !args.Has("--plain")});
   std::string line;

@@ -8,21 +8,26 @@
 
 #include "cli/args.h"
 #include "cli/input_files.h"
+#include "cli/options.h"
 #include "tokenizer/bpe_trainer.h"
 
 namespace swan::cli {
 namespace {
 
-const char kUsage[] =
-    "usage: swan tokenizer train --vocab N --out DIR [--ext .py] [--special TOKENS]\n"
-    "                            [--min-frequency F] [--pattern REGEX] FILES_OR_DIRS...\n"
-    "  --vocab N          vocabulary size: 256 bytes + merges + special tokens (default 4096)\n"
-    "  --out DIR          where tokenizer.json and tokenizer_config.json are written\n"
-    "  --ext SUFFIX       in directories, read only files whose names end with SUFFIX\n"
-    "  --special LIST     comma-separated special tokens (default <|endoftext|>, the EOS)\n"
-    "  --min-frequency F  stop merging when no pair occurs F times (default 2)\n"
-    "  --pattern REGEX    split regex (default: Llama 3's)\n"
-    "Progress goes to stderr.\n";
+// The command's options, declared once: its parsing and --help come from them.
+OptionSet Options() {
+  OptionSet options(
+      "usage: swan tokenizer train --vocab N --out DIR [--ext .py] [--special TOKENS]\n"
+      "                            [--min-frequency F] [--pattern REGEX] FILES_OR_DIRS...\n");
+  options.Add({{"--vocab"}, "N", "vocabulary size: 256 bytes + merges + special tokens (default 4096)"})
+      .Add({{"--out"}, "DIR", "where tokenizer.json and tokenizer_config.json are written"})
+      .Add({{"--ext"}, "SUFFIX", "in directories, read only files whose names end with SUFFIX"})
+      .Add({{"--special"}, "LIST", "comma-separated special tokens (default <|endoftext|>, the EOS)"})
+      .Add({{"--min-frequency"}, "F", "stop merging when no pair occurs F times (default 2)"})
+      .Add({{"--pattern"}, "REGEX", "split regex (default: Llama 3's)"})
+      .Text("Progress goes to stderr.\n");
+  return options;
+}
 
 double Since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -40,15 +45,14 @@ std::vector<std::string> SplitCommas(const std::string& s) {
 }
 
 int Train(const std::vector<std::string>& words) {
-  const Args args(words, {"--help", "-h"});
-  if (args.Has("--help") || args.Has("-h")) {
-    std::printf("%s", kUsage);
+  const OptionSet flags = Options();
+  const Args args = flags.Parse(words, /*positional_allowed=*/true);
+  if (HelpAsked(args)) {
+    std::printf("%s", flags.Help().c_str());
     return 0;
   }
-  args.RejectUnknown({"--vocab", "--out", "--ext", "--special", "--min-frequency", "--pattern"},
-                     /*positional_allowed=*/true);
-  if (!args.Has("--out")) throw std::invalid_argument("--out DIR is required\n" + std::string(kUsage));
-  if (args.positional().empty()) throw std::invalid_argument("no input files\n" + std::string(kUsage));
+  if (!args.Has("--out")) throw std::invalid_argument("--out DIR is required\n" + flags.Help());
+  if (args.positional().empty()) throw std::invalid_argument("no input files\n" + flags.Help());
   BpeTrainerOptions options;
   options.vocab_size = static_cast<int>(args.GetInt("--vocab", 4096));
   options.min_frequency = args.GetInt("--min-frequency", 2);

@@ -13,7 +13,8 @@
 #include <vector>
 
 #include "cli/args.h"
-#include "cli/threads_option.h"
+#include "cli/option_groups.h"
+#include "cli/options.h"
 #include "tokenizer/token_file.h"
 #include "train/recall_eval.h"
 #include "train/data_parallel.h"
@@ -24,93 +25,139 @@
 namespace swan::cli {
 namespace {
 
-const char kUsage[] =
-    "usage: swan train (--data TRAIN.bin | --recall TASK.json) --out RUN [options]\n"
-    "       swan train synth --out DIR [--docs N] [--chars C] [--kinds passkey,kv,code] [--seed S]\n"
-    "       swan train recall --out DIR [...]   recall tasks in token-id space, with labels\n"
-    "                                           (`swan train recall --help`)\n"
-    "       swan train --head-gates -m DIR --select SHARE --out HEADS.json [...]\n"
-    "                                           a per-head plan's full heads, learned by\n"
-    "                                           DuoAttention's gates (`swan train --head-gates --help`)\n"
-    "data (token files from `swan tokenize --out`):\n"
-    "  --data FILE          training tokens\n"
-    "  --val FILE           held-out tokens (default: FILE's .val.bin twin when it exists)\n"
-    "  --recall TASK.json   instead of --data: a recall task (`swan train recall` writes\n"
-    "                       DIR/recall.json), every training sequence made fresh on the fly,\n"
-    "                       held-out ones from the task's own seed\n"
-    "  --synthetic FILE     tokenized synthetic retrieval documents (`swan train synth`)\n"
-    "  --synthetic-rate R   fraction of sequences drawn from them (default 0.1 with --synthetic)\n"
-    "  A token file with labels beside it (DATA.labels, from `swan train recall`) weighs each\n"
-    "  token's loss by its label (e.g. answers only), and its held-out twin reports recall\n"
-    "  accuracy by key->query distance (RUN/recall_log.csv, RUN/recall.svg)\n"
-    "model:\n"
-    "  --preset NAME        shape from scratch: tiny, mini, small (~7M at vocab 4K; default)\n"
-    "  --layers L --dim C --heads H --kv-heads K --head-dim D --mlp F\n"
-    "                       from scratch: replace the preset's shape (--heads alone: K = H)\n"
-    "  --arch NAME          the family from scratch: LlamaForCausalLM (default),\n"
-    "                       MistralForCausalLM, Qwen2ForCausalLM (q/k/v biases),\n"
-    "                       Qwen3ForCausalLM (q/k norms) or Gemma3ForCausalLM (its\n"
-    "                       norms, GELU, 5:1 layers of window 512)\n"
-    "  --init DIR           start from a Hugging Face model directory (continual pretraining;\n"
-    "                       Llama, Mistral, Qwen2, Qwen3 or Gemma 3; exported as the same\n"
-    "                       family)\n"
-    "  --attn SPEC          attention plan, e.g. full, swa:256, hybrid:3:1,window:256,sinks:4,\n"
-    "                       nope:full, routed:256, full,window:64,heads:FILE.json (per-head),\n"
-    "                       linear (linear attention), linear:64 (LoLCATs' hybrid: a softmax\n"
-    "                       window of 64, older keys linear), full,layer1:linear: one layer\n"
-    "                       (default full; with --arch or --init: the model's own)\n"
-    "  --rope-base B        RoPE base from scratch (default 10000)\n"
-    "  --feature-dim F      linear layers: the Hedgehog feature map's F (phi has 2F; default\n"
-    "                       head dim / 2, or the --init model's)\n"
-    "  --tokenizer PATH     tokenizer.json (or its directory) copied into the exported model\n"
-    "Switch Attention (routed layers: a router per layer sends each token to full attention\n"
-    "or the window; new routers start with every token on full attention):\n"
-    "  --router-gamma G     regularizer weight gamma_base (default 1e-3)\n"
-    "  --router-eps E       gamma_t = G / (E + NLL_t + A |o_full - o_window|^2) (default 0.1)\n"
-    "  --router-alpha A     (default 100; 0 = no output-difference term)\n"
-    "  --router-gamma-constant  gamma_t = G for every token (ablation)\n"
-    "  --router-lr LR       routers' peak learning rate, on --lr's warmup + cosine shape\n"
-    "                       (default: --lr; a new router's bias of +2 takes ~2/LR steps to reach 0)\n"
-    "linear attention (LoLCATs: --init a softmax model --attn linear or linear:W; new feature maps start\n"
-    "from the identity):\n"
-    "  --attention-transfer train only the feature maps, every other weight frozen, to make\n"
-    "                       each linear layer's output that of softmax attention on the softmax\n"
-    "                       model's inputs; the loss is that mean squared distance, summed over\n"
-    "                       the layers. Then fine-tune the whole model: --init RUN/model\n"
-    "optimization:\n"
-    "  --context T          training context (default 256)\n"
-    "  --context-schedule S a curriculum: CTX:STEP,... trains at CTX until STEP, then the next,\n"
-    "                       then --context (e.g. 128:400,256:800)\n"
-    "  --batch B            sequences per micro-batch (default 4)\n"
-    "  --accum K            micro-batches per step (default 1)\n"
-    "  --steps N            optimizer steps (default 1000)\n"
-    "  --lr LR              peak learning rate (default 3e-3)\n"
-    "  --min-lr-ratio F     cosine floor as a fraction of --lr (default 0.1)\n"
-    "  --warmup N           warmup steps (default: min(100, steps/10))\n"
-    "  --weight-decay W     AdamW decoupled weight decay on matrices (default 0.1)\n"
-    "  --clip C             gradient-norm clipping (default 1; 0 = off)\n"
-    "  --matmul P           linear layers' products: f32 (default) or bf16 (f32 weights and AdamW)\n"
-    "  --seed S             seed of the initialization and the data order (default 1234)\n"
-    "run:\n"
-    "  --out RUN            run directory: checkpoint.bin, train_log.csv/.json, loss.svg, model/\n"
-    "  --resume             continue RUN from its checkpoint exactly, with the flags it was\n"
-    "                       started with (RUN/train_args.json); flags given now win, and a\n"
-    "                       larger --steps extends the run: the added steps at the final rate\n"
-    "  --eval-every N       held-out loss every N steps (default 100; 0 = none)\n"
-    "  --eval-seqs N        held-out sequences per evaluation (default 8)\n"
-    "  --eval-bins EDGES    recall distance bins (default from the plan: [1,W/4), [W/4,W),\n"
-    "                       [W, window layers * (W-1)), [.., T]; full plans: T/8, T/2)\n"
-    "  --checkpoint-every N checkpoint every N steps (default 100; 0 = at the end only; also\n"
-    "                       on Ctrl-C)\n"
-    "  --log-every N        progress and log row every N steps (default 1)\n"
-    "  --time-limit MIN     stop, checkpoint and export after MIN minutes\n"
-    "  --quiet              no progress line\n"
-    "  --gemm-report        measure the GEMM rate in the run's precision afterwards (oneDNN;\n"
-    "                       bf16: swan's own where oneDNN has none) and compare\n"
-    "data-parallel (mpirun -np N swan train ...; every rank with the same flags):\n"
-    "  each step trains N x --batch x --accum sequences, each rank its own share; the\n"
-    "  gradients are summed across ranks; rank 0 prints, logs, checkpoints and exports. A\n"
-    "  checkpoint keeps that global batch: --resume works on any N that keeps it\n";
+// The command's options, declared once: its parsing and --help come from them.
+OptionSet Options() {
+  OptionSet options(
+      "usage: swan train (--data TRAIN.bin | --recall TASK.json) --out RUN [options]\n"
+      "       swan train synth --out DIR [--docs N] [--chars C] [--kinds passkey,kv,code] [--seed S]\n"
+      "                                           (`swan train synth --help`)\n"
+      "       swan train recall --out DIR [...]   recall tasks in token-id space, with labels\n"
+      "                                           (`swan train recall --help`)\n"
+      "       swan train --head-gates -m DIR --select SHARE --out HEADS.json [...]\n"
+      "                                           a per-head plan's full heads, learned by\n"
+      "                                           DuoAttention's gates (`swan train --head-gates --help`)\n");
+  options.Text("data (token files from `swan tokenize --out`):\n")
+      .Add({{"--data"}, "FILE", "training tokens"})
+      .Add({{"--val"}, "FILE", "held-out tokens (default: FILE's .val.bin twin when it exists)"})
+      .Add({{"--recall"},
+            "TASK.json",
+            "instead of --data: a recall task (`swan train recall` writes DIR/recall.json), every training "
+            "sequence made fresh on the fly, held-out ones from the task's own seed"})
+      .Add({{"--synthetic"}, "FILE", "tokenized synthetic retrieval documents (`swan train synth`)"})
+      .Add({{"--synthetic-rate"}, "R", "fraction of sequences drawn from them (default 0.1 with --synthetic)"})
+      .Text(
+          "  A token file with labels beside it (DATA.labels, from `swan train recall`) weighs each\n"
+          "  token's loss by its label (e.g. answers only), and its held-out twin reports recall\n"
+          "  accuracy by key->query distance (RUN/recall_log.csv, RUN/recall.svg)\n"
+          "model:\n")
+      .Add({{"--preset"}, "NAME", "shape from scratch: tiny, mini, small (~7M at vocab 4K; default)"})
+      .Add({{"--layers"}, "L", "from scratch: the number of layers, replacing the preset's"})
+      .Add({{"--dim"}, "C", "from scratch: the hidden size, replacing the preset's"})
+      .Add({{"--heads"}, "H", "from scratch: query heads, replacing the preset's (--heads alone: as many KV heads)"})
+      .Add({{"--kv-heads"}, "K", "from scratch: KV heads, replacing the preset's"})
+      .Add({{"--head-dim"}, "D", "from scratch: the head dim, replacing the preset's"})
+      .Add({{"--mlp"}, "F", "from scratch: the MLP's intermediate size, replacing the preset's"})
+      .Add({{"--arch"},
+            "NAME",
+            "the family from scratch: LlamaForCausalLM (default), MistralForCausalLM, Qwen2ForCausalLM (q/k/v "
+            "biases), Qwen3ForCausalLM (q/k norms) or Gemma3ForCausalLM (its norms, GELU, 5:1 layers of window "
+            "512)"})
+      .Add({{"--init"},
+            "DIR",
+            "start from a Hugging Face model directory (continual pretraining; Llama, Mistral, Qwen2, Qwen3 or "
+            "Gemma 3; exported as the same family)"})
+      .Add(PlanOption(
+          "full, swa:256, hybrid:3:1,window:256,sinks:4, nope:full, routed:256, full,window:64,heads:FILE.json "
+          "(per-head), linear (linear attention), linear:64 (LoLCATs' hybrid: a softmax window of 64, older keys "
+          "linear), full,layer1:linear: one layer",
+          "full; with --arch or --init: the model's own"))
+      .Add({{"--rope-base"}, "B", "RoPE base from scratch (default 10000)"})
+      .Add({{"--feature-dim"},
+            "F",
+            "linear layers: the Hedgehog feature map's F (phi has 2F; default head dim / 2, or the --init model's)"})
+      .Add({{"--tokenizer"}, "PATH", "tokenizer.json (or its directory) copied into the exported model"})
+      .Text(
+          "Switch Attention (routed layers: a router per layer sends each token to full attention\n"
+          "or the window; new routers start with every token on full attention):\n")
+      .Add({{"--router-gamma"}, "G", "regularizer weight gamma_base (default 1e-3)"})
+      .Add({{"--router-eps"}, "E", "gamma_t = G / (E + NLL_t + A |o_full - o_window|^2) (default 0.1)"})
+      .Add({{"--router-alpha"}, "A", "A in gamma_t (default 100; 0 = no output-difference term)"})
+      .Add({{"--router-gamma-constant"}, "", "gamma_t = G for every token (ablation)"})
+      .Add({{"--router-lr"},
+            "LR",
+            "routers' peak learning rate, on --lr's warmup + cosine shape (default: --lr; a new router's bias of "
+            "+2 takes ~2/LR steps to reach 0)"})
+      .Text(
+          "linear attention (LoLCATs: --init a softmax model --attn linear or linear:W; new feature maps start\n"
+          "from the identity):\n")
+      .Add({{"--attention-transfer"},
+            "",
+            "train only the feature maps, every other weight frozen, to make each linear layer's output that of "
+            "softmax attention on the softmax model's inputs; the loss is that mean squared distance, summed over "
+            "the layers. Then fine-tune the whole model: --init RUN/model"})
+      .Text("optimization:\n")
+      .Add({{"--context"}, "T", "training context (default 256)"})
+      .Add({{"--context-schedule"},
+            "S",
+            "a curriculum: CTX:STEP,... trains at CTX until STEP, then the next, then --context (e.g. "
+            "128:400,256:800)"})
+      .Add({{"--batch"}, "B", "sequences per micro-batch (default 4)"})
+      .Add({{"--accum"}, "K", "micro-batches per step (default 1)"})
+      .Add({{"--steps"}, "N", "optimizer steps (default 1000)"})
+      .Add({{"--lr"}, "LR", "peak learning rate (default 3e-3)"})
+      .Add({{"--min-lr-ratio"}, "F", "cosine floor as a fraction of --lr (default 0.1)"})
+      .Add({{"--warmup"}, "N", "warmup steps (default: min(100, steps/10))"})
+      .Add({{"--weight-decay"}, "W", "AdamW decoupled weight decay on matrices (default 0.1)"})
+      .Add({{"--clip"}, "C", "gradient-norm clipping (default 1; 0 = off)"})
+      .Add({{"--matmul"}, "P", "linear layers' products: f32 (default) or bf16 (f32 weights and AdamW)"})
+      .Add({{"--seed"}, "S", "seed of the initialization and the data order (default 1234)"})
+      .Text("run:\n")
+      .Add({{"--out"}, "RUN", "run directory: checkpoint.bin, train_log.csv/.json, loss.svg, model/"})
+      .Add({{"--resume"},
+            "",
+            "continue RUN from its checkpoint exactly, with the flags it was started with (RUN/train_args.json); "
+            "flags given now win, and a larger --steps extends the run: the added steps at the final rate"})
+      .Add({{"--eval-every"}, "N", "held-out loss every N steps (default 100; 0 = none)"})
+      .Add({{"--eval-seqs"}, "N", "held-out sequences per evaluation (default 8)"})
+      .Add({{"--eval-bins"},
+            "EDGES",
+            "recall distance bins (default from the plan: [1,W/4), [W/4,W), [W, window layers * (W-1)), [.., T]; "
+            "full plans: T/8, T/2)"})
+      .Add({{"--checkpoint-every"}, "N", "checkpoint every N steps (default 100; 0 = at the end only; also on Ctrl-C)"})
+      .Add({{"--log-every"}, "N", "progress and log row every N steps (default 1)"})
+      .Add({{"--time-limit"}, "MIN", "stop, checkpoint and export after MIN minutes"})
+      .Add(QuietOption())
+      .Add({{"--gemm-report"},
+            "",
+            "measure the GEMM rate in the run's precision afterwards (oneDNN; bf16: swan's own where oneDNN has "
+            "none) and compare"})
+      .Add({{"--debug-kill-after"},
+            "N",
+            "for tests: the last rank kills itself (SIGKILL) after step N, before its checkpoint (never stored "
+            "in RUN/train_args.json)"})
+      .Add(ThreadsOption())
+      .Text(
+          "data-parallel (mpirun -np N swan train ...; every rank with the same flags):\n"
+          "  each step trains N x --batch x --accum sequences, each rank its own share; the\n"
+          "  gradients are summed across ranks; rank 0 prints, logs, checkpoints and exports. A\n"
+          "  checkpoint keeps that global batch: --resume works on any N that keeps it\n");
+  return options;
+}
+
+// `swan train synth`'s options.
+OptionSet SynthOptions() {
+  OptionSet options("usage: swan train synth --out DIR [--docs N] [--chars C] [--kinds passkey,kv,code] [--seed S]\n");
+  options.Add({{"--out"}, "DIR", "where the documents are written, one text file each"})
+      .Add({{"--docs"}, "N", "documents (default 300)"})
+      .Add({{"--chars"}, "C", "about this many characters per document (default 6000)"})
+      .Add({{"--kinds"},
+            "LIST",
+            "any of passkey (a number among filler lines), kv (key-value pairs, then keys to complete) and code (a "
+            "Python constant and helper used far below), taken in turn (default passkey,kv,code)"})
+      .Add({{"--seed"}, "S", "seed of the documents (default 1)"})
+      .Text("Tokenize DIR with `swan tokenize --out` and mix it in with swan train --synthetic.\n");
+  return options;
+}
 
 // "128:400,256:800" -> {{400, 128}, {800, 256}}.
 std::vector<std::pair<int64_t, int64_t>> ParseContextSchedule(const std::string& spec) {
@@ -138,13 +185,13 @@ void OnSigint(int) {
 }
 
 int Synth(const std::vector<std::string>& words) {
-  const Args args(words, {"--help", "-h"});
-  if (args.Has("--help") || args.Has("-h")) {
-    std::printf("%s", kUsage);
+  const OptionSet flags = SynthOptions();
+  const Args args = flags.Parse(words);
+  if (HelpAsked(args)) {
+    std::printf("%s", flags.Help().c_str());
     return 0;
   }
-  args.RejectUnknown({"--out", "--docs", "--chars", "--kinds", "--seed"});
-  if (!args.Has("--out")) throw std::invalid_argument("--out DIR is required\n" + std::string(kUsage));
+  if (!args.Has("--out")) throw std::invalid_argument("--out DIR is required\n" + flags.Help());
   const std::string dir = args.Get("--out", "");
   const int64_t docs = args.GetInt("--docs", 300);
   const int64_t chars = args.GetInt("--chars", 6000);
@@ -238,65 +285,16 @@ int RunTrain(const std::vector<std::string>& words) {
     return RunTrainRecall(std::vector<std::string>(words.begin() + 1, words.end()));
   if (std::find(words.begin(), words.end(), "--head-gates") != words.end()) return RunTrainHeadGates(words);
   const std::vector<std::string> settings = WithStoredSettings(words);
-  const Args args(settings, {"--help", "-h", "--resume", "--quiet", "--gemm-report", "--router-gamma-constant",
-                             "--attention-transfer"});
-  if (words.empty() || args.Has("--help") || args.Has("-h")) {
-    std::printf("%s%s", kUsage, ThreadsHelp().c_str());
+  const OptionSet flags = Options();
+  const Args args = flags.Parse(settings);
+  if (words.empty() || HelpAsked(args)) {
+    std::printf("%s", flags.Help().c_str());
     return words.empty() ? 2 : 0;
   }
-  args.RejectUnknown({"--data",
-                      "--val",
-                      "--synthetic",
-                      "--synthetic-rate",
-                      "--preset",
-                      "--arch",
-                      "--init",
-                      "--attn",
-                      "--rope-base",
-                      "--tokenizer",
-                      "--context",
-                      "--batch",
-                      "--accum",
-                      "--steps",
-                      "--lr",
-                      "--min-lr-ratio",
-                      "--warmup",
-                      "--weight-decay",
-                      "--clip",
-                      "--seed",
-                      "--out",
-                      "--resume",
-                      "--eval-every",
-                      "--eval-seqs",
-                      "--checkpoint-every",
-                      "--log-every",
-                      "--time-limit",
-                      "--quiet",
-                      "--recall",
-                      "--gemm-report",
-                      "--debug-kill-after",
-                      "--router-gamma",
-                      "--router-eps",
-                      "--router-alpha",
-                      "--router-gamma-constant",
-                      "--router-lr",
-                      "--matmul",
-                      "--context-schedule",
-                      "--eval-bins",
-                      "--layers",
-                      "--dim",
-                      "--heads",
-                      "--kv-heads",
-                      "--head-dim",
-                      "--mlp",
-                      "-t",
-                      "--threads",
-                      "--attention-transfer",
-                      "--feature-dim"});
   ApplyThreadsOption(args);
   if (args.Has("--data") == args.Has("--recall"))
-    throw std::invalid_argument("give --data TRAIN.bin or --recall TASK.json\n" + std::string(kUsage));
-  if (!args.Has("--out")) throw std::invalid_argument("--out RUN is required\n" + std::string(kUsage));
+    throw std::invalid_argument("give --data TRAIN.bin or --recall TASK.json\n" + flags.Help());
+  if (!args.Has("--out")) throw std::invalid_argument("--out RUN is required\n" + flags.Help());
   TrainOptions o;
   o.run_dir = args.Get("--out", "");
   o.train_data = args.Get("--data", "");

@@ -12,7 +12,8 @@
 #include <vector>
 
 #include "cli/args.h"
-#include "cli/threads_option.h"
+#include "cli/option_groups.h"
+#include "cli/options.h"
 #include "eval/passkey_source.h"
 #include "eval/recall_suite.h"
 #include "eval/retrieval_heads.h"
@@ -22,30 +23,39 @@
 namespace swan::cli {
 namespace {
 
-const char kUsage[] =
-    "usage: swan train --head-gates -m DIR --select SHARE --out HEADS.json [options]\n"
-    "Learns which KV heads need every key (DuoAttention): one gate a per layer and KV head\n"
-    "mixes a * full attention + (1 - a) * a window of W + S sinks; with the model frozen, the\n"
-    "gates (from 1) minimize the distance between the final hidden states under the mix and\n"
-    "under full attention on the answer queries of synthetic retrieval items, + lambda * sum(a).\n"
-    "The SHARE of KV heads with the highest gates stay full.\n"
-    "  -m DIR          a model trained on recall in token ids (DIR/recall.json: its task's\n"
-    "                  sequences, another seed than training's), or a text model (passkey\n"
-    "                  items in noise at random depths, LENGTH tokens long)\n"
-    "  --select SHARE  the share of the model's KV heads kept full (0 < SHARE <= 1, rounded up);\n"
-    "                  a list (0.25,0.5) binarizes the same gates at each share\n"
-    "  --out FILE      the heads file: run the model with\n"
-    "                  --attn 'full,window:W,sinks:S,heads:FILE'; with a list of shares FILE\n"
-    "                  holds {share}, replaced by each (heads_{share}.json)\n"
-    "  --window W      the other heads' window (default 64)\n"
-    "  --sinks S       their sinks (default 4)\n"
-    "  --steps N       Adam steps (default 200)\n"
-    "  --batch B       sequences per step (default 8)\n"
-    "  --lr LR         the gates' learning rate (default 0.02)\n"
-    "  --lambda L      the L1 weight on the gates (default 0.05)\n"
-    "  --seed S        the items' seed (default 1)\n"
-    "  -c LENGTH       text models: tokens per item (default 1024 or the model's context)\n"
-    "  --log-every N   a progress line every N steps (default 10)\n";
+// The command's options, declared once: its parsing and --help come from them.
+OptionSet Options() {
+  OptionSet options(
+      "usage: swan train --head-gates -m DIR --select SHARE --out HEADS.json [options]\n"
+      "Learns which KV heads need every key (DuoAttention): one gate a per layer and KV head\n"
+      "mixes a * full attention + (1 - a) * a window of W + S sinks; with the model frozen, the\n"
+      "gates (from 1) minimize the distance between the final hidden states under the mix and\n"
+      "under full attention on the answer queries of synthetic retrieval items, + lambda * sum(a).\n"
+      "The SHARE of KV heads with the highest gates stay full.\n");
+  options.Add({{"--head-gates"}, "", "selects this command (without it, swan train trains a model)"})
+      .Add(ModelOptionFor(
+          "a model trained on recall in token ids (DIR/recall.json: its task's sequences, another seed than "
+          "training's), or a text model (passkey items in noise at random depths, LENGTH tokens long)"))
+      .Add({{"--select"},
+            "SHARE",
+            "the share of the model's KV heads kept full (0 < SHARE <= 1, rounded up); a list (0.25,0.5) "
+            "binarizes the same gates at each share"})
+      .Add({{"--out"},
+            "FILE",
+            "the heads file: run the model with --attn 'full,window:W,sinks:S,heads:FILE'; with a list of shares "
+            "FILE holds {share}, replaced by each (heads_{share}.json)"})
+      .Add({{"--window"}, "W", "the other heads' window (default 64)"})
+      .Add({{"--sinks"}, "S", "their sinks (default 4)"})
+      .Add({{"--steps"}, "N", "Adam steps (default 200)"})
+      .Add({{"--batch"}, "B", "sequences per step (default 8)"})
+      .Add({{"--lr"}, "LR", "the gates' learning rate (default 0.02)"})
+      .Add({{"--lambda"}, "L", "the L1 weight on the gates (default 0.05)"})
+      .Add({{"--seed"}, "S", "the items' seed (default 1)"})
+      .Add({{"-c"}, "LENGTH", "text models: tokens per item (default 1024 or the model's context)"})
+      .Add({{"--log-every"}, "N", "a progress line every N steps (default 10)"})
+      .Add(ThreadsOption());
+  return options;
+}
 
 // The items of `dir`'s own recall task, or passkeys for a text model.
 std::function<HeadGateSample(uint64_t)> GateSamples(const std::string& dir, const Args& args, uint64_t seed) {
@@ -91,15 +101,14 @@ std::string GateRows(const std::vector<float>& gates, int32_t kv_heads) {
 }  // namespace
 
 int RunTrainHeadGates(const std::vector<std::string>& words) {
-  const Args args(words, {"--help", "-h", "--head-gates"});
-  if (args.Has("--help") || args.Has("-h")) {
-    std::printf("%s%s", kUsage, ThreadsHelp().c_str());
+  const OptionSet flags = Options();
+  const Args args = flags.Parse(words);
+  if (HelpAsked(args)) {
+    std::printf("%s", flags.Help().c_str());
     return 0;
   }
-  args.RejectUnknown({"--head-gates", "-m", "--select", "--out", "--window", "--sinks", "--steps", "--batch", "--lr",
-                      "--lambda", "--seed", "-c", "--log-every", "-t", "--threads"});
   for (const char* flag : {"-m", "--select", "--out"})
-    if (!args.Has(flag)) throw std::invalid_argument(std::string(flag) + " is required\n" + kUsage);
+    if (!args.Has(flag)) throw std::invalid_argument(std::string(flag) + " is required\n" + flags.Help());
   const std::vector<std::string> shares = SplitList(args.Get("--select", ""), ',');
   const std::string out_pattern = args.Get("--out", "");
   if (shares.empty()) throw std::invalid_argument("--select takes a share of the KV heads in (0, 1]");

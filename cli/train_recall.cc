@@ -12,45 +12,55 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/options.h"
 #include "train/recall_data.h"
 
 namespace swan::cli {
 namespace {
 
-const char kUsage[] =
-    "usage: swan train recall --out DIR [options]\n"
-    "  --task T            mqar (key-value pairs, queried later; default), needle (a marker\n"
-    "                      and value tokens, asked for at the end) or copy (a random span\n"
-    "                      repeated: dense induction, a warm-up)\n"
-    "  --context T         tokens per sequence (default 512)\n"
-    "  --pairs P           mqar: distinct key-value pairs per sequence (default 32)\n"
-    "  --queries Q         mqar: pairs asked again, each answer weighted 1 (default = pairs)\n"
-    "  --needle-tokens M   needle: value tokens (default 3)\n"
-    "  --bins SPEC         key->query distance mix, LO-HI[:SHARE],... (default 2-T, uniform)\n"
-    "  --pairs-first       mqar: all pairs right after the prefix, then the queries at random\n"
-    "                      places (Zoology's layout; distances follow, --bins unused)\n"
-    "  --keys K --values V --filler F   the vocabulary after 4 markers (default 128, 128, 252:\n"
-    "                      512 ids)\n"
-    "  --filler-weight W   loss weight of the other tokens (default 0: answers only)\n"
-    "  --copy-share F      this share of the sequences are copy sequences instead (default 0)\n"
-    "  --sequences N       training sequences (default 20000)\n"
-    "  --val-sequences N   held-out sequences (default 256)\n"
-    "  --seed S            training seed; held-out sequences use another (default 1)\n"
-    "writes DIR/train.bin and DIR/train.val.bin with their .labels, and DIR/recall.json\n"
-    "(the options, the seeds, the chance level of a guess)\n";
+// The command's options, declared once: its parsing and --help come from them.
+OptionSet Options() {
+  OptionSet options("usage: swan train recall --out DIR [options]\n");
+  options.Add({{"--out"}, "DIR", "the directory written (see below)"})
+      .Add({{"--task"},
+            "T",
+            "mqar (key-value pairs, queried later; default), needle (a marker and value tokens, asked for at the "
+            "end) or copy (a random span repeated: dense induction, a warm-up)"})
+      .Add({{"--context"}, "T", "tokens per sequence (default 512)"})
+      .Add({{"--pairs"}, "P", "mqar: distinct key-value pairs per sequence (default 32)"})
+      .Add({{"--queries"}, "Q", "mqar: pairs asked again, each answer weighted 1 (default = pairs)"})
+      .Add({{"--needle-tokens"}, "M", "needle: value tokens (default 3)"})
+      .Add({{"--bins"}, "SPEC", "key->query distance mix, LO-HI[:SHARE],... (default 2-T, uniform)"})
+      .Add({{"--pairs-first"},
+            "",
+            "mqar: all pairs right after the prefix, then the queries at random places (Zoology's layout; "
+            "distances follow, --bins unused)"})
+      .Add({{"--keys"},
+            "K",
+            "key tokens (default 128); the vocabulary is 4 markers + K + V + F ids (512 with the defaults)"})
+      .Add({{"--values"}, "V", "value tokens (default 128)"})
+      .Add({{"--filler"}, "F", "filler tokens (default 252)"})
+      .Add({{"--filler-weight"}, "W", "loss weight of the other tokens (default 0: answers only)"})
+      .Add({{"--copy-share"}, "F", "this share of the sequences are copy sequences instead (default 0)"})
+      .Add({{"--sequences"}, "N", "training sequences (default 20000)"})
+      .Add({{"--val-sequences"}, "N", "held-out sequences (default 256)"})
+      .Add({{"--seed"}, "S", "training seed; held-out sequences use another (default 1)"})
+      .Text(
+          "writes DIR/train.bin and DIR/train.val.bin with their .labels, and DIR/recall.json\n"
+          "(the options, the seeds, the chance level of a guess)\n");
+  return options;
+}
 
 }  // namespace
 
 int RunTrainRecall(const std::vector<std::string>& words) {
-  const Args args(words, {"--help", "-h", "--pairs-first"});
-  if (words.empty() || args.Has("--help") || args.Has("-h")) {
-    std::printf("%s", kUsage);
+  const OptionSet flags = Options();
+  const Args args = flags.Parse(words);
+  if (words.empty() || HelpAsked(args)) {
+    std::printf("%s", flags.Help().c_str());
     return words.empty() ? 2 : 0;
   }
-  args.RejectUnknown({"--out", "--task", "--context", "--pairs", "--queries", "--needle-tokens", "--bins", "--keys",
-                      "--values", "--filler", "--filler-weight", "--copy-share", "--pairs-first", "--sequences",
-                      "--val-sequences", "--seed"});
-  if (!args.Has("--out")) throw std::invalid_argument("--out DIR is required\n" + std::string(kUsage));
+  if (!args.Has("--out")) throw std::invalid_argument("--out DIR is required\n" + flags.Help());
   RecallOptions o;
   o.task = ParseRecallTask(args.Get("--task", "mqar"));
   o.context = int32_t(args.GetInt("--context", 512));

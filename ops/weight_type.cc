@@ -21,14 +21,25 @@ const char* WeightTypeName(WeightType type) {
   return "?";
 }
 
+const std::vector<WeightType>& AllWeightTypes() {
+  static const std::vector<WeightType> types = {
+      WeightType::kF32,  WeightType::kBF16, WeightType::kF16,  WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1,
+      WeightType::kQ5_0, WeightType::kQ5_1, WeightType::kQ4_K, WeightType::kQ5_K, WeightType::kQ6_K};
+  return types;
+}
+
+std::string WeightTypeList() {
+  const std::vector<WeightType>& types = AllWeightTypes();
+  std::string list;
+  for (size_t i = 0; i < types.size(); ++i)
+    list += std::string(i == 0 ? "" : i + 1 == types.size() ? " or " : ", ") + WeightTypeName(types[i]);
+  return list;
+}
+
 WeightType ParseWeightType(const std::string& name, const std::string& option) {
-  for (WeightType t :
-       {WeightType::kF32, WeightType::kBF16, WeightType::kF16, WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1,
-        WeightType::kQ5_0, WeightType::kQ5_1, WeightType::kQ4_K, WeightType::kQ5_K, WeightType::kQ6_K})
+  for (WeightType t : AllWeightTypes())
     if (name == WeightTypeName(t)) return t;
-  throw std::invalid_argument(
-      option + ": '" + name +
-      "' is not a weight type (f32, bf16, f16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k or q6_k)");
+  throw std::invalid_argument(option + ": '" + name + "' is not a weight type (" + WeightTypeList() + ")");
 }
 
 }  // namespace swan

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace swan {
 
@@ -14,6 +15,11 @@ enum class WeightType : uint8_t { kF32, kBF16, kF16, kQ8_0, kQ4_0, kQ4_1, kQ4_K,
 
 // "f32", "bf16", "f16", "q8_0", "q4_0", "q4_1", "q4_k", "q5_k", "q6_k", "q5_0", "q5_1"
 const char* WeightTypeName(WeightType type);
+// Every type, in the order they are listed to users: the one table that
+// --weights, --dtype and their help texts are made from.
+const std::vector<WeightType>& AllWeightTypes();
+// Their names for a user: "f32, bf16, ..., q5_k or q6_k".
+std::string WeightTypeList();
 // The inverse of WeightTypeName; throws std::invalid_argument naming
 // `option` and the accepted names.
 WeightType ParseWeightType(const std::string& name, const std::string& option);
