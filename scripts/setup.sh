@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
+  ccache            # scripts/test.sh: rebuilds only what changed, across clones
   libdnnl-dev       # oneDNN 2.6: matrix products
   libhwy-dev        # Google Highway 1.0.3: SIMD with runtime dispatch
   libomp-dev        # OpenMP runtime (gcc's libgomp comes with g++)
