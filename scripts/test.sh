@@ -84,8 +84,8 @@ fi
 
 if [ $sanitize = 1 ]; then
   stage "sanitizer build"
-  # -O1 -g1 (line tables for the reports) compiles in less than half the
-  # time of -O2 -g, and the tests run about as fast under the sanitizers.
+  # -O1 -g1 (line tables for the reports): less than half the compile time
+  # of -O2 -g (docs/performance.md, "The test suite").
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
     -DSWAN_WERROR=ON -DSWAN_SANITIZE=ON -DSWAN_BUILD_BENCH=OFF "${launcher[@]}" > /dev/null
   cmake --build build-asan -j "$jobs"
