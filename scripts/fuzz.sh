@@ -19,6 +19,12 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(load encode plan config gguf chat_template request)
 cxx=$(command -v clang++-14 || command -v clang++ || true)
 [ -n "$cxx" ] || { echo "fuzz: clang++ not found (run scripts/setup.sh)" >&2; exit 1; }
+# Through ccache when it is installed: another clone compiles only what changed.
+launcher=()
+if command -v ccache > /dev/null; then
+  launcher=(ccache)
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+fi
 # The fuzzers read models/stories260K from the checkout.
 export SWAN_SOURCE_DIR=${SWAN_SOURCE_DIR:-$(pwd)}
 stories=$SWAN_SOURCE_DIR/models/stories260K
@@ -34,7 +40,7 @@ compile() {
   for src in "$@"; do
     obj="$out/obj/$(echo "${src%.cc}" | tr / _).o"
     if [ ! -e "$obj" ] || [ "$src" -nt "$obj" ] || [ -n "$(find . -path ./build\* -prune -o -name '*.h' -newer "$obj" -print -quit)" ]; then
-      "$cxx" "${flags[@]}" -c "$src" -o "$obj"
+      "${launcher[@]}" "$cxx" "${flags[@]}" -c "$src" -o "$obj"
     fi
     echo "$obj"
   done
@@ -59,7 +65,7 @@ for target in "${targets[@]}"; do
   [ "$target" = load ] && cp -f "$stories/tokenizer.json" "$corpus/stories260K.json" 2>/dev/null || true
   [ "$target" = config ] && cp -f "$stories/config.json" "$corpus/stories260K.json" 2>/dev/null || true
   # shellcheck disable=SC2046
-  "$cxx" "${flags[@]}" -fsanitize=fuzzer "$dir/fuzz/${target}_fuzz.cc" $(compile $srcs) "${libs[@]}" \
+  "${launcher[@]}" "$cxx" "${flags[@]}" -fsanitize=fuzzer "$dir/fuzz/${target}_fuzz.cc" $(compile $srcs) "${libs[@]}" \
     -o "$out/${target}_fuzz"
   echo "fuzz: running ${target}_fuzz for ${seconds}s"
   if ! (cd "$out" && ASAN_OPTIONS=detect_leaks=1 "./${target}_fuzz" \
