@@ -15,4 +15,19 @@ struct Command {
   int (*run)(const std::vector<std::string>& args);
 };
 
+// The commands' entry points, one per file (cli/NAME.cc).
+int RunBench(const std::vector<std::string>& args);
+int RunCompare(const std::vector<std::string>& args);
+int RunConvert(const std::vector<std::string>& args);
+int RunGenerate(const std::vector<std::string>& args);
+int RunHeads(const std::vector<std::string>& args);
+int RunInspect(const std::vector<std::string>& args);
+int RunPerplexity(const std::vector<std::string>& args);
+int RunRouteStats(const std::vector<std::string>& args);
+int RunScore(const std::vector<std::string>& args);
+int RunServe(const std::vector<std::string>& args);
+int RunTokenize(const std::vector<std::string>& args);
+int RunTokenizer(const std::vector<std::string>& args);
+int RunTrain(const std::vector<std::string>& args);
+
 }  // namespace swan::cli

@@ -11,24 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "cli/command.h"
 #include "cli/option_groups.h"
 #include "ops/weight_type.h"
 
 namespace swan::cli {
-
-int RunBench(const std::vector<std::string>& args);
-int RunCompare(const std::vector<std::string>& args);
-int RunConvert(const std::vector<std::string>& args);
-int RunGenerate(const std::vector<std::string>& args);
-int RunHeads(const std::vector<std::string>& args);
-int RunInspect(const std::vector<std::string>& args);
-int RunPerplexity(const std::vector<std::string>& args);
-int RunRouteStats(const std::vector<std::string>& args);
-int RunScore(const std::vector<std::string>& args);
-int RunServe(const std::vector<std::string>& args);
-int RunTokenize(const std::vector<std::string>& args);
-int RunTokenizer(const std::vector<std::string>& args);
-int RunTrain(const std::vector<std::string>& args);
 
 namespace {
 
