@@ -23,7 +23,7 @@ cxx=$(command -v clang++-14 || command -v clang++ || true)
 launcher=()
 if command -v ccache > /dev/null; then
   launcher=(ccache)
-  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 fi
 # The fuzzers read models/stories260K from the checkout.
 export SWAN_SOURCE_DIR=${SWAN_SOURCE_DIR:-$(pwd)}

@@ -48,8 +48,9 @@ jobs=$(nproc)
 launcher=()
 if command -v ccache > /dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  # Paths relative to the checkout, so that another clone hits the cache.
-  export CCACHE_BASEDIR=$PWD
+  # Paths relative to the checkout, and the build folder left out of the
+  # debug builds' hash, so that another clone hits the cache.
+  export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
 fi
 # Reference data some tests compare against (fetched once, cached).
 for fetch in scripts/fetch_test_*.sh; do
