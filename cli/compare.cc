@@ -1,6 +1,8 @@
 // `swan compare`: one table of what each attention plan costs and loses,
 // from the task suite in eval/ and a small benchmark, with JSON, SVG and
 // HTML output.
+#include "cli/compare.h"
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -105,8 +107,6 @@ void CheckOutputPaths(const Args& args) {
   }
 }
 
-}  // namespace
-
 // The plans to compare: --attn, or full, a window of --window (default
 // CTX/8), the same with 4 sinks and a 3:1 hybrid of that window.
 std::vector<std::string> PlanSpecs(const Args& args, int32_t ctx) {
@@ -137,8 +137,8 @@ std::string ProvenanceText(const Args& args) {
 
 // A model trained on recall tasks in token-id space: its own task under
 // each plan, by distance bin (eval/recall_suite.h), and what each costs.
-int CompareRecallModel(const Args& args, const std::string& dir, const LanguageModel& model) {
-  const bool quiet = args.Has("--quiet");
+CompareOutput CompareRecallModel(const Args& args, const std::string& dir, const LanguageModel& model,
+                                 const std::function<void(const std::string&)>& log) {
   RecallSuiteOptions options;
   options.task = LoadRecallTask(dir);
   options.task.context = int32_t(args.GetInt("-c", options.task.context));
@@ -163,7 +163,7 @@ int CompareRecallModel(const Args& args, const std::string& dir, const LanguageM
   kv.type = KvTypeFromString(args.Get("--kv", "f32"));
   std::vector<RecallPlanResult> results;
   for (size_t i = 0; i < plans.size(); ++i) {
-    if (!quiet) std::fprintf(stderr, "\r[compare] plan %zu/%zu %s ...%-20s", i + 1, plans.size(), specs[i].c_str(), "");
+    log("[compare] plan " + std::to_string(i + 1) + "/" + std::to_string(plans.size()) + " " + specs[i] + " ...");
     results.push_back(ScoreRecallSuite(model, plans[i], specs[i], options, kv));
     // What the plan costs at the task's context (random tokens: timing does
     // not depend on them).
@@ -178,7 +178,6 @@ int CompareRecallModel(const Args& args, const std::string& dir, const LanguageM
     results.back().prefill_spread = point.prefill_spread;
     results.back().decode_spread = point.decode_spread;
   }
-  if (!quiet) std::fprintf(stderr, "\r%-100s\r", "");
   const std::string svg = RecallSuiteSvg(results, options);
   if (args.Has("--svg")) {
     const std::filesystem::path out = args.Get("--svg", "");
@@ -190,38 +189,23 @@ int CompareRecallModel(const Args& args, const std::string& dir, const LanguageM
     WriteText(args.Get("--html", ""), "<!doctype html><html><head><meta charset='utf-8'><title>swan compare: " + dir +
                                           "</title></head><body><h1>swan compare: " + dir + "</h1><pre>" + table +
                                           "</pre>" + svg + "<pre>" + ProvenanceText(args) + "</pre></body></html>\n");
-  if (args.Has("--json")) {
-    nlohmann::json j = RecallSuiteJson(results, options);
-    j["model"] = dir;
-    AddProvenance(&j, args);
-    std::printf("%s\n", j.dump(2).c_str());
-    return 0;
-  }
-  std::printf("model %s: %s recall in token ids, context %d, %lld sequences per plan (seed %llu)\n\n%s", dir.c_str(),
-              RecallTaskName(options.task.task), ctx, (long long)options.sequences, (unsigned long long)options.seed,
-              table.c_str());
-  std::printf("accuracy: every answer token the greedy choice, by key->query distance (items in parentheses)\n");
-  return 0;
+  CompareOutput out;
+  out.json = RecallSuiteJson(results, options);
+  out.json["model"] = dir;
+  AddProvenance(&out.json, args);
+  char head[512];
+  std::snprintf(head, sizeof head,
+                "model %s: %s recall in token ids, context %d, %lld sequences per plan (seed %llu)\n\n", dir.c_str(),
+                RecallTaskName(options.task.task), ctx, (long long)options.sequences, (unsigned long long)options.seed);
+  out.text =
+      head + table + "accuracy: every answer token the greedy choice, by key->query distance (items in parentheses)\n";
+  return out;
 }
 
-int RunCompare(const std::vector<std::string>& words) {
-  const OptionSet flags = Options();
-  const Args args = flags.Parse(words);
-  if (HelpAsked(args)) {
-    std::printf("%s", flags.Help().c_str());
-    return 0;
-  }
-  ApplyThreadsOption(args);
-  if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + flags.Help());
-  CheckOutputPaths(args);
-  const std::string dir = args.Get("-m", "");
-  const bool quiet = args.Has("--quiet");
-  auto log = [quiet](const std::string& s) {
-    if (!quiet) std::fprintf(stderr, "\r%-100s", s.c_str()), std::fflush(stderr);
-  };
-
-  std::unique_ptr<LanguageModel> model = LoadModel(dir);
-  if (HasRecallTask(dir)) return CompareRecallModel(args, dir, *model);
+// A text model: the task suite and perplexity under each plan.
+CompareOutput CompareTextModel(const Args& args, const std::string& dir, const LanguageModel& loaded,
+                               const std::function<void(const std::string&)>& log) {
+  const LanguageModel* model = &loaded;
   const Tokenizer tokenizer = LoadModelTokenizer(dir);
   const ModelConfig& config = model->config();
   CompareReport report;
@@ -299,7 +283,6 @@ int RunCompare(const std::vector<std::string>& words) {
   co.kv = kv;
   co.progress = log;
   RunComparison(report, *model, tokenizer, plans, specs, text, items, co);
-  if (!quiet) std::fprintf(stderr, "\r%-100s\r", "");
 
   if (args.Has("--svg")) {
     const std::filesystem::path out = args.Get("--svg", "");
@@ -311,18 +294,54 @@ int RunCompare(const std::vector<std::string>& words) {
   }
   report.provenance = ProvenanceText(args);
   if (args.Has("--html")) WriteText(args.Get("--html", ""), ReportHtml(report));
-  if (args.Has("--json")) {
-    nlohmann::json j = ReportJson(report);
-    AddProvenance(&j, args);
-    std::printf("%s\n", j.dump(2).c_str());
+  CompareOutput out;
+  out.json = ReportJson(report);
+  AddProvenance(&out.json, args);
+  char head[512];
+  std::snprintf(head, sizeof head, "model %s, context %d, %zu task items per plan, window split at %d\n", dir.c_str(),
+                ctx, items.size(), report.window);
+  out.text = head + ("perplexity text: " + report.text_source + "\n\n" + ReportTable(report)) +
+             "\naccuracy: exact match under greedy decoding (answers counted in parentheses); loss: mean nats per\n"
+             "answer token. 'needle < W back': the needle is fewer than W tokens before the answer.\n";
+  return out;
+}
+
+CompareOutput Compare(const Args& args, const LanguageModel& model,
+                      const std::function<void(const std::string&)>& log) {
+  CheckOutputPaths(args);
+  const std::string dir = args.Get("-m", "");
+  return HasRecallTask(dir) ? CompareRecallModel(args, dir, model, log) : CompareTextModel(args, dir, model, log);
+}
+
+}  // namespace
+
+CompareOutput ComparePlans(const std::vector<std::string>& words, const LanguageModel& model,
+                           const std::function<void(const std::string&)>& progress) {
+  const Args args = Options().Parse(words);
+  if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required: the directory the model was loaded from");
+  ApplyThreadsOption(args);
+  return Compare(
+      args, model, progress ? progress : [](const std::string&) {});
+}
+
+int RunCompare(const std::vector<std::string>& words) {
+  const OptionSet flags = Options();
+  const Args args = flags.Parse(words);
+  if (HelpAsked(args)) {
+    std::printf("%s", flags.Help().c_str());
     return 0;
   }
-  std::printf("model %s, context %d, %zu task items per plan, window split at %d\n", dir.c_str(), ctx, items.size(),
-              report.window);
-  std::printf("perplexity text: %s\n\n%s", report.text_source.c_str(), ReportTable(report).c_str());
-  std::printf(
-      "\naccuracy: exact match under greedy decoding (answers counted in parentheses); loss: mean nats per\n"
-      "answer token. 'needle < W back': the needle is fewer than W tokens before the answer.\n");
+  ApplyThreadsOption(args);
+  if (!args.Has("-m")) throw std::invalid_argument("-m DIR is required\n" + flags.Help());
+  CheckOutputPaths(args);  // before the model loads
+  const bool quiet = args.Has("--quiet");
+  auto log = [quiet](const std::string& s) {
+    if (!quiet) std::fprintf(stderr, "\r%-100s", s.c_str()), std::fflush(stderr);
+  };
+  std::unique_ptr<LanguageModel> model = LoadModel(args.Get("-m", ""));
+  const CompareOutput out = Compare(args, *model, log);
+  if (!quiet) std::fprintf(stderr, "\r%-100s\r", "");
+  std::printf("%s", args.Has("--json") ? (out.json.dump(2) + "\n").c_str() : out.text.c_str());
   return 0;
 }
 
