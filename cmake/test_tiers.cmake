@@ -25,6 +25,8 @@ set(SWAN_SLOW_TESTS
   RealTokenizers/.*
   ChunkedQ8_0[.].*
   SlowClients[.]DoNotStopANormalClient
+  python_tests
+  python_example_compare_plans
 )
 
 # Not under the sanitizers: slow there (40-50 s each), and their code runs

@@ -19,6 +19,8 @@ packages=(
   libgtest-dev libgmock-dev
   libbenchmark-dev
   chromium          # renders the HTML reports in tests (scripts/render_report.sh)
+  pybind11-dev python3-numpy  # the Python module (python/, `import swan`)
+  python3-torch     # its tests: PyTorch forwards that swan's logits must match
 )
 
 missing=()

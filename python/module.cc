@@ -1,0 +1,12 @@
+// `_swan`: the compiled part of the Python package `swan` (python/swan/).
+#include <pybind11/pybind11.h>
+
+#include "python/bind.h"
+
+PYBIND11_MODULE(_swan, m) {
+  m.doc() = "swan's engine: models under attention plans (use the package `swan`)";
+  swan::python::BindText(m);
+  swan::python::BindModel(m);
+  swan::python::BindGenerate(m);
+  swan::python::BindCompare(m);
+}
