@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "serve/openai_api.h"
+
 namespace swan {
 namespace {
 
@@ -85,12 +87,15 @@ class DeadlineStream : public httplib::Stream {
 
   bool is_readable() const override { return WaitReadable(deadline_); }
 
+  // False as soon as the client has closed its end (POLLRDHUP), so that a
+  // stream it aborted stops at the next write instead of the second one
+  // after the peer's reset.
   bool is_writable() const override {
-    pollfd p{sock_, POLLOUT, 0};
+    pollfd p{sock_, POLLOUT | POLLRDHUP, 0};
     int rc;
     do rc = poll(&p, 1, write_timeout_ms_);
     while (rc < 0 && errno == EINTR);
-    return rc > 0 && !(p.revents & (POLLERR | POLLHUP | POLLNVAL));
+    return rc > 0 && !(p.revents & (POLLERR | POLLHUP | POLLNVAL | POLLRDHUP));
   }
 
   ssize_t read(char* ptr, size_t size) override {
@@ -139,13 +144,12 @@ class DeadlineStream : public httplib::Stream {
 
 // A whole response with an OpenAI-style error body, for a client the server
 // will not read from.
+// A refusal for a full cap (429, 503) says when to try again.
 std::string ErrorResponse(int status, const char* reason, const std::string& message, const char* code) {
-  const std::string body = "{\"error\":{\"message\":\"" + message + "\",\"type\":\"" +
-                           (status == 503 ? "server_error" : "invalid_request_error") +
-                           "\",\"param\":null,\"code\":\"" + code + "\"}}";
-  return "HTTP/1.1 " + std::to_string(status) + " " + reason +
-         "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) +
-         "\r\n\r\n" + body;
+  const std::string body = ErrorBody(status, message, "", code).dump();
+  const std::string retry = status == 429 || status == 503 ? "Retry-After: 1\r\n" : "";
+  return "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\nContent-Type: application/json\r\n" + retry +
+         "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 // Sends `response` and closes. What the client already sent is read first
@@ -166,27 +170,44 @@ void RefuseAndClose(socket_t sock, const std::string& response) {
 
 }  // namespace
 
-ConnectionCounter::Admit ConnectionCounter::Acquire(const std::string& client) {
+int ConnectionCounter::Live(const std::vector<socket_t>& socks) {
+  std::vector<pollfd> polls;
+  for (socket_t s : socks) polls.push_back({s, POLLRDHUP, 0});
+  if (poll(polls.data(), polls.size(), 0) < 0) return int(socks.size());
+  int live = 0;
+  for (const pollfd& p : polls) live += (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) == 0;
+  return live;
+}
+
+ConnectionCounter::Admit ConnectionCounter::Acquire(const std::string& client, socket_t sock) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (total_ >= limits_.max_connections) return Admit::kServerFull;
-  int& mine = by_client_[client];
-  if (mine >= limits_.max_per_client) return Admit::kClientFull;
-  ++mine;
-  ++total_;
+  // Counting first, polling only at a cap: the common case makes no system call.
+  int total = 0;
+  for (const auto& [_, socks] : by_client_) total += int(socks.size());
+  if (total >= limits_.max_connections) {
+    total = 0;
+    for (const auto& [_, socks] : by_client_) total += Live(socks);
+    if (total >= limits_.max_connections) return Admit::kServerFull;
+  }
+  std::vector<socket_t>& mine = by_client_[client];
+  if (int(mine.size()) >= limits_.max_per_client && Live(mine) >= limits_.max_per_client) return Admit::kClientFull;
+  mine.push_back(sock);
   return Admit::kYes;
 }
 
-void ConnectionCounter::Release(const std::string& client) {
+void ConnectionCounter::Release(const std::string& client, socket_t sock) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = by_client_.find(client);
   if (it == by_client_.end()) return;
-  --total_;
-  if (--it->second == 0) by_client_.erase(it);
+  std::erase(it->second, sock);
+  if (it->second.empty()) by_client_.erase(it);
 }
 
 int ConnectionCounter::open() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return total_;
+  int total = 0;
+  for (const auto& [_, socks] : by_client_) total += int(socks.size());
+  return total;
 }
 
 GuardedServer::GuardedServer(const ConnectionLimits& limits) : limits_(limits), counter_(limits) {
@@ -205,7 +226,7 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
   std::string client;
   int client_port = 0;
   Address(sock, true, client, client_port);
-  switch (counter_.Acquire(client)) {
+  switch (counter_.Acquire(client, sock)) {
     case ConnectionCounter::Admit::kYes: break;
     case ConnectionCounter::Admit::kClientFull:
       RefuseAndClose(sock, ErrorResponse(429, "Too Many Requests",
@@ -241,9 +262,10 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
     }
     if (!ok || connection_closed) break;
   }
+  // Released before the close: a new connection may get the same number.
+  counter_.Release(client, sock);
   shutdown(sock, SHUT_RDWR);
   close(sock);
-  counter_.Release(client);
   return ok;
 }
 

@@ -24,25 +24,32 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "serve/connection_limits.h"
 
 namespace swan {
 
-// Open connections by client address, under the two caps.
+// Open connections by client address, under the two caps. A connection
+// whose client has closed it no longer counts, even before the thread
+// serving it has noticed: a client that aborts a stream and opens a new
+// connection at once (a user pressing "stop") is never refused for the
+// one it left.
 class ConnectionCounter {
  public:
   enum class Admit { kYes, kClientFull, kServerFull };
   explicit ConnectionCounter(const ConnectionLimits& limits) : limits_(limits) {}
-  Admit Acquire(const std::string& client);
-  void Release(const std::string& client);
+  Admit Acquire(const std::string& client, socket_t sock);
+  void Release(const std::string& client, socket_t sock);
   int open() const;
 
  private:
+  // Of `socks`, those whose peer has not closed its end.
+  static int Live(const std::vector<socket_t>& socks);
+
   const ConnectionLimits limits_;
   mutable std::mutex mutex_;
-  int total_ = 0;
-  std::unordered_map<std::string, int> by_client_;
+  std::unordered_map<std::string, std::vector<socket_t>> by_client_;
 };
 
 class GuardedServer : public httplib::Server {

@@ -55,13 +55,19 @@ struct SlowClient {
   int Status() const { return received.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(received.c_str() + 9) : 0; }
 };
 
-SlowClient Open(const char* source, int port, bool trickles) {
+// A connection that sends `start` first.
+SlowClient Open(const char* source, int port, const std::string& start) {
   SlowClient c;
   c.opened = Clock::now();
   c.fd = ConnectFrom(source, port);
+  if (c.fd >= 0 && !start.empty()) (void)!send(c.fd, start.data(), start.size(), MSG_NOSIGNAL);
+  return c;
+}
+
+SlowClient Open(const char* source, int port, bool trickles) {
+  SlowClient c = Open(source, port,
+                      std::string(trickles ? "GET /health HTTP/1.1\r\n" : "POST /v1/completions HTTP/1.1\r\nHost: x"));
   c.trickles = trickles;
-  const std::string start = trickles ? "GET /health HTTP/1.1\r\n" : "POST /v1/completions HTTP/1.1\r\nHost: x";
-  if (c.fd >= 0) (void)!send(c.fd, start.data(), start.size(), MSG_NOSIGNAL);
   return c;
 }
 
@@ -142,6 +148,8 @@ TEST_F(SlowClients, DoNotStopANormalClient) {
       ++refused;
       EXPECT_LT(c.answered_after_s, 0.5) << c.received;
       EXPECT_NE(c.received.find("too_many_connections"), std::string::npos) << c.received;
+      EXPECT_NE(c.received.find("\"type\":\"rate_limit_error\""), std::string::npos) << c.received;
+      EXPECT_NE(c.received.find("Retry-After: 1\r\n"), std::string::npos) << c.received;
     } else {
       EXPECT_EQ(c.Status(), 408) << "answer: '" << c.received << "'";
       if (c.Status() == 408) ++timed_out;
@@ -184,6 +192,49 @@ TEST_F(SlowClients, TheTotalCapAnswers503AtOnceAndFreesWithTheDeadline) {
   EXPECT_EQ(res->status, 200);
   CloseAll(silent);
   CloseAll(extra);
+}
+
+// A user pressing "stop" again and again: each stream is closed by the
+// client while it waits behind a long request (the engine runs one
+// sequence), and the next opens at once. The server writes to a waiting
+// stream only twice a second, so it has not yet noticed the closed ones;
+// they must not count against the client's cap of 2 all the same.
+TEST_F(SlowClients, AbortedStreamsDoNotCountAgainstTheCap) {
+  ConnectionLimits limits;
+  limits.max_per_client = 2;
+  EngineOptions engine_options;
+  engine_options.max_running = 1;
+  test::TestServer server(*model_, *tokenizer_, engine_options, limits);
+  auto request = [](int max_tokens) {
+    const std::string body = "{\"prompt\": \"Once upon a time\", \"max_tokens\": " + std::to_string(max_tokens) +
+                             ", \"stream\": true, \"ignore_eos\": true}";
+    return "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  // The long request, from another address, holds the engine's one slot.
+  std::vector<SlowClient> holder{Open("127.0.0.3", server.port(), request(400))};
+  ASSERT_GE(holder[0].fd, 0) << "cannot connect from another loopback address";
+
+  int refused = 0;
+  const std::string aborted = request(64);
+  for (int i = 0; i < 12; ++i) {
+    std::vector<SlowClient> c{Open("127.0.0.2", server.port(), aborted)};
+    while (c[0].received.find("\r\n\r\n") == std::string::npos && SecondsSince(c[0].opened) < 2) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      Round(c);
+    }
+    if (c[0].Status() == 429) ++refused;
+    EXPECT_EQ(c[0].Status(), 200) << "request " << i << ": " << c[0].received;
+    close(c[0].fd);  // "stop"
+  }
+  EXPECT_EQ(refused, 0);
+  CloseAll(holder);
+  // And the server frees them: every connection closes and the engine
+  // runs nothing within a second.
+  const Clock::time_point closed = Clock::now();
+  while ((server.engine().Stats().running + server.engine().Stats().waiting > 0) && SecondsSince(closed) < 3)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_LT(SecondsSince(closed), 1.0);
 }
 
 }  // namespace
