@@ -223,6 +223,46 @@ TEST_F(Http, BadInputGetsOpenAiStyleErrors) {
   ExpectError(s10, b10, 400);
 }
 
+// OpenAI's chat fields that do not change swan's answer are accepted and
+// ignored (the reply is the one without them); those swan cannot honour
+// are refused naming the field; fields OpenAI does not define still are.
+TEST_F(Http, EveryOpenAiChatFieldIsAcceptedOrRefusedWithAReason) {
+  const Json plain = {
+      {"messages", {{{"role", "user"}, {"content", "Tell me a story."}}}}, {"max_tokens", 8}, {"temperature", 0}};
+  auto [status, reply] = Post("/v1/chat/completions", plain.dump());
+  ASSERT_EQ(status, 200) << reply.dump();
+  Json ignored = plain;
+  ignored.update({{"store", true},
+                  {"metadata", {{"run", "7"}}},
+                  {"service_tier", "auto"},
+                  {"prompt_cache_key", "stories"},
+                  {"safety_identifier", "user-1"},
+                  {"reasoning_effort", "low"},
+                  {"verbosity", "low"},
+                  {"prediction", {{"type", "content"}, {"content", "Once"}}},
+                  {"modalities", {"text"}},
+                  {"audio", nullptr}});
+  auto [status2, reply2] = Post("/v1/chat/completions", ignored.dump());
+  ASSERT_EQ(status2, 200) << reply2.dump();
+  EXPECT_EQ(reply2["choices"][0]["message"]["content"], reply["choices"][0]["message"]["content"]);
+
+  const std::vector<std::pair<Json, std::string>> refused = {
+      {{{"modalities", {"text", "audio"}}}, "modalities"},
+      {{{"audio", {{"voice", "alloy"}, {"format", "wav"}}}}, "audio"},
+      {{{"web_search_options", Json::object()}}, "web_search_options"},
+      {{{"functions", {{{"name", "f"}}}}}, "functions"},
+      {{{"verbosity", "loud"}}, "verbosity"},
+      {{{"store", "yes"}}, "store"},
+      {{{"reasoning_effort", 3}}, "reasoning_effort"},
+      {{{"temprature", 0.5}}, "temprature"}};
+  for (const auto& [field, param] : refused) {
+    Json body = plain;
+    body.update(field);
+    auto [bad_status, bad] = Post("/v1/chat/completions", body.dump());
+    ExpectError(bad_status, bad, 400, param);
+  }
+}
+
 TEST_F(Http, OverTheKvBudgetIs429WithAReason) {
   EngineOptions options;
   options.kv_budget_bytes = 64 * 1024;  // far less than 512 positions need

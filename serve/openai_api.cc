@@ -15,8 +15,12 @@ const std::set<std::string> kCommonFields = {"model", "max_tokens", "temperature
                                              // extensions, as llama.cpp and vLLM accept them
                                              "top_k", "min_p", "ignore_eos"};
 const std::set<std::string> kCompletionFields = {"prompt", "echo", "best_of", "suffix"};
-const std::set<std::string> kChatFields = {"messages",    "max_completion_tokens", "top_logprobs",       "tools",
-                                           "tool_choice", "response_format",       "parallel_tool_calls"};
+const std::set<std::string> kChatFields = {"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice",
+                                           "response_format", "parallel_tool_calls",
+                                           // OpenAI's other chat fields: what they mean here is in ChatOnlyFields.
+                                           "store", "metadata", "service_tier", "prompt_cache_key", "safety_identifier",
+                                           "reasoning_effort", "verbosity", "prediction", "modalities", "audio",
+                                           "web_search_options", "functions", "function_call"};
 
 [[noreturn]] void Bad(const std::string& message, const std::string& param) {
   throw ApiError(400, message, param, "invalid_value");
@@ -65,6 +69,46 @@ void RejectUnsupported(const Json& body) {
   if (body.contains("response_format") && !body["response_format"].is_null() &&
       body["response_format"].value("type", "text") != "text")
     Bad("only response_format {\"type\": \"text\"} is supported", "response_format");
+}
+
+// Chat fields with no effect on swan's answer are checked for their type
+// and ignored; those that would change it in a way swan cannot are
+// refused (docs/serving.md lists each).
+void ChatOnlyFields(const Json& body) {
+  auto given = [&](const char* name) { return body.contains(name) && !body[name].is_null(); };
+  auto expect = [&](const char* name, bool ok, const char* what) {
+    if (given(name) && !ok) Bad(std::string(name) + " must be " + what, name);
+  };
+  auto one_of = [&](const char* name, const std::set<std::string>& values, const char* what) {
+    expect(name, body[name].is_string() && values.count(body[name].get<std::string>()), what);
+  };
+  // Ignored: swan stores no completions (store, metadata), has one service
+  // tier, caches prompts by their content (prompt_cache_key), and takes no
+  // user identity (safety_identifier, as user).
+  expect("store", given("store") && body["store"].is_boolean(), "true or false");
+  expect("metadata", given("metadata") && body["metadata"].is_object(), "an object");
+  expect("service_tier", given("service_tier") && body["service_tier"].is_string(), "a string");
+  expect("prompt_cache_key", given("prompt_cache_key") && body["prompt_cache_key"].is_string(), "a string");
+  expect("safety_identifier", given("safety_identifier") && body["safety_identifier"].is_string(), "a string");
+  // Ignored: hints to OpenAI's reasoning models; the models swan runs take
+  // no such setting (max_tokens bounds the length).
+  if (given("reasoning_effort"))
+    one_of("reasoning_effort", {"none", "minimal", "low", "medium", "high"}, "none, minimal, low, medium or high");
+  if (given("verbosity")) one_of("verbosity", {"low", "medium", "high"}, "low, medium or high");
+  // Ignored: predicted output only speeds up OpenAI's decoding; the answer
+  // does not depend on it.
+  expect("prediction", given("prediction") && body["prediction"].is_object(), "an object");
+  // Refused: output swan cannot make.
+  if (given("modalities")) {
+    expect("modalities", body["modalities"].is_array(), "an array");
+    for (const Json& m : body["modalities"])
+      if (m != "text") Bad("modalities: swan generates text only, got " + m.dump(), "modalities");
+  }
+  if (given("audio")) Bad("audio output is not supported: swan generates text only", "audio");
+  if (given("web_search_options")) Bad("web_search_options: swan has no web search", "web_search_options");
+  if (given("functions") || given("function_call"))
+    Bad("functions and function_call are deprecated: give tools and tool_choice",
+        given("functions") ? "functions" : "function_call");
 }
 
 // logprobs: completions' integer N (the chosen token and N alternatives;
@@ -186,6 +230,7 @@ CompletionCall ParseCompletionRequest(const std::string& text, bool chat, const 
       throw ApiError(400, "Unrecognized request argument supplied: " + k, k, "unknown_field");
   }
   RejectUnsupported(body);
+  if (chat) ChatOnlyFields(body);
   CompletionCall call;
   call.chat = chat;
   if (body.contains("model") && !body["model"].is_null() && !body["model"].is_string())
