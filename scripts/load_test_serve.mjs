@@ -80,7 +80,8 @@ function checkChunk(obj, chat) {
 async function streamOne(url) {
   const chat = random() < 0.5;
   const maxTokens = between(1, 96);
-  const body = { max_tokens: maxTokens, stream: true, temperature: pick([0, 0.7, 1.0]), seed: between(0, 1e6) };
+  const body = { max_tokens: maxTokens, stream: true, stream_options: { include_usage: true },
+                 temperature: pick([0, 0.7, 1.0]), seed: between(0, 1e6) };
   if (random() < 0.3) body.stop = [pick(words)];
   const text = prompt(between(1, 150));
   if (chat) body.messages = [{ role: 'user', content: text }];

@@ -207,7 +207,9 @@ void Engine::Drain(std::chrono::milliseconds grace) {
 
 EngineStats Engine::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  EngineStats stats = stats_;
+  stats.draining = draining_;
+  return stats;
 }
 
 void Engine::Loop() {

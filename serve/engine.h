@@ -143,6 +143,7 @@ struct EngineStats {
   int64_t prompt_cache_entries = 0;
   size_t kv_budget_bytes = 0;
   int64_t requests_done = 0, tokens_generated = 0, prompt_tokens = 0, prompt_tokens_reused = 0;
+  bool draining = false;  // Drain was called: new requests are refused
 };
 
 class Engine {

@@ -64,6 +64,19 @@ struct HttpServer::Impl {
       setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<void*>(&yes), sizeof(yes));
     });
     server.set_keep_alive_max_count(1000);
+    // httplib reads a body of a Content-Length that is not a number (-5)
+    // until the request deadline; answer at once, and close, since where
+    // the body ends is unknown.
+    server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (!req.has_header("Content-Length")) return httplib::Server::HandlerResponse::Unhandled;
+      const std::string length = req.get_header_value("Content-Length");
+      if (!length.empty() && length.size() <= 19 && length.find_first_not_of("0123456789") == std::string::npos)
+        return httplib::Server::HandlerResponse::Unhandled;
+      res.set_header("Connection", "close");
+      SendError(res, 400, "Content-Length must be a number of bytes, got '" + length.substr(0, 32) + "'", "",
+                "invalid_content_length");
+      return httplib::Server::HandlerResponse::Handled;
+    });
     server.Get("/health", [this](const httplib::Request&, httplib::Response& res) { Health(res); });
     server.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) { Models(res); });
     server.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
@@ -101,8 +114,9 @@ struct HttpServer::Impl {
 
   void Health(httplib::Response& res) {
     const EngineStats s = engine.Stats();
-    SendJson(res, 200,
-             {{"status", "ok"},
+    // 503 while draining, so that a load balancer stops sending requests.
+    SendJson(res, s.draining ? 503 : 200,
+             {{"status", s.draining ? "draining" : "ok"},
               {"running", s.running},
               {"waiting", s.waiting},
               {"kv_budget_bytes", s.kv_budget_bytes},
@@ -193,8 +207,8 @@ struct HttpServer::Impl {
           if (ev.finish == FinishReason::kError) {
             if (!write(SseEvent(ErrorBody(500, "generation failed: " + ev.error)))) return false;
           } else {
-            if (!write(SseEvent(StreamChunk(state->call, state->meta, "", FinishReasonName(ev.finish), &ev.usage))))
-              return false;
+            // Usage comes once, in its own chunk, and only when asked for (OpenAI's stream_options).
+            if (!write(SseEvent(StreamChunk(state->call, state->meta, "", ev.finish)))) return false;
             if (state->call.include_usage) {
               Json usage_only = StreamChunk(state->call, state->meta, "", {}, &ev.usage);
               usage_only["choices"] = Json::array();

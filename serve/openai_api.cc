@@ -380,7 +380,7 @@ Json CompletionResponse(const CompletionCall& call, const ResponseMeta& meta, co
   else
     choice["text"] = call.echo ? call.prompt_text + text : text;
   choice["logprobs"] = LogprobsJson(call, done, tokenizer);
-  choice["finish_reason"] = FinishReasonName(done.finish);
+  SetFinishReason(&choice, done.finish);
   return {{"id", meta.id},
           {"object", call.chat ? "chat.completion" : "text_completion"},
           {"created", meta.created},
@@ -389,8 +389,13 @@ Json CompletionResponse(const CompletionCall& call, const ResponseMeta& meta, co
           {"usage", UsageJson(done.usage)}};
 }
 
+void SetFinishReason(Json* choice, FinishReason reason) {
+  (*choice)["finish_reason"] = reason == FinishReason::kLength ? "length" : "stop";
+  if (reason == FinishReason::kCancelled) (*choice)["swan_finish_reason"] = "cancelled";
+}
+
 Json StreamChunk(const CompletionCall& call, const ResponseMeta& meta, const std::string& text,
-                 const std::string& finish, const Usage* usage, bool role) {
+                 std::optional<FinishReason> finish, const Usage* usage, bool role) {
   Json choice = {{"index", 0}};
   if (call.chat) {
     Json delta = Json::object();
@@ -401,7 +406,10 @@ Json StreamChunk(const CompletionCall& call, const ResponseMeta& meta, const std
     choice["text"] = text;
   }
   choice["logprobs"] = nullptr;
-  choice["finish_reason"] = finish.empty() ? Json() : Json(finish);
+  if (finish)
+    SetFinishReason(&choice, *finish);
+  else
+    choice["finish_reason"] = nullptr;
   Json chunk = {{"id", meta.id},
                 {"object", call.chat ? "chat.completion.chunk" : "text_completion"},
                 {"created", meta.created},

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -66,9 +67,14 @@ Json LogprobsJson(const CompletionCall& call, const GenerationEvent& done, const
 // A whole (non-streamed) response.
 Json CompletionResponse(const CompletionCall& call, const ResponseMeta& meta, const std::string& text,
                         const GenerationEvent& done, const Tokenizer& tokenizer);
-// One streamed chunk: a text piece (finish empty), the first chat chunk
-// (role only), or the last (finish set, usage when wanted).
+// One streamed chunk: a text piece (no finish), the first chat chunk
+// (role only), the last (finish set), or, with include_usage, the usage
+// after it (usage set, choices emptied by the caller).
 Json StreamChunk(const CompletionCall& call, const ResponseMeta& meta, const std::string& text,
-                 const std::string& finish = {}, const Usage* usage = nullptr, bool role = false);
+                 std::optional<FinishReason> finish = {}, const Usage* usage = nullptr, bool role = false);
+// Sets a choice's "finish_reason" to one of OpenAI's values: a request the
+// server cancelled (shutdown) reports "stop", and says so in the swan field
+// "swan_finish_reason": "cancelled".
+void SetFinishReason(Json* choice, FinishReason reason);
 
 }  // namespace swan

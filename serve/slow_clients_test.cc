@@ -194,6 +194,25 @@ TEST_F(SlowClients, TheTotalCapAnswers503AtOnceAndFreesWithTheDeadline) {
   CloseAll(extra);
 }
 
+// A Content-Length that is not a number is answered at once, not at the
+// request deadline.
+TEST_F(SlowClients, ABadContentLengthIsAnswered400AtOnce) {
+  test::TestServer server(*model_, *tokenizer_, EngineOptions{});
+  for (const std::string length : {"-5", "12abc", "99999999999999999999999"}) {
+    std::vector<SlowClient> c{
+        Open("127.0.0.2", server.port(),
+             "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + length + "\r\n\r\n{\"prompt\": \"hi\"}")};
+    while (c[0].received.find("}") == std::string::npos && SecondsSince(c[0].opened) < 3) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      Round(c);
+    }
+    EXPECT_EQ(c[0].Status(), 400) << length << ": " << c[0].received;
+    EXPECT_LT(c[0].answered_after_s, 0.5) << length;
+    EXPECT_NE(c[0].received.find("invalid_content_length"), std::string::npos) << c[0].received;
+    CloseAll(c);
+  }
+}
+
 // A user pressing "stop" again and again: each stream is closed by the
 // client while it waits behind a long request (the engine runs one
 // sequence), and the next opens at once. The server writes to a waiting
