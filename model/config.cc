@@ -199,6 +199,12 @@ ModelConfig ParseModelConfig(const std::string& config_json, const std::string& 
   if (f.Has("max_position_embeddings") && c.max_position_embeddings <= 0)
     throw std::runtime_error(origin + ": \"max_position_embeddings\" must be positive, got " +
                              std::to_string(c.max_position_embeddings));
+  // A window of 0 or less is no window; null says "none" (HF's spelling).
+  // A window longer than the context is kept: Qwen2.5's configs carry
+  // sliding_window 131072 beside a context of 32768, unused.
+  if (f.Has("sliding_window") && c.sliding_window <= 0)
+    throw std::runtime_error(origin + ": \"sliding_window\" must be positive (null for none), got " +
+                             std::to_string(c.sliding_window));
   if (f.Has("head_dim")) {
     c.head_dim = f.Required<int32_t>("head_dim");
   } else {

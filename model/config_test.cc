@@ -140,6 +140,15 @@ TEST(Config, RejectsNonPositiveEpsAndContext) {
   ctx.replace(ctx.find("\"vocab_size\": 100"), 17, "\"vocab_size\": 100, \"max_position_embeddings\": 0");
   EXPECT_NE(ErrorOf([&] { ParseModelConfig(ctx, "", "c"); }).find("\"max_position_embeddings\" must be positive"),
             std::string::npos);
+  // A window of 0 or -5 ran as full attention, silently.
+  for (const char* window : {"0", "-5"}) {
+    std::string swa = kLlama;
+    swa.replace(swa.find("\"sliding_window\": null"), 22, std::string("\"sliding_window\": ") + window);
+    EXPECT_NE(ErrorOf([&] {
+                ParseModelConfig(swa, "", "c");
+              }).find(std::string("\"sliding_window\" must be positive (null for none), got ") + window),
+              std::string::npos);
+  }
 }
 
 // stories260K's 5-layer weights under a config that says 3 layers: the

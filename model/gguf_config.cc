@@ -2,13 +2,31 @@
 
 #include <cmath>
 #include <cstring>
+#include <climits>
 #include <initializer_list>
+#include <optional>
 #include <stdexcept>
 
 #include "model/safetensors.h"
 
 namespace swan {
 namespace {
+
+// An integer key that must fit a count (0 .. INT32_MAX): a larger value is
+// reported as the file gives it, not cut to its low 32 bits.
+std::optional<int32_t> OptionalCount(const GgufFile& file, const std::string& key) {
+  const std::optional<int64_t> v = file.OptionalInt(key);
+  if (v && (*v < 0 || *v > INT32_MAX))
+    throw std::runtime_error(file.origin() + ": metadata '" + key + "' is " + std::to_string(*v) +
+                             ", not a count (0 to " + std::to_string(INT32_MAX) + ")");
+  return v ? std::optional<int32_t>(int32_t(*v)) : std::nullopt;
+}
+
+int32_t Count(const GgufFile& file, const std::string& key) {
+  const std::optional<int32_t> v = OptionalCount(file, key);
+  if (!v) throw std::runtime_error(file.origin() + ": no integer metadata '" + key + "'");
+  return *v;
+}
 
 // The n values of a 1-D F32 tensor that holds hyperparameters; throws,
 // naming it as `what`, for any other type or shape (`why`: what the n are).
@@ -121,15 +139,15 @@ ModelConfig GgufModelConfig(const GgufFile& file) {
                              "' is not supported (llama, qwen2, qwen3, gemma3, granite_swa)");
   c.hidden_size = file.Int(p + "embedding_length");
   c.intermediate_size = file.Int(p + "feed_forward_length");
-  c.n_layers = int32_t(file.Int(p + "block_count"));
-  c.n_heads = int32_t(file.Int(p + "attention.head_count"));
-  c.n_kv_heads = int32_t(file.OptionalInt(p + "attention.head_count_kv").value_or(c.n_heads));
+  c.n_layers = Count(file, p + "block_count");
+  c.n_heads = Count(file, p + "attention.head_count");
+  c.n_kv_heads = OptionalCount(file, p + "attention.head_count_kv").value_or(c.n_heads);
   if (c.hidden_size <= 0 || c.intermediate_size <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0 ||
       c.n_heads % c.n_kv_heads != 0)
     throw std::runtime_error(file.origin() + ": GGUF metadata gives an impossible shape (embedding_length " +
                              std::to_string(c.hidden_size) + ", heads " + std::to_string(c.n_heads) + "/" +
                              std::to_string(c.n_kv_heads) + ")");
-  c.head_dim = int32_t(file.OptionalInt(p + "attention.key_length").value_or(c.hidden_size / c.n_heads));
+  c.head_dim = OptionalCount(file, p + "attention.key_length").value_or(int32_t(c.hidden_size / c.n_heads));
   if (const auto rot = file.OptionalInt(p + "rope.dimension_count"); rot && *rot != c.head_dim)
     throw std::runtime_error(file.origin() + ": RoPE over " + std::to_string(*rot) + " of " +
                              std::to_string(c.head_dim) + " head dimensions is not supported");
@@ -157,9 +175,9 @@ ModelConfig GgufModelConfig(const GgufFile& file) {
     }
   }
   c.tie_word_embeddings = file.Tensor("output.weight") == nullptr;
-  if (const auto bos = file.OptionalInt("tokenizer.ggml.bos_token_id")) c.bos_token_id = int32_t(*bos);
-  if (const auto eos = file.OptionalInt("tokenizer.ggml.eos_token_id")) c.eos_token_ids.push_back(int32_t(*eos));
-  const int32_t window = int32_t(file.OptionalInt(p + "attention.sliding_window").value_or(0));
+  if (const auto bos = OptionalCount(file, "tokenizer.ggml.bos_token_id")) c.bos_token_id = *bos;
+  if (const auto eos = OptionalCount(file, "tokenizer.ggml.eos_token_id")) c.eos_token_ids.push_back(*eos);
+  const int32_t window = OptionalCount(file, p + "attention.sliding_window").value_or(0);
   if (arch == "granite_swa") {
     GraniteSwaLayers(file, window, &c);
   } else if (arch == "llama" && window > 0) {
@@ -173,7 +191,7 @@ ModelConfig GgufModelConfig(const GgufFile& file) {
     // attention scaled by head_dim^-0.5, GELU-tanh
     c.hidden_act = "gelu_pytorch_tanh";
     c.sliding_window = window;
-    c.sliding_window_pattern = int32_t(file.OptionalInt(p + "attention.sliding_window_pattern").value_or(6));
+    c.sliding_window_pattern = OptionalCount(file, p + "attention.sliding_window_pattern").value_or(6);
     c.rope_local_base_freq = 10000.0;
     c.query_pre_attn_scalar = c.head_dim;
   }

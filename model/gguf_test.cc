@@ -437,6 +437,19 @@ TEST(Gguf, HybridLlamaTravelsAsGraniteSwa) {
   EXPECT_NE(with("granite_swa.logit_scale", &scale, 0).find("logit_scale 0.25"), std::string::npos);
 }
 
+// A count past 32 bits is reported as the file gives it: cut to its low 32
+// bits, 2^40 + 4 heads loaded as a model of 4.
+TEST(Gguf, ACountPast32BitsIsReportedAsItself) {
+  const auto dir = TinyLlamaDir("gguf_counts", test::TinyLlamaShape{61, 32, 64, 4, 2, 8, 2}, 9);
+  const std::string bytes = HfToGgufBytes(dir.string(), WeightType::kF32);
+  GgufParts parts = PartsOf(GgufFile(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "counts.gguf"));
+  for (auto& [key, v] : parts.metadata)
+    if (key == "llama.attention.head_count") v = GgufNumber(GgufValue::kU64, double((uint64_t(1) << 40) + 4));
+  const std::string error = LoadError(dir, parts.Bytes());
+  EXPECT_NE(error.find("metadata 'llama.attention.head_count' is 1099511627780, not a count"), std::string::npos)
+      << error;
+}
+
 // A hybrid trained with NoPE on its full layers keeps them NoPE through
 // granite_swa's per-layer RoPE flags; a pattern no plan of swan's says is
 // refused.

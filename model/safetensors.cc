@@ -97,8 +97,11 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : map_(path) {
   json j;
   try {
     j = json::parse(header, header + header_len);
-  } catch (const json::exception& e) {
-    Fail(path, std::string("not a safetensors file: header is not JSON (") + e.what() + ")");
+  } catch (const json::parse_error& e) {
+    // The offset, not the parser's message: that quotes the bytes it read,
+    // which in a file that is not safetensors are binary.
+    Fail(path, "not a safetensors file: its " + std::to_string(header_len) +
+                   "-byte header is not JSON (error at byte " + std::to_string(e.byte) + ")");
   }
   if (!j.is_object()) Fail(path, "not a safetensors file: header is not a JSON object");
 

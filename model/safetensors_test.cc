@@ -99,14 +99,17 @@ TEST(Safetensors, RejectsFilesThatAreNotSafetensors) {
   test::WriteFile(dir / "model.safetensors", "abc");
   EXPECT_NE(ErrorOf([&] { TensorStore::OpenDirectory(dir.string()); }).find("not a safetensors file"),
             std::string::npos);
-  // A plausible length but the header is not JSON.
+  // A plausible length but the header is not JSON: the message says where,
+  // without quoting the file's (binary) bytes.
   std::string bytes(8, '\0');
-  bytes[0] = 4;
-  bytes += "{{{{ and some more bytes";
+  bytes[0] = 6;
+  bytes += "{\x01\xfe\x07\x02\x03 and some more bytes";
   test::WriteFile(dir / "model.safetensors", bytes);
   const std::string msg = ErrorOf([&] { TensorStore::OpenDirectory(dir.string()); });
   EXPECT_NE(msg.find("not a safetensors file"), std::string::npos) << msg;
   EXPECT_NE(msg.find("model.safetensors"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("6-byte header is not JSON (error at byte 2)"), std::string::npos) << msg;
+  for (char c : msg) EXPECT_TRUE(c == '\n' || (c >= 0x20 && c < 0x7f)) << "a raw byte in: " << msg;
   // Sizes in the header that do not match the shape.
   RawTensor t = F32Tensor("x", {3}, {1, 2, 3});
   t.shape = {4};
