@@ -109,6 +109,7 @@ Engine::Engine(const LanguageModel& model, const Tokenizer& tokenizer, const Eng
     }
   const int64_t interval = options.checkpoint_interval;
   checkpoint_spacing_ = std::max<int64_t>(1, (3 * widest + interval - 1) / interval) * interval;
+  widest_ring_ = widest;
   if (!options.prompt_cache) checkpoint_rings_.clear();  // no prompt cache: no checkpoints
   stats_.kv_budget_bytes = options.kv_budget_bytes;
   thread_ = std::thread([this] { Loop(); });
@@ -130,15 +131,21 @@ size_t Engine::PromptCacheLimit() const {
   return std::min(cap, options_.kv_budget_bytes - stats_.kv_reserved_bytes);
 }
 
-size_t Engine::ReservationBytes(int64_t tokens) const {
+size_t Engine::ReservationBytes(int64_t tokens, int64_t n_prompt) const {
+  if (n_prompt < 0) n_prompt = tokens;
   size_t total = 0;
   for (const LayerPlan& l : plan_.layers) total += PlanLayerKvBytesAt(l, model_.kv_shape(), kv_options_, tokens);
-  // One checkpoint every checkpoint_spacing_ tokens, one where the prompt
-  // ends and one at the end; each holds the rows its window layers keep.
+  // Checkpoints: every CheckpointSpacing(n_prompt) tokens of the prompt,
+  // every checkpoint_spacing_ after it, and three more (before the
+  // prompt's last token, where it ends, at the end); each holds the rows
+  // its window layers keep.
+  const int64_t prompt_spacing = CheckpointSpacing(n_prompt);
   for (const CheckpointRing& ring : checkpoint_rings_) {
-    for (int64_t at = checkpoint_spacing_; at <= tokens; at += checkpoint_spacing_)
+    for (int64_t at = prompt_spacing; at <= n_prompt; at += prompt_spacing)
       total += size_t(std::min(at, ring.rows)) * ring.row_bytes;
-    total += 2 * size_t(std::min(tokens, ring.rows)) * ring.row_bytes;
+    for (int64_t at = checkpoint_spacing_; at <= tokens; at += checkpoint_spacing_)
+      if (at > n_prompt) total += size_t(std::min(at, ring.rows)) * ring.row_bytes;
+    total += 3 * size_t(std::min(tokens, ring.rows)) * ring.row_bytes;
   }
   return total;
 }
@@ -159,7 +166,7 @@ std::shared_ptr<RequestStream> Engine::Submit(GenerationRequest request) {
   Sampler check(request.sampling);  // throws for bad sampling options
   (void)check;
   auto seq = std::make_unique<Sequence>();
-  seq->reserved = ReservationBytes(n_prompt + request.max_tokens);
+  seq->reserved = ReservationBytes(n_prompt + request.max_tokens, n_prompt);
   if (seq->reserved > options_.kv_budget_bytes) {
     char buf[256];
     std::snprintf(buf, sizeof buf,
@@ -289,6 +296,8 @@ void Engine::Loop() {
       for (const auto& s : running_) stats_.kv_bytes += s->session->cache.Bytes();
       stats_.prompt_cache_bytes = prompt_cache_.bytes();
       stats_.prompt_cache_entries = int64_t(prompt_cache_.size());
+      stats_.prompt_cache_tokens = prompt_cache_.tokens();
+      stats_.prompt_cache_checkpoints = prompt_cache_.checkpoints();
     }
     if (running_.empty()) ReturnFreedMemory();  // give freed caches back to the system
   }
@@ -358,6 +367,11 @@ void Engine::Step() {
   }
 }
 
+int64_t Engine::CheckpointSpacing(int64_t n_prompt) const {
+  const int64_t step = options_.checkpoint_interval, wanted = std::max(n_prompt / 4, widest_ring_);
+  return std::min(checkpoint_spacing_, std::max<int64_t>(1, (wanted + step - 1) / step) * step);
+}
+
 void Engine::TakeCheckpoint(Sequence& s) {
   if (!plan_.HasWindowLayers() || !options_.prompt_cache) return;
   if (!s.checkpoints.empty() && s.checkpoints.back()->n_pos == s.n_processed) return;
@@ -370,10 +384,16 @@ void Engine::TakeCheckpoint(Sequence& s) {
 // after the last chunk.
 void Engine::Prefill(Sequence& s) {
   s.sampled = false;
-  const int64_t interval = checkpoint_spacing_;
   const int64_t n_prompt = int64_t(s.request.prompt.size());
+  const int64_t interval = CheckpointSpacing(n_prompt);
   int64_t end = std::min(n_prompt, s.n_processed + options_.prefill_chunk);
-  if (plan_.HasWindowLayers()) end = std::min(end, (s.n_processed / interval + 1) * interval);
+  const bool checkpoints = plan_.HasWindowLayers() && options_.prompt_cache;
+  if (checkpoints) {
+    end = std::min(end, (s.n_processed / interval + 1) * interval);
+    // A checkpoint before the last token too: the same prompt again must
+    // leave that token to process (its logits), and restores the rest.
+    if (s.n_processed < n_prompt - 1) end = std::min(end, n_prompt - 1);
+  }
   std::vector<int32_t> pos(size_t(end - s.n_processed));  // [end - n_processed]
   for (size_t i = 0; i < pos.size(); ++i) pos[i] = int32_t(s.n_processed + int64_t(i));
   const Batch batch{&s.tokens[size_t(s.n_processed)], pos.data(), int64_t(pos.size()), false};
@@ -393,7 +413,7 @@ void Engine::Prefill(Sequence& s) {
     model_.Forward(s.logits.data(), batch, *s.session);
   }
   s.n_processed = end;
-  if (end % interval == 0 || end == n_prompt) TakeCheckpoint(s);
+  if (end % interval == 0 || end >= n_prompt - 1) TakeCheckpoint(s);
   if (end < n_prompt) return;
   if (s.request.capture_logits) s.prompt_logits = s.logits;
   if (s.request.max_tokens == 0) return;  // nothing to generate

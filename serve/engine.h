@@ -141,6 +141,7 @@ struct EngineStats {
   size_t kv_bytes = 0;           // held now by running sequences' caches
   size_t prompt_cache_bytes = 0;
   int64_t prompt_cache_entries = 0;
+  int64_t prompt_cache_tokens = 0, prompt_cache_checkpoints = 0;
   size_t kv_budget_bytes = 0;
   int64_t requests_done = 0, tokens_generated = 0, prompt_tokens = 0, prompt_tokens_reused = 0;
   bool draining = false;  // Drain was called: new requests are refused
@@ -168,14 +169,22 @@ class Engine {
   const AttentionPlan& plan() const { return plan_; }
   // KV bytes a sequence of `tokens` tokens reserves: its cache, and with a
   // prompt cache, the window-layer checkpoints it takes on the way.
-  size_t ReservationBytes(int64_t tokens) const;
-  // Tokens between a sequence's window-layer checkpoints: the
-  // checkpoint_interval option, raised to a multiple of it that is at least
-  // three times the largest window span (W - 1 + S), so that checkpoints
-  // hold at most a third of what those layers would hold under full
-  // attention (and a prompt that leaves a cached one re-reads at most that
-  // many tokens).
+  // n_prompt: the prompt's part of `tokens` (default: all of them).
+  size_t ReservationBytes(int64_t tokens, int64_t n_prompt = -1) const;
+  // Tokens between a sequence's window-layer checkpoints past its prompt:
+  // the checkpoint_interval option, raised to a multiple of it that is at
+  // least three times the largest window span (W - 1 + S), so that
+  // checkpoints hold at most a third of what those layers would hold under
+  // full attention (and a prompt that leaves a cached one re-reads at most
+  // that many tokens).
   int64_t checkpoint_spacing() const { return checkpoint_spacing_; }
+  // The spacing inside a prompt of n tokens: a quarter of it, at least the
+  // largest window span and at most checkpoint_spacing(), in steps of the
+  // interval; so a short prompt gets checkpoints too, and they never hold
+  // more rows than full attention would. A checkpoint is also taken before
+  // the prompt's last token, so that the same prompt again reuses all but
+  // that token.
+  int64_t CheckpointSpacing(int64_t n_prompt) const;
 
  private:
   struct Sequence;
@@ -196,6 +205,7 @@ class Engine {
   KvCacheOptions kv_options_;
   int64_t context_length_ = 0;
   int64_t checkpoint_spacing_ = 0;
+  int64_t widest_ring_ = 0;  // rows of the largest window span (W - 1 + S)
   // Per ring (window layers, and per-head layers' window heads): the rows a
   // checkpoint keeps at most (W - 1 + S), and one row of its heads' K and V
   // as float32 with its position.

@@ -119,6 +119,40 @@ TEST_F(EngineTest, MultiTurnProcessesOnlyNewTokensAndMatchesFreshLogits) {
   }
 }
 
+// The same prompt again reuses all but its last token, whatever its length
+// against the checkpoint spacing (a 469-token prompt reused nothing when
+// checkpoints came every 832); a prompt that shares part of it reuses up
+// to a checkpoint no further back than a quarter of the prompt, or the
+// window span. The logits are a fresh session's.
+TEST_F(EngineTest, RepeatedPromptsOfAnyLengthAreReused) {
+  for (const char* spec : {"swa:16,sinks:2", "hybrid:3:1,window:24"}) {
+    EngineOptions options;
+    options.attn = spec;
+    options.checkpoint_interval = 64;
+    Engine engine(*model_, *tokenizer_, options);
+    ASSERT_GE(engine.checkpoint_spacing(), 64);
+    std::vector<int32_t> text;
+    while (text.size() < 400)
+      for (int32_t id : tokenizer_->Encode(" Once upon a time, there was a little dog named Max who liked to run."))
+        text.push_back(id);
+    for (const size_t n : {size_t(9), size_t(40), size_t(63), size_t(130), size_t(399)}) {
+      SCOPED_TRACE(std::string(spec) + ", " + std::to_string(n) + " tokens");
+      const std::vector<int32_t> prompt(text.begin(), text.begin() + int64_t(n));
+      Collect(engine.Submit(Greedy(prompt, 2)));
+      const Result again = Collect(engine.Submit(Greedy(prompt, 2)));
+      EXPECT_EQ(again.done.usage.cached_tokens, int64_t(n) - 1);
+      EXPECT_LE(MaxDiff(again.done.logits, FreshLogits(spec, prompt)), 1e-4);
+      // The same prompt with its second half changed.
+      std::vector<int32_t> edited = prompt;
+      for (size_t i = n / 2; i < n; ++i) edited[i] = edited[i] == 300 ? 301 : 300;
+      const Result part = Collect(engine.Submit(Greedy(edited, 2)));
+      EXPECT_LE(part.done.usage.cached_tokens, int64_t(n / 2));
+      EXPECT_GT(part.done.usage.cached_tokens + engine.CheckpointSpacing(int64_t(n)), int64_t(n / 2));
+      EXPECT_LE(MaxDiff(part.done.logits, FreshLogits(spec, edited)), 1e-4);
+    }
+  }
+}
+
 TEST_F(EngineTest, SameOutputsWithAndWithoutPromptCache) {
   for (bool cache : {false, true}) {
     EngineOptions options;

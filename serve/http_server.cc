@@ -124,6 +124,8 @@ struct HttpServer::Impl {
               {"kv_bytes", s.kv_bytes},
               {"prompt_cache_bytes", s.prompt_cache_bytes},
               {"prompt_cache_entries", s.prompt_cache_entries},
+              {"prompt_cache_tokens", s.prompt_cache_tokens},
+              {"prompt_cache_checkpoints", s.prompt_cache_checkpoints},
               {"resident_bytes", ResidentBytes()},
               {"anonymous_resident_bytes", AnonymousResidentBytes()},
               {"allocator_in_use_bytes", AllocatorBytes().in_use},

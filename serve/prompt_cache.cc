@@ -61,4 +61,16 @@ size_t PromptCache::bytes() const {
   return total;
 }
 
+int64_t PromptCache::tokens() const {
+  int64_t total = 0;
+  for (const PromptCacheEntry& e : entries_) total += int64_t(e.tokens.size());
+  return total;
+}
+
+int64_t PromptCache::checkpoints() const {
+  int64_t total = 0;
+  for (const PromptCacheEntry& e : entries_) total += int64_t(e.checkpoints.size());
+  return total;
+}
+
 }  // namespace swan

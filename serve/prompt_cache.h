@@ -53,6 +53,8 @@ class PromptCache {
 
   size_t bytes() const;
   size_t size() const { return entries_.size(); }
+  int64_t tokens() const;       // the entries' tokens, all together
+  int64_t checkpoints() const;  // the entries' window-layer checkpoints
 
  private:
   bool has_window_layers_;
