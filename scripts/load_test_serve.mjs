@@ -7,7 +7,9 @@
 // requests/s and tokens/s. Exit code 0 = all checks passed.
 //
 //   node scripts/load_test_serve.mjs --swan build/swan --model DIR [--attn SPEC]
-//        [--clients 32] [--duration 120] [--kv-budget 256] [--seed 1]
+//        [--clients 32] [--duration 120] [--kv-budget 256] [--seed 1] [--threads N]
+//        [--disconnect-rate 0.15] [--bad-rate 0.05] [--prompt-cache MiB | --no-prompt-cache]
+//        [--max-429 N]   (fail when more requests than N got 429; default: any number)
 //   node scripts/load_test_serve.mjs --url http://127.0.0.1:8080 ...   (a running server)
 import { spawn } from 'node:child_process';
 
@@ -45,6 +47,8 @@ async function startServer() {
   if (args.attn) argv.push('--attn', args.attn);
   if (args.parallel) argv.push('--parallel', args.parallel);
   if (args['prompt-cache']) argv.push('--prompt-cache', args['prompt-cache']);
+  if (args['no-prompt-cache']) argv.push('--no-prompt-cache');
+  if (args.threads) argv.push('-t', args.threads);
   const child = spawn(args.swan, argv, { stdio: ['ignore', 'inherit', 'pipe'] });
   const url = await new Promise((resolve, reject) => {
     let err = '';
@@ -201,12 +205,15 @@ try {
   const after = await idle(server.url);
   const ttft = stats.ttftMs.sort((a, b) => a - b);
   const q = (p) => ttft.length ? ttft[Math.min(ttft.length - 1, Math.floor(p * ttft.length))].toFixed(0) : '-';
+  const mibOf = (h) => `resident ${mib(h.resident_bytes)} MiB, allocator in use ${mib(h.allocator_in_use_bytes)} MiB`;
   const mib = (b) => (b / 1048576).toFixed(1);
   console.log(`clients ${clients}, ${elapsed.toFixed(1)} s: ${requests} requests (${(requests / elapsed).toFixed(1)} req/s), ` +
     `${stats.ok} completed, ${stats.disconnected} disconnected on purpose, ${stats.badExpected} bad requests answered 4xx, ` +
     `${stats.rejected429} rejected 429, ${stats.failures.length} failures`);
   console.log(`generated ${stats.tokens} tokens (${(stats.tokens / elapsed).toFixed(1)} tok/s); prompt tokens ${stats.promptTokens}, ` +
-    `${stats.cachedTokens} reused from the prompt cache; time to first token p50 ${q(0.5)} ms, p99 ${q(0.99)} ms`);
+    `${stats.cachedTokens} reused from the prompt cache; time to first token p50 ${q(0.5)} ms, p90 ${q(0.9)} ms, ` +
+    `p99 ${q(0.99)} ms, max ${q(1)} ms`);
+  console.log(`idle before: ${mibOf(before)}; half-way: ${mibOf(mid)}; after: ${mibOf(after)}`);
   console.log(`server memory: resident ${mib(before.resident_bytes)} MiB idle before, ${mib(after.resident_bytes)} MiB idle after ` +
     `(prompt cache ${mib(after.prompt_cache_bytes)} MiB in ${after.prompt_cache_entries} entries); ` +
     `running KV ${after.kv_bytes} B, reserved ${after.kv_reserved_bytes} B after; allocated (anonymous) ` +
@@ -233,6 +240,10 @@ try {
     exitCode = 1;
   }
   if (stats.ok === 0) { console.log('FAIL: no request completed'); exitCode = 1; }
+  if (args['max-429'] !== undefined && stats.rejected429 > Number(args['max-429'])) {
+    console.log(`FAIL: ${stats.rejected429} requests got 429 (at most ${args['max-429']} allowed)`);
+    exitCode = 1;
+  }
 } finally {
   await server.stop();
 }
