@@ -18,6 +18,7 @@ set(SWAN_ISA_FOLDERS util ops attention kv model train)
 # has the times.
 set(SWAN_SLOW_TESTS
   serve_load_test_short
+  serve_soak_test
   cli_train_data_parallel
   cli_train_other_families
   cli_weights_resident_once

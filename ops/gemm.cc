@@ -2,7 +2,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <list>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <stdexcept>
@@ -33,17 +35,37 @@ struct Entry {
   dnnl::matmul prim;
 };
 
+// oneDNN's primitives by shape, the most recently used kept. Unbounded, it
+// grew with every prompt length a server met: one primitive per (m, n, k),
+// 60-100 KiB each, ~100 MB after a few hundred requests of random lengths
+// (heaptrack, docs/serving.md "Memory"). A model has a handful of (n, k)
+// shapes, so the cap keeps every shape of ~20 prompt lengths.
+constexpr size_t kMaxCachedPrimitives = 128;
+
 class GemmCache {
  public:
-  GemmCache() : engine_(dnnl::engine::kind::cpu, 0) {}
+  GemmCache() : engine_(dnnl::engine::kind::cpu, 0) {
+    // oneDNN keeps 1,024 primitives of its own behind this cache, which
+    // held them after it dropped them; the primitives are kept here only.
+    dnnl::set_primitive_cache_capacity(kMaxCachedPrimitives);
+  }
 
   void Run(float* c, const void* a, const void* b, const Key& key) {
-    const Entry* e;
+    std::shared_ptr<const Entry> e;  // held while it runs, evicted or not
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = cache_.find(key);
-      if (it == cache_.end()) it = cache_.emplace(key, Build(key)).first;
-      e = &it->second;  // std::map nodes are stable
+      if (it != cache_.end()) {
+        recent_.splice(recent_.begin(), recent_, it->second.recent);
+      } else {
+        if (cache_.size() >= kMaxCachedPrimitives) {
+          cache_.erase(recent_.back());
+          recent_.pop_back();
+        }
+        recent_.push_front(key);
+        it = cache_.emplace(key, Slot{std::make_shared<const Entry>(Build(key)), recent_.begin()}).first;
+      }
+      e = it->second.entry;
     }
     dnnl::stream stream(engine_);
     memory a_mem(e->a_md, engine_, const_cast<void*>(a));
@@ -82,9 +104,22 @@ class GemmCache {
     return e;
   }
 
+  struct Slot {
+    std::shared_ptr<const Entry> entry;
+    std::list<Key>::iterator recent;  // its place in recent_
+  };
+
+ public:
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cache_.size();
+  }
+
+ private:
   dnnl::engine engine_;
   std::mutex mu_;
-  std::map<Key, Entry> cache_;
+  std::map<Key, Slot> cache_;
+  std::list<Key> recent_;  // most recently used first
 };
 
 GemmCache& Cache() {
@@ -123,6 +158,8 @@ void RunCounted(const GemmShape& s, const Product& product) {
 }
 
 }  // namespace
+
+size_t CachedGemmPrimitives() { return Cache().size(); }
 
 bool OneDnnHasBF16Matmul() {
   // Asked once: can oneDNN build a small bf16 product here? (oneDNN 2.6

@@ -15,6 +15,7 @@
 // bf16 product (below AVX-512), GemmBF16 runs swan's own (ops/bf16_gemm.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace swan {
@@ -49,5 +50,10 @@ struct GemmCounters {
 };
 GemmCounters GetGemmCounters();
 void ResetGemmCounters();
+
+// How many oneDNN primitives (one per product shape) are kept now; the
+// least recently used go past a fixed cap, so memory stays bounded
+// whatever shapes come.
+size_t CachedGemmPrimitives();
 
 }  // namespace swan

@@ -37,6 +37,25 @@ TEST(Matmul, MatchesReferenceForManyShapes) {
   }
 }
 
+// A server meets a product shape per prompt length: the primitives kept
+// stay under their cap, and a shape built again after it was dropped
+// computes what it did.
+TEST(Matmul, ManyShapesKeepABoundedCache) {
+  const int64_t n = 24, k = 40;
+  const auto w = Random(size_t(n * k), 5);
+  auto check = [&](int64_t m) {
+    const auto x = Random(size_t(m * k), uint32_t(m));
+    std::vector<float> y(size_t(m * n)), expected(size_t(m * n));
+    MatmulTransB(y.data(), x.data(), w.data(), MatmulShape{m, n, k}, false);
+    MatmulTransBReference(expected.data(), x.data(), w.data(), MatmulShape{m, n, k}, false);
+    for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], expected[i], 1e-4 * (1 + std::fabs(expected[i]))) << m;
+  };
+  for (int64_t m = 2; m <= 301; ++m) check(m);
+  EXPECT_LE(CachedGemmPrimitives(), 128u);
+  EXPECT_GE(CachedGemmPrimitives(), 64u);  // it is a cache: the recent ones stay
+  check(2);                                // dropped long ago, built again
+}
+
 TEST(Matmul, RejectsEmptyShapes) {
   float y = 0, x = 0, w = 0;
   EXPECT_THROW(MatmulTransB(&y, &x, &w, {0, 1, 1}), std::invalid_argument);

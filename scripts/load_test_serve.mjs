@@ -9,7 +9,10 @@
 //   node scripts/load_test_serve.mjs --swan build/swan --model DIR [--attn SPEC]
 //        [--clients 32] [--duration 120] [--kv-budget 256] [--seed 1] [--threads N]
 //        [--disconnect-rate 0.15] [--bad-rate 0.05] [--prompt-cache MiB | --no-prompt-cache]
-//        [--max-429 N]   (fail when more requests than N got 429; default: any number)
+//        [--rounds 2] [--max-429 N] [--max-growth-mib M]
+// --rounds splits the run, with an idle look after each round; --max-429
+// fails a run with more than N 429s, --max-growth-mib one whose allocator
+// in-use bytes grow more than M MiB from the first round to the last.
 //   node scripts/load_test_serve.mjs --url http://127.0.0.1:8080 ...   (a running server)
 import { spawn } from 'node:child_process';
 
@@ -155,7 +158,7 @@ async function badOne(url) {
     ['{"prompt": "x", ', 400],
     [JSON.stringify({ prompt: 'x', max_tokens: -5 }), 400],
     [JSON.stringify({ prompt: 'x', bogus_field: 1 }), 400],
-    [JSON.stringify({ prompt: prompt(900), max_tokens: 4 }), 400],
+    [JSON.stringify({ prompt: prompt(20), max_tokens: 100000000 }), 400],  // past any context
   ];
   const [body, want] = pick(cases);
   const res = await fetch(url + '/v1/completions', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
@@ -196,11 +199,15 @@ try {
       }
     }));
   };
-  // Two halves with an idle look between them: a leak grows in the second
-  // as in the first, allocator slack settles.
-  await load(durationS / 2);
-  const mid = await idle(server.url);
-  await load(durationS / 2);
+  // Rounds with an idle look after each: a leak grows in the later ones as
+  // in the first, allocator slack settles.
+  const rounds = Number(args.rounds ?? 2);
+  const idleAfter = [];
+  for (let r = 0; r < rounds; ++r) {
+    await load(durationS / rounds);
+    idleAfter.push(await idle(server.url));
+  }
+  const mid = idleAfter[0];
   const elapsed = (performance.now() - t0) / 1000;
   const after = await idle(server.url);
   const ttft = stats.ttftMs.sort((a, b) => a - b);
@@ -213,11 +220,12 @@ try {
   console.log(`generated ${stats.tokens} tokens (${(stats.tokens / elapsed).toFixed(1)} tok/s); prompt tokens ${stats.promptTokens}, ` +
     `${stats.cachedTokens} reused from the prompt cache; time to first token p50 ${q(0.5)} ms, p90 ${q(0.9)} ms, ` +
     `p99 ${q(0.99)} ms, max ${q(1)} ms`);
-  console.log(`idle before: ${mibOf(before)}; half-way: ${mibOf(mid)}; after: ${mibOf(after)}`);
+  console.log(`idle before: ${mibOf(before)}; after the first of ${rounds} rounds: ${mibOf(mid)}; after the last: ` +
+    `${mibOf(after)}`);
   console.log(`server memory: resident ${mib(before.resident_bytes)} MiB idle before, ${mib(after.resident_bytes)} MiB idle after ` +
     `(prompt cache ${mib(after.prompt_cache_bytes)} MiB in ${after.prompt_cache_entries} entries); ` +
     `running KV ${after.kv_bytes} B, reserved ${after.kv_reserved_bytes} B after; allocated (anonymous) ` +
-    `${mib(before.anonymous_resident_bytes)} MiB before, ${mib(mid.anonymous_resident_bytes)} MiB half-way ` +
+    `${mib(before.anonymous_resident_bytes)} MiB before, ${mib(mid.anonymous_resident_bytes)} MiB after round 1 ` +
     `(prompt cache ${mib(mid.prompt_cache_bytes)} MiB), ${mib(after.anonymous_resident_bytes)} MiB after; allocator: ` +
     `in use ${mib(mid.allocator_in_use_bytes)} then ${mib(after.allocator_in_use_bytes)} MiB, free ` +
     `${mib(mid.allocator_free_bytes)} then ${mib(after.allocator_free_bytes)} MiB`);
@@ -240,6 +248,12 @@ try {
     exitCode = 1;
   }
   if (stats.ok === 0) { console.log('FAIL: no request completed'); exitCode = 1; }
+  const growth = (after.allocator_in_use_bytes - mid.allocator_in_use_bytes) / 1048576;
+  if (args['max-growth-mib'] !== undefined && growth > Number(args['max-growth-mib'])) {
+    console.log(`FAIL: allocator in-use bytes grew ${growth.toFixed(1)} MiB from the first round to the last ` +
+      `(at most ${args['max-growth-mib']} allowed)`);
+    exitCode = 1;
+  }
   if (args['max-429'] !== undefined && stats.rejected429 > Number(args['max-429'])) {
     console.log(`FAIL: ${stats.rejected429} requests got 429 (at most ${args['max-429']} allowed)`);
     exitCode = 1;
