@@ -58,7 +58,7 @@ for target in "${targets[@]}"; do
     config) dir=model; srcs="model/config.cc model/safetensors.cc ops/rope.cc util/memory.cc" ;;
     gguf) dir=model; srcs="$gguf_srcs $tokenizer_srcs" ;;
     chat_template) dir=serve; srcs="serve/chat_template.cc serve/jinja_parse.cc serve/jinja_eval.cc $gguf_srcs $tokenizer_srcs" ;;
-    request) dir=serve; srcs="serve/openai_api.cc serve/finish_reason.cc serve/chat_template.cc serve/jinja_parse.cc serve/jinja_eval.cc $gguf_srcs $tokenizer_srcs" ;;
+    request) dir=serve; srcs="serve/openai_api.cc serve/tool_calls.cc serve/finish_reason.cc serve/chat_template.cc serve/jinja_parse.cc serve/jinja_eval.cc $gguf_srcs $tokenizer_srcs" ;;
     *) echo "fuzz: unknown target $target" >&2; exit 2 ;;
   esac
   cp -f "$dir/fuzz/seeds/$target"/* "$corpus/" 2>/dev/null || true

@@ -39,6 +39,10 @@ struct StreamState {
   ResponseMeta meta;
   std::shared_ptr<RequestStream> stream;
   bool sent_role = false;
+  // With tools: the reply so far, and how much of it went out as content
+  // (text where a call may start is held until the end).
+  std::string reply;
+  size_t sent = 0;
 };
 
 }  // namespace
@@ -204,13 +208,36 @@ struct HttpServer::Impl {
           // A comment line now and then finds a client that left while its
           // request waits or prefills.
           if (!state->stream->Next(&ev, std::chrono::milliseconds(500))) return write(": keep-alive\n\n");
-          if (ev.kind == GenerationEvent::Kind::kText)
+          const bool tools = !state->call.tool_names.empty();
+          if (ev.kind == GenerationEvent::Kind::kText && !tools)
             return write(SseEvent(StreamChunk(state->call, state->meta, ev.text)));
+          if (ev.kind == GenerationEvent::Kind::kText) {
+            state->reply += ev.text;
+            const size_t ready = ContentPrefix(state->reply);
+            if (ready <= state->sent) return true;
+            const std::string piece = state->reply.substr(state->sent, ready - state->sent);
+            state->sent = ready;
+            return write(SseEvent(StreamChunk(state->call, state->meta, piece)));
+          }
+          std::vector<ToolCall> calls;
+          if (tools && state->sent < state->reply.size()) {  // what was held back: calls, or content after all
+            const ParsedReply rest = ParseToolCalls(state->reply.substr(state->sent), state->call.tool_names);
+            calls = rest.calls;
+            if (!rest.content.empty() && !write(SseEvent(StreamChunk(state->call, state->meta, rest.content))))
+              return false;
+            if (!calls.empty()) {
+              Json chunk = StreamChunk(state->call, state->meta, "");
+              chunk["choices"][0]["delta"]["tool_calls"] = ToolCallsJson(state->meta, calls, true);
+              if (!write(SseEvent(chunk))) return false;
+            }
+          }
           if (ev.finish == FinishReason::kError) {
             if (!write(SseEvent(ErrorBody(500, "generation failed: " + ev.error)))) return false;
           } else {
             // Usage comes once, in its own chunk, and only when asked for (OpenAI's stream_options).
-            if (!write(SseEvent(StreamChunk(state->call, state->meta, "", ev.finish)))) return false;
+            Json last = StreamChunk(state->call, state->meta, "", ev.finish);
+            if (!calls.empty()) last["choices"][0]["finish_reason"] = "tool_calls";
+            if (!write(SseEvent(last))) return false;
             if (state->call.include_usage) {
               Json usage_only = StreamChunk(state->call, state->meta, "", {}, &ev.usage);
               usage_only["choices"] = Json::array();

@@ -276,6 +276,59 @@ TEST_F(Http, EveryOpenAiChatFieldIsAcceptedOrRefusedWithAReason) {
   }
 }
 
+// Tools: checked against OpenAI's schema, and refused when the model's
+// chat template would not show them to the model (this server's fallback
+// template has no tool support); a forced call cannot be honoured.
+TEST_F(Http, ToolsAreValidatedAndNeverDroppedSilently) {
+  const Json weather = Json::parse(R"({"type": "function", "function": {"name": "get_weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}})");
+  Json request = {{"messages", {{{"role", "user"}, {"content", "Weather in Oslo?"}}}}, {"max_tokens", 4}};
+  request["tools"] = Json::array({weather});
+  auto [status, body] = Post("/v1/chat/completions", request.dump());
+  ExpectError(status, body, 400, "tools");
+  EXPECT_NE(body["error"]["message"].get<std::string>().find("does not show tools to the model"), std::string::npos)
+      << body.dump();
+  // tool_choice none: the tools are still refused, since the template cannot show them.
+  Json bad_name = request;
+  bad_name["tools"][0]["function"]["name"] = "get weather!";
+  auto [s2, b2] = Post("/v1/chat/completions", bad_name.dump());
+  ExpectError(s2, b2, 400, "tools[0].function.name");
+  Json bad_type = request;
+  bad_type["tools"][0]["type"] = "retrieval";
+  auto [s3, b3] = Post("/v1/chat/completions", bad_type.dump());
+  ExpectError(s3, b3, 400, "tools[0].type");
+  Json forced = request;
+  forced["tool_choice"] = "required";
+  auto [s4, b4] = Post("/v1/chat/completions", forced.dump());
+  ExpectError(s4, b4, 400, "tool_choice");
+}
+
+// With a template that shows tools, a reply that makes no call streams as
+// the same content as without stream (text held back where a call might
+// start is sent at the end).
+TEST_F(Http, ToolsWithATemplateThatShowsThem) {
+  TestServer server(*model_, *tokenizer_, EngineOptions{}, {},
+                    "{% if tools %}You may call {{ tools[0].function.name }}.\n{% endif %}"
+                    "{% for m in messages %}{{ m.content }}\n{% endfor %}");
+  Json request = Json::parse(R"({"messages": [{"role": "user", "content": "Once upon a time"}], "max_tokens": 24,
+      "temperature": 0, "tools": [{"type": "function", "function": {"name": "get_weather"}}]})");
+  httplib::Client c = server.Client();
+  auto whole = c.Post("/v1/chat/completions", request.dump(), "application/json");
+  ASSERT_TRUE(whole);
+  ASSERT_EQ(whole->status, 200) << whole->body;
+  const Json reply = Json::parse(whole->body);
+  EXPECT_FALSE(reply["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_EQ(reply["choices"][0]["finish_reason"], "length");
+  request["stream"] = true;
+  auto streamed = c.Post("/v1/chat/completions", request.dump(), "application/json");
+  ASSERT_TRUE(streamed);
+  std::string text;
+  for (const Json& e : Events(streamed->body))
+    if (e.is_object() && e["choices"][0]["delta"].contains("content"))
+      text += e["choices"][0]["delta"]["content"].get<std::string>();
+  EXPECT_EQ(text, reply["choices"][0]["message"]["content"].get<std::string>());
+}
+
 TEST_F(Http, OverTheKvBudgetIs429WithAReason) {
   EngineOptions options;
   options.kv_budget_bytes = 64 * 1024;  // far less than 512 positions need

@@ -1,5 +1,6 @@
 #include "serve/openai_api.h"
 
+#include <algorithm>
 #include <optional>
 #include <random>
 #include <set>
@@ -58,17 +59,46 @@ void RejectUnsupported(const Json& body) {
   if (!is_default("frequency_penalty", 0)) Bad("frequency_penalty is not supported (use 0)", "frequency_penalty");
   if (!is_default("logit_bias", Json::object())) Bad("logit_bias is not supported", "logit_bias");
   if (!is_default("suffix", "")) Bad("suffix is not supported", "suffix");
-  // Tools go to the chat template, and the reply comes back as text; a
-  // call the server would have to force or parallelize cannot be honoured.
+  // The model calls a tool when it chooses to; swan cannot force one.
   if (!is_default("tool_choice", "auto") && !is_default("tool_choice", "none"))
-    Bad("tool_choice must be \"auto\" or \"none\": the tools go to the chat template and the reply comes back "
-        "as text",
+    Bad("tool_choice must be \"auto\" or \"none\": swan reads the calls the model chooses to make, and cannot "
+        "force one",
         "tool_choice");
-  if (body.contains("tools") && !body["tools"].is_null() && !body["tools"].is_array())
-    Bad("tools must be an array", "tools");
+
   if (body.contains("response_format") && !body["response_format"].is_null() &&
       body["response_format"].value("type", "text") != "text")
     Bad("only response_format {\"type\": \"text\"} is supported", "response_format");
+}
+
+// OpenAI's tool schema: [{"type": "function", "function": {"name",
+// "description"?, "parameters"?, "strict"?}}]. Returns the names.
+std::vector<std::string> ToolNames(const Json& tools) {
+  if (!tools.is_array()) Bad("tools must be an array", "tools");
+  std::vector<std::string> names;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const std::string where = "tools[" + std::to_string(i) + "]";
+    const Json& t = tools[i];
+    if (!t.is_object() || t.value("type", "") != "function")
+      Bad(where + " must be {\"type\": \"function\", \"function\": {...}}", where + ".type");
+    if (!t.contains("function") || !t["function"].is_object()) Bad(where + ".function must be an object", where);
+    const Json& f = t["function"];
+    const std::string name = f.contains("name") && f["name"].is_string() ? f["name"].get<std::string>() : "";
+    const bool good_name =
+        !name.empty() && name.size() <= 64 &&
+        name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == std::string::npos;
+    if (!good_name)
+      Bad(where + ".function.name must be 1 to 64 letters, digits, _ or -, got " +
+              (f.contains("name") ? f["name"].dump() : "none"),
+          where + ".function.name");
+    if (f.contains("description") && !f["description"].is_string())
+      Bad(where + ".function.description must be a string", where + ".function.description");
+    if (f.contains("parameters") && !f["parameters"].is_object())
+      Bad(where + ".function.parameters must be a JSON Schema object", where + ".function.parameters");
+    if (std::find(names.begin(), names.end(), name) != names.end())
+      Bad(where + ".function.name '" + name + "' is given twice", where + ".function.name");
+    names.push_back(name);
+  }
+  return names;
 }
 
 // Chat fields with no effect on swan's answer are checked for their type
@@ -251,13 +281,20 @@ CompletionCall ParseCompletionRequest(const std::string& text, bool chat, const 
   GenerationRequest& g = call.generation;
   if (chat) {
     const Json messages = Messages(body);
-    const Json tools = body.contains("tools") ? body["tools"] : Json();
+    const Json tools = body.contains("tools") && !body["tools"].is_null() ? body["tools"] : Json();
+    const std::vector<std::string> names = tools.is_null() ? std::vector<std::string>() : ToolNames(tools);
     std::string prompt;
     try {
       prompt = ctx.chat_template->Apply(messages, true, tools);
+      // A template without tool support drops them: the model would never see them.
+      if (!names.empty() && prompt == ctx.chat_template->Apply(messages, true, Json()))
+        Bad("this model's chat template (" + ctx.chat_template->origin() +
+                ") does not show tools to the model; give one that does with swan serve --chat-template FILE",
+            "tools");
     } catch (const jinja::TemplateError& e) {
       throw ApiError(400, e.what(), "messages", "chat_template_error");
     }
+    if (body.value("tool_choice", Json("auto")) != "none") call.tool_names = names;
     g.prompt = ctx.tokenizer->Encode(prompt, EncodeOptions{.add_special_tokens = false});
   } else {
     g.prompt = CompletionPrompt(body, ctx);
@@ -375,18 +412,36 @@ Json LogprobsJson(const CompletionCall& call, const GenerationEvent& done, const
 Json CompletionResponse(const CompletionCall& call, const ResponseMeta& meta, const std::string& text,
                         const GenerationEvent& done, const Tokenizer& tokenizer) {
   Json choice = {{"index", 0}};
+  const ParsedReply reply = call.tool_names.empty() ? ParsedReply{text, {}} : ParseToolCalls(text, call.tool_names);
   if (call.chat)
     choice["message"] = {{"role", "assistant"}, {"content", text}};
   else
     choice["text"] = call.echo ? call.prompt_text + text : text;
   choice["logprobs"] = LogprobsJson(call, done, tokenizer);
   SetFinishReason(&choice, done.finish);
+  if (!reply.calls.empty()) {
+    choice["message"]["content"] = reply.content.empty() ? Json() : Json(reply.content);
+    choice["message"]["tool_calls"] = ToolCallsJson(meta, reply.calls, false);
+    choice["finish_reason"] = "tool_calls";
+  }
   return {{"id", meta.id},
           {"object", call.chat ? "chat.completion" : "text_completion"},
           {"created", meta.created},
           {"model", meta.model},
           {"choices", Json::array({choice})},
           {"usage", UsageJson(done.usage)}};
+}
+
+Json ToolCallsJson(const ResponseMeta& meta, const std::vector<ToolCall>& calls, bool delta) {
+  Json out = Json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    Json c = {{"id", "call_" + meta.id + "_" + std::to_string(i)},
+              {"type", "function"},
+              {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (delta) c["index"] = i;
+    out.push_back(c);
+  }
+  return out;
 }
 
 void SetFinishReason(Json* choice, FinishReason reason) {

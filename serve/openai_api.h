@@ -8,10 +8,12 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "serve/chat_template.h"
 #include "serve/engine.h"
 #include "serve/jinja.h"
+#include "serve/tool_calls.h"
 
 namespace swan {
 
@@ -47,6 +49,9 @@ struct CompletionCall {
   bool echo = false;             // completions: the prompt's text before the completion
   std::string prompt_text;       // with echo
   GenerationRequest generation;  // generation.logprobs >= 0: the response carries logprobs
+  // Chat with tools (and tool_choice not "none"): the reply is read for
+  // calls of these functions (serve/tool_calls.h).
+  std::vector<std::string> tool_names;
 };
 
 // Parses a request body. Throws ApiError (400) naming the field.
@@ -72,6 +77,8 @@ Json CompletionResponse(const CompletionCall& call, const ResponseMeta& meta, co
 // after it (usage set, choices emptied by the caller).
 Json StreamChunk(const CompletionCall& call, const ResponseMeta& meta, const std::string& text,
                  std::optional<FinishReason> finish = {}, const Usage* usage = nullptr, bool role = false);
+// The "tool_calls" of a chat message or delta, ids "call_<response id>_<i>".
+Json ToolCallsJson(const ResponseMeta& meta, const std::vector<ToolCall>& calls, bool delta);
 // Sets a choice's "finish_reason" to one of OpenAI's values: a request the
 // server cancelled (shutdown) reports "stop", and says so in the swan field
 // "swan_finish_reason": "cancelled".

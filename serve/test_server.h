@@ -16,9 +16,9 @@ namespace swan::test {
 class TestServer {
  public:
   TestServer(const LanguageModel& model, const Tokenizer& tokenizer, EngineOptions engine_options,
-             ConnectionLimits limits = {})
+             ConnectionLimits limits = {}, const std::string& chat_template = kFallbackChatTemplate)
       : engine_(model, tokenizer, engine_options),
-        chat_template_(kFallbackChatTemplate, "<s>", "</s>", "built-in fallback"),
+        chat_template_(chat_template, "<s>", "</s>", "test template"),
         server_(engine_, tokenizer, chat_template_,
                 ServerOptions{"127.0.0.1", 0, "stories260K", false, false, limits}) {
     server_.Bind();
