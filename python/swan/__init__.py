@@ -12,6 +12,7 @@ and Ctrl-C stops them between steps.
 """
 
 import json as _json
+import sys as _sys
 
 try:
     from . import _swan
@@ -28,6 +29,18 @@ Snapshot = _swan.Snapshot
 Cache = _swan.Cache
 
 __all__ = ["load", "compare", "Model", "Cache", "Snapshot", "Tokenizer", "Generation"]
+
+
+def _arrays(call, *args):
+    """Runs a call that returns numpy arrays, with a clear error where this
+    interpreter has no numpy (the module itself loads without it)."""
+    try:
+        return call(*args)
+    except ModuleNotFoundError as error:
+        if error.name != "numpy":
+            raise
+        raise ImportError("this call returns numpy arrays, and %s has no numpy: install it "
+                          "(Debian: apt-get install python3-numpy, for /usr/bin/python3)" % _sys.executable) from error
 
 
 def load(path, plan=None, weights=None, kv="f32", threads=None, batch=512):
@@ -185,7 +198,7 @@ class Model:
     def logits(self, ids):
         """Logits of every position of `ids` from an empty cache: a [n, vocab]
         float32 numpy array."""
-        return self._native.logits(list(ids))
+        return _arrays(self._native.logits, list(ids))
 
     def new_cache(self, context=None):
         """An empty KV cache for one sequence: up to `context` positions
@@ -198,7 +211,7 @@ class Model:
         """Appends `ids` to `cache` (at positions cache.n_pos, ...) and returns
         their logits: [len(ids), vocab], or [1, vocab] for the last with
         all_logits=False."""
-        return self._native.forward(list(ids), cache, all_logits)
+        return _arrays(self._native.forward, list(ids), cache, all_logits)
 
     def score(self, ids, positions=None):
         """For each scored position p (default 1..n-1): the log-probability of
