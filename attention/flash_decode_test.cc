@@ -14,6 +14,7 @@
 #include "attention/attention.h"
 #include "attention/flash_decode_bf16.h"
 #include "attention/flash_plan.h"
+#include "util/threads.h"
 #include "util/seeded_test.h"
 #include "attention/test_problem.h"
 #include "kv/kv_cache.h"
@@ -98,14 +99,14 @@ std::vector<Case> CasesOf(const std::vector<Problem>& problems) {
   return cases;
 }
 
-// Runs `body` with OpenMP limited to `threads` (the plan splits keys and KV
-// heads by the thread count), then restores the limit.
+// Runs `body` with swan's thread limit at `threads` (the plan splits keys
+// and KV heads by it), then restores the limit.
 template <class F>
 void WithThreads(int threads, const F& body) {
-  const int before = omp_get_max_threads();
-  omp_set_num_threads(threads);
+  const int before = ThreadLimit();
+  SetThreadLimit(threads);
   body();
-  omp_set_num_threads(before);
+  SetThreadLimit(before);
 }
 
 TEST_F(DecodeTest, GroupsHeadDimsTypesAndSpans) {
@@ -261,6 +262,36 @@ TEST_F(DecodeTest, NothingVisibleGivesZerosOrTheSink) {
     std::fill(problems.back().k_pos.begin(), problems.back().k_pos.end(), -1);
   }
   ExpectMatchesOnEveryTarget(CasesOf(problems));
+}
+
+// The split follows the thread limit, not the threads a call runs on: a
+// server runs one sequence on 1 or 2 threads as its load changes, and the
+// split decides the rounding (batch invariance).
+TEST(DecodePlan, TheSplitDoesNotDependOnTheThreadsOfTheCall) {
+  const AttentionShape shape{32, 8, 64};
+  const int64_t n = 5000;
+  std::vector<float> q(size_t(shape.n_heads * shape.head_dim)), out(q.size());
+  std::vector<int32_t> pos(static_cast<size_t>(n));  // [n] 0 .. n-1
+  for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t(i);
+  const int32_t q_pos = int32_t(n - 1);
+  AttentionArgs args;
+  args.shape = shape;
+  args.q = q.data();
+  args.q_pos = &q_pos;
+  args.n_q = 1;
+  args.kv = KvView{q.data(), q.data(), pos.data(), n, 0, KvType::kBF16};
+  WithThreads(4, [&] {
+    const int before = omp_get_max_threads();
+    std::vector<int64_t> tasks;
+    for (int call_threads : {1, 2, 4}) {
+      omp_set_num_threads(call_threads);
+      tasks.push_back(FlashPlan(args, DualOutput{out.data()}, false).n_tasks());
+    }
+    omp_set_num_threads(before);
+    EXPECT_GT(tasks[0], 1);
+    EXPECT_EQ(tasks[0], tasks[1]);
+    EXPECT_EQ(tasks[0], tasks[2]);
+  });
 }
 
 // Every decode task reads one contiguous run of key blocks over a range of

@@ -1,13 +1,12 @@
 #include "attention/flash_plan.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "attention/softmax_state.h"
 #include "util/parallel_ranges.h"
+#include "util/threads.h"
 
 namespace swan {
 
@@ -32,7 +31,13 @@ FlashPlan::FlashPlan(const AttentionArgs& a, const DualOutput& out, bool is_dual
   blocks_ = ComputeBlockBounds(a.kv.pos, a.kv.n_rows);
   tiles_ = ComputeQueryRanges(a.q_pos, a.n_q, tile_queries);
 
-  const int64_t threads = omp_get_max_threads();
+  // The split of the keys is planned for the process's thread limit, not
+  // the threads this call runs on: a split merges partial softmax states,
+  // so its count decides the rounding, and a server runs a sequence on a
+  // number of threads that changes with its load (alone, side by side, in
+  // a batch). So each row's result is the same under any load (batch
+  // invariance, docs/serving.md).
+  const int64_t threads = ThreadLimit();
   if (decode) {
     // One tile. A task reads whole K and V rows (every KV head) of a
     // contiguous run of key blocks, in memory order, so the hardware and

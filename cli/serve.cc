@@ -32,7 +32,7 @@ OptionSet Options() {
       "                  [--seq-threads N] [--threads-http N] [--name NAME] [--accept-any-model]\n"
       "                  [--client-connections N] [--request-timeout S] [--idle-timeout S]\n"
       "                  [--shutdown-grace S]\n"
-      "                  [--prompt-cache MiB | --no-prompt-cache] [--verbose]\n");
+      "                  [--prompt-cache MiB | --no-prompt-cache] [--deterministic] [--verbose]\n");
   options.Add(ModelOption(" with a tokenizer in its metadata (and its chat template, when it holds one)"))
       .Add(PlanOption("swa:256, hybrid:3:1"))
       .Add({{"--host"}, "H", "where to listen (default 127.0.0.1)"})
@@ -87,6 +87,10 @@ OptionSet Options() {
             "most memory finished requests' KV may keep for reuse (default: a quarter of --kv-budget; it always "
             "yields to running requests)"})
       .Add({{"--no-prompt-cache"}, "", "never reuse earlier requests' KV"})
+      .Add({{"--deterministic"},
+            "",
+            "every answer bit for bit what the request gets alone, at any load (decode batches in groups of 8; "
+            "without it, so up to 8 sequences decoding together)"})
       .Add({{"--verbose"}, "", "one line per request: reused prompt tokens, finish"})
       .Text(
           "Endpoints: POST /v1/completions, POST /v1/chat/completions, GET /v1/models[/NAME], GET /health\n"
@@ -150,6 +154,7 @@ int RunServe(const std::vector<std::string>& words) {
   engine_options.prompt_cache_bytes = size_t(cache_mib * 1024 * 1024);
   if (engine_options.prompt_cache_bytes == 0) engine_options.prompt_cache = false;
   engine_options.verbose = args.Has("--verbose");
+  engine_options.deterministic = args.Has("--deterministic");
   engine_options.sequence_threads = int32_t(args.GetInt("--seq-threads", 1));
   if (engine_options.sequence_threads < 0) throw std::invalid_argument("--seq-threads must be >= 0");
   Engine engine(*model, tokenizer, engine_options);

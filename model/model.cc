@@ -8,6 +8,7 @@
 #include "model/decoder_spec.h"
 #include "model/gguf_weights.h"
 #include "model/weight_source.h"
+#include "ops/linear.h"
 
 namespace swan {
 Session::Session(const AttentionPlan& plan_in, const KvShape& shape, const KvCacheOptions& options)
@@ -125,5 +126,7 @@ std::unique_ptr<LanguageModel> LoadModel(const std::string& dir, const LoadOptio
   stored.RequireAllUsed(config.tie_word_embeddings, dir);
   return model;
 }
+
+int64_t InvariantBatchSteps() { return kGemvMaxRows; }
 
 }  // namespace swan

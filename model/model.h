@@ -94,6 +94,13 @@ class LanguageModel {
   KvShape kv_shape() const;
 };
 
+// The most one-token steps a ForwardBatch computes each exactly as it would
+// alone: the rows its linear layers' GEMV takes (ops/linear.h); more go to
+// a GEMM whose rounding depends on the number of rows. A caller that needs
+// each sequence's logits not to depend on the others (the server) calls
+// ForwardBatch on groups of this many.
+int64_t InvariantBatchSteps();
+
 // Throws std::invalid_argument unless every step has a session and tokens,
 // and no session appears twice (its cache would be written out of order).
 void CheckSteps(const std::vector<SequenceStep>& steps);

@@ -3,6 +3,7 @@
 // GELU 7x the cost of Llama's SiLU, a quarter of a small model's prefill.
 #include "ops/elementwise.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "util/parallel_ranges.h"
@@ -20,17 +21,33 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // silu(g) * u = g / (1 + e^-g) * u. e^-g is taken at -g <= 88 (Highway's
 // exp is valid to 104): past it the quotient is 0 to a float either way.
-void SiluMulRange(float* out, const float* gate, const float* up, int64_t n) {
+// Runs `vector(out, gate, up)` over n values a vector at a time; the last
+// partial vector goes through the same code from zero-padded copies. A
+// scalar tail (std::exp) rounded differently from Highway's exp, so a
+// value's result depended on where it fell: at the end of a row alone, or
+// inside a vector when rows shared the call (a server's decode batch).
+template <class Vector>
+void EveryValueAlike(float* out, const float* gate, const float* up, int64_t n, const Vector& vector) {
   const hn::ScalableTag<float> df;
   const int64_t L = int64_t(hn::Lanes(df));
-  const auto one = hn::Set(df, 1.0f), limit = hn::Set(df, 88.0f);
   int64_t i = 0;
-  for (; i + L <= n; i += L) {
-    const auto g = hn::LoadU(df, gate + i);
+  for (; i + L <= n; i += L) vector(out + i, gate + i, up + i);
+  if (i == n) return;
+  HWY_ALIGN float g[hn::MaxLanes(df)] = {}, u[hn::MaxLanes(df)] = {}, o[hn::MaxLanes(df)];  // [L] the tail, padded
+  std::copy(gate + i, gate + n, g);
+  std::copy(up + i, up + n, u);
+  vector(o, g, u);
+  std::copy(o, o + (n - i), out + i);
+}
+
+void SiluMulRange(float* out, const float* gate, const float* up, int64_t n) {
+  const hn::ScalableTag<float> df;
+  const auto one = hn::Set(df, 1.0f), limit = hn::Set(df, 88.0f);
+  EveryValueAlike(out, gate, up, n, [&](float* o, const float* gp, const float* up_) {
+    const auto g = hn::LoadU(df, gp);
     const auto e = hn::Exp(df, hn::Min(hn::Neg(g), limit));
-    hn::StoreU(hn::Mul(hn::Div(g, hn::Add(one, e)), hn::LoadU(df, up + i)), df, out + i);
-  }
-  for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+    hn::StoreU(hn::Mul(hn::Div(g, hn::Add(one, e)), hn::LoadU(df, up_)), df, o);
+  });
 }
 
 // gelu_tanh(g) * u = g/2 (1 + tanh(z)) * u, z = sqrt(2/pi) (g + 0.044715 g³),
@@ -41,20 +58,14 @@ void GeluTanhMulRange(float* out, const float* gate, const float* up, int64_t n)
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
   constexpr float kCubic = 0.044715f;
   const hn::ScalableTag<float> df;
-  const int64_t L = int64_t(hn::Lanes(df));
   const auto one = hn::Set(df, 1.0f), limit = hn::Set(df, 88.0f);
   const auto minus_two_scale = hn::Set(df, -2.0f * kSqrt2OverPi), cubic = hn::Set(df, kCubic);
-  int64_t i = 0;
-  for (; i + L <= n; i += L) {
-    const auto g = hn::LoadU(df, gate + i);
+  EveryValueAlike(out, gate, up, n, [&](float* o, const float* gp, const float* up_) {
+    const auto g = hn::LoadU(df, gp);
     const auto minus_2z = hn::Mul(minus_two_scale, hn::MulAdd(hn::Mul(cubic, g), hn::Mul(g, g), g));
     const auto e = hn::Exp(df, hn::Min(minus_2z, limit));
-    hn::StoreU(hn::Mul(hn::Div(g, hn::Add(one, e)), hn::LoadU(df, up + i)), df, out + i);
-  }
-  for (; i < n; ++i) {
-    const float g = gate[i];
-    out[i] = 0.5f * g * (1.0f + std::tanh(kSqrt2OverPi * (g + kCubic * g * g * g))) * up[i];
-  }
+    hn::StoreU(hn::Mul(hn::Div(g, hn::Add(one, e)), hn::LoadU(df, up_)), df, o);
+  });
 }
 
 }  // namespace HWY_NAMESPACE

@@ -50,3 +50,30 @@ TEST(GatedActivations, GeluTanhMulMatchesItsFormula) { ExpectMatchesOnEveryTarge
 
 }  // namespace
 }  // namespace swan
+
+namespace swan {
+namespace {
+
+// A value's result does not depend on where it falls: at the end of a
+// short row, or inside a vector of a longer call (a server's decode batch
+// puts rows side by side; a scalar tail once rounded differently).
+TEST(GatedActivations, AValueGivesTheSameResultWhereverItFalls) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.0f, 3.0f);
+  std::vector<float> gate(300), up(300);
+  for (size_t i = 0; i < gate.size(); ++i) gate[i] = dist(rng), up[i] = dist(rng);
+  for (auto* activation : {&SiluMul, &GeluTanhMul}) {
+    std::vector<float> whole(300);
+    activation(whole.data(), gate.data(), up.data(), 300);
+    for (int64_t n : {1, 3, 17, 172, 299})
+      for (int64_t start : {int64_t(0), int64_t(1), 300 - n}) {
+        std::vector<float> part(static_cast<size_t>(n));
+        activation(part.data(), gate.data() + start, up.data() + start, n);
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_EQ(part[size_t(i)], whole[size_t(start + i)]) << "n " << n << " start " << start << " i " << i;
+      }
+  }
+}
+
+}  // namespace
+}  // namespace swan

@@ -438,7 +438,13 @@ void Engine::Decode(const std::vector<Sequence*>& seqs) {
     steps[i] = SequenceStep{Batch{&s.tokens.back(), &pos[i], 1, false}, s.session.get()};
   }
   try {
-    model_.ForwardBatch(logits.data(), steps);
+    // --deterministic: in groups whose rows each compute as they would
+    // alone, so a request's answer does not depend on who else is asking.
+    const int64_t group = options_.deterministic ? InvariantBatchSteps() : n;
+    for (int64_t first = 0; first < n; first += group) {
+      const std::vector<SequenceStep> part(steps.begin() + first, steps.begin() + std::min(n, first + group));
+      model_.ForwardBatch(&logits[size_t(first * vocab)], part);
+    }
   } catch (const std::exception&) {
     // Find the sequence that failed: each alone again. (Rewriting a
     // position's keys and values leaves a cache as it was.)

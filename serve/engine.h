@@ -53,6 +53,12 @@ struct EngineOptions {
                                   // a decode batch of n sequences alone gets n times
                                   // as many threads, up to every core)
   bool verbose = false;           // one line per request on stderr
+  // Batch invariance at any load: decode batches run in groups of
+  // InvariantBatchSteps() sequences (model/model.h), so every request's
+  // logits are bit for bit what it gets alone. Without it they are so up
+  // to that many sequences decoding together; past it the batch's product
+  // rounds differently (docs/serving.md, "Batch invariance", has the cost).
+  bool deterministic = false;
 };
 
 struct GenerationRequest {

@@ -153,6 +153,76 @@ TEST_F(EngineTest, RepeatedPromptsOfAnyLengthAreReused) {
   }
 }
 
+// Batch invariance (--deterministic): a request's log-probabilities are
+// bit-identical alone and among 15 other requests decoded in the same
+// steps, under every plan kind the engine serves, every KV type, and float
+// and block weights; without the option, among 7 others.
+TEST_F(EngineTest, AnswersDoNotDependOnWhoElseIsAsking) {
+  const std::vector<std::string> others_texts = {
+      "The cat sat", "A big red ball", "Lily and Tom went", "One day", "The sun was hot and the sky", "Tom had a dog"};
+  LoadOptions bf16, q8;
+  bf16.weights = WeightType::kBF16;
+  q8.weights = WeightType::kQ8_0;
+  const std::unique_ptr<LanguageModel> bf16_model = LoadModel(test::Stories260K(), bf16);
+  const std::unique_ptr<LanguageModel> q8_model = LoadModel(test::Stories260K(), q8);
+  // A q8_0 cache stores blocks of 32 values: swan-7m's head_dim, not stories260K's 8.
+  const std::unique_ptr<LanguageModel> swan_7m = LoadModel(test::SourceRoot() + "/models/swan-7m");
+  const std::unique_ptr<LanguageModel> routed = LoadModel(test::SourceRoot() + "/models/swan-7m-routed");
+  const Tokenizer swan_7m_tokenizer = Tokenizer::Load(test::SourceRoot() + "/models/swan-7m");
+  std::string long_prompt;  // ~1,000 tokens: decode splits the keys of a full layer
+  for (int i = 0; i < 120; ++i) long_prompt += "import os\nx = os.path.join(a, b)\n";
+  struct Case {
+    const LanguageModel* model;
+    const Tokenizer* tokenizer;
+    const char* name;
+    const char* spec;
+    KvType kv;
+    std::string prompt = "Once upon a time";
+    int others = 15;
+  };
+  const std::vector<Case> cases = {
+      {model_, tokenizer_, "stories260K f32", "full", KvType::kF32},
+      {model_, tokenizer_, "stories260K f32", "swa:8,sinks:2", KvType::kBF16},
+      {model_, tokenizer_, "stories260K f32", "hybrid:3:1,window:16", KvType::kF32},
+      {model_, tokenizer_, "stories260K f32", "full,window:8,layer2:heads:1", KvType::kBF16},
+      {bf16_model.get(), tokenizer_, "stories260K bf16", "hybrid:1:1,window:12", KvType::kBF16},
+      {q8_model.get(), tokenizer_, "stories260K q8_0", "swa:8,sinks:2,pos:cache", KvType::kF32},
+      {swan_7m.get(), &swan_7m_tokenizer, "swan-7m bf16", "model", KvType::kQ8_0},
+      {routed.get(), &swan_7m_tokenizer, "swan-7m-routed bf16", "model", KvType::kBF16},
+      {swan_7m.get(), &swan_7m_tokenizer, "swan-7m bf16, a long prompt", "full", KvType::kF32, long_prompt},
+      {swan_7m.get(), &swan_7m_tokenizer, "swan-7m bf16, 7 others", "model", KvType::kBF16, "def main(", 7},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.name) + ", " + c.spec + ", KV " + KvTypeName(c.kv));
+    EngineOptions options;
+    options.attn = c.spec;
+    options.kv_type = c.kv;
+    options.prompt_cache = false;
+    options.deterministic = c.others > 7;
+    auto request = [&](const std::string& text, int64_t max_tokens) {
+      GenerationRequest r = Greedy(c.tokenizer->Encode(text), max_tokens);
+      r.logprobs = 0;
+      return r;
+    };
+    std::vector<TokenLogprob> alone;
+    {
+      Engine engine(*c.model, *c.tokenizer, options);
+      alone = Collect(engine.Submit(request(c.prompt, 20))).done.logprobs;
+    }
+    Engine engine(*c.model, *c.tokenizer, options);
+    std::vector<std::shared_ptr<RequestStream>> others;
+    for (int i = 0; i < c.others; ++i)
+      others.push_back(engine.Submit(request(others_texts[size_t(i) % others_texts.size()], 24 + i)));
+    const std::vector<TokenLogprob> together = Collect(engine.Submit(request(c.prompt, 20))).done.logprobs;
+    for (auto& o : others) Collect(o);
+    ASSERT_EQ(together.size(), alone.size());
+    for (size_t i = 0; i < alone.size(); ++i) {
+      EXPECT_EQ(together[i].token, alone[i].token) << i;
+      EXPECT_EQ(together[i].logprob, alone[i].logprob) << "token " << i;  // bit for bit
+    }
+  }
+}
+
 TEST_F(EngineTest, SameOutputsWithAndWithoutPromptCache) {
   for (bool cache : {false, true}) {
     EngineOptions options;

@@ -27,7 +27,10 @@ int DefaultLimit() {
     const int n = std::atoi(env);  // "4" or the first of "4,2"
     if (n >= 1) return n;
   }
-  return std::max(1, omp_get_num_procs());  // libgomp counts the affinity mask
+  // libgomp counts the affinity mask, a system call: asked once, since the
+  // attention kernels' plans ask for the limit on every call.
+  static const int procs = std::max(1, omp_get_num_procs());
+  return procs;
 }
 
 // Cores' worth of CPU time that other programs (and a hypervisor's steal)
