@@ -264,28 +264,38 @@ TEST_F(DecodeTest, NothingVisibleGivesZerosOrTheSink) {
   ExpectMatchesOnEveryTarget(CasesOf(problems));
 }
 
+// One query at position n - 1 over a bf16 view of n keys at positions
+// 0 .. n-1 (the values are never read: only the plan is made).
+struct DecodeProblem {
+  DecodeProblem(const AttentionShape& shape, int64_t n, Span span)
+      : q(size_t(shape.n_heads * shape.head_dim)), out(q.size()), pos(static_cast<size_t>(n)), q_pos(int32_t(n - 1)) {
+    for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t(i);
+    args.shape = shape;
+    args.q = q.data();
+    args.q_pos = &q_pos;
+    args.n_q = 1;
+    args.kv = KvView{q.data(), q.data(), pos.data(), n, 0, KvType::kBF16};
+    args.span = span;
+  }
+  FlashPlan Plan() { return FlashPlan(args, DualOutput{out.data()}, false); }
+
+  std::vector<float> q, out;  // [n_heads, head_dim]
+  std::vector<int32_t> pos;   // [n]
+  int32_t q_pos;
+  AttentionArgs args;
+};
+
 // The split follows the thread limit, not the threads a call runs on: a
 // server runs one sequence on 1 or 2 threads as its load changes, and the
 // split decides the rounding (batch invariance).
 TEST(DecodePlan, TheSplitDoesNotDependOnTheThreadsOfTheCall) {
-  const AttentionShape shape{32, 8, 64};
-  const int64_t n = 5000;
-  std::vector<float> q(size_t(shape.n_heads * shape.head_dim)), out(q.size());
-  std::vector<int32_t> pos(static_cast<size_t>(n));  // [n] 0 .. n-1
-  for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t(i);
-  const int32_t q_pos = int32_t(n - 1);
-  AttentionArgs args;
-  args.shape = shape;
-  args.q = q.data();
-  args.q_pos = &q_pos;
-  args.n_q = 1;
-  args.kv = KvView{q.data(), q.data(), pos.data(), n, 0, KvType::kBF16};
+  DecodeProblem problem(AttentionShape{32, 8, 64}, 5000, Span{});
   WithThreads(4, [&] {
     const int before = omp_get_max_threads();
     std::vector<int64_t> tasks;
     for (int call_threads : {1, 2, 4}) {
       omp_set_num_threads(call_threads);
-      tasks.push_back(FlashPlan(args, DualOutput{out.data()}, false).n_tasks());
+      tasks.push_back(problem.Plan().n_tasks());
     }
     omp_set_num_threads(before);
     EXPECT_GT(tasks[0], 1);
@@ -302,18 +312,8 @@ TEST(DecodePlan, TasksAreContiguousRunsCoveringEveryBlockOnce) {
     WithThreads(threads, [&] {
       for (int64_t n : {100, 700, 5000, 40000})
         for (Span span : {Span{}, Span{300, 4}}) {
-          std::vector<float> q(size_t(shape.n_heads * shape.head_dim)), out(q.size());
-          std::vector<int32_t> pos(static_cast<size_t>(n));  // [n] 0 .. n-1
-          for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t(i);
-          const int32_t q_pos = int32_t(n - 1);
-          AttentionArgs args;
-          args.shape = shape;
-          args.q = q.data();
-          args.q_pos = &q_pos;
-          args.n_q = 1;
-          args.kv = KvView{q.data(), q.data(), pos.data(), n, 0, KvType::kBF16};
-          args.span = span;
-          const FlashPlan plan(args, DualOutput{out.data()}, false);
+          DecodeProblem problem(shape, n, span);
+          const FlashPlan plan = problem.Plan();
           ASSERT_TRUE(plan.decode);
           const std::string what =
               std::to_string(n) + " keys " + span.ToString() + ", threads " + std::to_string(threads);
@@ -334,7 +334,7 @@ TEST(DecodePlan, TasksAreContiguousRunsCoveringEveryBlockOnce) {
           for (int64_t b = 0; b < (n + kBlockKeys - 1) / kBlockKeys; ++b) {
             const int64_t first = b * kBlockKeys, last = std::min(n, first + kBlockKeys) - 1;
             for (int64_t k = first; k <= last; ++k)
-              if (Sees(span, q_pos, k)) blocks.insert(b);
+              if (Sees(span, problem.q_pos, k)) blocks.insert(b);
           }
           EXPECT_EQ(seen.size(), blocks.size() * size_t(shape.n_kv_heads)) << what;
           for (int64_t b : blocks)
