@@ -10,7 +10,7 @@
 # expressions (anchored at both ends; quote one with parentheses).
 # GoogleTest names are Suite.Case.
 
-set(SWAN_ISA_FOLDERS util ops attention kv model train)
+set(SWAN_ISA_FOLDERS util ops attention kv model train python)
 
 # End-to-end runs longer than about 3 s on 2 cores in a Release build (a
 # browser, a load generator, MPI ranks, real tokenizers' vocabularies);

@@ -27,8 +27,19 @@ SWAN_7M = os.path.join(SOURCE, "models", "swan-7m")
 STORY_IDS = [1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317]
 
 
-def run_cli(*args):
-    return subprocess.run([BINARY, *args], check=True, capture_output=True, text=True).stdout
+# A prefill product's rounding can depend on its thread count
+# (docs/serving.md, "Batch invariance"), and a model loaded with threads=
+# sets the process's limit for the tests after it: the comparisons with the
+# CLI run both sides on this many threads, the command without its choice
+# of the idle cores.
+THREADS = 2
+
+
+def run_cli(*args, computes=True):
+    """computes: the command takes -t (convert does not)."""
+    env = dict(os.environ, SWAN_ADAPT_THREADS="0")
+    threads = ["-t", str(THREADS)] if computes else []
+    return subprocess.run([BINARY, *args, *threads], check=True, capture_output=True, text=True, env=env).stdout
 
 
 def log_softmax(logits):
@@ -51,7 +62,7 @@ class AgreesWithTheCli(unittest.TestCase):
             with self.subTest(model=model, plan=plan):
                 flags = ["--kv", kv] + (["--attn", plan] if plan else [])
                 cli = self.score_cli(model, ids, *flags)
-                ours = swan.load(model, plan=plan, kv=kv).score(ids)
+                ours = swan.load(model, plan=plan, kv=kv, threads=THREADS).score(ids)
                 self.assertEqual(len(cli), len(ids) - 1)
                 for c, o in zip(cli, ours):
                     self.assertEqual(c["logprob"], o["logprob"])  # exact: the same double
@@ -91,7 +102,7 @@ class AgreesWithTheCli(unittest.TestCase):
 
     def test_compare_is_swan_compare_json(self):
         lines = []
-        ours = swan.compare(swan.load(STORIES), plans=["full", "swa:16,sinks:4"], context=256,
+        ours = swan.compare(swan.load(STORIES, threads=THREADS), plans=["full", "swa:16,sinks:4"], context=256,
                             suite={"limit": 1, "samples": 1}, bench_depths=[16], progress=lines.append)
         cli = json.loads(run_cli("compare", "-m", STORIES, "--attn", "full;swa:16,sinks:4", "-c", "256", "--limit",
                                  "1", "--samples", "1", "--bench-depths", "16", "--json", "--quiet"))
@@ -257,7 +268,7 @@ class ModelData(unittest.TestCase):
     def test_a_gguf_file_loads_with_its_tokenizer(self):
         with tempfile.TemporaryDirectory() as tmp:
             gguf = os.path.join(tmp, "stories260K.gguf")
-            run_cli("convert", "-m", STORIES, "--out", gguf, "--dtype", "f32")
+            run_cli("convert", "-m", STORIES, "--out", gguf, "--dtype", "f32", computes=False)
             a, b = swan.load(STORIES, plan="swa:6"), swan.load(gguf, plan="swa:6")
             ids = b.tokenizer.encode("Once upon a time")
             self.assertEqual(ids, a.tokenizer.encode("Once upon a time"))
