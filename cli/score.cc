@@ -52,30 +52,23 @@ TaskItem ParseLine(const std::string& text, int64_t line, int64_t vocab) {
   }
   const nlohmann::json& ids = j.is_array() ? j : j.value("ids", nlohmann::json());
   if (!ids.is_array() || ids.size() < 2) fail("needs an array of at least 2 token ids");
-  TaskItem item;
+  std::vector<int32_t> tokens;
   for (const auto& id : ids) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab)
       fail("token " + id.dump() + " is not an id below the vocabulary size " + std::to_string(vocab));
-    item.tokens.push_back(id.get<int32_t>());
+    tokens.push_back(id.get<int32_t>());
   }
-  const int64_t n = int64_t(item.tokens.size());
   std::vector<int64_t> positions;
-  if (j.is_object() && j.contains("score")) {
+  if (j.is_object() && j.contains("score"))
     for (const auto& p : j["score"]) {
-      if (!p.is_number_integer() || p.get<int64_t>() < 1 || p.get<int64_t>() >= n)
-        fail("score position " + p.dump() + " is not in 1.." + std::to_string(n - 1));
+      if (!p.is_number_integer()) fail("score position " + p.dump() + " is not an integer");
       positions.push_back(p.get<int64_t>());
     }
-  } else {
-    for (int64_t p = 1; p < n; ++p) positions.push_back(p);
+  try {
+    return ItemScoringPositions(std::move(tokens), positions);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("--ids line " + std::to_string(line) + ": " + e.what());
   }
-  for (int64_t p : positions) {
-    Answer a;
-    a.begin = p;
-    a.end = p + 1;
-    item.answers.push_back(a);
-  }
-  return item;
 }
 
 }  // namespace

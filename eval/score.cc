@@ -2,12 +2,33 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "eval/perplexity.h"
 #include "model/sampler.h"
 #include "util/threads.h"
 
 namespace swan {
+
+TaskItem ItemScoringPositions(std::vector<int32_t> tokens, const std::vector<int64_t>& positions) {
+  const int64_t n = int64_t(tokens.size());
+  if (n < 2) throw std::invalid_argument("scoring needs at least 2 token ids");
+  TaskItem item;
+  item.tokens = std::move(tokens);
+  std::vector<int64_t> scored = positions;
+  if (scored.empty())
+    for (int64_t p = 1; p < n; ++p) scored.push_back(p);
+  for (int64_t p : scored) {
+    if (p < 1 || p >= n)
+      throw std::invalid_argument("score position " + std::to_string(p) + " is not in 1.." + std::to_string(n - 1));
+    Answer a;
+    a.begin = p;
+    a.end = p + 1;
+    item.answers.push_back(a);
+  }
+  return item;
+}
 
 std::vector<AnswerScore> ScoreItem(const LanguageModel& model, const AttentionPlan& plan, const TaskItem& item,
                                    const KvCacheOptions& kv) {

@@ -75,6 +75,11 @@ class GemmCache {
     stream.wait();
   }
 
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cache_.size();
+  }
+
  private:
   Entry Build(const Key& key) const {
     const auto f32 = memory::data_type::f32;
@@ -109,13 +114,6 @@ class GemmCache {
     std::list<Key>::iterator recent;  // its place in recent_
   };
 
- public:
-  size_t size() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return cache_.size();
-  }
-
- private:
   dnnl::engine engine_;
   std::mutex mu_;
   std::map<Key, Slot> cache_;

@@ -44,6 +44,9 @@ struct Cache {
   int64_t n_pos = 0;    // positions [0, n_pos) are in it
 };
 
+// Throws std::invalid_argument naming the first id outside [0, vocab).
+void CheckTokenIds(const std::vector<int32_t>& ids, int64_t vocab);
+
 // Runs ids at positions cache.n_pos... through the model with the GIL
 // released, one prefill chunk at a time, checking for Ctrl-C between
 // chunks. logits: [n, vocab] when all_logits, else [1, vocab]. Throws

@@ -133,11 +133,7 @@ std::unique_ptr<Generator> MakeGenerator(const std::shared_ptr<Model>& model, co
     ids = model->tokenizer().Encode(prompt.cast<std::string>());
   } else {
     ids = prompt.cast<std::vector<int32_t>>();
-    const int64_t vocab = model->model->config().vocab_size;
-    for (int32_t id : ids)
-      if (id < 0 || id >= vocab)
-        throw std::invalid_argument("prompt token " + std::to_string(id) + " is outside the vocabulary (" +
-                                    std::to_string(vocab) + ")");
+    CheckTokenIds(ids, model->model->config().vocab_size);
   }
   if (!text && !stop.empty()) throw std::invalid_argument("stop strings need a text prompt");
   return std::make_unique<Generator>(model, std::move(ids), options, text);

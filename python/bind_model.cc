@@ -29,14 +29,18 @@ void Model::UseThreads() const {
   if (threads > 0) SetThreadLimit(threads);
 }
 
-void ForwardInto(Cache& cache, const std::vector<int32_t>& ids, float* logits, bool all_logits) {
-  const Model& m = *cache.owner;
-  const int64_t vocab = m.model->config().vocab_size, n = int64_t(ids.size());
-  if (n == 0) throw std::invalid_argument("no token ids given");
+void CheckTokenIds(const std::vector<int32_t>& ids, int64_t vocab) {
   for (int32_t id : ids)
     if (id < 0 || id >= vocab)
       throw std::invalid_argument("token id " + std::to_string(id) + " is not below the vocabulary size " +
                                   std::to_string(vocab));
+}
+
+void ForwardInto(Cache& cache, const std::vector<int32_t>& ids, float* logits, bool all_logits) {
+  const Model& m = *cache.owner;
+  const int64_t vocab = m.model->config().vocab_size, n = int64_t(ids.size());
+  if (n == 0) throw std::invalid_argument("no token ids given");
+  CheckTokenIds(ids, vocab);
   if (cache.n_pos + n > cache.context)
     throw std::invalid_argument("the cache holds " + std::to_string(cache.n_pos) + " positions of its context of " +
                                 std::to_string(cache.context) + "; " + std::to_string(n) +
@@ -132,28 +136,8 @@ py::array_t<float> Logits(const std::shared_ptr<Model>& m, const std::vector<int
 // choice, as `swan score` prints them (eval/score.h).
 py::list Score(const std::shared_ptr<Model>& m, const std::vector<int32_t>& ids,
                std::optional<std::vector<int64_t>> positions) {
-  const int64_t vocab = m->model->config().vocab_size, n = int64_t(ids.size());
-  if (n < 2) throw std::invalid_argument("score needs at least 2 token ids");
-  for (int32_t id : ids)
-    if (id < 0 || id >= vocab)
-      throw std::invalid_argument("token id " + std::to_string(id) + " is not below the vocabulary size " +
-                                  std::to_string(vocab));
-  TaskItem item;
-  item.tokens = ids;
-  std::vector<int64_t> scored;
-  if (positions) {
-    scored = *positions;
-  } else {
-    for (int64_t p = 1; p < n; ++p) scored.push_back(p);
-  }
-  for (int64_t p : scored) {
-    if (p < 1 || p >= n)
-      throw std::invalid_argument("score position " + std::to_string(p) + " is not in 1.." + std::to_string(n - 1));
-    Answer a;
-    a.begin = p;
-    a.end = p + 1;
-    item.answers.push_back(a);
-  }
+  CheckTokenIds(ids, m->model->config().vocab_size);
+  const TaskItem item = ItemScoringPositions(ids, positions.value_or(std::vector<int64_t>()));
   std::vector<AnswerScore> scores;
   {
     py::gil_scoped_release released;
@@ -162,7 +146,7 @@ py::list Score(const std::shared_ptr<Model>& m, const std::vector<int32_t>& ids,
   }
   py::list out;
   for (size_t i = 0; i < scores.size(); ++i) {
-    const int64_t p = scored[i];
+    const int64_t p = item.answers[i].begin;
     const int32_t token = ids[size_t(p)], greedy = scores[i].predicted[0];
     py::dict d;
     d["position"] = p;
