@@ -1,7 +1,8 @@
 // Prefill- and training-sized matrix products: swan's own bf16 product
 // (ops/bf16_gemm.h, the path on CPUs where oneDNN has no bf16) against
-// oneDNN's float32 GEMM on the same shape in the same run, and oneDNN's
-// bf16 GEMM where this CPU has it. GFLOP/s in the counter "GFLOPS".
+// oneDNN's float32 GEMM on the same shape in the same run, oneDNN's bf16
+// GEMM where this CPU has it, and swan's own float32 product (the thread-
+// invariant one of swan serve --deterministic). GFLOP/s in "GFLOPS".
 //   build/bench/gemm_bench --benchmark_filter=512x
 #include <benchmark/benchmark.h>
 
@@ -15,7 +16,7 @@
 namespace swan {
 namespace {
 
-enum Path { kOneDnnF32 = 0, kSwanBF16 = 1, kOneDnnBF16 = 2 };
+enum Path { kOneDnnF32 = 0, kSwanBF16 = 1, kOneDnnBF16 = 2, kSwanF32 = 3 };
 
 // Args: m, n, k, path, layout (0: forward, B stored [n, k]; 1: input
 // gradient, B [k, n]; 2: weight gradient, A stored [k, m]).
@@ -38,6 +39,7 @@ void BM_Gemm(benchmark::State& state) {
     if (path == kOneDnnF32) Gemm(c.data(), a.data(), b.data(), s, false);
     if (path == kSwanBF16) GemmBF16Swan(c.data(), a16.data(), b16.data(), s, false);
     if (path == kOneDnnBF16) GemmBF16(c.data(), a16.data(), b16.data(), s, false);
+    if (path == kSwanF32) GemmF32Swan(c.data(), a.data(), b.data(), s, false);
     benchmark::DoNotOptimize(c.data());
   }
   state.counters["GFLOPS"] =
@@ -66,7 +68,7 @@ void Shapes(benchmark::internal::Benchmark* b) {
       {512, 768, 512},
       {512, 3072, 512}};
   for (const auto& s : shapes)
-    for (int64_t path : {kOneDnnF32, kSwanBF16, kOneDnnBF16}) b->Args({s[0], s[1], s[2], path, 0});
+    for (int64_t path : {kOneDnnF32, kSwanBF16, kOneDnnBF16, kSwanF32}) b->Args({s[0], s[1], s[2], path, 0});
   // Training's other two products of swan-7m's MLP at context 2048.
   for (int64_t layout : {1, 2})
     for (int64_t path : {kOneDnnF32, kSwanBF16, kOneDnnBF16})

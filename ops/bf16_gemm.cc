@@ -31,44 +31,51 @@ constexpr int64_t kMC = 96;    // rows of A per packed block (96 x 256 f32 = 96 
 constexpr int64_t kNC = 4096;  // columns of B per packed block (256 x 4096 f32 = 4 MB,
                                // shared by the threads; a multiple of every NR)
 
+// T: uint16_t (bf16 bits) or float.
+template <class T>
 struct Problem {
-  float* c;           // [m, n]
-  const uint16_t* a;  // [m, k], or [k, m] when trans_a
-  const uint16_t* b;  // [k, n], or [n, k] when trans_b
+  float* c;    // [m, ldc]
+  const T* a;  // [m, k], or [k, m] when trans_a
+  const T* b;  // [k, n], or [n, k] when trans_b
   GemmShape shape;
   bool accumulate;
 };
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// L contiguous bf16 values promoted to float32.
-HWY_INLINE hn::Vec<DF> LoadBF16(const uint16_t* p) {
+// L contiguous values as float32 (bf16 promoted).
+HWY_INLINE hn::Vec<DF> LoadF32(const uint16_t* p) {
   const DF df;
   const hn::RebindToUnsigned<DF> du32;
   const hn::Rebind<uint16_t, DF> du16;
   return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, p))));
 }
+HWY_INLINE hn::Vec<DF> LoadF32(const float* p) { return hn::LoadU(DF(), p); }
+
+HWY_INLINE float ToF32(uint16_t bits) { return BF16ToF32(bits); }
+HWY_INLINE float ToF32(float x) { return x; }
 
 // op(B)[pc + kk][j0 + j] into panel[kk * nr + j] (kk < kc, j < nr),
 // zero for columns past n.   panel [kc][nr] f32
-void PackPanelB(const Problem& p, int64_t pc, int64_t kc, int64_t j0, int64_t nr, float* panel) {
+template <class T>
+void PackPanelB(const Problem<T>& p, int64_t pc, int64_t kc, int64_t j0, int64_t nr, float* panel) {
   const int64_t n = p.shape.n, k = p.shape.k;
   const int64_t cols = std::min(nr, n - j0);
   if (p.shape.trans_b) {  // stored [n, k]: column j of op(B) is storage row j
     for (int64_t j = 0; j < cols; ++j) {
-      const uint16_t* row = p.b + (j0 + j) * k + pc;  // [kc]
-      for (int64_t kk = 0; kk < kc; ++kk) panel[kk * nr + j] = BF16ToF32(row[kk]);
+      const T* row = p.b + (j0 + j) * k + pc;  // [kc]
+      for (int64_t kk = 0; kk < kc; ++kk) panel[kk * nr + j] = ToF32(row[kk]);
     }
   } else {  // stored [k, n]: each panel row is contiguous
     const DF df;
     const int64_t L = int64_t(hn::Lanes(df));
     for (int64_t kk = 0; kk < kc; ++kk) {
-      const uint16_t* row = p.b + (pc + kk) * n + j0;  // [cols]
+      const T* row = p.b + (pc + kk) * n + j0;  // [cols]
       float* dst = panel + kk * nr;
       if (cols == nr) {
-        for (int64_t j = 0; j < nr; j += L) hn::Store(LoadBF16(row + j), df, dst + j);
+        for (int64_t j = 0; j < nr; j += L) hn::Store(LoadF32(row + j), df, dst + j);
       } else {
-        for (int64_t j = 0; j < cols; ++j) dst[j] = BF16ToF32(row[j]);
+        for (int64_t j = 0; j < cols; ++j) dst[j] = ToF32(row[j]);
       }
     }
   }
@@ -77,18 +84,19 @@ void PackPanelB(const Problem& p, int64_t pc, int64_t kc, int64_t j0, int64_t nr
 
 // op(A)[i0 + r][pc + kk] into panel[kk * kMR + r], zero for rows past m.
 //   panel [kc][kMR] f32
-void PackPanelA(const Problem& p, int64_t pc, int64_t kc, int64_t i0, float* panel) {
+template <class T>
+void PackPanelA(const Problem<T>& p, int64_t pc, int64_t kc, int64_t i0, float* panel) {
   const int64_t m = p.shape.m, k = p.shape.k;
   const int64_t rows = std::min(kMR, m - i0);
   if (!p.shape.trans_a) {  // stored [m, k]
     for (int64_t r = 0; r < rows; ++r) {
-      const uint16_t* row = p.a + (i0 + r) * k + pc;  // [kc]
-      for (int64_t kk = 0; kk < kc; ++kk) panel[kk * kMR + r] = BF16ToF32(row[kk]);
+      const T* row = p.a + (i0 + r) * k + pc;  // [kc]
+      for (int64_t kk = 0; kk < kc; ++kk) panel[kk * kMR + r] = ToF32(row[kk]);
     }
   } else {  // stored [k, m]: the panel's rows are contiguous
     for (int64_t kk = 0; kk < kc; ++kk) {
-      const uint16_t* src = p.a + (pc + kk) * m + i0;  // [rows]
-      for (int64_t r = 0; r < rows; ++r) panel[kk * kMR + r] = BF16ToF32(src[r]);
+      const T* src = p.a + (pc + kk) * m + i0;  // [rows]
+      for (int64_t r = 0; r < rows; ++r) panel[kk * kMR + r] = ToF32(src[r]);
     }
   }
   for (int64_t kk = 0; rows < kMR && kk < kc; ++kk) std::fill(panel + kk * kMR + rows, panel + (kk + 1) * kMR, 0.0f);
@@ -133,11 +141,13 @@ HWY_INLINE void TileKernel(const float* HWY_RESTRICT a_panel, const float* HWY_R
       c[r * ldc + j] = add ? c[r * ldc + j] + tile[r * 2 * L + j] : tile[r * 2 * L + j];
 }
 
-void BlockedGemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& shape, bool accumulate) {
-  const Problem p{c, a, b, shape, accumulate};
+template <class T>
+void BlockedGemm(float* c, const T* a, const T* b, const GemmShape& shape, bool accumulate) {
+  const Problem<T> p{c, a, b, shape, accumulate};
   const DF df;
   const int64_t nr = 2 * int64_t(hn::Lanes(df));
   const int64_t m = p.shape.m, n = p.shape.n, k = p.shape.k;
+  const int64_t ldc = p.shape.ldc != 0 ? p.shape.ldc : n;
   const int64_t nc_max = std::min(kNC, CeilDiv(n, nr) * nr);
   // [nc_max / nr panels][kc][nr], packed once per (jc, pc) block by all threads
   thread_local ScratchFloats b_scratch;
@@ -181,7 +191,7 @@ void BlockedGemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmS
           for (int64_t q = q_begin; q < q_end; ++q) {  // a B panel stays in L1 ...
             const int64_t j = jc + q * nr;
             for (int64_t ir = 0; ir < mc; ir += kMR)  // ... while A's panels stream from L2
-              TileKernel(a_block + ir * kc, b_block + q * kc * nr, kc, p.c + (ic + ir) * n + j, n,
+              TileKernel(a_block + ir * kc, b_block + q * kc * nr, kc, p.c + (ic + ir) * ldc + j, ldc,
                          std::min(kMR, mc - ir), std::min(nr, n - j), add);
           }
         }
@@ -189,6 +199,13 @@ void BlockedGemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmS
       }
     }
   }
+}
+
+void BlockedGemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& shape, bool accumulate) {
+  BlockedGemm(c, a, b, shape, accumulate);
+}
+void BlockedGemmF32(float* c, const float* a, const float* b, const GemmShape& shape, bool accumulate) {
+  BlockedGemm(c, a, b, shape, accumulate);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -199,15 +216,30 @@ HWY_AFTER_NAMESPACE();
 namespace swan {
 
 HWY_EXPORT(BlockedGemmBF16);
+HWY_EXPORT(BlockedGemmF32);
+
+namespace {
+
+void CheckOwnGemm(const char* what, const void* c, const void* a, const void* b, const GemmShape& s) {
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0)
+    throw std::invalid_argument(std::string(what) + " matrix product sizes must be positive, got m=" +
+                                std::to_string(s.m) + " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k));
+  if (!c || !a || !b) throw std::invalid_argument(std::string(what) + " matrix product: null buffer");
+  if (s.ldc != 0 && s.ldc < s.n)
+    throw std::invalid_argument(std::string(what) + " matrix product: C's row stride " + std::to_string(s.ldc) +
+                                " is below its " + std::to_string(s.n) + " columns");
+}
+
+}  // namespace
 
 void GemmBF16Swan(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& s, bool accumulate) {
-  if (s.m <= 0 || s.n <= 0 || s.k <= 0)
-    throw std::invalid_argument("bf16 matrix product sizes must be positive, got m=" + std::to_string(s.m) +
-                                " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k));
-  if (!c || !a || !b) throw std::invalid_argument("bf16 matrix product: null buffer");
-  if (s.ldc != 0 && s.ldc != s.n)
-    throw std::invalid_argument("bf16 matrix product: a dense C only, not a row stride of " + std::to_string(s.ldc));
+  CheckOwnGemm("bf16", c, a, b, s);
   HWY_DYNAMIC_DISPATCH(BlockedGemmBF16)(c, a, b, s, accumulate);
+}
+
+void GemmF32Swan(float* c, const float* a, const float* b, const GemmShape& s, bool accumulate) {
+  CheckOwnGemm("float32", c, a, b, s);
+  HWY_DYNAMIC_DISPATCH(BlockedGemmF32)(c, a, b, s, accumulate);
 }
 
 }  // namespace swan

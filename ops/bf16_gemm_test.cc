@@ -148,17 +148,80 @@ TEST(RoundToBF16, RoundsLikeTheScalarConversionOnEveryTarget) {
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], F32ToBF16(x[i])) << i;
 }
 
-// swan's own bf16 product writes a dense C; a row stride (which oneDNN's
-// takes) is refused, not ignored.
-TEST(GemmBF16Swan, RefusesARowStride) {
+// Both of swan's own products write into a row stride of C and leave the
+// columns past n alone.
+TEST(GemmBF16Swan, WritesIntoARowStride) {
   std::vector<uint16_t> a(4, F32ToBF16(1.0f)), b(4, F32ToBF16(1.0f));  // [2, 2] each
-  std::vector<float> c(6, 0.0f);                                       // [2, 3]
-  EXPECT_THROW(GemmBF16Swan(c.data(), a.data(), b.data(), GemmShape{2, 2, 2, false, false, /*ldc=*/3}, false),
+  std::vector<float> c(6, -1.0f);                                      // [2, 3]
+  GemmBF16Swan(c.data(), a.data(), b.data(), GemmShape{2, 2, 2, false, false, /*ldc=*/3}, false);
+  EXPECT_EQ(c, (std::vector<float>{2, 2, -1, 2, 2, -1}));
+  const std::vector<float> a32(4, 1.0f), b32(4, 1.0f);  // [2, 2] each
+  GemmF32Swan(c.data(), a32.data(), b32.data(), GemmShape{2, 2, 2, false, false, /*ldc=*/3}, true);
+  EXPECT_EQ(c, (std::vector<float>{4, 4, -1, 4, 4, -1}));
+  EXPECT_THROW(GemmF32Swan(c.data(), a32.data(), b32.data(), GemmShape{2, 2, 2, false, false, /*ldc=*/1}, false),
                std::invalid_argument);
-  GemmBF16Swan(c.data(), a.data(), b.data(), GemmShape{2, 2, 2, false, false, /*ldc=*/2}, false);
-  EXPECT_EQ(c[0], 2.0f);
-  EXPECT_EQ(c[3], 2.0f);
-  EXPECT_EQ(c[4], 0.0f);
+}
+
+// The float32 product is the bf16 one's arithmetic: on bf16 values widened
+// to float32 it gives the same bits, on every target and layout; and both
+// give the same bits on 1, 2 and 3 threads (no sum is split by threads).
+TEST(GemmF32Swan, SameBitsAsBF16AndOnAnyThreadCount) {
+  std::mt19937 rng(5);
+  const int threads_before = omp_get_max_threads();
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    for (GemmShape s : kShapes)
+      for (int layout = 0; layout < 4; ++layout) {
+        s.trans_a = layout & 1;
+        s.trans_b = layout & 2;
+        const auto a = RandomBF16(size_t(s.m * s.k), rng);  // [m, k] or [k, m]
+        const auto b = RandomBF16(size_t(s.k * s.n), rng);  // [k, n] or [n, k]
+        std::vector<float> a32(a.size()), b32(b.size());    // the same values, float32
+        for (size_t i = 0; i < a.size(); ++i) a32[i] = BF16ToF32(a[i]);
+        for (size_t i = 0; i < b.size(); ++i) b32[i] = BF16ToF32(b[i]);
+        omp_set_num_threads(1);
+        std::vector<float> want(size_t(s.m * s.n), 0.25f);  // [m, n]
+        GemmBF16Swan(want.data(), a.data(), b.data(), s, /*accumulate=*/true);
+        for (int threads : {1, 2, 3}) {
+          omp_set_num_threads(threads);
+          std::vector<float> got(want.size(), 0.25f), got16(want.size(), 0.25f);  // [m, n]
+          GemmF32Swan(got.data(), a32.data(), b32.data(), s, true);
+          GemmBF16Swan(got16.data(), a.data(), b.data(), s, true);
+          EXPECT_EQ(got, want) << "float32, " << threads << " threads, m=" << s.m << " n=" << s.n << " k=" << s.k;
+          EXPECT_EQ(got16, want) << "bf16, " << threads << " threads, m=" << s.m << " n=" << s.n << " k=" << s.k;
+        }
+      }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  omp_set_num_threads(threads_before);
+}
+
+// With thread-invariant products on, Gemm gives the same bits on any
+// number of threads, on whichever path this CPU (or DNNL_MAX_CPU_ISA) takes.
+TEST(Gemm, ThreadInvariantProductsRepeatOnAnyThreadCount) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal;
+  const int threads_before = omp_get_max_threads();
+  SetThreadInvariantProducts(true);
+  for (GemmShape s : {GemmShape{12, 256, 256, false, true}, GemmShape{100, 704, 256, false, true},
+                      GemmShape{9, 96, 2048, false, true, /*ldc=*/128}}) {
+    std::vector<float> a(size_t(s.m * s.k)), b(size_t(s.k * s.n));  // [m, k], [n, k]
+    for (float& x : a) x = normal(rng);
+    for (float& x : b) x = normal(rng);
+    const int64_t ldc = s.ldc != 0 ? s.ldc : s.n;
+    std::vector<float> want(size_t(s.m * ldc));  // [m, ldc]
+    omp_set_num_threads(1);
+    Gemm(want.data(), a.data(), b.data(), s, false);
+    for (int threads : {2, 3}) {
+      omp_set_num_threads(threads);
+      std::vector<float> got(want.size());  // [m, ldc]
+      Gemm(got.data(), a.data(), b.data(), s, false);
+      EXPECT_EQ(got, want) << threads << " threads, m=" << s.m << " n=" << s.n << " k=" << s.k;
+    }
+  }
+  SetThreadInvariantProducts(false);
+  omp_set_num_threads(threads_before);
 }
 
 }  // namespace

@@ -6,13 +6,17 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <omp.h>
+
 #include <oneapi/dnnl/dnnl.hpp>
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "ops/bf16_gemm.h"
 #include "ops/bf16_round.h"
+#include "util/threads.h"
 
 namespace swan {
 namespace {
@@ -32,6 +36,7 @@ struct Key {
 
 struct Entry {
   memory::desc a_md, b_md, c_md;
+  memory::desc scratch_md;  // the primitive's working memory, supplied per call
   dnnl::matmul prim;
 };
 
@@ -67,11 +72,24 @@ class GemmCache {
       }
       e = it->second.entry;
     }
+    // oneDNN's own scratchpad is one buffer shared by every primitive, so
+    // two products at once (the server's prefills side by side) wrote over
+    // each other's partial sums; each thread brings its own instead.
+    struct alignas(64) Line {
+      uint8_t bytes[64];
+    };
+    thread_local std::vector<Line> scratch;  // [scratch_md.get_size() / 64, rounded up]
+    const size_t lines = (e->scratch_md.get_size() + sizeof(Line) - 1) / sizeof(Line);
+    if (scratch.size() < lines) scratch.resize(lines);
     dnnl::stream stream(engine_);
     memory a_mem(e->a_md, engine_, const_cast<void*>(a));
     memory b_mem(e->b_md, engine_, const_cast<void*>(b));
     memory c_mem(e->c_md, engine_, c);
-    e->prim.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    memory scratch_mem(e->scratch_md, engine_, scratch.data());
+    e->prim.execute(stream, {{DNNL_ARG_SRC, a_mem},
+                             {DNNL_ARG_WEIGHTS, b_mem},
+                             {DNNL_ARG_DST, c_mem},
+                             {DNNL_ARG_SCRATCHPAD, scratch_mem}});
     stream.wait();
   }
 
@@ -92,14 +110,26 @@ class GemmCache {
                          : memory::desc({key.k, key.n}, in, memory::dims{key.n, 1});
     e.c_md = memory::desc({key.m, key.n}, f32, memory::dims{key.ldc, 1});
     dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (key.accumulate) {
       dnnl::post_ops ops;
       ops.append_sum(1.0f);
       attr.set_post_ops(ops);
     }
+    // oneDNN fixes how a product is split among threads (the sums split
+    // along k included) when it builds it, from the caller's thread count:
+    // built at one count, the product's sums are the same whichever count
+    // runs it (fewer while other programs are busy, one side by side).
+    const int threads_before = omp_get_max_threads();
+    omp_set_num_threads(ThreadLimit());
+    struct Restore {
+      int n;
+      ~Restore() { omp_set_num_threads(n); }
+    } restore{threads_before};
     try {
       dnnl::matmul::desc desc(e.a_md, e.b_md, e.c_md);
       dnnl::matmul::primitive_desc pd(desc, attr, engine_);
+      e.scratch_md = pd.scratchpad_desc();
       e.prim = dnnl::matmul(pd);
     } catch (const dnnl::error& error) {  // say what failed, not only oneDNN's words
       throw std::runtime_error(std::string("oneDNN cannot build a ") + (key.bf16 ? "bf16" : "f32") +
@@ -127,6 +157,7 @@ GemmCache& Cache() {
 
 std::mutex counters_mu;
 GemmCounters counters;
+std::atomic<bool> thread_invariant{false};
 
 }  // namespace
 
@@ -177,9 +208,16 @@ bool OneDnnHasBF16Matmul() {
   return has;
 }
 
+void SetThreadInvariantProducts(bool on) { thread_invariant.store(on); }
+
 void Gemm(float* c, const float* a, const float* b, const GemmShape& s, bool accumulate) {
   RunCounted(s, [&] {
-    Cache().Run(c, a, b, Key{s.m, s.n, s.k, s.trans_a, s.trans_b, accumulate, /*bf16=*/false, Ldc(s)});
+    // Where oneDNN has no AVX-512 its float32 product splits the sums by
+    // the threads that run it.
+    if (thread_invariant.load() && !OneDnnHasBF16Matmul())
+      GemmF32Swan(c, a, b, s, accumulate);
+    else
+      Cache().Run(c, a, b, Key{s.m, s.n, s.k, s.trans_a, s.trans_b, accumulate, /*bf16=*/false, Ldc(s)});
   });
 }
 
@@ -188,7 +226,7 @@ void GemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& s
     if (OneDnnHasBF16Matmul())
       Cache().Run(c, a, b, Key{s.m, s.n, s.k, s.trans_a, s.trans_b, accumulate, /*bf16=*/true, Ldc(s)});
     else
-      GemmBF16Swan(c, a, b, s, accumulate);  // a dense C only: it refuses a row stride
+      GemmBF16Swan(c, a, b, s, accumulate);
   });
 }
 

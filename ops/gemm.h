@@ -29,9 +29,15 @@ struct GemmShape {
 
 // Throws std::invalid_argument on non-positive sizes or ldc in (0, n).
 void Gemm(float* c, const float* a, const float* b, const GemmShape& shape, bool accumulate);
-// The same with A and B in bfloat16 (raw bits); C stays float32. swan's own
-// bf16 product (no oneDNN bf16 here) takes dense C only (ldc 0 or n).
+// The same with A and B in bfloat16 (raw bits); C stays float32.
 void GemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& shape, bool accumulate);
+
+// On (swan serve --deterministic): every product sums each element in one
+// order whatever the number of threads that run it, so that an answer does
+// not depend on how busy the machine is. oneDNN's products do so wherever
+// it has AVX-512; below that, Gemm then runs swan's own float32 product
+// (ops/bf16_gemm.h), about 0.85x oneDNN's rate there (docs/serving.md).
+void SetThreadInvariantProducts(bool on);
 
 // Whether oneDNN has bf16 matrix products on this CPU (asked once; false
 // below AVX-512 or under DNNL_MAX_CPU_ISA=AVX2): which path GemmBF16 takes.

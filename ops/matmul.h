@@ -22,8 +22,7 @@ struct MatmulShape {
 void MatmulTransB(float* y, const float* x, const float* w, const MatmulShape& shape, bool accumulate = false);
 
 // The same with x and w in bfloat16 (raw bits), y in float32: oneDNN's bf16
-// path where the CPU has one (AVX-512), else swan's own (ops/bf16_gemm.h),
-// which takes ldy 0 or n only.
+// path where the CPU has one (AVX-512), else swan's own (ops/bf16_gemm.h).
 //   y [m, n] float32, x [m, k] bf16, w [n, k] bf16
 void MatmulTransBBF16(float* y, const uint16_t* x, const uint16_t* w, const MatmulShape& shape,
                       bool accumulate = false);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "ops/gemm.h"
 #include "serve/text_stream.h"
 #include "util/memory.h"
 #include "util/threads.h"
@@ -92,6 +93,7 @@ Engine::Engine(const LanguageModel& model, const Tokenizer& tokenizer, const Eng
   if (options.prefill_chunk <= 0) throw std::invalid_argument("prefill chunk must be positive");
   if (options.checkpoint_interval <= 0) throw std::invalid_argument("checkpoint interval must be positive");
   if (options.max_running <= 0) throw std::invalid_argument("max running sequences must be positive");
+  if (options.deterministic) SetThreadInvariantProducts(true);
   kv_options_.type = options.kv_type;
   kv_options_.max_chunk = options.prefill_chunk;
   context_length_ = options.context_length > 0 ? options.context_length : model.config().max_position_embeddings;

@@ -58,6 +58,9 @@ struct EngineOptions {
   // logits are bit for bit what it gets alone. Without it they are so up
   // to that many sequences decoding together; past it the batch's product
   // rounds differently (docs/serving.md, "Batch invariance", has the cost).
+  // It also turns on ops/gemm.h's SetThreadInvariantProducts for the
+  // process, so that answers do not depend on the threads a busy machine
+  // leaves for a step either.
   bool deterministic = false;
 };
 
