@@ -158,6 +158,7 @@ struct HttpServer::Impl {
     auto state = std::make_shared<StreamState>();
     try {
       state->call = ParseCompletionRequest(req.body, chat, ctx);
+      state->reply = state->call.reply_start;  // held back: it starts a call
       state->meta.id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id++);
       state->meta.created = UnixSeconds();
       state->meta.model = options.model_name;

@@ -278,7 +278,7 @@ TEST_F(Http, EveryOpenAiChatFieldIsAcceptedOrRefusedWithAReason) {
 
 // Tools: checked against OpenAI's schema, and refused when the model's
 // chat template would not show them to the model (this server's fallback
-// template has no tool support); a forced call cannot be honoured.
+// template has no tool support), forced calls included.
 TEST_F(Http, ToolsAreValidatedAndNeverDroppedSilently) {
   const Json weather = Json::parse(R"({"type": "function", "function": {"name": "get_weather",
       "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}})");
@@ -300,7 +300,7 @@ TEST_F(Http, ToolsAreValidatedAndNeverDroppedSilently) {
   Json forced = request;
   forced["tool_choice"] = "required";
   auto [s4, b4] = Post("/v1/chat/completions", forced.dump());
-  ExpectError(s4, b4, 400, "tool_choice");
+  ExpectError(s4, b4, 400, "tools");
 }
 
 // With a template that shows tools, a reply that makes no call streams as
@@ -327,6 +327,65 @@ TEST_F(Http, ToolsWithATemplateThatShowsThem) {
     if (e.is_object() && e["choices"][0]["delta"].contains("content"))
       text += e["choices"][0]["delta"]["content"].get<std::string>();
   EXPECT_EQ(text, reply["choices"][0]["message"]["content"].get<std::string>());
+}
+
+// tool_choice "required" or a named function: the reply starts as the
+// template's calls do (Hermes here), streamed or not; choices that cannot
+// be met are refused naming the field.
+TEST_F(Http, ToolChoiceForcesTheCallsStart) {
+  TestServer server(*model_, *tokenizer_, EngineOptions{}, {},
+                    "{% if tools %}Call {{ tools[0].function.name }} in <tool_call></tool_call> tags.\n{% endif %}"
+                    "{% for m in messages %}{{ m.content }}\n{% endfor %}");
+  httplib::Client c = server.Client();
+  Json request = Json::parse(R"({"messages": [{"role": "user", "content": "Once upon a time"}], "max_tokens": 8,
+      "temperature": 0, "tools": [{"type": "function", "function": {"name": "get_weather"}},
+                                  {"type": "function", "function": {"name": "add"}}]})");
+  auto post = [&](const Json& body) {
+    auto res = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    EXPECT_TRUE(res);
+    return std::make_pair(res ? res->status : 0, res ? Json::parse(res->body, nullptr, false) : Json());
+  };
+  const auto [auto_status, by_choice] = post(request);
+  ASSERT_EQ(auto_status, 200) << by_choice.dump();
+  const struct {
+    Json choice;
+    std::string start;
+  } forced[] = {{"required", "<tool_call>\n{\"name\": \""},
+                {Json::parse(R"({"type": "function", "function": {"name": "add"}})"),
+                 "<tool_call>\n{\"name\": \"add\", \"arguments\": "}};
+  for (const auto& f : forced) {
+    SCOPED_TRACE(f.choice.dump());
+    Json body = request;
+    body["tool_choice"] = f.choice;
+    const auto [status, reply] = post(body);
+    ASSERT_EQ(status, 200) << reply.dump();
+    // stories260K writes no JSON: the reply stays content, starting as a call.
+    const std::string content = reply["choices"][0]["message"]["content"].get<std::string>();
+    EXPECT_EQ(content.rfind(f.start, 0), 0u) << content;
+    EXPECT_GT(content.size(), f.start.size());
+    EXPECT_GT(reply["usage"]["prompt_tokens"].get<int64_t>(), by_choice["usage"]["prompt_tokens"].get<int64_t>());
+    body["stream"] = true;
+    auto streamed = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    ASSERT_TRUE(streamed);
+    std::string text;
+    for (const Json& e : Events(streamed->body))
+      if (e.is_object() && e["choices"][0]["delta"].contains("content"))
+        text += e["choices"][0]["delta"]["content"].get<std::string>();
+    EXPECT_EQ(text, content);
+  }
+  Json unknown = request;
+  unknown["tool_choice"] = Json::parse(R"({"type": "function", "function": {"name": "get_time"}})");
+  const auto [s1, b1] = post(unknown);
+  ExpectError(s1, b1, 400, "tool_choice.function.name");
+  Json no_tools = request;
+  no_tools.erase("tools");
+  no_tools["tool_choice"] = "required";
+  const auto [s2, b2] = post(no_tools);
+  ExpectError(s2, b2, 400, "tool_choice");
+  Json odd = request;
+  odd["tool_choice"] = "sometimes";
+  const auto [s3, b3] = post(odd);
+  ExpectError(s3, b3, 400, "tool_choice");
 }
 
 TEST_F(Http, OverTheKvBudgetIs429WithAReason) {

@@ -59,10 +59,12 @@ void RejectUnsupported(const Json& body) {
   if (!is_default("frequency_penalty", 0)) Bad("frequency_penalty is not supported (use 0)", "frequency_penalty");
   if (!is_default("logit_bias", Json::object())) Bad("logit_bias is not supported", "logit_bias");
   if (!is_default("suffix", "")) Bad("suffix is not supported", "suffix");
-  // The model calls a tool when it chooses to; swan cannot force one.
-  if (!is_default("tool_choice", "auto") && !is_default("tool_choice", "none"))
-    Bad("tool_choice must be \"auto\" or \"none\": swan reads the calls the model chooses to make, and cannot "
-        "force one",
+  const Json choice = body.value("tool_choice", Json("auto"));
+  if (!choice.is_null() && choice != "auto" && choice != "none" && choice != "required" &&
+      !(choice.is_object() && choice.value("type", "") == "function"))
+    Bad("tool_choice must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": "
+        "{\"name\": ...}}, got " +
+            choice.dump(),
         "tool_choice");
 
   if (body.contains("response_format") && !body["response_format"].is_null() &&
@@ -294,7 +296,24 @@ CompletionCall ParseCompletionRequest(const std::string& text, bool chat, const 
     } catch (const jinja::TemplateError& e) {
       throw ApiError(400, e.what(), "messages", "chat_template_error");
     }
-    if (body.value("tool_choice", Json("auto")) != "none") call.tool_names = names;
+    const Json choice = body.contains("tool_choice") && !body["tool_choice"].is_null() ? body["tool_choice"]
+                                                                                          : Json("auto");
+    if (choice != "none") call.tool_names = names;
+    if (choice == "required" || choice.is_object()) {
+      if (names.empty()) Bad("tool_choice " + choice.dump() + " needs tools to call", "tool_choice");
+      std::string name;
+      if (choice.is_object()) {
+        const Json& f = choice.contains("function") ? choice["function"] : Json();
+        name = f.is_object() && f.contains("name") && f["name"].is_string() ? f["name"].get<std::string>() : "";
+        if (std::find(names.begin(), names.end(), name) == names.end())
+          Bad("tool_choice.function.name must name one of the tools, got " + (f.is_object() ? f.dump() : "none"),
+              "tool_choice.function.name");
+        call.tool_names = {name};
+      }
+      // The reply starts as a call does; the model writes the rest.
+      call.reply_start = ForcedCallStart(prompt, name);
+      prompt += call.reply_start;
+    }
     g.prompt = ctx.tokenizer->Encode(prompt, EncodeOptions{.add_special_tokens = false});
   } else {
     g.prompt = CompletionPrompt(body, ctx);
@@ -412,9 +431,10 @@ Json LogprobsJson(const CompletionCall& call, const GenerationEvent& done, const
 Json CompletionResponse(const CompletionCall& call, const ResponseMeta& meta, const std::string& text,
                         const GenerationEvent& done, const Tokenizer& tokenizer) {
   Json choice = {{"index", 0}};
-  const ParsedReply reply = call.tool_names.empty() ? ParsedReply{text, {}} : ParseToolCalls(text, call.tool_names);
+  const std::string whole = call.reply_start + text;
+  const ParsedReply reply = call.tool_names.empty() ? ParsedReply{whole, {}} : ParseToolCalls(whole, call.tool_names);
   if (call.chat)
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
+    choice["message"] = {{"role", "assistant"}, {"content", whole}};
   else
     choice["text"] = call.echo ? call.prompt_text + text : text;
   choice["logprobs"] = LogprobsJson(call, done, tokenizer);

@@ -52,6 +52,10 @@ struct CompletionCall {
   // Chat with tools (and tool_choice not "none"): the reply is read for
   // calls of these functions (serve/tool_calls.h).
   std::vector<std::string> tool_names;
+  // tool_choice "required" or a named function: the reply's first text,
+  // put at the end of the prompt (ForcedCallStart); the model writes the
+  // rest, and the response shows the whole reply.
+  std::string reply_start;
 };
 
 // Parses a request body. Throws ApiError (400) naming the field.

@@ -64,6 +64,13 @@ ParsedReply ParseToolCalls(const std::string& reply, const std::vector<std::stri
   return out;
 }
 
+std::string ForcedCallStart(const std::string& rendered_prompt, const std::string& name) {
+  const bool hermes = rendered_prompt.find(kOpen) != std::string::npos;
+  const std::string start = hermes ? std::string(kOpen) + "\n{\"name\": \"" : "{\"name\": \"";
+  if (name.empty()) return start;
+  return start + name + (hermes ? "\", \"arguments\": " : "\", \"parameters\": ");
+}
+
 size_t ContentPrefix(const std::string& reply) {
   const size_t first = reply.find_first_not_of(" \t\r\n");
   if (first != std::string::npos &&

@@ -32,4 +32,12 @@ ParsedReply ParseToolCalls(const std::string& reply, const std::vector<std::stri
 // starts with <|python_tag|> is held whole).
 size_t ContentPrefix(const std::string& reply);
 
+// The start of a reply that calls a tool, for tool_choice "required"
+// (`name` empty: the model names one of the tools) or one function named:
+// the Hermes block's opening where the rendered prompt shows the model
+// "<tool_call>", else Llama's JSON object. The model's reply continues
+// from it; without a grammar, what it writes next is not forced, so a
+// reply that does not finish a valid call is content after all.
+std::string ForcedCallStart(const std::string& rendered_prompt, const std::string& name);
+
 }  // namespace swan

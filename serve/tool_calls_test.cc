@@ -91,5 +91,38 @@ TEST(ToolCalls, ChatResponseCarriesTheCalls) {
   EXPECT_EQ(plain["choices"][0]["finish_reason"], "stop");
 }
 
+// A forced call (tool_choice "required" or named) starts the reply in the
+// template's shape; what the model writes after it completes the call.
+TEST(ToolCalls, ForcedCallStartsInTheTemplatesShape) {
+  const std::string qwen_prompt = "<|im_start|>system\nReturn calls in <tool_call></tool_call> tags.";
+  const std::string llama_prompt = "<|start_header_id|>user<|end_header_id|>\nRespond with JSON.";
+  EXPECT_EQ(ForcedCallStart(qwen_prompt, ""), "<tool_call>\n{\"name\": \"");
+  EXPECT_EQ(ForcedCallStart(qwen_prompt, "add"), "<tool_call>\n{\"name\": \"add\", \"arguments\": ");
+  EXPECT_EQ(ForcedCallStart(llama_prompt, ""), "{\"name\": \"");
+  EXPECT_EQ(ForcedCallStart(llama_prompt, "add"), "{\"name\": \"add\", \"parameters\": ");
+
+  CompletionCall call;
+  call.chat = true;
+  call.tool_names = {"add"};
+  const ResponseMeta meta{"chatcmpl-8", 1, "m"};
+  GenerationEvent done;
+  done.kind = GenerationEvent::Kind::kDone;
+  const Tokenizer tokenizer = Tokenizer::Load(test::Stories260K());  // logprobs are off: not read
+  for (const std::string& prompt : {qwen_prompt, llama_prompt}) {
+    call.reply_start = ForcedCallStart(prompt, "add");
+    const bool hermes = prompt == qwen_prompt;
+    const Json r = CompletionResponse(call, meta, hermes ? "{\"a\": 2}}\n</tool_call>" : "{\"a\": 2}}", done, tokenizer);
+    const Json& choice = r["choices"][0];
+    EXPECT_EQ(choice["finish_reason"], "tool_calls") << prompt;
+    ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << prompt;
+    EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], "add");
+    EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["arguments"], "{\"a\":2}");
+    // A reply that does not finish the call is content, forced start included.
+    const Json broken = CompletionResponse(call, meta, "once upon", done, tokenizer);
+    EXPECT_EQ(broken["choices"][0]["message"]["content"], call.reply_start + "once upon");
+    EXPECT_EQ(broken["choices"][0]["finish_reason"], "stop");
+  }
+}
+
 }  // namespace
 }  // namespace swan
