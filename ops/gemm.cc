@@ -86,10 +86,9 @@ class GemmCache {
     memory b_mem(e->b_md, engine_, const_cast<void*>(b));
     memory c_mem(e->c_md, engine_, c);
     memory scratch_mem(e->scratch_md, engine_, scratch.data());
-    e->prim.execute(stream, {{DNNL_ARG_SRC, a_mem},
-                             {DNNL_ARG_WEIGHTS, b_mem},
-                             {DNNL_ARG_DST, c_mem},
-                             {DNNL_ARG_SCRATCHPAD, scratch_mem}});
+    e->prim.execute(
+        stream,
+        {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}, {DNNL_ARG_SCRATCHPAD, scratch_mem}});
     stream.wait();
   }
 

@@ -296,8 +296,8 @@ CompletionCall ParseCompletionRequest(const std::string& text, bool chat, const 
     } catch (const jinja::TemplateError& e) {
       throw ApiError(400, e.what(), "messages", "chat_template_error");
     }
-    const Json choice = body.contains("tool_choice") && !body["tool_choice"].is_null() ? body["tool_choice"]
-                                                                                          : Json("auto");
+    const Json choice =
+        body.contains("tool_choice") && !body["tool_choice"].is_null() ? body["tool_choice"] : Json("auto");
     if (choice != "none") call.tool_names = names;
     if (choice == "required" || choice.is_object()) {
       if (names.empty()) Bad("tool_choice " + choice.dump() + " needs tools to call", "tool_choice");

@@ -111,7 +111,8 @@ TEST(ToolCalls, ForcedCallStartsInTheTemplatesShape) {
   for (const std::string& prompt : {qwen_prompt, llama_prompt}) {
     call.reply_start = ForcedCallStart(prompt, "add");
     const bool hermes = prompt == qwen_prompt;
-    const Json r = CompletionResponse(call, meta, hermes ? "{\"a\": 2}}\n</tool_call>" : "{\"a\": 2}}", done, tokenizer);
+    const Json r =
+        CompletionResponse(call, meta, hermes ? "{\"a\": 2}}\n</tool_call>" : "{\"a\": 2}}", done, tokenizer);
     const Json& choice = r["choices"][0];
     EXPECT_EQ(choice["finish_reason"], "tool_calls") << prompt;
     ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << prompt;
