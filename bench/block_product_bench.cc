@@ -1,8 +1,9 @@
 // Products with block-quantized weights (ops/block_product.h): 512 input
 // rows (prefill) against the side by side's Llama shapes, and one row
-// (decode) against a 1536 x 512 matrix that stays in cache, each kernel this
-// CPU has on the same quantized input in the same run. Integer operations
-// per second (2 m n k) in the counter "GOPS".
+// (decode) against a 1536 x 512 matrix that stays in cache and against
+// Llama 3.2 1B's MLP matrices, each kernel this CPU has on the same
+// quantized input in the same run. Integer operations per second (2 m n k)
+// in the counter "GOPS", weight bytes read per second in "GBps".
 //   SWAN_SIMD_TARGET=AVX2 build/bench/block_product_bench
 #include <benchmark/benchmark.h>
 
@@ -49,6 +50,9 @@ void BM_BlockProduct(benchmark::State& state) {
   state.counters["GOPS"] =
       benchmark::Counter(2.0 * double(m) * double(n) * double(k), benchmark::Counter::kIsIterationInvariantRate,
                          benchmark::Counter::kIs1000);
+  // Decode reads every weight byte once: its rate against the read bandwidth.
+  state.counters["GBps"] = benchmark::Counter(double(packed.size()), benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
 }
 
 void Shapes(benchmark::internal::Benchmark* b) {
@@ -59,9 +63,14 @@ void Shapes(benchmark::internal::Benchmark* b) {
     for (const auto& s : shapes)
       for (BlockKernel kernel : {BlockKernel::kAvx2, BlockKernel::kAvx512Vnni})
         b->Args({s[0], s[1], int64_t(type), int64_t(kernel), 512});
-  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0})
-    for (BlockKernel kernel : {BlockKernel::kAvx2, BlockKernel::kAvx512Vnni})
-      b->Args({1536, 512, int64_t(type), int64_t(kernel), 1});
+  // Decode: one row against a matrix in L2, and against Llama 3.2 1B's
+  // gate and up together (16384 x 2048) and its down (2048 x 8192), which
+  // stay in a large L3 only.
+  const std::vector<std::vector<int64_t>> decode_shapes = {{1536, 512}, {16384, 2048}, {2048, 8192}};
+  for (const auto& s : decode_shapes)
+    for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_K, WeightType::kQ6_K})
+      for (BlockKernel kernel : {BlockKernel::kAvx2, BlockKernel::kAvx512Vnni})
+        b->Args({s[0], s[1], int64_t(type), int64_t(kernel), 1});
 }
 BENCHMARK(BM_BlockProduct)
     ->Apply(Shapes)

@@ -45,7 +45,9 @@ OptionSet Options() {
             "seeded draw): the cost of a full ratio on a model without routers (default: the learned routers "
             "decide)"})
       .Add({{"-p"}, "N", "prompt tokens timed as prefill (default 512; 0 = skip)"})
-      .Add({{"-n"}, "N", "tokens timed as decode (default 16)"})
+      .Add({{"-n"},
+            "N",
+            "tokens timed as decode, from the depth in a cache of its own, as llama-bench's tg (default 16)"})
       .Add({{"-d"}, "LIST", "depths: tokens already in the cache (default 0)"})
       .Add({{"--fill"},
             "MODE",
@@ -176,6 +178,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
   cost.depths.assign(depths.begin(), depths.end());
   cost.prompt_tokens = prompt;
   cost.decode_tokens = int32_t(gen);
+  cost.decode_after_prompt = false;  // decode from the depth, as llama-bench's tg does
   cost.repeats = int32_t(repeats);
   cost.random_fill = fill == "random";
   cost.forced_full_ratio = route_ratio;
@@ -206,7 +209,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
         row.linear_vs_gemm = gemm_seconds / point.linear_seconds;
       }
       const double bytes = weight_bytes + KvBytesPerToken(plan, point.full_ratio, model->kv_shape(),
-                                                          point.depth + prompt + gen / 2, kv_type);
+                                                          point.decode_start + gen / 2, kv_type);
       row.decode_roofline_tps = bandwidth * 1e9 / bytes;
       rows.push_back(row);
     }
@@ -259,13 +262,19 @@ int RunBenchModel(const std::vector<std::string>& words) {
     char full[16] = "-";
     if (r.full_ratio >= 0) std::snprintf(full, sizeof(full), "%.0f%%", 100.0 * r.full_ratio);
     const double roof = r.decode_roofline_tps > 0 ? 100.0 * r.decode_tps / r.decode_roofline_tps : 0.0;
-    std::printf("%-28s %8lld %11.1f %5.0f%% %8.0f%% %11.2f %5.0f%% %11.2f %6.0f%% %9.1f %6s\n", r.plan.c_str(),
-                (long long)r.depth, r.prefill_tps, 100.0 * r.prefill_spread, 100.0 * r.linear_vs_gemm, r.decode_tps,
-                100.0 * r.decode_spread, r.decode_roofline_tps, roof, r.kv_mib, full);
+    char pp[3][16] = {"-", "-", "-"};  // no prompt (-p 0): no prefill figures
+    if (prompt > 0) {
+      std::snprintf(pp[0], sizeof(pp[0]), "%.1f", r.prefill_tps);
+      std::snprintf(pp[1], sizeof(pp[1]), "%.0f%%", 100.0 * r.prefill_spread);
+      std::snprintf(pp[2], sizeof(pp[2]), "%.0f%%", 100.0 * r.linear_vs_gemm);
+    }
+    std::printf("%-28s %8lld %11s %6s %9s %11.2f %5.0f%% %11.2f %6.0f%% %9.1f %6s\n", r.plan.c_str(),
+                (long long)r.depth, pp[0], pp[1], pp[2], r.decode_tps, 100.0 * r.decode_spread, r.decode_roofline_tps,
+                roof, r.kv_mib, full);
   }
   std::printf(
       "pp: prefill of %lld tokens; mm %%GEMM: the matrix products' speed in it against "
-      "the 2048^3 GEMM in the weights' type (fp32 or bf16); tg: decode of %lld tokens; "
+      "the 2048^3 GEMM in the weights' type (fp32 or bf16); tg: decode of %lld tokens from the depth; "
       "medians of %lld runs after a warm-up, ±: (max - min) / median; peak RSS %.1f MiB\n",
       (long long)prompt, (long long)gen, (long long)repeats, double(PeakResidentBytes()) / (1 << 20));
   for (const Row& r : rows)

@@ -78,22 +78,29 @@ std::vector<CostPoint> MeasureCost(const LanguageModel& model, const AttentionPl
   std::vector<CostPoint> points;
   for (int64_t depth : o.depths) {
     if (depth < 0) throw std::invalid_argument("cost: depths must be >= 0");
-    if (depth + prompt == 0) throw std::invalid_argument("cost: nothing to decode after at depth 0 without a prompt");
+    if (o.decode_after_prompt && depth + prompt == 0)
+      throw std::invalid_argument("cost: nothing to decode after at depth 0 without a prompt");
     KvCacheOptions kv = o.kv;
     kv.max_context = std::max<int64_t>(kv.max_context, depth + prompt + o.decode_tokens + 1);
     CostPoint point;
     point.depth = depth;
     point.prompt = prompt;
+    point.decode_start = o.decode_after_prompt ? depth + prompt : depth;
     std::vector<std::vector<uint8_t>> routes(plan.layers.size());  // [n_layers] the timed decodes' routes
     TakeLinearStats();
     for (int32_t r = -1; r < std::max(1, o.repeats); ++r) {  // r = -1: the warm-up
-      auto session = model.NewSession(plan, kv);
-      session->routing.forced_full_ratio = o.forced_full_ratio;
-      session->routing.seed = o.seed;
-      if (o.random_fill)
-        FillRandom(*session, model.kv_shape(), depth, std::max<int64_t>(kv.max_chunk, 1));
-      else if (depth > 0)
-        run(*session, 0, depth);
+      // A session with `depth` tokens in its cache.
+      auto at_depth = [&] {
+        std::unique_ptr<Session> session = model.NewSession(plan, kv);
+        session->routing.forced_full_ratio = o.forced_full_ratio;
+        session->routing.seed = o.seed;
+        if (o.random_fill)
+          FillRandom(*session, model.kv_shape(), depth, std::max<int64_t>(kv.max_chunk, 1));
+        else if (depth > 0)
+          run(*session, 0, depth);
+        return session;
+      };
+      std::unique_ptr<Session> session = at_depth();
       if (prompt > 0) {
         EnableLinearStats(r >= 0);
         const auto t0 = std::chrono::steady_clock::now();
@@ -101,14 +108,16 @@ std::vector<CostPoint> MeasureCost(const LanguageModel& model, const AttentionPl
         if (r >= 0) point.prefill_runs.push_back(double(prompt) / std::max(SecondsSince(t0), 1e-9));
         EnableLinearStats(false);
       }
+      point.kv_bytes = double(session->cache.Bytes());
+      if (!o.decode_after_prompt && prompt > 0) session = at_depth();
       if (r >= 0)
         for (auto& l : routes) session->routing.record.push_back(&l);
       const auto t0 = std::chrono::steady_clock::now();
-      for (int32_t i = 0; i < o.decode_tokens; ++i) run(*session, depth + prompt + i, 1);
+      for (int32_t i = 0; i < o.decode_tokens; ++i) run(*session, point.decode_start + i, 1);
       if (r >= 0 && o.decode_tokens > 0)
         point.decode_runs.push_back(double(o.decode_tokens) / std::max(SecondsSince(t0), 1e-9));
       session->routing.record.clear();
-      point.kv_bytes = double(session->cache.Bytes());
+      point.kv_bytes = std::max(point.kv_bytes, double(session->cache.Bytes()));
     }
     const LinearStats ls = TakeLinearStats();
     point.linear_seconds = ls.seconds;

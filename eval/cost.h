@@ -15,8 +15,13 @@ namespace swan {
 struct CostOptions {
   std::vector<int64_t> depths;  // tokens in the cache before the timed prompt
   int64_t prompt_tokens = 512;  // timed as prefill at each depth (0: none)
-  int32_t decode_tokens = 16;   // timed one by one after the prompt
-  int32_t repeats = 3;          // timed runs after an untimed warm-up; the median is reported
+  int32_t decode_tokens = 16;   // timed one by one
+  // Where the timed decode starts: after the timed prompt, at depth +
+  // prompt (the context a task runs at: swan compare), or at the depth in a
+  // cache of its own (llama-bench's tg: swan bench, so that both programs'
+  // decode figures come from one depth).
+  bool decode_after_prompt = true;
+  int32_t repeats = 3;  // timed runs after an untimed warm-up; the median is reported
   // How a depth gets into the cache: random K/V rows (seconds even at 128K;
   // what a step costs does not depend on them), or a real prefill of
   // random tokens. Neither is timed.
@@ -28,12 +33,13 @@ struct CostOptions {
 
 struct CostPoint {
   int64_t depth = 0;
-  int64_t prompt = 0;                             // the timed prefill's tokens; decode ran at depth + prompt
+  int64_t prompt = 0;                             // the timed prefill's tokens
+  int64_t decode_start = 0;                       // the position of the first timed decode token
   std::vector<double> prefill_runs, decode_runs;  // [repeats] tokens/s of each timed run
   double prefill_tokens_per_s = 0;                // medians
   double decode_tokens_per_s = 0;
   double prefill_spread = 0, decode_spread = 0;  // (max - min) / median of the runs
-  double kv_bytes = 0;                           // cache bytes after the prompt and the decode
+  double kv_bytes = 0;                           // the most cache bytes, after the prompt or the decode
   // Routed layers: the share of the timed decode's tokens each sent to full
   // attention (0 on other layers), and over all routed layers (-1: none).
   std::vector<double> full_ratio;  // [n_layers]
@@ -47,7 +53,8 @@ std::pair<double, double> MedianAndSpread(std::vector<double> runs);
 
 // Times the model under `plan` on random tokens (timing does not depend on
 // the text). Throws std::invalid_argument for a negative depth or prompt,
-// or no prompt and no decode at a depth of 0.
+// or, decoding after the prompt, no prompt at a depth of 0 (nothing to
+// decode after).
 std::vector<CostPoint> MeasureCost(const LanguageModel& model, const AttentionPlan& plan, const CostOptions& options);
 
 // Writes random K/V rows for positions [0, depth) into every layer of the

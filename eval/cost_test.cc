@@ -75,5 +75,36 @@ TEST(Cost, PointsCountTheCacheTheRunsAndTheRoutes) {
   EXPECT_THROW(MeasureCost(*model, plan, o), std::invalid_argument);
 }
 
+// swan bench's decode starts at the depth, in a cache of its own, as
+// llama-bench's tg does (also from an empty cache); swan compare's after the
+// prompt. The cache then holds depth + decode tokens: a full layer's bytes
+// tell where the decode ran.
+TEST(Cost, DecodeStartsAtTheDepthOrAfterThePrompt) {
+  const std::unique_ptr<LanguageModel> model = BuildDecoder(RandomWeights(3, WeightType::kF32), TinyConfig(), "tiny");
+  const AttentionPlan plan = model->ResolvePlan("full");
+  CostOptions o;
+  o.depths = {0, 40};
+  o.prompt_tokens = 24;
+  o.decode_tokens = 100;  // more than depth + prompt: the decode's cache is the larger
+  o.repeats = 1;
+  o.kv.max_chunk = 16;
+  o.kv.page_rows = 1;  // the cache's bytes count its rows
+  const std::vector<CostPoint> after = MeasureCost(*model, plan, o);
+  o.decode_after_prompt = false;
+  const std::vector<CostPoint> at_depth = MeasureCost(*model, plan, o);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(after[i].decode_start, o.depths[i] + 24);
+    EXPECT_EQ(at_depth[i].decode_start, o.depths[i]);
+    EXPECT_GT(after[i].kv_bytes, at_depth[i].kv_bytes);  // 24 rows more in every layer
+    EXPECT_GT(at_depth[i].decode_tokens_per_s, 0);
+  }
+  o.depths = {0};
+  o.prompt_tokens = 0;  // decode only, from an empty cache
+  const CostPoint empty = MeasureCost(*model, plan, o).front();
+  EXPECT_EQ(empty.decode_start, 0);
+  EXPECT_TRUE(empty.prefill_runs.empty());
+  EXPECT_EQ(empty.decode_runs.size(), 1u);
+}
+
 }  // namespace
 }  // namespace swan
