@@ -14,7 +14,11 @@
 #    them, which `swan convert` writes as llama.cpp's granite_swa), and
 #    converts each to GGUF per type with `swan convert` (a model without a
 #    tokenizer gets llama.cpp's tokenizer "none"); both programs read that
-#    one file.
+#    one file. The models of the sizes people run, llama1b (Llama 3.2 1B's
+#    shape, 1.24B parameters) and llama8b (Llama 3.1 8B's, 8.03B; its f16
+#    file is 16 GB), are written by llama.cpp's own tools instead: the f16
+#    file by its gguf-py (bench/write_llama_gguf.py), every other type by
+#    its llama-quantize from that (q8_0, q4_0, q4_k_m, ...).
 # 3. Per model, type and depth, runs llama-bench and `swan bench` back to
 #    back (their order alternating), each with the same threads, prompt,
 #    decode length and repeats, under /usr/bin/time. For the peak RSS, one
@@ -30,7 +34,7 @@
 #    program's prefill and 1.5x llama.cpp's would take at those bounds.
 #
 # usage: bench/llama_cpp_side_by_side.sh [options]
-#   --models LIST    llama,gemma3 (default both), hybrid
+#   --models LIST    llama,gemma3 (default both), hybrid, llama1b, llama8b
 #   --types LIST     f16,q8_0,q4_0 (default all three), any other type `swan
 #                    convert --dtype` writes (q5_0, q4_k, ...), or one of
 #                    llama.cpp's mixtures (q4_k_m, q3_k_m, q5_k_s, ...):
@@ -66,9 +70,9 @@
 # programs (llama-bench's per-run samples; swan bench's own median).
 # Differences in method that remain: llama-bench fills the depth with a real
 # prefill, swan bench with random K/V rows (the timed work is the same);
-# llama-bench decodes at depth .. depth+n, swan bench after its prompt, at
-# depth+p .. depth+p+n; KV is f16 in llama.cpp and bf16 in swan (both 2
-# bytes). Under contention (busy > 0) the ratios say as much about how each
+# both decode at depth .. depth+n in a cache of their own (swan bench
+# before 2026-12-06: after its prompt, at depth+p .. depth+p+n); KV is f16
+# in llama.cpp and bf16 in swan (both 2 bytes). Under contention (busy > 0) the ratios say as much about how each
 # program's threads wait as about its kernels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -158,10 +162,18 @@ model_args() {
     llama) echo "--arch LlamaForCausalLM --layers 8 --hidden 512 --heads 8 --kv-heads 2 --inter 1536 --vocab 32000 --max-pos 32768" ;;
     gemma3) echo "--arch Gemma3ForCausalLM --layers 12 --hidden 512 --heads 8 --kv-heads 2 --inter 1536 --vocab 32000 --tied --sliding-window 512 --pattern 4" ;;
     hybrid) echo "--arch LlamaForCausalLM --layers 8 --hidden 512 --heads 8 --kv-heads 2 --inter 1536 --vocab 32000 --max-pos 32768 --sliding-window 1024 --pattern 4" ;;
-    *) echo "unknown model $1 (llama, gemma3, hybrid)" >&2; return 1 ;;
+    llama1b) echo "--shape llama3.2-1b" ;;  # llama.cpp's gguf-py writes these
+    llama8b) echo "--shape llama3.1-8b" ;;
+    *) echo "unknown model $1 (llama, gemma3, hybrid, llama1b, llama8b)" >&2; return 1 ;;
   esac
 }
 
+# gguf-py needs numpy: the first Python that has it (setup.sh installs
+# Debian's python3-numpy; another python3 may come first on PATH).
+numpy_python=""
+for py in python3 /usr/bin/python3; do
+  if command -v "$py" >/dev/null && "$py" -c 'import numpy' 2>/dev/null; then numpy_python=$py; break; fi
+done
 IFS=, read -ra model_list <<<"$models"
 IFS=, read -ra type_list <<<"$types"
 IFS=, read -ra depth_list <<<"$depths"
@@ -169,11 +181,23 @@ for m in "${model_list[@]}"; do
   args=$(model_args "$m")
   dir=$work/models/$m
   # A model written with other arguments (or --fresh-models) is written again.
+  by_llama_cpp=0
+  [[ "$args" == --shape* ]] && by_llama_cpp=1
+  if [ "$by_llama_cpp" = 1 ] && [ -z "$numpy_python" ]; then
+    echo "$m: llama.cpp's gguf-py needs numpy (bash scripts/setup.sh installs it)" >&2
+    exit 1
+  fi
   if [ "$fresh" = 1 ] || [ "$(cat "$dir/.args" 2>/dev/null)" != "$args" ]; then
     log "writing the $m model"
     rm -rf "$dir" "$work/gguf/$m"-*.gguf
-    # shellcheck disable=SC2086  # the arguments are words
-    node scripts/random_model.mjs --out "$dir" $args >&2
+    mkdir -p "$dir"
+    if [ "$by_llama_cpp" = 1 ]; then
+      # shellcheck disable=SC2086  # the arguments are words
+      "$numpy_python" bench/write_llama_gguf.py --gguf-py "$llama_dir/src/gguf-py" --out "$work/gguf/$m-f16.gguf" $args >&2
+    else
+      # shellcheck disable=SC2086  # the arguments are words
+      node scripts/random_model.mjs --out "$dir" $args >&2
+    fi
     echo "$args" >"$dir/.args"
   fi
   # llama.cpp's mixtures (q4_k_m, q3_k_m, ...) come from the f16 file, so that is written first.
@@ -181,7 +205,7 @@ for m in "${model_list[@]}"; do
     f=$work/gguf/$m-$t.gguf
     [ -f "$f" ] && continue
     log "converting $m to $t GGUF"
-    if [[ "$t" =~ ^q[2-6]_k_[sml]$ ]]; then
+    if [[ "$t" =~ ^q[2-6]_k_[sml]$ ]] || [ "$by_llama_cpp" = 1 ]; then
       "$llama_quantize" "$work/gguf/$m-f16.gguf" "$f" "${t^^}" >"$f.log" 2>&1 || { tail -5 "$f.log" >&2; exit 1; }
       continue
     fi
