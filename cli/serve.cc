@@ -89,14 +89,16 @@ OptionSet Options() {
       .Add({{"--no-prompt-cache"}, "", "never reuse earlier requests' KV"})
       .Add({{"--deterministic"},
             "",
-            "every answer bit for bit what the request gets alone, at any load (decode batches in groups of 8; "
-            "without it, so up to 8 sequences decoding together)"})
+            "every answer bit for bit what the request gets alone, at any load (decode batches in groups of 8, "
+            "and matrix products that sum alike on any number of threads; without it, so up to 8 sequences "
+            "decoding together)"})
       .Add({{"--verbose"}, "", "one line per request: reused prompt tokens, finish"})
       .Text(
           "Endpoints: POST /v1/completions, POST /v1/chat/completions, GET /v1/models[/NAME], GET /health\n"
           "Request fields: logprobs (completions: N alternatives, with echo the prompt's too, and\n"
           "max_tokens 0 scores a prompt; chat: logprobs + top_logprobs), not with stream; tools go to\n"
-          "the chat template and the reply comes back as text (tool_choice auto or none); user is\n"
+          "the chat template and calls in the reply come back as tool_calls (tool_choice auto, none,\n"
+          "required or a named function, which start the reply as a call); user is\n"
           "accepted and ignored; n, best_of, penalties, logit_bias, suffix and other response formats\n"
           "than text are refused with a 400 naming the field.\n");
   return options;
