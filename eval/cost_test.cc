@@ -29,16 +29,26 @@ ModelConfig TinyConfig() {
   return c;
 }
 
-TEST(Cost, PointsCountTheCacheTheRunsAndTheRoutes) {
-  // Random weights have a router on every layer: a routed plan runs.
-  const std::unique_ptr<LanguageModel> model = BuildDecoder(RandomWeights(3, WeightType::kF32), TinyConfig(), "tiny");
-  const AttentionPlan plan = model->ResolvePlan("full,layer1:routed:8");
+std::unique_ptr<LanguageModel> TinyModel() {
+  return BuildDecoder(RandomWeights(3, WeightType::kF32), TinyConfig(), "tiny");
+}
+
+// Depths 0 and 40, a prompt of 24 tokens, chunks of 16.
+CostOptions TwoDepths(int32_t decode_tokens, int32_t repeats) {
   CostOptions o;
   o.depths = {0, 40};
   o.prompt_tokens = 24;
-  o.decode_tokens = 5;
-  o.repeats = 2;
+  o.decode_tokens = decode_tokens;
+  o.repeats = repeats;
   o.kv.max_chunk = 16;
+  return o;
+}
+
+TEST(Cost, PointsCountTheCacheTheRunsAndTheRoutes) {
+  // Random weights have a router on every layer: a routed plan runs.
+  const std::unique_ptr<LanguageModel> model = TinyModel();
+  const AttentionPlan plan = model->ResolvePlan("full,layer1:routed:8");
+  CostOptions o = TwoDepths(5, 2);
   std::vector<double> random_bytes;  // [depths] the cache bytes after a random fill
   for (const double forced : {0.0, 1.0}) {
     o.forced_full_ratio = forced;
@@ -80,14 +90,9 @@ TEST(Cost, PointsCountTheCacheTheRunsAndTheRoutes) {
 // prompt. The cache then holds depth + decode tokens: a full layer's bytes
 // tell where the decode ran.
 TEST(Cost, DecodeStartsAtTheDepthOrAfterThePrompt) {
-  const std::unique_ptr<LanguageModel> model = BuildDecoder(RandomWeights(3, WeightType::kF32), TinyConfig(), "tiny");
+  const std::unique_ptr<LanguageModel> model = TinyModel();
   const AttentionPlan plan = model->ResolvePlan("full");
-  CostOptions o;
-  o.depths = {0, 40};
-  o.prompt_tokens = 24;
-  o.decode_tokens = 100;  // more than depth + prompt: the decode's cache is the larger
-  o.repeats = 1;
-  o.kv.max_chunk = 16;
+  CostOptions o = TwoDepths(/*decode_tokens=*/100, /*repeats=*/1);
   o.kv.page_rows = 1;  // the cache's bytes count its rows
   const std::vector<CostPoint> after = MeasureCost(*model, plan, o);
   o.decode_after_prompt = false;

@@ -61,11 +61,10 @@ void ExpectProduct(const std::vector<float>& c, const std::vector<float>& c0, co
 const GemmShape kShapes[] = {{1, 1, 1},    {5, 17, 3},      {6, 16, 256},  {7, 33, 257},
                              {97, 40, 19}, {200, 300, 600}, {13, 4200, 5}, {2, 96, 70}};
 
-TEST(GemmBF16Swan, MatchesTheReferenceOnEveryTargetLayoutAndThreadCount) {
-  const unsigned seed = std::random_device()();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937 rng(seed);
-  const int threads_before = omp_get_max_threads();
+// Runs fn(shape, layout) on every Highway target for every shape of
+// kShapes in every layout (bit 0: trans_a, bit 1: trans_b, set in shape).
+template <class Fn>
+void ForEveryTargetShapeAndLayout(const Fn& fn) {
   for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
     SCOPED_TRACE(hwy::TargetName(target));
@@ -73,18 +72,28 @@ TEST(GemmBF16Swan, MatchesTheReferenceOnEveryTargetLayoutAndThreadCount) {
       for (int layout = 0; layout < 4; ++layout) {
         s.trans_a = layout & 1;
         s.trans_b = layout & 2;
-        const auto a = RandomBF16(size_t(s.m * s.k), rng);  // [m, k] or [k, m]
-        const auto b = RandomBF16(size_t(s.k * s.n), rng);  // [k, n] or [n, k]
-        std::vector<float> c0(size_t(s.m * s.n));           // [m, n]
-        for (float& x : c0) x = BF16ToF32(RandomBF16(1, rng)[0]);
-        const bool accumulate = layout != 1;  // both modes on both sides of each transpose
-        omp_set_num_threads(1 + layout % 3);
-        std::vector<float> c = c0;
-        GemmBF16Swan(c.data(), a.data(), b.data(), s, accumulate);
-        ExpectProduct(c, c0, a, b, s, accumulate);
+        fn(s, layout);
       }
   }
   hwy::SetSupportedTargetsForTest(0);
+}
+
+TEST(GemmBF16Swan, MatchesTheReferenceOnEveryTargetLayoutAndThreadCount) {
+  const unsigned seed = std::random_device()();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const int threads_before = omp_get_max_threads();
+  ForEveryTargetShapeAndLayout([&](const GemmShape& s, int layout) {
+    const auto a = RandomBF16(size_t(s.m * s.k), rng);  // [m, k] or [k, m]
+    const auto b = RandomBF16(size_t(s.k * s.n), rng);  // [k, n] or [n, k]
+    std::vector<float> c0(size_t(s.m * s.n));           // [m, n]
+    for (float& x : c0) x = BF16ToF32(RandomBF16(1, rng)[0]);
+    const bool accumulate = layout != 1;  // both modes on both sides of each transpose
+    omp_set_num_threads(1 + layout % 3);
+    std::vector<float> c = c0;
+    GemmBF16Swan(c.data(), a.data(), b.data(), s, accumulate);
+    ExpectProduct(c, c0, a, b, s, accumulate);
+  });
   omp_set_num_threads(threads_before);
 }
 
@@ -168,32 +177,24 @@ TEST(GemmBF16Swan, WritesIntoARowStride) {
 TEST(GemmF32Swan, SameBitsAsBF16AndOnAnyThreadCount) {
   std::mt19937 rng(5);
   const int threads_before = omp_get_max_threads();
-  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    SCOPED_TRACE(hwy::TargetName(target));
-    for (GemmShape s : kShapes)
-      for (int layout = 0; layout < 4; ++layout) {
-        s.trans_a = layout & 1;
-        s.trans_b = layout & 2;
-        const auto a = RandomBF16(size_t(s.m * s.k), rng);  // [m, k] or [k, m]
-        const auto b = RandomBF16(size_t(s.k * s.n), rng);  // [k, n] or [n, k]
-        std::vector<float> a32(a.size()), b32(b.size());    // the same values, float32
-        for (size_t i = 0; i < a.size(); ++i) a32[i] = BF16ToF32(a[i]);
-        for (size_t i = 0; i < b.size(); ++i) b32[i] = BF16ToF32(b[i]);
-        omp_set_num_threads(1);
-        std::vector<float> want(size_t(s.m * s.n), 0.25f);  // [m, n]
-        GemmBF16Swan(want.data(), a.data(), b.data(), s, /*accumulate=*/true);
-        for (int threads : {1, 2, 3}) {
-          omp_set_num_threads(threads);
-          std::vector<float> got(want.size(), 0.25f), got16(want.size(), 0.25f);  // [m, n]
-          GemmF32Swan(got.data(), a32.data(), b32.data(), s, true);
-          GemmBF16Swan(got16.data(), a.data(), b.data(), s, true);
-          EXPECT_EQ(got, want) << "float32, " << threads << " threads, m=" << s.m << " n=" << s.n << " k=" << s.k;
-          EXPECT_EQ(got16, want) << "bf16, " << threads << " threads, m=" << s.m << " n=" << s.n << " k=" << s.k;
-        }
-      }
-  }
-  hwy::SetSupportedTargetsForTest(0);
+  ForEveryTargetShapeAndLayout([&](const GemmShape& s, int) {
+    const auto a = RandomBF16(size_t(s.m * s.k), rng);  // [m, k] or [k, m]
+    const auto b = RandomBF16(size_t(s.k * s.n), rng);  // [k, n] or [n, k]
+    std::vector<float> a32(a.size()), b32(b.size());    // the same values, float32
+    for (size_t i = 0; i < a.size(); ++i) a32[i] = BF16ToF32(a[i]);
+    for (size_t i = 0; i < b.size(); ++i) b32[i] = BF16ToF32(b[i]);
+    omp_set_num_threads(1);
+    std::vector<float> want(size_t(s.m * s.n), 0.25f);  // [m, n]
+    GemmBF16Swan(want.data(), a.data(), b.data(), s, /*accumulate=*/true);
+    for (int threads : {1, 2, 3}) {
+      omp_set_num_threads(threads);
+      std::vector<float> got(want.size(), 0.25f), got16(want.size(), 0.25f);  // [m, n]
+      GemmF32Swan(got.data(), a32.data(), b32.data(), s, true);
+      GemmBF16Swan(got16.data(), a.data(), b.data(), s, true);
+      EXPECT_EQ(got, want) << "float32, " << threads << " threads, m=" << s.m << " n=" << s.n << " k=" << s.k;
+      EXPECT_EQ(got16, want) << "bf16, " << threads << " threads, m=" << s.m << " n=" << s.n << " k=" << s.k;
+    }
+  });
   omp_set_num_threads(threads_before);
 }
 
