@@ -59,14 +59,6 @@ void RejectUnsupported(const Json& body) {
   if (!is_default("frequency_penalty", 0)) Bad("frequency_penalty is not supported (use 0)", "frequency_penalty");
   if (!is_default("logit_bias", Json::object())) Bad("logit_bias is not supported", "logit_bias");
   if (!is_default("suffix", "")) Bad("suffix is not supported", "suffix");
-  const Json choice = body.value("tool_choice", Json("auto"));
-  if (!choice.is_null() && choice != "auto" && choice != "none" && choice != "required" &&
-      !(choice.is_object() && choice.value("type", "") == "function"))
-    Bad("tool_choice must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": "
-        "{\"name\": ...}}, got " +
-            choice.dump(),
-        "tool_choice");
-
   if (body.contains("response_format") && !body["response_format"].is_null() &&
       body["response_format"].value("type", "text") != "text")
     Bad("only response_format {\"type\": \"text\"} is supported", "response_format");
@@ -101,6 +93,38 @@ std::vector<std::string> ToolNames(const Json& tools) {
     names.push_back(name);
   }
   return names;
+}
+
+// OpenAI's tool_choice, given the tools' names.
+struct ToolChoice {
+  bool none = false;    // "none": no calls are read
+  bool forced = false;  // "required" or a named function: the reply starts as a call
+  std::string name;     // the named function; "" for any of the tools
+};
+ToolChoice ReadToolChoice(const Json& body, const std::vector<std::string>& names) {
+  const Json choice =
+      body.contains("tool_choice") && !body["tool_choice"].is_null() ? body["tool_choice"] : Json("auto");
+  ToolChoice out;
+  if (choice == "auto") return out;
+  if (choice == "none") {
+    out.none = true;
+    return out;
+  }
+  if (choice != "required" && !(choice.is_object() && choice.value("type", "") == "function"))
+    Bad("tool_choice must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": "
+        "{\"name\": ...}}, got " +
+            choice.dump(),
+        "tool_choice");
+  if (names.empty()) Bad("tool_choice " + choice.dump() + " needs tools to call", "tool_choice");
+  out.forced = true;
+  if (choice.is_object()) {
+    const Json& f = choice.contains("function") ? choice["function"] : Json();
+    out.name = f.is_object() && f.contains("name") && f["name"].is_string() ? f["name"].get<std::string>() : "";
+    if (std::find(names.begin(), names.end(), out.name) == names.end())
+      Bad("tool_choice.function.name must name one of the tools, got " + (f.is_object() ? f.dump() : "none"),
+          "tool_choice.function.name");
+  }
+  return out;
 }
 
 // Chat fields with no effect on swan's answer are checked for their type
@@ -285,6 +309,7 @@ CompletionCall ParseCompletionRequest(const std::string& text, bool chat, const 
     const Json messages = Messages(body);
     const Json tools = body.contains("tools") && !body["tools"].is_null() ? body["tools"] : Json();
     const std::vector<std::string> names = tools.is_null() ? std::vector<std::string>() : ToolNames(tools);
+    const ToolChoice choice = ReadToolChoice(body, names);
     std::string prompt;
     try {
       prompt = ctx.chat_template->Apply(messages, true, tools);
@@ -296,22 +321,9 @@ CompletionCall ParseCompletionRequest(const std::string& text, bool chat, const 
     } catch (const jinja::TemplateError& e) {
       throw ApiError(400, e.what(), "messages", "chat_template_error");
     }
-    const Json choice =
-        body.contains("tool_choice") && !body["tool_choice"].is_null() ? body["tool_choice"] : Json("auto");
-    if (choice != "none") call.tool_names = names;
-    if (choice == "required" || choice.is_object()) {
-      if (names.empty()) Bad("tool_choice " + choice.dump() + " needs tools to call", "tool_choice");
-      std::string name;
-      if (choice.is_object()) {
-        const Json& f = choice.contains("function") ? choice["function"] : Json();
-        name = f.is_object() && f.contains("name") && f["name"].is_string() ? f["name"].get<std::string>() : "";
-        if (std::find(names.begin(), names.end(), name) == names.end())
-          Bad("tool_choice.function.name must name one of the tools, got " + (f.is_object() ? f.dump() : "none"),
-              "tool_choice.function.name");
-        call.tool_names = {name};
-      }
-      // The reply starts as a call does; the model writes the rest.
-      call.reply_start = ForcedCallStart(prompt, name);
+    if (!choice.none) call.tool_names = choice.name.empty() ? names : std::vector<std::string>{choice.name};
+    if (choice.forced) {  // the reply starts as a call does; the model writes the rest
+      call.reply_start = ForcedCallStart(prompt, choice.name);
       prompt += call.reply_start;
     }
     g.prompt = ctx.tokenizer->Encode(prompt, EncodeOptions{.add_special_tokens = false});
