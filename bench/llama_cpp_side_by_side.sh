@@ -187,9 +187,17 @@ for m in "${model_list[@]}"; do
     echo "$m: llama.cpp's gguf-py needs numpy (bash scripts/setup.sh installs it)" >&2
     exit 1
   fi
+  # gguf-py's f16 file is the source of every type: written again when a
+  # type is missing and it was deleted (an 8B one takes 16 GB).
+  source_gone=0
+  if [ "$by_llama_cpp" = 1 ] && [ ! -f "$work/gguf/$m-f16.gguf" ]; then
+    for t in "${type_list[@]}"; do [ -f "$work/gguf/$m-$t.gguf" ] || source_gone=1; done
+  fi
   if [ "$fresh" = 1 ] || [ "$(cat "$dir/.args" 2>/dev/null)" != "$args" ]; then
-    log "writing the $m model"
     rm -rf "$dir" "$work/gguf/$m"-*.gguf
+  fi
+  if [ "$source_gone" = 1 ] || [ ! -f "$dir/.args" ]; then
+    log "writing the $m model"
     mkdir -p "$dir"
     if [ "$by_llama_cpp" = 1 ]; then
       # shellcheck disable=SC2086  # the arguments are words
@@ -204,6 +212,7 @@ for m in "${model_list[@]}"; do
   for t in $(printf '%s\n' "${type_list[@]}" | sed -E 's/^(q[2-6]_k_[sml])$/f16\n\1/'); do
     f=$work/gguf/$m-$t.gguf
     [ -f "$f" ] && continue
+    [ "$t" = f16 ] && [ "$by_llama_cpp" = 1 ] && continue  # written above when a type needs it
     log "converting $m to $t GGUF"
     if [[ "$t" =~ ^q[2-6]_k_[sml]$ ]] || [ "$by_llama_cpp" = 1 ]; then
       "$llama_quantize" "$work/gguf/$m-f16.gguf" "$f" "${t^^}" >"$f.log" 2>&1 || { tail -5 "$f.log" >&2; exit 1; }

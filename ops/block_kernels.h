@@ -56,6 +56,19 @@ inline GroupTileData TileData(const BlockJob& job, int64_t g, int64_t row) {
           six ? job.x.sum_low + row * blocks : nullptr};
 }
 
+// How far ahead of the block it multiplies a kernel asks for the weights
+// in decode: on its own the hardware prefetcher left the products out of
+// cache 30-40% below the read bandwidth (docs/performance.md).
+constexpr uintptr_t kPrefetchBytes = 8192;
+
+// Asks for the cache lines of [p, p + bytes) + kPrefetchBytes; past the
+// end of the weights a prefetch is ignored, so the address is formed as an
+// integer.
+inline void PrefetchAhead(const uint8_t* p, int64_t bytes) {
+  const uintptr_t ahead = reinterpret_cast<uintptr_t>(p) + kPrefetchBytes;
+  for (int64_t line = 0; line < bytes; line += 64) __builtin_prefetch(reinterpret_cast<const void*>(ahead + line));
+}
+
 // Writes a group's [rows, 16] results into y's columns below n.
 inline void StoreGroup(const BlockJob& job, int64_t g, int64_t row, int64_t rows, const float* tile /*[rows, 16]*/) {
   const int64_t col = g * kPackedRows;
