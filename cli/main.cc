@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "gpu/vulkan_device.h"
 #include "ops/cpu_report.h"
 #include "util/simd_target.h"
 #include "util/threads.h"
@@ -79,7 +80,7 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "version")) {
-    std::printf("swan (built %s)\n%s", __DATE__, swan::CpuReport().c_str());
+    std::printf("swan (built %s)\n%s%s", __DATE__, swan::CpuReport().c_str(), swan::VulkanReport().c_str());
     return 0;
   }
   std::vector<std::string> args(argv + 2, argv + argc);

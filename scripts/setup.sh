@@ -21,6 +21,9 @@ packages=(
   chromium          # renders the HTML reports in tests (scripts/render_report.sh)
   pybind11-dev python3-numpy  # the Python module (python/, `import swan`)
   python3-torch     # its tests: PyTorch forwards that swan's logits must match
+  libvulkan-dev glslc  # the Vulkan backend (gpu/): loader, headers, shader compiler
+  mesa-vulkan-drivers  # lavapipe: a Vulkan device on the CPU, that the gpu/ tests run on
+  vulkan-validationlayers  # the gpu/ tests' pass with the validation layer on
 )
 
 missing=()

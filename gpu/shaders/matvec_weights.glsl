@@ -1,0 +1,103 @@
+// How matvec.comp reads one weight row: the row's values as the file holds
+// them (GGUF's layout), from a buffer of 32-bit words. WEIGHT_* picks the
+// type; BlockDot(row_byte, b, xb) is the dot product of the row's values
+// [UNIT b, UNIT (b + 1)) with x's, xb the index of x's first one.
+//   f32, bf16, f16: UNIT 1, a row is k values
+//   Q8_0: UNIT 32, blocks of 34 bytes: f16 d, 32 int8 q; value d q
+//   Q4_0: UNIT 32, blocks of 18 bytes: f16 d, 16 bytes of nibbles; value j
+//         (j < 16) is d (low nibble of byte j - 8), value j + 16 its high one
+//   Q4_K: UNIT 32, a sub-block of a 144-byte super-block of 256 values:
+//         f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 of
+//         nibbles; value d sc q - dmin m
+//   Q6_K: UNIT 32, a sub-block of a 210-byte super-block: 128 bytes of low
+//         nibbles, 64 of high 2 bits, 16 int8 scales (one per 16 values),
+//         f16 d; value d sc (q - 32)
+// Blocks start at any even byte: bytes are read out of their words, so no
+// 8- or 16-bit storage feature is needed.
+
+layout(std430, binding = 0) readonly buffer Weights { uint w[]; };
+
+uint ByteAt(uint at) { return (w[at >> 2] >> ((at & 3u) * 8u)) & 0xffu; }
+// The f16 at an even byte.
+float HalfAt(uint at) { return unpackHalf2x16(w[at >> 2] >> ((at & 2u) * 8u)).x; }
+int Int8At(uint at) { return int(ByteAt(at) << 24) >> 24; }
+
+#if defined(WEIGHT_F32)
+const uint UNIT = 1;
+float BlockDot(uint row_byte, uint b, uint xb) { return uintBitsToFloat(w[(row_byte >> 2) + b]) * x[xb]; }
+#elif defined(WEIGHT_BF16)
+const uint UNIT = 1;
+float BlockDot(uint row_byte, uint b, uint xb) {
+  const uint at = row_byte + 2u * b;
+  const uint word = w[at >> 2];
+  return uintBitsToFloat((at & 2u) == 0u ? word << 16 : word & 0xffff0000u) * x[xb];
+}
+#elif defined(WEIGHT_F16)
+const uint UNIT = 1;
+float BlockDot(uint row_byte, uint b, uint xb) { return HalfAt(row_byte + 2u * b) * x[xb]; }
+#elif defined(WEIGHT_Q8_0)
+const uint UNIT = 32;
+const uint BLOCK_BYTES = 34;
+float BlockDot(uint row_byte, uint b, uint xb) {
+  const uint at = row_byte + BLOCK_BYTES * b;
+  float sum = 0.0;
+  for (uint j = 0; j < 32u; ++j) sum += float(Int8At(at + 2u + j)) * x[xb + j];
+  return HalfAt(at) * sum;
+}
+#elif defined(WEIGHT_Q4_0)
+const uint UNIT = 32;
+const uint BLOCK_BYTES = 18;
+float BlockDot(uint row_byte, uint b, uint xb) {
+  const uint at = row_byte + BLOCK_BYTES * b;
+  float sum = 0.0;
+  for (uint j = 0; j < 16u; ++j) {
+    const uint byte = ByteAt(at + 2u + j);
+    sum += float(int(byte & 0xfu) - 8) * x[xb + j] + float(int(byte >> 4) - 8) * x[xb + 16u + j];
+  }
+  return HalfAt(at) * sum;
+}
+#elif defined(WEIGHT_Q4_K)
+const uint UNIT = 32;
+// Sub-block j's 6-bit scale and min from the 12 bytes at `at` (ggml's
+// get_scale_min_k4).
+uvec2 ScaleMin(uint at, uint j) {
+  if (j < 4u) return uvec2(ByteAt(at + j) & 63u, ByteAt(at + j + 4u) & 63u);
+  const uint low = ByteAt(at + j + 4u);
+  return uvec2((low & 0xfu) | ((ByteAt(at + j - 4u) >> 6) << 4), (low >> 4) | ((ByteAt(at + j) >> 6) << 4));
+}
+float BlockDot(uint row_byte, uint u, uint xb) {
+  const uint at = row_byte + 144u * (u / 8u), j = u % 8u;
+  const uvec2 sm = ScaleMin(at + 4u, j);
+  // sub-blocks 2c and 2c + 1 are the low and high nibbles of bytes 32c ..
+  const uint qs = at + 16u + 32u * (j / 2u), shift = 4u * (j % 2u);
+  float dot = 0.0, sum = 0.0;
+  for (uint l = 0; l < 32u; ++l) {
+    const float xv = x[xb + l];
+    dot += float((ByteAt(qs + l) >> shift) & 0xfu) * xv;
+    sum += xv;
+  }
+  return HalfAt(at) * float(sm.x) * dot - HalfAt(at + 2u) * float(sm.y) * sum;
+}
+#elif defined(WEIGHT_Q6_K)
+const uint UNIT = 32;
+float BlockDot(uint row_byte, uint u, uint xb) {
+  const uint at = row_byte + 210u * (u / 8u), j = u % 8u;
+  const uint h = j / 4u, g = j % 4u;  // the 128-value half, and 32-value group in it
+  // group g: low nibbles of ql[l] (0), of ql[l + 32] (1), high nibbles of
+  // the same (2, 3); its top 2 bits at bit 2g of qh[l]
+  const uint ql = at + 64u * h + 32u * (g % 2u), qh = at + 128u + 32u * h, shift = 4u * (g / 2u);
+  const uint scales = at + 192u + 8u * h + 2u * g;
+  float total = 0.0;
+  for (uint half16 = 0; half16 < 2u; ++half16) {
+    float dot = 0.0;
+    for (uint l = 16u * half16; l < 16u * half16 + 16u; ++l) {
+      const uint q = ((ByteAt(ql + l) >> shift) & 0xfu) | (((ByteAt(qh + l) >> (2u * g)) & 3u) << 4);
+      dot += float(int(q) - 32) * x[xb + l];
+    }
+    total += float(Int8At(scales + half16)) * dot;
+  }
+  return HalfAt(at + 208u) * total;
+}
+#else
+#error "matvec.comp: define one WEIGHT_ type"
+#endif
