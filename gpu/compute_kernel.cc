@@ -130,12 +130,12 @@ void CommandBatch::Dispatch(const ComputeKernel& kernel, std::initializer_list<c
   vkCmdDispatch(cb_, groups_x, groups_y, groups_z);
   auto barrier = VkInfo<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
   barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-  barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT |
-                          VK_ACCESS_TRANSFER_READ_BIT;
-  vkCmdPipelineBarrier(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_HOST_BIT |
-                           VK_PIPELINE_STAGE_TRANSFER_BIT,
-                       0, 1, &barrier, 0, nullptr, 0, nullptr);
+  barrier.dstAccessMask =
+      VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT;
+  vkCmdPipelineBarrier(
+      cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
+      &barrier, 0, nullptr, 0, nullptr);
   ++dispatches_;
 }
 

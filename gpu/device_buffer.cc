@@ -40,8 +40,8 @@ void MakeBuffer(VulkanDevice& device, size_t bytes, VkBufferUsageFlags usage, Vk
   }
   vkBindBufferMemory(device.device(), *buffer, *memory, 0);
   *mapped = nullptr;
-  if (!(usage & VK_BUFFER_USAGE_STORAGE_BUFFER_BIT && device.stage_copies()) && device.MemoryType(1u << type, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) ==
-      type)
+  if (!(usage & VK_BUFFER_USAGE_STORAGE_BUFFER_BIT && device.stage_copies()) &&
+      device.MemoryType(1u << type, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) == type)
     CheckVulkan(vkMapMemory(device.device(), *memory, 0, VK_WHOLE_SIZE, 0, mapped), "mapping device memory");
 }
 

@@ -1,8 +1,14 @@
 #include "gpu/device_ops.h"
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
+#include "gpu/shaders/Add.h"
+#include "gpu/shaders/AttendBF16.h"
+#include "gpu/shaders/AttendF32.h"
+#include "gpu/shaders/GatedGeluTanh.h"
+#include "gpu/shaders/GatedSilu.h"
 #include "gpu/shaders/MatVecBF16.h"
 #include "gpu/shaders/MatVecF16.h"
 #include "gpu/shaders/MatVecF32.h"
@@ -11,6 +17,7 @@
 #include "gpu/shaders/MatVecQ6_K.h"
 #include "gpu/shaders/MatVecQ8_0.h"
 #include "gpu/shaders/RmsNorm.h"
+#include "gpu/shaders/Rope.h"
 
 namespace swan {
 
@@ -26,6 +33,29 @@ struct RmsNormPush {
   uint32_t dim;
   float eps, one;
 };
+struct AttendPush {
+  uint32_t n_rows, row_stride, n_heads, n_kv_heads, head_dim;
+  int32_t window, sinks;
+  uint32_t has_sink_logits;
+  float scale;
+};
+struct RopePush {
+  uint32_t n_tokens, n_heads, head_dim;
+};
+struct CountPush {
+  uint32_t n;
+};
+struct AddPush {
+  uint32_t n;
+  float scale;
+};
+
+// A grid of 64-invocation workgroups over n items: x up to 65535, the rest in y.
+std::array<uint32_t, 2> ItemGrid(int64_t n) {
+  const int64_t groups = (n + 63) / 64, gx = groups < kMaxGroups ? groups : kMaxGroups;
+  if (groups > kMaxGroups * kMaxGroups) throw std::invalid_argument("device kernel: " + std::to_string(n) + " items");
+  return {uint32_t(gx), uint32_t((groups + gx - 1) / gx)};
+}
 
 SpirV MatVecCode(WeightType type) {
   switch (type) {
@@ -55,14 +85,34 @@ const ComputeKernel& DeviceKernels::MatVec(WeightType type) {
     throw std::invalid_argument(std::string("no Vulkan matrix-vector kernel for ") + WeightTypeName(type) +
                                 " weights yet");
   std::unique_ptr<ComputeKernel>& k = matvec_[size_t(type)];
-  if (!k) k = std::make_unique<ComputeKernel>(device_, MatVecCode(type), 3, uint32_t(sizeof(MatVecPush)));
-  return *k;
+  return Built(k, MatVecCode(type), 3, uint32_t(sizeof(MatVecPush)));
+}
+
+const ComputeKernel& DeviceKernels::Built(std::unique_ptr<ComputeKernel>& slot, SpirV code, int buffers,
+                                          uint32_t push_bytes) {
+  if (!slot) slot = std::make_unique<ComputeKernel>(device_, code, buffers, push_bytes);
+  return *slot;
 }
 
 const ComputeKernel& DeviceKernels::RmsNorm() {
-  if (!rms_norm_) rms_norm_ = std::make_unique<ComputeKernel>(device_, spirv::kRmsNorm, 3, uint32_t(sizeof(RmsNormPush)));
-  return *rms_norm_;
+  return Built(rms_norm_, spirv::kRmsNorm, 3, uint32_t(sizeof(RmsNormPush)));
 }
+
+const ComputeKernel& DeviceKernels::Attend(KvType type) {
+  if (type != KvType::kF32 && type != KvType::kBF16)
+    throw std::invalid_argument("Vulkan attention reads f32 and bf16 KV caches (not q8_0 yet)");
+  const bool bf16 = type == KvType::kBF16;
+  return Built(attend_[bf16], bf16 ? spirv::kAttendBF16 : spirv::kAttendF32, 8, uint32_t(sizeof(AttendPush)));
+}
+
+const ComputeKernel& DeviceKernels::Rope() { return Built(rope_, spirv::kRope, 2, uint32_t(sizeof(RopePush))); }
+
+const ComputeKernel& DeviceKernels::Gated(bool gelu_tanh) {
+  return Built(gated_[gelu_tanh], gelu_tanh ? spirv::kGatedGeluTanh : spirv::kGatedSilu, 3,
+               uint32_t(sizeof(CountPush)));
+}
+
+const ComputeKernel& DeviceKernels::Add() { return Built(add_, spirv::kAdd, 2, uint32_t(sizeof(AddPush))); }
 
 DeviceMatrix UploadMatrix(VulkanDevice& device, WeightType type, const void* rows, int64_t n, int64_t k) {
   if (n < 1 || k < 1 || !RowFits(type, k))
@@ -97,6 +147,70 @@ void RecordRmsNorm(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuff
   RequireBytes(out, rows * dim * 4, "rms norm output");
   const RmsNormPush push{uint32_t(dim), eps, add_one ? 1.0f : 0.0f};
   batch.Dispatch(kernels.RmsNorm(), {&x, &weight, &out}, &push, uint32_t(rows));
+}
+
+void RecordAttend(CommandBatch& batch, DeviceKernels& kernels, const DeviceAttention& a, const DeviceBuffer& q,
+                  const DeviceBuffer& k, const DeviceBuffer& v, const DeviceBuffer& kv_pos, const DeviceBuffer& q_pos,
+                  const DeviceBuffer* sink_logits, DeviceBuffer& scores, DeviceBuffer& out) {
+  const AttentionShape& s = a.shape;
+  ValidateSpan(a.span);
+  if (s.n_heads < 1 || s.n_kv_heads < 1 || s.n_heads % s.n_kv_heads != 0 || s.head_dim < 1 || a.n_q < 1 ||
+      a.n_q > kMaxGroups || a.n_rows < 1 || s.n_heads > kMaxGroups)
+    throw std::invalid_argument("device attention: " + std::to_string(a.n_q) + " queries of " +
+                                std::to_string(s.n_heads) + " heads over " + std::to_string(a.n_rows) + " rows of " +
+                                std::to_string(s.n_kv_heads) + " KV heads of " + std::to_string(s.head_dim));
+  const int64_t row_width = int64_t(s.n_kv_heads) * s.head_dim;
+  const int64_t stride = a.row_stride ? a.row_stride : row_width;
+  if (stride < row_width || (a.type == KvType::kBF16 && stride % 2 != 0))
+    throw std::invalid_argument("device attention: a row stride of " + std::to_string(stride) + " values");
+  const int64_t q_values = a.n_q * s.n_heads * s.head_dim;
+  RequireBytes(q, q_values * 4, "attention queries");
+  RequireBytes(k, KvBytes(a.type, (a.n_rows - 1) * stride + row_width), "attention keys");
+  RequireBytes(v, KvBytes(a.type, (a.n_rows - 1) * stride + row_width), "attention values");
+  RequireBytes(kv_pos, a.n_rows * 4, "attention key positions");
+  RequireBytes(q_pos, a.n_q * 4, "attention query positions");
+  if (sink_logits) RequireBytes(*sink_logits, int64_t(s.n_heads) * 4, "attention sink logits");
+  RequireBytes(scores, a.n_q * s.n_heads * a.n_rows * 4, "attention scores");
+  RequireBytes(out, q_values * 4, "attention output");
+  const float scale = a.scale != 0.0f ? a.scale : 1.0f / std::sqrt(float(s.head_dim));
+  const AttendPush push{uint32_t(a.n_rows),     uint32_t(stride),      uint32_t(s.n_heads),
+                        uint32_t(s.n_kv_heads), uint32_t(s.head_dim),  a.span.window,
+                        a.span.sinks,           sink_logits ? 1u : 0u, scale};
+  batch.Dispatch(kernels.Attend(a.type), {&q, &k, &v, &kv_pos, &q_pos, sink_logits ? sink_logits : &q, &scores, &out},
+                 &push, uint32_t(s.n_heads), uint32_t(a.n_q));
+}
+
+void RecordRope(CommandBatch& batch, DeviceKernels& kernels, DeviceBuffer& x, const DeviceBuffer& cos_sin,
+                int64_t n_tokens, int64_t n_heads, int64_t head_dim) {
+  if (n_tokens < 1 || n_heads < 1 || head_dim < 2 || head_dim % 2 != 0)
+    throw std::invalid_argument("device rope: " + std::to_string(n_tokens) + " tokens of " + std::to_string(n_heads) +
+                                " heads of " + std::to_string(head_dim));
+  RequireBytes(x, n_tokens * n_heads * head_dim * 4, "rope values");
+  RequireBytes(cos_sin, n_tokens * head_dim * 4, "rope cosines and sines");
+  const RopePush push{uint32_t(n_tokens), uint32_t(n_heads), uint32_t(head_dim)};
+  const std::array<uint32_t, 2> grid = ItemGrid(n_tokens * n_heads * head_dim / 2);
+  batch.Dispatch(kernels.Rope(), {&x, &cos_sin}, &push, grid[0], grid[1]);
+}
+
+void RecordGated(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer& gate, const DeviceBuffer& up,
+                 DeviceBuffer& out, int64_t n, bool gelu_tanh) {
+  if (n < 1) throw std::invalid_argument("device gate: " + std::to_string(n) + " values");
+  RequireBytes(gate, n * 4, "gate");
+  RequireBytes(up, n * 4, "up");
+  RequireBytes(out, n * 4, "gated output");
+  const CountPush push{uint32_t(n)};
+  const std::array<uint32_t, 2> grid = ItemGrid(n);
+  batch.Dispatch(kernels.Gated(gelu_tanh), {&gate, &up, &out}, &push, grid[0], grid[1]);
+}
+
+void RecordAdd(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer& x, DeviceBuffer& y, int64_t n,
+               float scale) {
+  if (n < 1) throw std::invalid_argument("device add: " + std::to_string(n) + " values");
+  RequireBytes(x, n * 4, "added values");
+  RequireBytes(y, n * 4, "stream");
+  const AddPush push{uint32_t(n), scale};
+  const std::array<uint32_t, 2> grid = ItemGrid(n);
+  batch.Dispatch(kernels.Add(), {&x, &y}, &push, grid[0], grid[1]);
 }
 
 }  // namespace swan

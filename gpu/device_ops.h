@@ -8,6 +8,7 @@
 
 #include "gpu/compute_kernel.h"
 #include "gpu/device_buffer.h"
+#include "attention/attention.h"
 #include "gpu/vulkan_device.h"
 #include "ops/weight_type.h"
 
@@ -21,11 +22,19 @@ class DeviceKernels {
   VulkanDevice& device() { return device_; }
   const ComputeKernel& MatVec(WeightType type);
   const ComputeKernel& RmsNorm();
+  const ComputeKernel& Attend(KvType type);
+  const ComputeKernel& Rope();
+  const ComputeKernel& Gated(bool gelu_tanh);
+  const ComputeKernel& Add();
 
  private:
+  const ComputeKernel& Built(std::unique_ptr<ComputeKernel>& slot, SpirV code, int buffers, uint32_t push_bytes);
+
   VulkanDevice& device_;
   std::array<std::unique_ptr<ComputeKernel>, 16> matvec_;  // by WeightType
-  std::unique_ptr<ComputeKernel> rms_norm_;
+  std::array<std::unique_ptr<ComputeKernel>, 2> attend_;   // f32, bf16 KV
+  std::array<std::unique_ptr<ComputeKernel>, 2> gated_;    // SiLU, GELU-tanh
+  std::unique_ptr<ComputeKernel> rms_norm_, rope_, add_;
 };
 
 // Whether the weights of `type` have a matrix-vector shader yet.
@@ -48,5 +57,37 @@ void RecordMatVec(CommandBatch& batch, DeviceKernels& kernels, const DeviceMatri
 // weight); weight [dim].
 void RecordRmsNorm(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer& x, const DeviceBuffer& weight,
                    DeviceBuffer& out, int64_t rows, int64_t dim, float eps, bool add_one);
+
+// Attention as attention/attention.h's Attend, for f32 and bf16 KV: the
+// shape of one call.
+struct DeviceAttention {
+  AttentionShape shape;
+  int64_t n_q = 0;         // query rows
+  int64_t n_rows = 0;      // key rows (cache slots)
+  int64_t row_stride = 0;  // values between key rows; 0 = n_kv_heads * head_dim
+  KvType type = KvType::kF32;
+  Span span;
+  float scale = 0.0f;  // logit scale; 0 = 1/sqrt(head_dim)
+};
+// out [n_q, n_heads, head_dim] from q [n_q, n_heads, head_dim], k and v
+// [n_rows, row_stride], kv_pos [n_rows] and q_pos [n_q] (int32), learned
+// sink logits [n_heads] or null, and scores [n_q, n_heads, n_rows] of
+// float scratch.
+void RecordAttend(CommandBatch& batch, DeviceKernels& kernels, const DeviceAttention& a, const DeviceBuffer& q,
+                  const DeviceBuffer& k, const DeviceBuffer& v, const DeviceBuffer& kv_pos, const DeviceBuffer& q_pos,
+                  const DeviceBuffer* sink_logits, DeviceBuffer& scores, DeviceBuffer& out);
+
+// Rotates x [n_tokens, n_heads, head_dim] in place by cos_sin [n_tokens, 2,
+// head_dim / 2] (ops/rope.h's Rope::CosSin).
+void RecordRope(CommandBatch& batch, DeviceKernels& kernels, DeviceBuffer& x, const DeviceBuffer& cos_sin,
+                int64_t n_tokens, int64_t n_heads, int64_t head_dim);
+
+// out [n] = silu(gate) * up, or gelu_tanh(gate) * up.
+void RecordGated(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer& gate, const DeviceBuffer& up,
+                 DeviceBuffer& out, int64_t n, bool gelu_tanh);
+
+// y [n] += scale x [n].
+void RecordAdd(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer& x, DeviceBuffer& y, int64_t n,
+               float scale = 1.0f);
 
 }  // namespace swan

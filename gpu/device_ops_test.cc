@@ -18,47 +18,11 @@
 #include "ops/quant_blocks.h"
 #include "util/bf16.h"
 #include "util/f16.h"
+#include "gpu/device_test_util.h"
 #include "util/seeded_test.h"
 
 namespace swan {
 namespace {
-
-// Opened once for every test of the program (a device takes 0.1-0.3 s).
-VulkanDevice* Device() {
-  static std::unique_ptr<VulkanDevice> device = [] {
-    std::string reason;
-    if (ListVulkanDevices(&reason).empty()) return std::unique_ptr<VulkanDevice>();
-    return std::make_unique<VulkanDevice>(0);
-  }();
-  return device.get();
-}
-
-bool VulkanRequired() {
-  const char* v = std::getenv("SWAN_REQUIRE_VULKAN");
-  return v && std::strcmp(v, "1") == 0;
-}
-
-#define SWAN_NEED_VULKAN()                                                                  \
-  do {                                                                                      \
-    if (!Device()) {                                                                        \
-      std::string reason;                                                                   \
-      ListVulkanDevices(&reason);                                                           \
-      if (VulkanRequired()) FAIL() << "SWAN_REQUIRE_VULKAN=1 and no Vulkan device: " << reason; \
-      GTEST_SKIP() << "no Vulkan device: " << reason;                                       \
-    }                                                                                       \
-  } while (0)
-
-// A test on the device: with SWAN_VULKAN_VALIDATION=1 (a CTest entry of
-// its own), it fails on any message of the validation layer.
-class VulkanTest : public testing::SeededTest {
- protected:
-  void TearDown() override {
-    if (Device()) {
-      EXPECT_EQ(Device()->validation_messages(), 0) << "messages of the validation layer (stderr)";
-    }
-    testing::SeededTest::TearDown();
-  }
-};
 
 // w [n, k] as `type`'s rows: [n, WeightRowBytes(type, k)].
 std::vector<uint8_t> RowsOf(WeightType type, const std::vector<float>& w, int64_t n, int64_t k) {
@@ -127,7 +91,8 @@ TEST_F(DeviceMatVec, FloatTypesMatchTheCpuOnOddSizes) {
 TEST_F(DeviceMatVec, BlockTypesMatchTheCpuOnOddSizes) {
   SWAN_NEED_VULKAN();
   for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0})
-    for (const auto& [n, k, m] : std::vector<std::array<int64_t, 3>>{{1, 32, 1}, {37, 96, 1}, {5, 2080, 3}, {130, 64, 2}})
+    for (const auto& [n, k, m] :
+         std::vector<std::array<int64_t, 3>>{{1, 32, 1}, {37, 96, 1}, {5, 2080, 3}, {130, 64, 2}})
       Check(type, n, k, m);
 }
 
@@ -135,7 +100,8 @@ TEST_F(DeviceMatVec, BlockTypesMatchTheCpuOnOddSizes) {
 TEST_F(DeviceMatVec, KQuantsMatchTheCpuOnOddSizes) {
   SWAN_NEED_VULKAN();
   for (WeightType type : {WeightType::kQ4_K, WeightType::kQ6_K})
-    for (const auto& [n, k, m] : std::vector<std::array<int64_t, 3>>{{1, 256, 1}, {37, 512, 1}, {5, 2304, 3}, {130, 256, 2}})
+    for (const auto& [n, k, m] :
+         std::vector<std::array<int64_t, 3>>{{1, 256, 1}, {37, 512, 1}, {5, 2304, 3}, {130, 256, 2}})
       Check(type, n, k, m);
 }
 
@@ -169,7 +135,8 @@ TEST_F(DeviceRmsNorm, MatchesTheCpuWithAndWithoutGemmasOne) {
   for (const auto& [rows, dim] : std::vector<std::array<int64_t, 2>>{{1, 1}, {3, 67}, {2, 1000}})
     for (const bool add_one : {false, true}) {
       SCOPED_TRACE(std::to_string(rows) + " rows of " + std::to_string(dim) + (add_one ? ", 1 + w" : ""));
-      std::vector<float> x(static_cast<size_t>(rows * dim)), w(static_cast<size_t>(dim)), cpu(x.size()), gpu(x.size());  // [rows, dim], [dim]
+      std::vector<float> x(static_cast<size_t>(rows * dim)), w(static_cast<size_t>(dim)), cpu(x.size()),
+          gpu(x.size());  // [rows, dim], [dim]
       for (float& v : x) v = normal(rng);
       for (float& v : w) v = normal(rng);
       std::vector<float> w_cpu = w;  // [dim] the weight the CPU multiplies by

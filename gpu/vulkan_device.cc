@@ -9,8 +9,8 @@
 namespace swan {
 
 void CheckVulkan(VkResult result, const char* what) {
-  if (result != VK_SUCCESS) throw std::runtime_error(std::string("Vulkan: ") + what + " failed (VkResult " +
-                                                     std::to_string(int(result)) + ")");
+  if (result != VK_SUCCESS)
+    throw std::runtime_error(std::string("Vulkan: ") + what + " failed (VkResult " + std::to_string(int(result)) + ")");
 }
 
 namespace {
@@ -77,7 +77,8 @@ VulkanDeviceInfo Describe(VkPhysicalDevice physical, int index) {
   auto props = VkInfo<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
   props.pNext = &subgroup;
   vkGetPhysicalDeviceProperties2(physical, &props);
-  auto f16i8 = VkInfo<VkPhysicalDeviceShaderFloat16Int8Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES);
+  auto f16i8 =
+      VkInfo<VkPhysicalDeviceShaderFloat16Int8Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES);
   auto s16 = VkInfo<VkPhysicalDevice16BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
   auto s8 = VkInfo<VkPhysicalDevice8BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES);
   s16.pNext = &f16i8;
@@ -122,9 +123,9 @@ std::vector<VulkanDeviceInfo> ListVulkanDevices(std::string* reason) {
   const VkResult made = MakeInstance(false, &instance);
   if (made != VK_SUCCESS) {
     if (reason)
-      *reason = made == VK_ERROR_INCOMPATIBLE_DRIVER ? "no Vulkan driver is installed (Debian: mesa-vulkan-drivers)"
-                                                     : "the Vulkan loader found no usable driver (VkResult " +
-                                                           std::to_string(int(made)) + ")";
+      *reason = made == VK_ERROR_INCOMPATIBLE_DRIVER
+                    ? "no Vulkan driver is installed (Debian: mesa-vulkan-drivers)"
+                    : "the Vulkan loader found no usable driver (VkResult " + std::to_string(int(made)) + ")";
     return {};
   }
   std::vector<VulkanDeviceInfo> devices;
@@ -176,8 +177,9 @@ VulkanDevice::VulkanDevice(int index) {
     }
     const std::vector<VkPhysicalDevice> physical = ComputeDevices(instance_);
     if (physical.empty())
-      throw std::runtime_error("no Vulkan device with a compute queue (swan --version lists them); leave out "
-                               "--device to run on the CPU");
+      throw std::runtime_error(
+          "no Vulkan device with a compute queue (swan --version lists them); leave out "
+          "--device to run on the CPU");
     if (index < 0 || size_t(index) >= physical.size())
       throw std::runtime_error("no Vulkan device " + std::to_string(index) + ": there are " +
                                std::to_string(physical.size()) + " (swan --version lists them)");

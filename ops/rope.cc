@@ -123,6 +123,19 @@ std::vector<double> FrequencyFactors(const RopeSettings& settings, int32_t head_
   return factors;
 }
 
+void Rope::TokenCosSin(int32_t pos, float* cos_sin) const {
+  const int32_t half = head_dim_ / 2;
+  for (int32_t i = 0; i < half; ++i) {
+    const double angle = double(pos) * inv_freq_[size_t(i)];
+    cos_sin[i] = float(std::cos(angle) * attention_factor_);
+    cos_sin[half + i] = float(std::sin(angle) * attention_factor_);
+  }
+}
+
+void Rope::CosSin(const int32_t* pos, int64_t n_tokens, float* out) const {
+  for (int64_t t = 0; t < n_tokens; ++t) TokenCosSin(pos[t], out + t * head_dim_);
+}
+
 void Rope::Apply(float* x, const int32_t* pos, int64_t n_tokens, int32_t n_heads) const {
   Apply(x, n_heads, nullptr, 0, pos, n_tokens);
 }
@@ -135,11 +148,7 @@ void Rope::Apply(float* q, int32_t q_heads, float* k, int32_t k_heads, const int
     if (cos_sin.size() < size_t(2 * half)) cos_sin.resize(size_t(2 * half));
     float* cos_t = cos_sin.data();
     float* sin_t = cos_t + half;
-    for (int32_t i = 0; i < half; ++i) {
-      const double angle = double(pos[t]) * inv_freq_[size_t(i)];
-      cos_t[i] = float(std::cos(angle) * attention_factor_);
-      sin_t[i] = float(std::sin(angle) * attention_factor_);
-    }
+    TokenCosSin(pos[t], cos_t);
     auto rotate = [&](float* x, int32_t n_heads) {
       for (int32_t h = 0; h < n_heads; ++h) {
         float* v = x + (t * n_heads + h) * head_dim_;  // [head_dim]

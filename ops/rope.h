@@ -53,10 +53,17 @@ class Rope {
   // k [n_tokens, k_heads, head_dim] alike, each token's sines taken once.
   void Apply(float* q, int32_t q_heads, float* k, int32_t k_heads, const int32_t* pos, int64_t n_tokens) const;
 
+  // The cosines and sines Apply rotates by, out [n_tokens, 2, head_dim / 2]
+  // (a token's cosines, then its sines): what a device's kernel reads.
+  void CosSin(const int32_t* pos, int64_t n_tokens, float* out) const;
+
   const std::vector<double>& inv_freq() const { return inv_freq_; }  // [head_dim / 2]
   double attention_factor() const { return attention_factor_; }
 
  private:
+  // cos_sin [2, head_dim / 2] of position pos.
+  void TokenCosSin(int32_t pos, float* cos_sin) const;
+
   bool enabled_;
   int32_t head_dim_;
   std::vector<double> inv_freq_;   // [head_dim / 2]

@@ -1,0 +1,207 @@
+// The shaders of a layer's other steps against the CPU on random inputs:
+// attention against attention/attention.h's float64 AttendReference (ring
+// slots, empty slots, windows, sinks, learned sink logits, GQA, f32 and
+// bf16 KV), RoPE against ops/rope.h, the MLP gates against
+// ops/elementwise.h, and the residual add.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "attention/attention.h"
+#include "gpu/device_ops.h"
+#include "gpu/device_test_util.h"
+#include "ops/elementwise.h"
+#include "ops/rope.h"
+#include "util/bf16.h"
+
+namespace swan {
+namespace {
+
+// A buffer holding `values`.
+template <class T>
+DeviceBuffer Holding(const std::vector<T>& values) {
+  DeviceBuffer b(*Device(), values.size() * sizeof(T));
+  b.Upload(values.data(), values.size() * sizeof(T));
+  return b;
+}
+
+std::vector<float> Downloaded(const DeviceBuffer& b, size_t n) {
+  std::vector<float> out(n);
+  b.Download(out.data(), n * sizeof(float));
+  return out;
+}
+
+class DeviceAttend : public VulkanTest {
+ protected:
+  // n_q queries at the last positions over n_rows slots: a ring of the
+  // positions [first, first + n_rows) in rotated order, `empty` of them
+  // marked empty; compares the device's output with AttendReference.
+  void Check(const AttentionShape& shape, int64_t n_q, int64_t n_rows, int64_t empty, KvType type, Span span,
+             bool sink_logits, int64_t row_pad = 0) {
+    SCOPED_TRACE(std::to_string(shape.n_heads) + "/" + std::to_string(shape.n_kv_heads) + " heads of " +
+                 std::to_string(shape.head_dim) + ", " + std::to_string(n_q) + " queries, " + std::to_string(n_rows) +
+                 " slots, " + span.ToString() + (type == KvType::kBF16 ? ", bf16" : ", f32") +
+                 (sink_logits ? ", sink logits" : ""));
+    std::normal_distribution<float> normal;
+    const int64_t width = int64_t(shape.n_kv_heads) * shape.head_dim, stride = width + row_pad;
+    std::vector<float> q(size_t(n_q * shape.n_heads * shape.head_dim)), k(size_t(n_rows * stride)),
+        v(size_t(n_rows * stride)), sinks(size_t(shape.n_heads));  // [n_q, heads, hd], [n_rows, stride] x2, [heads]
+    for (float& x : q) x = normal(rng);
+    for (float& x : sinks) x = normal(rng);
+    for (int64_t i = 0; i < n_rows * stride; ++i) {
+      k[size_t(i)] = normal(rng);
+      v[size_t(i)] = normal(rng);
+      if (type == KvType::kBF16) {  // the values a bf16 cache holds
+        k[size_t(i)] = BF16ToF32(F32ToBF16(k[size_t(i)]));
+        v[size_t(i)] = BF16ToF32(F32ToBF16(v[size_t(i)]));
+      }
+    }
+    const int32_t first = 3;
+    std::vector<int32_t> kv_pos(static_cast<size_t>(n_rows)), q_pos(static_cast<size_t>(n_q));  // [n_rows], [n_q]
+    const int64_t rotate = n_rows / 3;                                 // a ring that wrapped
+    for (int64_t r = 0; r < n_rows; ++r) kv_pos[size_t((r + rotate) % n_rows)] = int32_t(first + r);
+    for (int64_t e = 0; e < empty; ++e) kv_pos[size_t(std::uniform_int_distribution<int64_t>(0, n_rows - 1)(rng))] = -1;
+    for (int64_t i = 0; i < n_q; ++i) q_pos[size_t(i)] = int32_t(first + n_rows - n_q + i);
+
+    AttentionArgs args;
+    args.shape = shape;
+    args.q = q.data();
+    args.q_pos = q_pos.data();
+    args.n_q = n_q;
+    args.kv = {k.data(), v.data(), kv_pos.data(), n_rows, stride, KvType::kF32};
+    args.span = span;
+    args.sink_logits = sink_logits ? sinks.data() : nullptr;
+    std::vector<float> expected(q.size());  // [n_q, heads, hd]
+    AttendReference(args, expected.data());
+
+    std::vector<uint16_t> k16(k.size()), v16(v.size());  // the bf16 cache
+    for (size_t i = 0; i < k.size(); ++i) {
+      k16[i] = F32ToBF16(k[i]);
+      v16[i] = F32ToBF16(v[i]);
+    }
+    DeviceKernels kernels(*Device());
+    const DeviceBuffer dq = Holding(q), dpos = Holding(kv_pos), dqpos = Holding(q_pos), dsinks = Holding(sinks);
+    const DeviceBuffer dk = type == KvType::kBF16 ? Holding(k16) : Holding(k);
+    const DeviceBuffer dv = type == KvType::kBF16 ? Holding(v16) : Holding(v);
+    DeviceBuffer scores(*Device(), size_t(n_q * shape.n_heads * n_rows) * 4), out(*Device(), q.size() * 4);
+    DeviceAttention a{shape, n_q, n_rows, stride, type, span, 0.0f};
+    CommandBatch batch(*Device());
+    RecordAttend(batch, kernels, a, dq, dk, dv, dpos, dqpos, sink_logits ? &dsinks : nullptr, scores, out);
+    batch.Run();
+    const std::vector<float> got = Downloaded(out, q.size());
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], expected[i], 2e-5f * (1 + std::fabs(expected[i]))) << i;
+  }
+};
+
+TEST_F(DeviceAttend, MatchesTheReferenceUnderEveryKindOfSpan) {
+  SWAN_NEED_VULKAN();
+  const AttentionShape gqa{4, 2, 40}, mha{2, 2, 64};
+  for (KvType type : {KvType::kF32, KvType::kBF16}) {
+    Check(gqa, 1, 37, 0, type, Span{}, false);
+    Check(gqa, 1, 37, 3, type, Span{5, 0}, false);
+    Check(gqa, 3, 37, 0, type, Span{5, 2}, false);
+    Check(mha, 2, 130, 5, type, Span{16, 4}, true);
+    Check(mha, 1, 130, 0, type, Span{}, true, 6);
+    Check(gqa, 1, 1, 0, type, Span{1, 0}, false);
+  }
+}
+
+// A query that sees no key gets zeros; with a learned sink logit, too.
+TEST_F(DeviceAttend, AQueryThatSeesNothingGetsZeros) {
+  SWAN_NEED_VULKAN();
+  Check(AttentionShape{2, 1, 32}, 1, 4, 4, KvType::kF32, Span{}, false);
+  Check(AttentionShape{2, 1, 32}, 1, 4, 4, KvType::kF32, Span{}, true);
+}
+
+TEST_F(DeviceAttend, RefusesQ8_0CachesAndShortBuffers) {
+  SWAN_NEED_VULKAN();
+  DeviceKernels kernels(*Device());
+  EXPECT_THROW(kernels.Attend(KvType::kQ8_0), std::invalid_argument);
+  DeviceBuffer small(*Device(), 16), scores(*Device(), 1024);
+  CommandBatch batch(*Device());
+  const DeviceAttention a{AttentionShape{2, 1, 32}, 1, 4, 0, KvType::kF32, Span{}, 0.0f};
+  EXPECT_THROW(RecordAttend(batch, kernels, a, small, small, small, small, small, nullptr, scores, small),
+               std::invalid_argument);
+  const DeviceAttention no_window{AttentionShape{2, 1, 32}, 1, 4, 0, KvType::kF32, Span{0, 4}, 0.0f};
+  EXPECT_THROW(RecordAttend(batch, kernels, no_window, scores, scores, scores, scores, scores, nullptr, scores, scores),
+               std::invalid_argument);
+  EXPECT_EQ(batch.dispatches(), 0);
+}
+
+class DeviceLayerSteps : public VulkanTest {};
+
+TEST_F(DeviceLayerSteps, RopeMatchesTheCpuForPlainAndScaledFrequencies) {
+  SWAN_NEED_VULKAN();
+  DeviceKernels kernels(*Device());
+  std::normal_distribution<float> normal;
+  RopeSettings plain, yarn;
+  yarn.base = 1e6;
+  yarn.scaling.kind = RopeScaling::Kind::kYarn;
+  yarn.scaling.factor = 4;
+  yarn.scaling.original_max_position_embeddings = 64;
+  for (const RopeSettings& settings : {plain, yarn}) {
+    SCOPED_TRACE(settings.ToString());
+    const int32_t head_dim = 48, heads = 3;
+    const int64_t tokens = 5;
+    const Rope rope(settings, head_dim);
+    const std::vector<int32_t> pos = {0, 1, 17, 4095, 32767};  // [tokens]
+    std::vector<float> x(size_t(tokens * heads * head_dim)), cos_sin(size_t(tokens * head_dim));
+    for (float& v : x) v = normal(rng);
+    rope.CosSin(pos.data(), tokens, cos_sin.data());
+    DeviceBuffer dx = Holding(x);
+    const DeviceBuffer dcs = Holding(cos_sin);
+    CommandBatch batch(*Device());
+    RecordRope(batch, kernels, dx, dcs, tokens, heads, head_dim);
+    batch.Run();
+    rope.Apply(x.data(), pos.data(), tokens, heads);
+    const std::vector<float> got = Downloaded(dx, x.size());
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(got[i], x[i], 1e-6f * (1 + std::fabs(x[i]))) << i;
+  }
+}
+
+TEST_F(DeviceLayerSteps, GatesMatchTheCpu) {
+  SWAN_NEED_VULKAN();
+  DeviceKernels kernels(*Device());
+  std::normal_distribution<float> normal(0.0f, 4.0f);
+  const int64_t n = 1000;
+  std::vector<float> gate(n), up(n), cpu(n);  // [n]
+  for (float& v : gate) v = normal(rng);
+  for (float& v : up) v = normal(rng);
+  gate[0] = 60.0f;  // far out on both sides
+  gate[1] = -60.0f;
+  for (const bool gelu : {false, true}) {
+    SCOPED_TRACE(gelu ? "gelu_tanh" : "silu");
+    const DeviceBuffer dg = Holding(gate), du = Holding(up);
+    DeviceBuffer dout(*Device(), n * 4);
+    CommandBatch batch(*Device());
+    RecordGated(batch, kernels, dg, du, dout, n, gelu);
+    batch.Run();
+    (gelu ? GeluTanhMul : SiluMul)(cpu.data(), gate.data(), up.data(), n);
+    const std::vector<float> got = Downloaded(dout, n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(got[size_t(i)], cpu[size_t(i)], 2e-5f * (1 + std::fabs(cpu[size_t(i)]))) << i;
+  }
+}
+
+TEST_F(DeviceLayerSteps, AddScalesIntoTheStream) {
+  SWAN_NEED_VULKAN();
+  DeviceKernels kernels(*Device());
+  std::normal_distribution<float> normal;
+  const int64_t n = 70001;  // an odd size, 1094 workgroups
+  std::vector<float> x(n), y(n);  // [n]
+  for (float& v : x) v = normal(rng);
+  for (float& v : y) v = normal(rng);
+  const DeviceBuffer dx = Holding(x);
+  DeviceBuffer dy = Holding(y);
+  CommandBatch batch(*Device());
+  RecordAdd(batch, kernels, dx, dy, n, 0.5f);
+  RecordAdd(batch, kernels, dx, dy, n);
+  batch.Run();
+  const std::vector<float> got = Downloaded(dy, n);
+  for (int64_t i = 0; i < n; ++i) ASSERT_FLOAT_EQ(got[size_t(i)], (y[size_t(i)] + 0.5f * x[size_t(i)]) + x[size_t(i)]) << i;
+}
+
+}  // namespace
+}  // namespace swan
