@@ -32,7 +32,7 @@ OptionSet Options() {
       "usage: swan generate -m DIR (-p TEXT | -f FILE | --ids 1,2,3) [-n N] [--attn SPEC]\n"
       "                     [--temp T] [--top-k K] [--top-p P] [--min-p M] [--seed S]\n"
       "                     [--batch B] [--kv TYPE] [--weights TYPE] [-c|--ctx C]\n"
-      "                     [--ignore-eos] [-t N]\n");
+      "                     [--ignore-eos] [--device DEV] [-t N]\n");
   options.Add(ModelOption(" (its tokenizer read from its metadata)"))
       .Add({{"-p"}, "TEXT", "prompt, encoded with the model's tokenizer (BOS added as the tokenizer says)"})
       .Add({{"-f"}, "FILE", "prompt read from a UTF-8 file (as -p)"})
@@ -58,6 +58,7 @@ OptionSet Options() {
       .Add({{"--seed"}, "S", "random seed (default 0)"})
       .Add(PrefillChunkOption(512))
       .Add(KvOption("f32", /*decodes=*/true))
+      .Add(DeviceOption())
       .Add(WeightsOption())
       .Add(ContextOption(", else 1048576; more is allowed, with a warning",
                          ". A longer prompt is refused; generation stops when it is full. Memory is taken only as "
@@ -148,6 +149,8 @@ int RunGenerate(const std::vector<std::string>& words) {
   kv.max_chunk = int32_t(args.GetInt("--batch", 512));
   if (kv.max_chunk <= 0) throw std::invalid_argument("--batch must be positive");
   kv.type = KvTypeFromString(args.Get("--kv", "f32"));
+  if (args.Has("--device") && VulkanDeviceOf(args.Get("--device", "cpu")) >= 0 && kv.type != KvType::kF32)
+    throw std::invalid_argument("--device vulkan keeps a float32 KV cache: leave out --kv, or run on the CPU");
   // The context: the model's trained length unless --ctx / -c says more
   // (allowed, with a warning, like llama.cpp) or less.
   const int64_t trained = config.max_position_embeddings;

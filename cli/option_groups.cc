@@ -24,9 +24,26 @@ OptionSpec WeightsOption(const std::string& after) {
                              : after)};
 }
 
+OptionSpec DeviceOption() {
+  return {{"--device"},
+          "DEV",
+          "cpu (default), or vulkan[:N]: the forward on Vulkan device N (default 0; swan --version lists them), "
+          "one token at a time, float32 KV; full, window, sinks, hybrid and NoPE plans (docs/gpu.md)"};
+}
+
+int VulkanDeviceOf(const std::string& device) {
+  if (device == "cpu") return -1;
+  if (device == "vulkan") return 0;
+  if (device.rfind("vulkan:", 0) == 0 && device.size() > 7 &&
+      device.find_first_not_of("0123456789", 7) == std::string::npos && device.size() < 12)
+    return std::stoi(device.substr(7));
+  throw std::invalid_argument("--device: '" + device + "' is not cpu, vulkan or vulkan:N");
+}
+
 LoadOptions LoadOptionsFrom(const Args& args) {
   LoadOptions options;
   if (args.Has("--weights")) options.weights = ParseWeightType(args.Get("--weights", ""), "--weights");
+  if (args.Has("--device")) options.vulkan_device = VulkanDeviceOf(args.Get("--device", "cpu"));
   return options;
 }
 

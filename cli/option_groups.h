@@ -25,6 +25,11 @@ OptionSpec WeightsOption(const std::string& after = "");
 // LoadOptions from --weights; as stored when absent. Throws
 // std::invalid_argument for an unknown type.
 LoadOptions LoadOptionsFrom(const Args& args);
+// --device cpu|vulkan[:N], read by LoadOptionsFrom.
+OptionSpec DeviceOption();
+// -1 for "cpu", N for "vulkan:N" ("vulkan": 0); throws std::invalid_argument
+// naming --device for anything else.
+int VulkanDeviceOf(const std::string& device);
 
 // --kv TYPE: the KV cache storage, `default_type` when absent; `decodes`
 // adds what a bf16 cache does to decode.

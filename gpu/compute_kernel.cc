@@ -139,6 +139,24 @@ void CommandBatch::Dispatch(const ComputeKernel& kernel, std::initializer_list<c
   ++dispatches_;
 }
 
+void CommandBatch::Copy(const DeviceBuffer& from, size_t from_offset, DeviceBuffer& to, size_t to_offset,
+                        size_t bytes) {
+  if (from_offset > from.bytes() || bytes > from.bytes() - from_offset || to_offset > to.bytes() ||
+      bytes > to.bytes() - to_offset)
+    throw std::invalid_argument("device copy of " + std::to_string(bytes) + " bytes out of its buffers");
+  if (bytes == 0) return;
+  const VkBufferCopy region{from_offset, to_offset, bytes};
+  vkCmdCopyBuffer(cb_, from.handle(), to.handle(), 1, &region);
+  auto barrier = VkInfo<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+  barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                          VK_ACCESS_TRANSFER_WRITE_BIT;
+  vkCmdPipelineBarrier(cb_, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0,
+                       nullptr, 0, nullptr);
+  ++dispatches_;
+}
+
 void CommandBatch::Run() {
   CheckVulkan(vkEndCommandBuffer(cb_), "ending a command buffer");
   auto submit = VkInfo<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);

@@ -51,6 +51,9 @@ class CommandBatch {
   // groups: the grid of workgroups; push: kernel.push_bytes() bytes.
   void Dispatch(const ComputeKernel& kernel, std::initializer_list<const DeviceBuffer*> buffers, const void* push,
                 uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1);
+  // Copies bytes [from_offset, + bytes) of `from` to `to` at to_offset,
+  // after the dispatches before it and before those after it.
+  void Copy(const DeviceBuffer& from, size_t from_offset, DeviceBuffer& to, size_t to_offset, size_t bytes);
   // Submits what was recorded and waits for it; the batch is then empty.
   void Run();
   int dispatches() const { return dispatches_; }

@@ -40,7 +40,7 @@ struct AttendPush {
   float scale;
 };
 struct RopePush {
-  uint32_t n_tokens, n_heads, head_dim;
+  uint32_t n_tokens, n_heads, head_dim, table_row;
 };
 struct CountPush {
   uint32_t n;
@@ -181,13 +181,13 @@ void RecordAttend(CommandBatch& batch, DeviceKernels& kernels, const DeviceAtten
 }
 
 void RecordRope(CommandBatch& batch, DeviceKernels& kernels, DeviceBuffer& x, const DeviceBuffer& cos_sin,
-                int64_t n_tokens, int64_t n_heads, int64_t head_dim) {
-  if (n_tokens < 1 || n_heads < 1 || head_dim < 2 || head_dim % 2 != 0)
+                int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t table_row) {
+  if (n_tokens < 1 || n_heads < 1 || head_dim < 2 || head_dim % 2 != 0 || table_row < 0)
     throw std::invalid_argument("device rope: " + std::to_string(n_tokens) + " tokens of " + std::to_string(n_heads) +
                                 " heads of " + std::to_string(head_dim));
   RequireBytes(x, n_tokens * n_heads * head_dim * 4, "rope values");
-  RequireBytes(cos_sin, n_tokens * head_dim * 4, "rope cosines and sines");
-  const RopePush push{uint32_t(n_tokens), uint32_t(n_heads), uint32_t(head_dim)};
+  RequireBytes(cos_sin, (table_row + n_tokens) * head_dim * 4, "rope cosines and sines");
+  const RopePush push{uint32_t(n_tokens), uint32_t(n_heads), uint32_t(head_dim), uint32_t(table_row)};
   const std::array<uint32_t, 2> grid = ItemGrid(n_tokens * n_heads * head_dim / 2);
   batch.Dispatch(kernels.Rope(), {&x, &cos_sin}, &push, grid[0], grid[1]);
 }

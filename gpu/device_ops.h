@@ -77,10 +77,11 @@ void RecordAttend(CommandBatch& batch, DeviceKernels& kernels, const DeviceAtten
                   const DeviceBuffer& k, const DeviceBuffer& v, const DeviceBuffer& kv_pos, const DeviceBuffer& q_pos,
                   const DeviceBuffer* sink_logits, DeviceBuffer& scores, DeviceBuffer& out);
 
-// Rotates x [n_tokens, n_heads, head_dim] in place by cos_sin [n_tokens, 2,
-// head_dim / 2] (ops/rope.h's Rope::CosSin).
+// Rotates x [n_tokens, n_heads, head_dim] in place by rows [table_row,
+// table_row + n_tokens) of cos_sin [rows, 2, head_dim / 2] (ops/rope.h's
+// Rope::CosSin).
 void RecordRope(CommandBatch& batch, DeviceKernels& kernels, DeviceBuffer& x, const DeviceBuffer& cos_sin,
-                int64_t n_tokens, int64_t n_heads, int64_t head_dim);
+                int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t table_row = 0);
 
 // out [n] = silu(gate) * up, or gelu_tanh(gate) * up.
 void RecordGated(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer& gate, const DeviceBuffer& up,

@@ -30,14 +30,14 @@ inline bool VulkanRequired() {
   return v && std::strcmp(v, "1") == 0;
 }
 
-#define SWAN_NEED_VULKAN()                                                                  \
-  do {                                                                                      \
-    if (!Device()) {                                                                        \
-      std::string reason;                                                                   \
-      ListVulkanDevices(&reason);                                                           \
+#define SWAN_NEED_VULKAN()                                                                      \
+  do {                                                                                          \
+    if (!Device()) {                                                                            \
+      std::string reason;                                                                       \
+      ListVulkanDevices(&reason);                                                               \
       if (VulkanRequired()) FAIL() << "SWAN_REQUIRE_VULKAN=1 and no Vulkan device: " << reason; \
-      GTEST_SKIP() << "no Vulkan device: " << reason;                                       \
-    }                                                                                       \
+      GTEST_SKIP() << "no Vulkan device: " << reason;                                           \
+    }                                                                                           \
   } while (0)
 
 // A test on the device: with SWAN_VULKAN_VALIDATION=1 (a CTest entry of

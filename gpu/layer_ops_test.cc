@@ -61,7 +61,7 @@ class DeviceAttend : public VulkanTest {
     }
     const int32_t first = 3;
     std::vector<int32_t> kv_pos(static_cast<size_t>(n_rows)), q_pos(static_cast<size_t>(n_q));  // [n_rows], [n_q]
-    const int64_t rotate = n_rows / 3;                                 // a ring that wrapped
+    const int64_t rotate = n_rows / 3;                                                          // a ring that wrapped
     for (int64_t r = 0; r < n_rows; ++r) kv_pos[size_t((r + rotate) % n_rows)] = int32_t(first + r);
     for (int64_t e = 0; e < empty; ++e) kv_pos[size_t(std::uniform_int_distribution<int64_t>(0, n_rows - 1)(rng))] = -1;
     for (int64_t i = 0; i < n_q; ++i) q_pos[size_t(i)] = int32_t(first + n_rows - n_q + i);
@@ -181,7 +181,8 @@ TEST_F(DeviceLayerSteps, GatesMatchTheCpu) {
     batch.Run();
     (gelu ? GeluTanhMul : SiluMul)(cpu.data(), gate.data(), up.data(), n);
     const std::vector<float> got = Downloaded(dout, n);
-    for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(got[size_t(i)], cpu[size_t(i)], 2e-5f * (1 + std::fabs(cpu[size_t(i)]))) << i;
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_NEAR(got[size_t(i)], cpu[size_t(i)], 2e-5f * (1 + std::fabs(cpu[size_t(i)]))) << i;
   }
 }
 
@@ -189,7 +190,7 @@ TEST_F(DeviceLayerSteps, AddScalesIntoTheStream) {
   SWAN_NEED_VULKAN();
   DeviceKernels kernels(*Device());
   std::normal_distribution<float> normal;
-  const int64_t n = 70001;  // an odd size, 1094 workgroups
+  const int64_t n = 70001;        // an odd size, 1094 workgroups
   std::vector<float> x(n), y(n);  // [n]
   for (float& v : x) v = normal(rng);
   for (float& v : y) v = normal(rng);
@@ -200,7 +201,8 @@ TEST_F(DeviceLayerSteps, AddScalesIntoTheStream) {
   RecordAdd(batch, kernels, dx, dy, n);
   batch.Run();
   const std::vector<float> got = Downloaded(dy, n);
-  for (int64_t i = 0; i < n; ++i) ASSERT_FLOAT_EQ(got[size_t(i)], (y[size_t(i)] + 0.5f * x[size_t(i)]) + x[size_t(i)]) << i;
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_FLOAT_EQ(got[size_t(i)], (y[size_t(i)] + 0.5f * x[size_t(i)]) + x[size_t(i)]) << i;
 }
 
 }  // namespace

@@ -181,8 +181,9 @@ VulkanDevice::VulkanDevice(int index) {
           "no Vulkan device with a compute queue (swan --version lists them); leave out "
           "--device to run on the CPU");
     if (index < 0 || size_t(index) >= physical.size())
-      throw std::runtime_error("no Vulkan device " + std::to_string(index) + ": there are " +
-                               std::to_string(physical.size()) + " (swan --version lists them)");
+      throw std::runtime_error("no Vulkan device " + std::to_string(index) + ": there " +
+                               (physical.size() == 1 ? "is 1" : "are " + std::to_string(physical.size())) +
+                               " (swan --version lists them)");
     physical_ = physical[size_t(index)];
     info_ = Describe(physical_, index);
     vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);

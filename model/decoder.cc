@@ -56,17 +56,6 @@ class Decoder : public LanguageModel {
   LinearWeight lm_head_;     // [vocab, hidden] (the embedding table when tied)
 };
 
-// What a layer of these weights holds beyond its family's tensors.
-std::vector<LayerExtras> ExtrasInWeights(const WeightSource& w, int32_t n_layers) {
-  std::vector<LayerExtras> extras;  // [n_layers]
-  for (int32_t i = 0; i < n_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".self_attn.";
-    const bool maps = w.Has(p + "feature_map_q.weight");
-    extras.push_back({w.Has(p + "router.weight"), maps, maps && w.Has(p + "window_factor")});
-  }
-  return extras;
-}
-
 Decoder::Decoder(const WeightSource& w, const ModelConfig& config, const std::string& origin)
     : config_(config), spec_(DecoderSpecOf(config, origin)), origin_(origin) {
   sizes_ = BlockSizesOf(config);
@@ -240,6 +229,16 @@ void Decoder::ForwardSteps(float* logits, const std::vector<SequenceStep>& steps
 }
 
 }  // namespace
+
+std::vector<LayerExtras> ExtrasInWeights(const WeightSource& w, int32_t n_layers) {
+  std::vector<LayerExtras> extras;  // [n_layers]
+  for (int32_t i = 0; i < n_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".self_attn.";
+    const bool maps = w.Has(p + "feature_map_q.weight");
+    extras.push_back({w.Has(p + "router.weight"), maps, maps && w.Has(p + "window_factor")});
+  }
+  return extras;
+}
 
 void CheckLinearLayersFit(const ModelConfig& config, const DecoderSpec& spec, const AttentionPlan& plan) {
   const float scale = AttentionScaleOf(config, spec);

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/config.h"
 #include "model/decoder_spec.h"
@@ -23,6 +24,11 @@ class WeightSource;
 // tensors, naming `origin` and the tensor.
 std::unique_ptr<LanguageModel> BuildDecoder(const WeightSource& weights, const ModelConfig& config,
                                             const std::string& origin);
+
+// What each layer of these weights holds beyond its family's tensors
+// (a router, feature maps, window factors): the extras DecoderTensors
+// lists.   [n_layers]
+std::vector<LayerExtras> ExtrasInWeights(const WeightSource& w, int32_t n_layers);
 
 // Throws std::invalid_argument when `plan` has linear layers and the
 // family's logit scale is not 1/sqrt(head_dim), which linear attention's

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "gpu/device_decoder.h"
 #include "model/decoder.h"
 #include "model/decoder_spec.h"
 #include "model/gguf_weights.h"
@@ -99,8 +100,12 @@ namespace {
 // A built model from `stored`, its linear layers converted as options say.
 std::unique_ptr<LanguageModel> BuildFrom(const WeightSource& stored, const ModelConfig& config,
                                          const std::string& origin, const LoadOptions& options) {
-  if (!options.weights) return BuildDecoder(stored, config, origin);
-  return BuildDecoder(ConvertedWeights(stored, *options.weights), config, origin);
+  auto build = [&](const WeightSource& w) {
+    if (options.vulkan_device >= 0) return BuildDeviceDecoder(w, config, origin, options.vulkan_device);
+    return BuildDecoder(w, config, origin);
+  };
+  if (!options.weights) return build(stored);
+  return build(ConvertedWeights(stored, *options.weights));
 }
 
 }  // namespace

@@ -127,6 +127,9 @@ struct LoadOptions {
   // them. Rows that a block format cannot hold (not a multiple of 32
   // values) stay as stored.
   std::optional<WeightType> weights;
+  // >= 0: the forward runs on that Vulkan device (gpu/device_decoder.h);
+  // -1: on the CPU.
+  int vulkan_device = -1;
 };
 
 // Loads a Hugging Face model directory (config.json, *.safetensors), or a

@@ -1,0 +1,325 @@
+#include "gpu/device_decoder.h"
+
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+#include "gpu/device_ops.h"
+#include "kv/kv_cache.h"
+#include "model/blocks.h"
+#include "model/decoder.h"
+#include "model/decoder_spec.h"
+#include "model/weight_source.h"
+#include "ops/linear.h"
+
+namespace swan {
+namespace {
+
+// Full layers' caches grow by this many slots at a time.
+constexpr int64_t kFullSlotsStep = 256;
+
+struct DeviceLayer {
+  DeviceBuffer attn_norm, post_attn_norm, mlp_norm, post_mlp_norm;  // [hidden]; the post ones under sandwich norms
+  DeviceMatrix q, k, v, o, gate, up, down;
+  DeviceBuffer q_bias, k_bias, v_bias;  // [heads * head_dim], [kv_heads * head_dim] x2 (Qwen2)
+  DeviceBuffer q_norm, k_norm;          // [head_dim] (QK-norm)
+  bool biases = false, qk_norm = false;
+};
+
+// One layer's keys and values of one sequence: slots as kv/'s SlotTable
+// numbers them, the position in each (-1 empty) mirrored on the host.
+struct DeviceLayerKv {
+  int32_t sinks = 0;
+  int64_t ring_rows = 0;  // 0: a full layer, slot = position
+  std::vector<int32_t> pos;  // [slots]
+  DeviceBuffer k, v;         // [slots, kv_heads * head_dim] float32
+  DeviceBuffer slot_pos;     // [slots] int32
+  int64_t SlotOf(int64_t p) const { return SlotTable(sinks, ring_rows).SlotOf(p); }
+};
+
+struct DeviceSequence {
+  std::vector<DeviceLayerKv> layers;  // [n_layers]
+  int64_t next_pos = 0;
+};
+
+DeviceBuffer Holding(VulkanDevice& device, const std::vector<float>& values) {
+  DeviceBuffer b(device, values.size() * sizeof(float));
+  b.Upload(values.data(), values.size() * sizeof(float));
+  return b;
+}
+
+class DeviceDecoder : public LanguageModel {
+ public:
+  DeviceDecoder(const WeightSource& w, const ModelConfig& config, const std::string& origin, int device_index);
+  const ModelConfig& config() const override { return config_; }
+  size_t WeightBytes() const override { return weight_bytes_; }
+  void Forward(float* logits, const Batch& batch, Session& session) const override;
+
+ private:
+  void Load(const WeightSource& w, const DecoderTensor& t);
+  DeviceMatrix Upload(const LinearWeight& w);
+  void CheckPlan(const AttentionPlan& plan) const;
+  DeviceSequence& SequenceOf(const Session& session, int32_t first_pos) const;
+  void Grow(DeviceLayerKv& kv, int64_t slots) const;
+  // One token through the model; logits [vocab] when not null.
+  void Step(int32_t token, int32_t pos, const Session& session, DeviceSequence& seq, float* logits) const;
+  // Adds the block output `branch` into the stream, through `norm` when set.
+  void AddBlock(CommandBatch& batch, const DeviceBuffer& branch, const DeviceBuffer* norm) const;
+
+  ModelConfig config_;
+  DecoderSpec spec_;
+  std::string origin_;
+  mutable VulkanDevice device_;
+  mutable DeviceKernels kernels_;
+  float embed_scale_ = 1.0f, attention_scale_ = 0.0f, eps_ = 1e-6f;
+  size_t weight_bytes_ = 0;
+  LinearWeight embed_;  // [vocab, hidden] on the host: a step reads one row
+  std::vector<DeviceLayer> layers_;
+  DeviceBuffer norm_;  // [hidden]
+  DeviceMatrix head_;  // [vocab, hidden]
+
+  mutable std::mutex mutex_;  // one step at a time: the scratch below is shared
+  mutable std::unordered_map<const Session*, DeviceSequence> sequences_;
+  // Scratch: x, xn, branch, branch_normed [hidden]; q, qn, attn [heads * hd];
+  // k, kn, v [kv_heads * hd]; gate, up, act [intermediate]; logits [vocab];
+  // cos_sin [n_layers, head_dim]; q_pos [1]; scores [heads, slots]
+  mutable DeviceBuffer x_, xn_, branch_, branch_normed_, q_, qn_, attn_, k_, kn_, v_, gate_, up_, act_, logits_,
+      cos_sin_, q_pos_, scores_;
+};
+
+DeviceDecoder::DeviceDecoder(const WeightSource& w, const ModelConfig& config, const std::string& origin,
+                             int device_index)
+    : config_(config),
+      spec_(DecoderSpecOf(config, origin)),
+      origin_(origin),
+      device_(device_index),
+      kernels_(device_) {
+  if (spec_.scale_embeddings) embed_scale_ = float(std::sqrt(double(config.hidden_size)));
+  attention_scale_ = AttentionScaleOf(config, spec_);
+  eps_ = float(config.rms_norm_eps);
+  layers_.resize(size_t(config.n_layers));
+  for (const DecoderTensor& t : DecoderTensors(config, spec_, ExtrasInWeights(w, config.n_layers))) Load(w, t);
+  head_ = Upload(HeadWeight(w, config.tie_word_embeddings, embed_, config.vocab_size, config.hidden_size));
+  const int64_t hidden = config.hidden_size, hd = config.head_dim;
+  const int64_t qw = int64_t(config.n_heads) * hd, kw = int64_t(config.n_kv_heads) * hd;
+  auto floats = [&](int64_t n) { return DeviceBuffer(device_, size_t(n) * sizeof(float)); };
+  x_ = floats(hidden), xn_ = floats(hidden), branch_ = floats(hidden), branch_normed_ = floats(hidden);
+  q_ = floats(qw), qn_ = floats(qw), attn_ = floats(qw), k_ = floats(kw), kn_ = floats(kw), v_ = floats(kw);
+  gate_ = floats(config.intermediate_size), up_ = floats(config.intermediate_size);
+  act_ = floats(config.intermediate_size), logits_ = floats(config.vocab_size);
+  cos_sin_ = floats(int64_t(config.n_layers) * hd), q_pos_ = floats(1), scores_ = floats(config.n_heads);
+}
+
+DeviceMatrix DeviceDecoder::Upload(const LinearWeight& w) {
+  const WeightView view = w.view();
+  weight_bytes_ += w.Bytes();
+  if (!IsBlockQuantized(w.type())) return UploadMatrix(device_, w.type(), view.data, w.out(), w.in());
+  // Block rows are packed for the CPU's kernels: float32 on the device for now.
+  const std::vector<float> f32 = w.ToF32();
+  return UploadMatrix(device_, WeightType::kF32, f32.data(), w.out(), w.in());
+}
+
+void DeviceDecoder::Load(const WeightSource& w, const DecoderTensor& t) {
+  using R = TensorRole;
+  auto f32 = [&] {
+    std::vector<float> x = w.F32(t.name, t.shape);
+    if (IsNormRole(t.role) && spec_.unit_offset_norms) x = GemmaNormWeight(std::move(x));
+    weight_bytes_ += x.size() * sizeof(float);
+    return Holding(device_, x);
+  };
+  auto linear = [&] { return Upload(w.Linear(t.name, t.shape[0], t.shape[1])); };
+  if (t.role == R::kEmbedding) {
+    embed_ = w.Linear(t.name, t.shape[0], t.shape[1]);
+    return;
+  }
+  if (t.role == R::kFinalNorm) {
+    norm_ = f32();
+    return;
+  }
+  if (t.role == R::kLmHead) return;  // after the embedding
+  DeviceLayer& l = layers_[size_t(t.layer)];
+  switch (t.role) {
+    case R::kAttnNorm: l.attn_norm = f32(); break;
+    case R::kQ: l.q = linear(); break;
+    case R::kK: l.k = linear(); break;
+    case R::kV: l.v = linear(); break;
+    case R::kO: l.o = linear(); break;
+    case R::kQBias: l.q_bias = f32(), l.biases = true; break;
+    case R::kKBias: l.k_bias = f32(); break;
+    case R::kVBias: l.v_bias = f32(); break;
+    case R::kQNorm: l.q_norm = f32(), l.qk_norm = true; break;
+    case R::kKNorm: l.k_norm = f32(); break;
+    case R::kPostAttnNorm: l.post_attn_norm = f32(); break;
+    case R::kMlpNorm: l.mlp_norm = f32(); break;
+    case R::kGate: l.gate = linear(); break;
+    case R::kUp: l.up = linear(); break;
+    case R::kDown: l.down = linear(); break;
+    case R::kPostMlpNorm: l.post_mlp_norm = f32(); break;
+    default: break;  // routers and feature maps: their plans are refused on a device
+  }
+}
+
+void DeviceDecoder::CheckPlan(const AttentionPlan& plan) const {
+  if (int32_t(plan.layers.size()) != config_.n_layers)
+    throw std::invalid_argument("Forward: the session's plan does not fit this model");
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const LayerPlan& l = plan.layers[i];
+    if (l.kind != LayerKind::kFull && l.kind != LayerKind::kWindow)
+      throw std::invalid_argument(std::string("attention plan '") + plan.spec + "': layer " + std::to_string(i) +
+                                  " is " + LayerKindName(l.kind) +
+                                  ", which runs on the CPU only for now (leave out --device)");
+    if (l.position_mode != PositionMode::kAbsolute)
+      throw std::invalid_argument("attention plan '" + plan.spec +
+                                  "': pos:cache runs on the CPU only for now (leave out --device)");
+  }
+}
+
+void DeviceDecoder::Grow(DeviceLayerKv& kv, int64_t slots) const {
+  const int64_t old = int64_t(kv.pos.size()), row = int64_t(config_.n_kv_heads) * config_.head_dim;
+  if (slots <= old) return;
+  DeviceBuffer k(device_, size_t(slots * row) * 4), v(device_, size_t(slots * row) * 4);
+  DeviceBuffer slot_pos(device_, size_t(slots) * 4);
+  if (old > 0) {
+    CommandBatch copy(device_);
+    copy.Copy(kv.k, 0, k, 0, size_t(old * row) * 4);
+    copy.Copy(kv.v, 0, v, 0, size_t(old * row) * 4);
+    copy.Run();
+  }
+  kv.pos.resize(size_t(slots), -1);
+  slot_pos.Upload(kv.pos.data(), kv.pos.size() * 4);
+  kv.k = std::move(k), kv.v = std::move(v), kv.slot_pos = std::move(slot_pos);
+  const int64_t score_floats = int64_t(config_.n_heads) * slots;
+  if (int64_t(scores_.bytes()) < score_floats * 4) scores_ = DeviceBuffer(device_, size_t(score_floats) * 4);
+}
+
+DeviceSequence& DeviceDecoder::SequenceOf(const Session& session, int32_t first_pos) const {
+  auto it = sequences_.find(&session);
+  if (first_pos == 0 || it == sequences_.end()) {
+    if (first_pos != 0)
+      throw std::invalid_argument("Forward on a device: a session starts at position 0 (got " +
+                                  std::to_string(first_pos) + ")");
+    DeviceSequence seq;
+    for (const LayerPlan& l : session.plan.layers) {
+      DeviceLayerKv kv;
+      if (l.kind == LayerKind::kWindow) kv.sinks = l.span.sinks, kv.ring_rows = l.span.window;
+      Grow(kv, kv.ring_rows ? kv.sinks + kv.ring_rows : kFullSlotsStep);
+      seq.layers.push_back(std::move(kv));
+    }
+    it = sequences_.insert_or_assign(&session, std::move(seq)).first;
+  }
+  if (first_pos != it->second.next_pos)
+    throw std::invalid_argument("Forward on a device: position " + std::to_string(first_pos) + " after " +
+                                std::to_string(it->second.next_pos) + " tokens (positions continue the sequence)");
+  return it->second;
+}
+
+void DeviceDecoder::Forward(float* logits, const Batch& batch, Session& session) const {
+  if (batch.n <= 0) throw std::invalid_argument("Forward: empty batch");
+  CheckPlan(session.plan);
+  const std::lock_guard<std::mutex> lock(mutex_);
+  DeviceSequence& seq = SequenceOf(session, batch.pos[0]);
+  for (int64_t t = 0; t < batch.n; ++t) {
+    if (batch.pos[t] != seq.next_pos)
+      throw std::invalid_argument("Forward on a device: positions continue the sequence");
+    const bool want = batch.all_logits || t == batch.n - 1;
+    float* out = !want ? nullptr : batch.all_logits ? logits + t * config_.vocab_size : logits;
+    Step(batch.tokens[t], batch.pos[t], session, seq, out);
+    seq.next_pos += 1;
+  }
+}
+
+void DeviceDecoder::AddBlock(CommandBatch& batch, const DeviceBuffer& branch, const DeviceBuffer* norm) const {
+  const int64_t hidden = config_.hidden_size;
+  if (!norm) return RecordAdd(batch, kernels_, branch, x_, hidden);
+  RecordRmsNorm(batch, kernels_, branch, *norm, branch_normed_, 1, hidden, eps_, false);
+  RecordAdd(batch, kernels_, branch_normed_, x_, hidden);
+}
+
+void DeviceDecoder::Step(int32_t token, int32_t pos, const Session& session, DeviceSequence& seq,
+                         float* logits) const {
+  const int64_t hidden = config_.hidden_size, hd = config_.head_dim, inter = config_.intermediate_size;
+  const int64_t kv_row = int64_t(config_.n_kv_heads) * hd;
+  std::vector<float> x(static_cast<size_t>(hidden));  // [hidden] the token's embedding
+  Embed(x.data(), embed_.view(), &token, 1);
+  if (embed_scale_ != 1.0f)
+    for (float& v : x) v *= embed_scale_;
+  x_.Upload(x.data(), x.size() * 4);
+  q_pos_.Upload(&pos, 4);
+  std::vector<float> cos_sin(static_cast<size_t>(config_.n_layers * hd));  // [n_layers, head_dim]
+  for (int32_t i = 0; i < config_.n_layers; ++i)
+    if (session.plan.layers[size_t(i)].rope.enabled) session.ropes[size_t(i)].CosSin(&pos, 1, cos_sin.data() + i * hd);
+  cos_sin_.Upload(cos_sin.data(), cos_sin.size() * 4);
+  // Each layer's slot for this position: full caches grow first.
+  std::vector<int64_t> slots(static_cast<size_t>(config_.n_layers));  // [n_layers]
+  for (int32_t i = 0; i < config_.n_layers; ++i) {
+    DeviceLayerKv& kv = seq.layers[size_t(i)];
+    const int64_t slot = kv.SlotOf(pos);
+    if (slot >= int64_t(kv.pos.size())) Grow(kv, (slot / kFullSlotsStep + 1) * kFullSlotsStep);
+    kv.pos[size_t(slot)] = pos;
+    kv.slot_pos.Upload(&pos, 4, size_t(slot) * 4);
+    slots[size_t(i)] = slot;
+  }
+
+  CommandBatch batch(device_);
+  for (int32_t i = 0; i < config_.n_layers; ++i) {
+    const DeviceLayer& l = layers_[size_t(i)];
+    const LayerPlan& plan = session.plan.layers[size_t(i)];
+    DeviceLayerKv& kv = seq.layers[size_t(i)];
+    RecordRmsNorm(batch, kernels_, x_, l.attn_norm, xn_, 1, hidden, eps_, false);
+    RecordMatVec(batch, kernels_, l.q, xn_, q_, 1);
+    RecordMatVec(batch, kernels_, l.k, xn_, k_, 1);
+    RecordMatVec(batch, kernels_, l.v, xn_, v_, 1);
+    if (l.biases) {
+      RecordAdd(batch, kernels_, l.q_bias, q_, config_.n_heads * hd);
+      RecordAdd(batch, kernels_, l.k_bias, k_, kv_row);
+      RecordAdd(batch, kernels_, l.v_bias, v_, kv_row);
+    }
+    DeviceBuffer* q = &q_;
+    DeviceBuffer* k = &k_;
+    if (l.qk_norm) {
+      RecordRmsNorm(batch, kernels_, q_, l.q_norm, qn_, config_.n_heads, hd, eps_, false);
+      RecordRmsNorm(batch, kernels_, k_, l.k_norm, kn_, config_.n_kv_heads, hd, eps_, false);
+      q = &qn_, k = &kn_;
+    }
+    if (plan.rope.enabled) {
+      RecordRope(batch, kernels_, *q, cos_sin_, 1, config_.n_heads, hd, i);
+      RecordRope(batch, kernels_, *k, cos_sin_, 1, config_.n_kv_heads, hd, i);
+    }
+    batch.Copy(*k, 0, kv.k, size_t(slots[size_t(i)] * kv_row) * 4, size_t(kv_row) * 4);
+    batch.Copy(v_, 0, kv.v, size_t(slots[size_t(i)] * kv_row) * 4, size_t(kv_row) * 4);
+    const DeviceAttention a{AttentionShape{config_.n_heads, config_.n_kv_heads, config_.head_dim},
+                            1,
+                            int64_t(kv.pos.size()),
+                            0,
+                            KvType::kF32,
+                            plan.kind == LayerKind::kWindow ? plan.span : Span{},
+                            attention_scale_};
+    RecordAttend(batch, kernels_, a, *q, kv.k, kv.v, kv.slot_pos, q_pos_, nullptr, scores_, attn_);
+    RecordMatVec(batch, kernels_, l.o, attn_, branch_, 1);
+    AddBlock(batch, branch_, spec_.sandwich_norms ? &l.post_attn_norm : nullptr);
+    RecordRmsNorm(batch, kernels_, x_, l.mlp_norm, xn_, 1, hidden, eps_, false);
+    RecordMatVec(batch, kernels_, l.gate, xn_, gate_, 1);
+    RecordMatVec(batch, kernels_, l.up, xn_, up_, 1);
+    RecordGated(batch, kernels_, gate_, up_, act_, inter, spec_.activation == MlpActivation::kGeluTanh);
+    RecordMatVec(batch, kernels_, l.down, act_, branch_, 1);
+    AddBlock(batch, branch_, spec_.sandwich_norms ? &l.post_mlp_norm : nullptr);
+  }
+  if (logits) {
+    RecordRmsNorm(batch, kernels_, x_, norm_, xn_, 1, hidden, eps_, false);
+    RecordMatVec(batch, kernels_, head_, xn_, logits_, 1);
+  }
+  batch.Run();
+  if (logits) logits_.Download(logits, size_t(config_.vocab_size) * 4);
+}
+
+}  // namespace
+
+std::unique_ptr<LanguageModel> BuildDeviceDecoder(const WeightSource& weights, const ModelConfig& config,
+                                                  const std::string& origin, int device_index) {
+  return std::make_unique<DeviceDecoder>(weights, config, origin, device_index);
+}
+
+}  // namespace swan
