@@ -149,8 +149,7 @@ int RunGenerate(const std::vector<std::string>& words) {
   kv.max_chunk = int32_t(args.GetInt("--batch", 512));
   if (kv.max_chunk <= 0) throw std::invalid_argument("--batch must be positive");
   kv.type = KvTypeFromString(args.Get("--kv", "f32"));
-  if (args.Has("--device") && VulkanDeviceOf(args.Get("--device", "cpu")) >= 0 && kv.type != KvType::kF32)
-    throw std::invalid_argument("--device vulkan keeps a float32 KV cache: leave out --kv, or run on the CPU");
+  RequireDeviceKv(args, kv.type);
   // The context: the model's trained length unless --ctx / -c says more
   // (allowed, with a warning, like llama.cpp) or less.
   const int64_t trained = config.max_position_embeddings;

@@ -40,6 +40,11 @@ int VulkanDeviceOf(const std::string& device) {
   throw std::invalid_argument("--device: '" + device + "' is not cpu, vulkan or vulkan:N");
 }
 
+void RequireDeviceKv(const Args& args, KvType type) {
+  if (args.Has("--device") && VulkanDeviceOf(args.Get("--device", "cpu")) >= 0 && type != KvType::kF32)
+    throw std::invalid_argument("--device vulkan keeps a float32 KV cache: leave out --kv, or run on the CPU");
+}
+
 LoadOptions LoadOptionsFrom(const Args& args) {
   LoadOptions options;
   if (args.Has("--weights")) options.weights = ParseWeightType(args.Get("--weights", ""), "--weights");

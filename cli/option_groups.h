@@ -30,6 +30,9 @@ OptionSpec DeviceOption();
 // -1 for "cpu", N for "vulkan:N" ("vulkan": 0); throws std::invalid_argument
 // naming --device for anything else.
 int VulkanDeviceOf(const std::string& device);
+// Throws std::invalid_argument when --device names a Vulkan device and the
+// KV type is not f32 (the device's cache holds float32).
+void RequireDeviceKv(const Args& args, KvType type);
 
 // --kv TYPE: the KV cache storage, `default_type` when absent; `decodes`
 // adds what a bf16 cache does to decode.

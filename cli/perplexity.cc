@@ -24,7 +24,7 @@ OptionSet Options() {
   OptionSet options(
       "usage: swan perplexity -m DIR -f FILE [-c CTX] [--attn SPEC] [--batch B]\n"
       "                       [--bucket B] [--limit W] [--kv TYPE] [--weights TYPE] [--no-bos]\n"
-      "                       [--json] [--quiet] [-t N]\n");
+      "                       [--json] [--quiet] [--device DEV] [-t N]\n");
   options.Add(ModelOption(" with a tokenizer in its metadata"))
       .Add({{"-f"}, "FILE", "UTF-8 text, encoded with the model's tokenizer (no special tokens added)"})
       .Add({{"-c"}, "CTX", "positions per evaluation window (default: max_position_embeddings)"})
@@ -34,6 +34,7 @@ OptionSet Options() {
       .Add({{"--limit"}, "W", "score only the first W windows (a quick run)"})
       .Add(KvOption())
       .Add(WeightsOption())
+      .Add(DeviceOption())
       .Add({{"--no-bos"}, "", "do not start windows with the BOS token"})
       .Add(JsonOption("the figures"))
       .Add(QuietOption())
@@ -85,6 +86,7 @@ int RunPerplexity(const std::vector<std::string>& words) {
   options.kv.max_chunk = int32_t(args.GetInt("--batch", 512));
   if (options.kv.max_chunk <= 0) throw std::invalid_argument("--batch must be positive");
   options.kv.type = KvTypeFromString(args.Get("--kv", "f32"));
+  RequireDeviceKv(args, options.kv.type);
   if (!args.Has("--no-bos"))
     options.bos_id = tokenizer.bos_id() >= 0 ? tokenizer.bos_id() : model->config().bos_token_id;
   if (!quiet)

@@ -22,7 +22,8 @@ namespace {
 
 // The command's options, declared once: its parsing and --help come from them.
 OptionSet Options() {
-  OptionSet options("usage: swan score -m DIR --ids FILE.jsonl [--attn SPEC] [--batch B] [--kv TYPE] [-t N]\n");
+  OptionSet options(
+      "usage: swan score -m DIR --ids FILE.jsonl [--attn SPEC] [--batch B] [--kv TYPE] [--device DEV] [-t N]\n");
   options.Add(ModelOption(" (no tokenizer needed)"))
       .Add({{"--ids"},
             "FILE",
@@ -32,6 +33,7 @@ OptionSet Options() {
       .Add(PlanOption())
       .Add(PrefillChunkOption(512))
       .Add(KvOption())
+      .Add(DeviceOption())
       .Add(ThreadsOption())
       .Text(
           "Prints one JSON object per scored token: {\"line\", \"position\", \"token\", \"logprob\",\n"
@@ -83,12 +85,13 @@ int RunScore(const std::vector<std::string>& words) {
   ApplyThreadsOption(args);
   if (!args.Has("-m") || !args.Has("--ids"))
     throw std::invalid_argument("-m DIR and --ids FILE are required\n" + flags.Help());
-  std::unique_ptr<LanguageModel> model = LoadModel(args.Get("-m", ""));
+  std::unique_ptr<LanguageModel> model = LoadModel(args.Get("-m", ""), LoadOptionsFrom(args));
   const AttentionPlan plan = model->ResolvePlan(args.Get("--attn", ""));
   KvCacheOptions kv;
   kv.max_chunk = int32_t(args.GetInt("--batch", 512));
   if (kv.max_chunk <= 0) throw std::invalid_argument("--batch must be positive");
   kv.type = KvTypeFromString(args.Get("--kv", "f32"));
+  RequireDeviceKv(args, kv.type);
   std::ifstream in(args.Get("--ids", ""));
   if (!in) throw std::runtime_error("cannot read " + args.Get("--ids", ""));
   const int64_t vocab = model->config().vocab_size;

@@ -33,7 +33,7 @@ struct DeviceLayer {
 // numbers them, the position in each (-1 empty) mirrored on the host.
 struct DeviceLayerKv {
   int32_t sinks = 0;
-  int64_t ring_rows = 0;  // 0: a full layer, slot = position
+  int64_t ring_rows = 0;     // 0: a full layer, slot = position
   std::vector<int32_t> pos;  // [slots]
   DeviceBuffer k, v;         // [slots, kv_heads * head_dim] float32
   DeviceBuffer slot_pos;     // [slots] int32
@@ -92,11 +92,7 @@ class DeviceDecoder : public LanguageModel {
 
 DeviceDecoder::DeviceDecoder(const WeightSource& w, const ModelConfig& config, const std::string& origin,
                              int device_index)
-    : config_(config),
-      spec_(DecoderSpecOf(config, origin)),
-      origin_(origin),
-      device_(device_index),
-      kernels_(device_) {
+    : config_(config), spec_(DecoderSpecOf(config, origin)), origin_(origin), device_(device_index), kernels_(device_) {
   if (spec_.scale_embeddings) embed_scale_ = float(std::sqrt(double(config.hidden_size)));
   attention_scale_ = AttentionScaleOf(config, spec_);
   eps_ = float(config.rms_norm_eps);
@@ -238,8 +234,7 @@ void DeviceDecoder::AddBlock(CommandBatch& batch, const DeviceBuffer& branch, co
   RecordAdd(batch, kernels_, branch_normed_, x_, hidden);
 }
 
-void DeviceDecoder::Step(int32_t token, int32_t pos, const Session& session, DeviceSequence& seq,
-                         float* logits) const {
+void DeviceDecoder::Step(int32_t token, int32_t pos, const Session& session, DeviceSequence& seq, float* logits) const {
   const int64_t hidden = config_.hidden_size, hd = config_.head_dim, inter = config_.intermediate_size;
   const int64_t kv_row = int64_t(config_.n_kv_heads) * hd;
   std::vector<float> x(static_cast<size_t>(hidden));  // [hidden] the token's embedding
