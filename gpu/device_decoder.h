@@ -10,8 +10,9 @@
 // full, window, window + sinks, static hybrids, per-layer overrides,
 // NoPE and per-layer RoPE; routed, per-head and linear layers and
 // `pos:cache` are refused with a message that says so, as are q8_0 KV
-// caches. f32, bf16 and f16 weights stay in their type on the device;
-// block-quantized ones are held as float32 there for now.
+// caches. Weights stay in their type on the device (block rows in the
+// file's layout), but for the block types without a shader yet (Q5_K,
+// Q4_1, Q5_0, Q5_1), held there as float32.
 #pragma once
 
 #include <memory>

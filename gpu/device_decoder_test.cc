@@ -7,12 +7,15 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gpu/device_test_util.h"
+#include "model/gguf_export.h"
 #include "model/model.h"
 #include "util/test_paths.h"
 
@@ -24,9 +27,14 @@ class DeviceDecoderTest : public VulkanTest {
   // Runs `prompt` through both models token by token under `plan`, then
   // `greedy` more tokens from each model's own argmax; compares.
   // tolerance: of the largest logit difference.
-  void Compare(const std::string& dir, const std::string& plan, int greedy, double tolerance) {
+  // cpu_weights: the type the CPU holds the weights in (unset: as stored);
+  // the device holds them as stored.
+  void Compare(const std::string& dir, const std::string& plan, int greedy, double tolerance,
+               std::optional<WeightType> cpu_weights = std::nullopt, std::optional<WeightType> stored = std::nullopt) {
     SCOPED_TRACE(dir + " under '" + plan + "'");
-    const std::unique_ptr<LanguageModel> cpu = LoadModel(dir);
+    LoadOptions on_cpu;
+    on_cpu.weights = cpu_weights;
+    const std::unique_ptr<LanguageModel> cpu = LoadModel(dir, on_cpu);
     LoadOptions on_device;
     on_device.vulkan_device = 0;
     const std::unique_ptr<LanguageModel> gpu = LoadModel(dir, on_device);
@@ -47,7 +55,8 @@ class DeviceDecoderTest : public VulkanTest {
     gpu->Forward(got.data() + 5 * vocab, Batch{prompt.data() + 5, pos.data() + 5, 7, true}, *gpu_session);
     double worst = 0;
     for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, double(std::fabs(want[i] - got[i])));
-    std::printf("%s under '%s': largest logit difference %.2e\n", dir.c_str(), plan.c_str(), worst);
+    std::printf("%s under '%s'%s%s: largest logit difference %.2e\n", dir.c_str(), plan.c_str(),
+                stored ? " stored as " : "", stored ? WeightTypeName(*stored) : "", worst);
     EXPECT_LT(worst, tolerance) << "largest logit difference";
     // Greedy continuations, each model feeding its own choice back.
     int32_t next_cpu = 0, next_gpu = 0;
@@ -74,6 +83,23 @@ TEST_F(DeviceDecoderTest, Stories260KMatchesTheCpuUnderEveryStaticPlan) {
   SWAN_NEED_VULKAN();
   for (const std::string plan : {"full", "swa:4", "swa:4,sinks:2", "hybrid:1:1,window:3,sinks:1", "nope:all"})
     Compare(test::Stories260K(), plan, 16, 1e-4);
+}
+
+// Block weights reach the device in the file's layout (UnpackBlockRows)
+// and are multiplied there by float32 activations. The CPU's reference is
+// the same GGUF file loaded with --weights f32: the very values, without
+// the CPU's int8 activations.
+TEST_F(DeviceDecoderTest, BlockTypesGiveTheirValuesProducts) {
+  SWAN_NEED_VULKAN();
+  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
+    const std::string path = ::testing::TempDir() + "/stories260K-" + WeightTypeName(type) + ".gguf";
+    {
+      std::ofstream out(path, std::ios::binary);
+      out << HfToGgufBytes(test::Stories260K(), type);
+    }
+    Compare(path, "swa:4,sinks:2", 8, 1e-4, WeightType::kF32, type);
+    std::remove(path.c_str());
+  }
 }
 
 // The CPU multiplies bf16 weights by activations rounded to bf16 (oneDNN's

@@ -216,6 +216,89 @@ void QuantizePackedFrom(WeightType type, uint8_t* dst, int64_t n, int64_t k, con
   });
 }
 
+namespace {
+
+// Row r's super-blocks in the file's layout from a packed K-quant matrix.
+void UnpackSuperRow(const PackedBlocks& w, int64_t r, uint8_t* dst) {
+  const int64_t blocks = w.blocks(), supers = w.k / kSuperValues, g = r / kPackedRows, j = r % kPackedRows;
+  const size_t payload_bytes = PackedPayloadBytes(w.type), super_bytes = WeightRowBytes(w.type, kSuperValues);
+  for (int64_t sb = 0; sb < supers; ++sb) {
+    uint8_t q[256], sc[8], m[8];  // [256] values; [8] scales and mins (Q4_K, Q5_K)
+    int8_t scales[16];            // [16] Q6_K's
+    for (int64_t bb = 0; bb < 8; ++bb) {
+      const int64_t b = sb * 8 + bb;
+      const uint8_t* in = w.payload + size_t(g * blocks + b) * payload_bytes + size_t(j) * 4;
+      uint8_t* v = q + 32 * bb;  // [32] the block's values
+      for (int i = 0; i < 4; ++i)
+        for (int c = 0; c < 4; ++c) {
+          v[4 * c + i] = in[c * 64 + i] & 15;
+          v[16 + 4 * c + i] = in[c * 64 + i] >> 4;
+          if (w.type == WeightType::kQ6_K)
+            for (int h = 0; h < 2; ++h) v[16 * h + 4 * c + i] |= uint8_t((in[256 + h * 64 + i] >> (2 * c) & 3) << 4);
+          if (w.type == WeightType::kQ5_K) {
+            v[4 * c + i] |= uint8_t((in[256 + i] >> c & 1) << 4);
+            v[16 + 4 * c + i] |= uint8_t((in[256 + i] >> (4 + c) & 1) << 4);
+          }
+        }
+      const int8_t* sub = w.sub_scales + (g * blocks + b) * 2 * kPackedRows + j;  // [2] at a stride of 16
+      scales[2 * bb] = sub[0], scales[2 * bb + 1] = sub[kPackedRows];
+      sc[bb] = uint8_t(sub[0]), m[bb] = uint8_t(sub[kPackedRows]);
+    }
+    const uint16_t d = w.scales[(g * supers + sb) * kPackedRows + j];
+    uint8_t* out = dst + size_t(sb) * super_bytes;
+    if (w.type == WeightType::kQ6_K) {
+      Q6KBlock(q, scales, d, out);
+      continue;
+    }
+    const uint16_t dmin = w.mins[(g * supers + sb) * kPackedRows + j];
+    if (w.type == WeightType::kQ5_K)
+      Q5KBlock(q, sc, m, d, dmin, out);
+    else
+      Q4KBlock(q, sc, m, d, dmin, out);
+  }
+}
+
+// Row r's blocks of 32 values in the file's layout.
+void UnpackBlockRow(const PackedBlocks& w, int64_t r, uint8_t* dst) {
+  const int64_t blocks = w.blocks(), g = r / kPackedRows, j = r % kPackedRows;
+  const size_t block_bytes = QuantBlockBytes(w.type), payload_bytes = PackedPayloadBytes(w.type);
+  const size_t value_bytes = ValueBytes(w.type), value_offset = ValueOffset(w.type);
+  const bool has_min = w.type == WeightType::kQ4_1 || w.type == WeightType::kQ5_1;
+  const bool five = w.type == WeightType::kQ5_0 || w.type == WeightType::kQ5_1;
+  for (int64_t b = 0; b < blocks; ++b) {
+    uint8_t* block = dst + size_t(b) * block_bytes;
+    const uint8_t* in = w.payload + size_t(g * blocks + b) * payload_bytes + size_t(j) * 4;
+    std::memcpy(block, w.scales + (g * blocks + b) * kPackedRows + j, sizeof(uint16_t));
+    if (has_min) std::memcpy(block + sizeof(uint16_t), w.mins + (g * blocks + b) * kPackedRows + j, sizeof(uint16_t));
+    if (five) {
+      uint32_t qh = 0;  // bit v: value v's top bit
+      for (int i = 0; i < 4; ++i)
+        for (int c = 0; c < 4; ++c)
+          qh |= uint32_t(in[256 + i] >> c & 1) << (4 * c + i) | uint32_t(in[256 + i] >> (4 + c) & 1)
+                                                                    << (16 + 4 * c + i);
+      std::memcpy(block + value_offset, &qh, sizeof(qh));
+      for (int c = 0; c < 4; ++c) std::memcpy(block + value_offset + 4 + c * 4, in + c * 64, 4);
+      continue;
+    }
+    for (size_t c = 0; c < value_bytes / 4; ++c) std::memcpy(block + value_offset + c * 4, in + c * 64, 4);
+  }
+}
+
+}  // namespace
+
+void UnpackBlockRows(const PackedBlocks& w, uint8_t* dst) {
+  RequirePackable(w.type, w.n, w.k);
+  const size_t row_bytes = WeightRowBytes(w.type, w.k);
+  ParallelRanges(w.n, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      if (IsSuperBlocked(w.type))
+        UnpackSuperRow(w, r, dst + size_t(r) * row_bytes);
+      else
+        UnpackBlockRow(w, r, dst + size_t(r) * row_bytes);
+    }
+  });
+}
+
 void DequantizePackedRows(const PackedBlocks& w, float* dst, int64_t row, int64_t count) {
   if (row < 0 || count < 0 || row + count > w.n)
     throw std::out_of_range("packed blocks: rows [" + std::to_string(row) + ", " + std::to_string(row + count) +

@@ -120,6 +120,10 @@ void QuantizePacked(WeightType type, uint8_t* dst, const float* w, int64_t n, in
 using FloatRows = std::function<void(int64_t first, int64_t count, float* out)>;
 void QuantizePackedFrom(WeightType type, uint8_t* dst, int64_t n, int64_t k, const FloatRows& rows_of);
 
+// The inverse of PackBlockRows: dst [n, WeightRowBytes(type, k)], the
+// rows in the file's layout, byte for byte (what a device's kernels read).
+void UnpackBlockRows(const PackedBlocks& w, uint8_t* dst);
+
 // dst [count, k] float32: rows [row, row + count) of a packed matrix.
 void DequantizePackedRows(const PackedBlocks& w, float* dst, int64_t row, int64_t count);
 
