@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <cmath>
 #include <memory>
@@ -16,6 +17,7 @@
 
 #include "gpu/device_test_util.h"
 #include "model/gguf_export.h"
+#include "model/tiny_reference.h"
 #include "model/model.h"
 #include "util/test_paths.h"
 
@@ -108,6 +110,47 @@ TEST_F(DeviceDecoderTest, BlockTypesGiveTheirValuesProducts) {
 TEST_F(DeviceDecoderTest, Swan7mMatchesTheCpuInBf16) {
   SWAN_NEED_VULKAN();
   Compare(test::SourceRoot() + "/models/swan-7m", "", 8, 5e-2);
+}
+
+// Qwen2 (q/k/v biases, a window layer), Qwen3 (QK-norm) and Gemma 3 (5:1
+// windows, per-layer RoPE bases and scaling, QK-norm, sandwich and 1 + w
+// norms, scaled embeddings, GELU-tanh, query_pre_attn_scalar): tiny random
+// checkpoints under their own plans.
+TEST_F(DeviceDecoderTest, QwenAndGemmaMatchTheCpu) {
+  SWAN_NEED_VULKAN();
+  const std::filesystem::path root = std::filesystem::path(::testing::TempDir()) / "device_families";
+  for (const char* family : {"qwen2", "qwen3", "gemma3"}) std::filesystem::create_directories(root / family);
+  const test::TinyLlamaShape small{50, 16, 32, 4, 2, 4, 3};
+  test::TinyCheckpoint qwen2(7);
+  test::AddTinyLlamaWeights(qwen2, small, /*qkv_bias=*/true);
+  qwen2.Write(root / "qwen2", R"({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 16,
+    "intermediate_size": 32, "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "vocab_size": 50, "max_position_embeddings": 128, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+    "hidden_act": "silu", "tie_word_embeddings": false, "sliding_window": 5, "max_window_layers": 1,
+    "use_sliding_window": true})");
+  const test::TinyLlamaShape qwen3_shape{50, 16, 32, 4, 2, 8, 3};
+  test::TinyCheckpoint qwen3(13);
+  test::AddTinyLlamaWeights(qwen3, qwen3_shape, /*qkv_bias=*/false, [&](const std::string& p, int32_t) {
+    qwen3.Add(p + "self_attn.q_norm.weight", {8}, 0.3, 1.0);
+    qwen3.Add(p + "self_attn.k_norm.weight", {8}, 0.3, 1.0);
+  });
+  qwen3.Write(root / "qwen3", R"({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 16,
+    "intermediate_size": 32, "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "head_dim": 8, "vocab_size": 50, "max_position_embeddings": 128, "rms_norm_eps": 1e-6,
+    "rope_theta": 1000000.0, "hidden_act": "silu", "attention_bias": false, "tie_word_embeddings": false,
+    "sliding_window": null, "use_sliding_window": false, "max_window_layers": 3})");
+  test::TinyCheckpoint gemma(11);
+  test::AddTinyGemma3Weights(gemma, test::TinyLlamaShape{50, 24, 40, 4, 2, 8, 6});
+  gemma.Write(root / "gemma3", R"({"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
+    "hidden_size": 24, "intermediate_size": 40, "num_hidden_layers": 6, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 8, "vocab_size": 50, "max_position_embeddings": 256,
+    "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+    "rope_scaling": {"rope_type": "linear", "factor": 2.0}, "sliding_window": 4,
+    "sliding_window_pattern": 6, "query_pre_attn_scalar": 10, "hidden_activation": "gelu_pytorch_tanh",
+    "attn_logit_softcapping": null, "final_logit_softcapping": null, "tie_word_embeddings": true,
+    "bos_token_id": 2, "eos_token_id": 1})");
+  for (const char* family : {"qwen2", "qwen3", "gemma3"}) Compare((root / family).string(), "", 12, 1e-4);
+  std::filesystem::remove_all(root);
 }
 
 TEST_F(DeviceDecoderTest, RefusesPlansItDoesNotRunYet) {
