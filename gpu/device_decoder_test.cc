@@ -4,6 +4,7 @@
 // hybrid and NoPE plans; stories260K (Llama, f32 weights) and swan-7m
 // (bf16). Plans the device does not run yet are refused with a message.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -94,7 +95,8 @@ TEST_F(DeviceDecoderTest, Stories260KMatchesTheCpuUnderEveryStaticPlan) {
 TEST_F(DeviceDecoderTest, BlockTypesGiveTheirValuesProducts) {
   SWAN_NEED_VULKAN();
   for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
-    const std::string path = ::testing::TempDir() + "/stories260K-" + WeightTypeName(type) + ".gguf";
+    const std::string path =
+        ::testing::TempDir() + "/stories260K-" + std::to_string(getpid()) + "-" + WeightTypeName(type) + ".gguf";
     {
       std::ofstream out(path, std::ios::binary);
       out << HfToGgufBytes(test::Stories260K(), type);
@@ -118,7 +120,9 @@ TEST_F(DeviceDecoderTest, Swan7mMatchesTheCpuInBf16) {
 // checkpoints under their own plans.
 TEST_F(DeviceDecoderTest, QwenAndGemmaMatchTheCpu) {
   SWAN_NEED_VULKAN();
-  const std::filesystem::path root = std::filesystem::path(::testing::TempDir()) / "device_families";
+  // A folder of this process's own: CTest runs this program several times at once.
+  const std::filesystem::path root =
+      std::filesystem::path(::testing::TempDir()) / ("device_families_" + std::to_string(getpid()));
   for (const char* family : {"qwen2", "qwen3", "gemma3"}) std::filesystem::create_directories(root / family);
   const test::TinyLlamaShape small{50, 16, 32, 4, 2, 4, 3};
   test::TinyCheckpoint qwen2(7);
