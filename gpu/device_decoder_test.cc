@@ -145,14 +145,7 @@ TEST_F(DeviceDecoderTest, QwenAndGemmaMatchTheCpu) {
     "sliding_window": null, "use_sliding_window": false, "max_window_layers": 3})");
   test::TinyCheckpoint gemma(11);
   test::AddTinyGemma3Weights(gemma, test::TinyLlamaShape{50, 24, 40, 4, 2, 8, 6});
-  gemma.Write(root / "gemma3", R"({"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
-    "hidden_size": 24, "intermediate_size": 40, "num_hidden_layers": 6, "num_attention_heads": 4,
-    "num_key_value_heads": 2, "head_dim": 8, "vocab_size": 50, "max_position_embeddings": 256,
-    "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
-    "rope_scaling": {"rope_type": "linear", "factor": 2.0}, "sliding_window": 4,
-    "sliding_window_pattern": 6, "query_pre_attn_scalar": 10, "hidden_activation": "gelu_pytorch_tanh",
-    "attn_logit_softcapping": null, "final_logit_softcapping": null, "tie_word_embeddings": true,
-    "bos_token_id": 2, "eos_token_id": 1})");
+  gemma.Write(root / "gemma3", test::kTinyGemma3Config);
   for (const char* family : {"qwen2", "qwen3", "gemma3"}) Compare((root / family).string(), "", 12, 1e-4);
   std::filesystem::remove_all(root);
 }

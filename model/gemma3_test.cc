@@ -25,14 +25,7 @@ constexpr double kQueryPreAttnScalar = 10.0;
 
 // 5 local : 1 global from sliding_window_pattern; linear RoPE scaling x2,
 // which HF applies to the global layers only.
-const char* kConfig = R"({"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
-  "hidden_size": 24, "intermediate_size": 40, "num_hidden_layers": 6, "num_attention_heads": 4,
-  "num_key_value_heads": 2, "head_dim": 8, "vocab_size": 50, "max_position_embeddings": 256,
-  "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
-  "rope_scaling": {"rope_type": "linear", "factor": 2.0}, "sliding_window": 4,
-  "sliding_window_pattern": 6, "query_pre_attn_scalar": 10, "hidden_activation": "gelu_pytorch_tanh",
-  "attn_logit_softcapping": null, "final_logit_softcapping": null, "tie_word_embeddings": true,
-  "bos_token_id": 2, "eos_token_id": 1})";
+const char* kConfig = test::kTinyGemma3Config;
 
 test::TinyCheckpoint MakeCheckpoint() {
   test::TinyCheckpoint w(11);

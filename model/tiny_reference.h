@@ -95,6 +95,19 @@ inline void AddTinyLlamaWeights(TinyCheckpoint& w, const TinyLlamaShape& s, bool
   AddTinyLlamaWeights(w, s, qkv_bias, [](const std::string&, int32_t) {});
 }
 
+// The config.json of the tiny Gemma 3 that AddTinyGemma3Weights fills with
+// shape {50, 24, 40, 4, 2, 8, 6}: 5 local : 1 global (window 4), linear
+// RoPE scaling x2 on the global layers, query_pre_attn_scalar 10.
+inline constexpr const char* kTinyGemma3Config =
+    R"({"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
+  "hidden_size": 24, "intermediate_size": 40, "num_hidden_layers": 6, "num_attention_heads": 4,
+  "num_key_value_heads": 2, "head_dim": 8, "vocab_size": 50, "max_position_embeddings": 256,
+  "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+  "rope_scaling": {"rope_type": "linear", "factor": 2.0}, "sliding_window": 4,
+  "sliding_window_pattern": 6, "query_pre_attn_scalar": 10, "hidden_activation": "gelu_pytorch_tanh",
+  "attn_logit_softcapping": null, "final_logit_softcapping": null, "tie_word_embeddings": true,
+  "bos_token_id": 2, "eos_token_id": 1})";
+
 // The tensors of a Gemma3ForCausalLM (tied head; four norms a layer and
 // QK-norm) in HF names.
 inline void AddTinyGemma3Weights(TinyCheckpoint& w, const TinyLlamaShape& s) {
