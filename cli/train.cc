@@ -66,6 +66,11 @@ OptionSet Options() {
             "DIR",
             "start from a Hugging Face model directory (continual pretraining; Llama, Mistral, Qwen2, Qwen3 or "
             "Gemma 3; exported as the same family)"})
+      .Add({{"--grow"},
+            "L",
+            "with --init and --attn: a deeper model of L layers; DIR's layers keep their order spread over them "
+            "(the first first, the last last: 2 -> 4 puts them at 0 and 3), each new layer starts as the identity "
+            "(attention and MLP outputs of zero)"})
       .Add(PlanOption(
           "full, swa:256, hybrid:3:1,window:256,sinks:4, nope:full, routed:256, full,window:64,heads:FILE.json "
           "(per-head), linear (linear attention), linear:64 (LoLCATs' hybrid: a softmax window of 64, older keys "
@@ -327,6 +332,9 @@ int RunTrain(const std::vector<std::string>& words) {
     throw std::invalid_argument(
         "--layers, --dim, --heads, --kv-heads, --head-dim and --mlp shape a "
         "model from scratch; --init takes the model's own shape");
+  o.grow_layers = int32_t(args.GetPositiveInt("--grow", 0));
+  if (args.Has("--grow") && o.init_from.empty())
+    throw std::invalid_argument("--grow makes a trained model deeper: give it --init DIR");
   o.architecture = args.Get("--arch", o.architecture);
   if (args.Has("--arch") && !o.init_from.empty())
     throw std::invalid_argument("--arch chooses the family from scratch; --init takes the model's own");

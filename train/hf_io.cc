@@ -34,18 +34,38 @@ bool EndsWith(const std::string& s, const std::string& tail) {
 
 }  // namespace
 
-int32_t LoadHfWeights(TrainModel& model, const std::string& dir, int32_t* new_feature_maps) {
+int32_t LoadHfWeights(TrainModel& model, const std::string& dir, int32_t* new_feature_maps,
+                      const std::vector<int32_t>& layer_sources) {
   const TensorStore store = TensorStore::OpenDirectory(dir);
   const std::vector<ParamTensor>& tensors = model.tensors();
+  if (!layer_sources.empty() && int64_t(layer_sources.size()) != model.config().n_layers)
+    throw std::logic_error("LoadHfWeights: layer sources for " + std::to_string(layer_sources.size()) +
+                           " layers, the model has " + std::to_string(model.config().n_layers));
+  // The name in DIR of the model's tensor t ("" for a new layer's).
+  auto source_name = [&](const ParamTensor& t) -> std::string {
+    if (layer_sources.empty() || t.layer < 0) return t.name;
+    const int32_t source = layer_sources[size_t(t.layer)];
+    if (source < 0) return "";
+    const std::string own = "model.layers." + std::to_string(t.layer) + ".";
+    if (t.name.compare(0, own.size(), own) != 0) throw std::logic_error("LoadHfWeights: layer tensor " + t.name);
+    return "model.layers." + std::to_string(source) + "." + t.name.substr(own.size());
+  };
   int32_t new_routers = 0, new_maps = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const ParamTensor& t = tensors[i];
-    if (t.role == TensorRole::kFeatureMapQWeight && !store.Has(t.name)) {
+    const std::string name = source_name(t);
+    if (name.empty()) {
+      // A new layer adds nothing to the residual stream until it learns to.
+      if (t.role == TensorRole::kO || t.role == TensorRole::kDown)
+        std::fill_n(model.params().data() + t.offset, t.numel, 0.0f);
+      continue;
+    }
+    if (t.role == TensorRole::kFeatureMapQWeight && !store.Has(name)) {
       // A softmax layer becoming linear: its four feature-map tensors
       // (q weight, q bias, k weight, k bias) follow one another.
       for (size_t j = i; j < i + 4; ++j)
-        if (store.Has(tensors.at(j).name))
-          throw std::runtime_error(dir + " has " + tensors[j].name + " but not " + t.name);
+        if (store.Has(source_name(tensors.at(j))))
+          throw std::runtime_error(dir + " has " + source_name(tensors[j]) + " but not " + name);
       float* p = model.params().data();
       const ModelConfig& c = model.config();
       const int32_t F = LinearPhiDim(c) / 2;
@@ -55,24 +75,25 @@ int32_t LoadHfWeights(TrainModel& model, const std::string& dir, int32_t* new_fe
       i += 3;
       continue;
     }
-    if (t.role == TensorRole::kWindowFactor && !store.Has(t.name)) {
+    if (t.role == TensorRole::kWindowFactor && !store.Has(name)) {
       // A layer becoming LoLCATs' hybrid: its window starts at weight 0.1.
       std::fill_n(model.params().data() + t.offset, t.numel, kInitialWindowFactorLogit);
       continue;
     }
-    if (t.role == TensorRole::kRouterWeight && !store.Has(t.name)) {
+    if (t.role == TensorRole::kRouterWeight && !store.Has(name)) {
       // A full-attention model becoming routed: TrainModel lays the bias out
       // right after the weight.
       const ParamTensor& bias = tensors.at(i + 1);
       if (bias.role != TensorRole::kRouterBias)
         throw std::logic_error("LoadHfWeights: " + t.name + " is not followed by its bias");
-      if (store.Has(bias.name)) throw std::runtime_error(dir + " has " + bias.name + " but not " + t.name);
+      if (store.Has(source_name(bias)))
+        throw std::runtime_error(dir + " has " + source_name(bias) + " but not " + name);
       InitRouter(model.params().data() + t.offset, model.params().data() + bias.offset, t.numel);
       ++new_routers;
       ++i;
       continue;
     }
-    const std::vector<float> w = store.ReadF32(t.name, t.shape);
+    const std::vector<float> w = store.ReadF32(name, t.shape);
     std::memcpy(model.params().data() + t.offset, w.data(), w.size() * sizeof(float));
   }
   // Every tensor of the checkpoint must have a place in the model, or the
@@ -82,7 +103,7 @@ int32_t LoadHfWeights(TrainModel& model, const std::string& dir, int32_t* new_fe
     const bool buffer = EndsWith(name, "rotary_emb.inv_freq");
     const bool tied_head = model.config().tie_word_embeddings && name == "lm_head.weight";
     bool used = buffer || tied_head;
-    for (const ParamTensor& t : tensors) used = used || t.name == name;
+    for (const ParamTensor& t : tensors) used = used || source_name(t) == name;
     if (!used) dropped.push_back(name);
   }
   if (!dropped.empty())

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "model/config.h"
 #include "model/plan.h"
@@ -17,7 +18,13 @@ namespace swan {
 // softmax model) gets InitHedgehog's identity start. Returns how many
 // routers were so initialised (new_feature_maps: how many linear layers).
 // Throws naming the missing or misshapen tensor.
-int32_t LoadHfWeights(TrainModel& model, const std::string& dir, int32_t* new_feature_maps = nullptr);
+//
+// layer_sources (growing a model deeper, train/grow.h): for each of the
+// model's layers, the layer of DIR it copies, or -1 for a new layer, whose
+// attention and MLP outputs are set to zero (the identity) and whose other
+// weights keep the model's initialisation. Empty: layer l copies layer l.
+int32_t LoadHfWeights(TrainModel& model, const std::string& dir, int32_t* new_feature_maps = nullptr,
+                      const std::vector<int32_t>& layer_sources = {});
 
 // A spec that model/plan.h resolves to exactly `plan` for any model with
 // its layer count ("full,layer0:swa:64,layer1:routed:64,...,sinks:4,nope:full").

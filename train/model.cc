@@ -110,6 +110,7 @@ void TrainModel::Layout() {
     t.offset = offset;
     t.decay = d.decay;
     t.role = d.role;
+    t.layer = d.layer;
     offset += t.numel;
     if (d.layer >= 0) {
       if (layer_end_[size_t(d.layer)] == 0) layer_first_[size_t(d.layer)] = tensors_.size();

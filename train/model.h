@@ -57,6 +57,7 @@ struct ParamTensor {
   bool decay = false;                        // AdamW weight decay: matrices yes, norms, routers and feature maps no
   bool frozen = false;                       // AdamW leaves it as it is (attention transfer: all but the feature maps)
   TensorRole role = TensorRole::kEmbedding;  // what it is in the network (model/decoder_spec.h)
+  int32_t layer = -1;                        // the layer it belongs to; -1 for the embedding, final norm, head
 };
 
 // How the routed layers routed in the last forward pass.

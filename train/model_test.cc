@@ -24,6 +24,7 @@
 #include "attention/linear_attention.h"
 #include "model/test_files.h"
 #include "train/grad_check.h"
+#include "train/grow.h"
 #include "train/hf_io.h"
 #include "train/optimizer.h"
 
@@ -537,6 +538,66 @@ TEST(RoutedCpt, NewRoutersStartAsTheFullModel) {
   // The routers learn from the start: the straight-through gradient and the regularizer.
   const ParamTensor& bias = routed.tensor("model.layers.1.self_attn.router.bias");
   EXPECT_NE(routed.grads()[size_t(bias.offset)], 0.0f);
+}
+
+TEST(Grow, LayerSourcesKeepTheFirstAndLastLayers) {
+  EXPECT_EQ(GrownLayerSources(2, 4), (std::vector<int32_t>{0, -1, -1, 1}));
+  EXPECT_EQ(GrownLayerSources(2, 3), (std::vector<int32_t>{0, -1, 1}));
+  EXPECT_EQ(GrownLayerSources(3, 8), (std::vector<int32_t>{0, -1, -1, -1, 1, -1, -1, 2}));
+  EXPECT_EQ(GrownLayerSources(4, 8), (std::vector<int32_t>{0, -1, 1, -1, -1, 2, -1, 3}));
+  EXPECT_EQ(GrownLayerSources(1, 3), (std::vector<int32_t>{0, -1, -1}));
+  EXPECT_THROW(GrownLayerSources(2, 2), std::invalid_argument);
+  EXPECT_THROW(GrownLayerSources(4, 3), std::invalid_argument);
+}
+
+// A 2-layer model grown to 4: the new layers add nothing until they learn,
+// so the loss and logits are the small model's, and their outputs get
+// gradients from the first step.
+TEST(Grow, NewLayersStartAsTheIdentityAndLearn) {
+  std::mt19937_64 rng(6);
+  const std::string dir = TempDir("grow");
+  TrainModel small = ExportedFullModel(dir, rng);
+  ModelConfig shape = small.config();
+  ASSERT_EQ(shape.n_layers, 2);
+  shape.n_layers = 4;
+  TrainModel grown(shape, TinyPlan("full", shape.n_layers));
+  grown.InitRandom(9);
+  const std::vector<int32_t> sources = GrownLayerSources(2, 4);
+  EXPECT_EQ(LoadHfWeights(grown, dir, nullptr, sources), 0);
+  auto values = [](const TrainModel& m, const std::string& name, const std::vector<float>& of) {
+    const ParamTensor& t = m.tensor(name);
+    return std::vector<float>(of.begin() + t.offset, of.begin() + t.offset + t.numel);
+  };
+  // Copied layers carry their source's weights; new ones keep random inputs.
+  EXPECT_EQ(values(grown, "model.layers.3.mlp.up_proj.weight", grown.params()),
+            values(small, "model.layers.1.mlp.up_proj.weight", small.params()));
+  const std::vector<float> new_q = values(grown, "model.layers.1.self_attn.q_proj.weight", grown.params());
+  EXPECT_GT(*std::max_element(new_q.begin(), new_q.end()), 0.0f);
+
+  const int64_t batch = 2, seq = 12;
+  std::vector<int32_t> tokens(size_t(batch * seq)), targets(tokens.size());
+  std::uniform_int_distribution<int32_t> id(0, 31);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = id(rng), targets[i] = id(rng);
+  small.ZeroGrads();
+  grown.ZeroGrads();
+  EXPECT_NEAR(grown.Forward(tokens.data(), targets.data(), batch, seq),
+              small.Forward(tokens.data(), targets.data(), batch, seq), 1e-6);
+  double worst = 0;
+  for (size_t i = 0; i < small.logits().size(); ++i)
+    worst = std::max(worst, double(std::abs(small.logits()[i] - grown.logits()[i])));
+  EXPECT_LT(worst, 1e-6);
+  grown.Backward(1.0f / float(batch * seq));
+  for (const char* name : {"model.layers.1.self_attn.o_proj.weight", "model.layers.2.mlp.down_proj.weight"}) {
+    const std::vector<float> g = values(grown, name, grown.grads());
+    double norm = 0;
+    for (float x : g) norm += double(x) * x;
+    EXPECT_GT(norm, 0.0) << name;
+  }
+  // A source that does not fit the model is refused.
+  ModelConfig wider_shape = PresetConfig("tiny", 48, 16);  // another vocabulary
+  wider_shape.n_layers = 4;
+  TrainModel wider(wider_shape, TinyPlan("full", 4));
+  EXPECT_THROW(LoadHfWeights(wider, dir, nullptr, sources), std::runtime_error);
 }
 
 // Linearizing: a softmax model's layers become linear with new feature

@@ -28,6 +28,18 @@ test -s "$TMP/run/model/recall.json"
 test "$(tail -n 1 "$TMP/run/train_log.csv" | cut -d, -f1)" = 6
 test "$(awk -F, '$1 == 5 || $1 == 6 { print $5 }' "$TMP/run/train_log.csv" | sort -u)" = 0.0003
 
+# Growing the trained 2-layer model to 3 layers: its layers first and last,
+# the new one in between; the grown model trains and exports at 3 layers.
+"$SWAN" train --data "$TMP/data/train.bin" --out "$TMP/grown" --init "$TMP/run/model" --grow 3 \
+  --attn hybrid:2:1,window:8 --context 48 --batch 4 --steps 2 --eval-every 0 > "$TMP/grow.txt" 2>&1
+grep -q "grown from $TMP/run/model: its layers at 0,new,1; new layers start as the identity" "$TMP/grow.txt"
+grep -q '"num_hidden_layers": 3' "$TMP/grown/model/config.json"
+for bad in "--grow 3" "--grow 2 --attn full"; do
+  if "$SWAN" train --data "$TMP/data/train.bin" --out "$TMP/bad" --init "$TMP/run/model" $bad --context 48 --steps 1 \
+    > "$TMP/bad.txt" 2>&1; then echo "swan train $bad was not refused"; exit 1; fi
+done
+grep -q "error: --grow 2 must be more layers than the model's 2" "$TMP/bad.txt"
+
 "$SWAN" compare -m "$TMP/run/model" --window 8 --samples 4 --quiet > "$TMP/compare.txt"
 grep -q "recall, distance \[8,14) " "$TMP/compare.txt"   # tiny: 2 layers, relay 2 * 7
 grep -q "chance: 6.25% guessing among 16 values; 25.00% picking one of the sequence's 4 values" "$TMP/compare.txt"

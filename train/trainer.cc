@@ -22,6 +22,7 @@
 #include "train/data_parallel.h"
 #include "ops/gemm.h"
 #include "train/hf_io.h"
+#include "train/grow.h"
 #include "train/layers.h"
 #include "train/model.h"
 #include "train/recall_eval.h"
@@ -183,6 +184,7 @@ TrainResult Train(const TrainOptions& o) {
   // The model and its plan.
   ModelConfig config;
   AttentionPlan plan;
+  std::vector<int32_t> layer_sources;  // [layers] growing: the --init layer each copies, -1 = new
   ExportOptions export_options;
   export_options.tokenizer_json = TokenizerJson(o);
   if (!o.init_from.empty()) {
@@ -193,6 +195,14 @@ TrainResult Train(const TrainOptions& o) {
                                "); tokenize with the model's tokenizer");
     config.max_position_embeddings = std::max<int64_t>(config.max_position_embeddings, o.context);
     if (o.feature_dim > 0) config.linear_feature_dim = o.feature_dim;
+    if (o.grow_layers > 0) {
+      if (o.attn.empty() || o.attn == "model")
+        throw std::invalid_argument("--grow needs --attn: the plan of the " + std::to_string(o.grow_layers) +
+                                    "-layer model");
+      layer_sources = GrownLayerSources(config.n_layers, o.grow_layers);
+      config.n_layers = o.grow_layers;
+      config.layer_types.clear();  // per layer of the smaller model; the plan says what each layer is
+    }
     // A model swan trained keeps its own plan (routed layers included) in config.json.
     const bool own_plan = (o.attn.empty() || o.attn == "model") && !config.attention_plan.empty();
     plan = ResolvePlan(own_plan ? config.attention_plan : o.attn, AttentionDefaultsFor(config));
@@ -287,7 +297,15 @@ TrainResult Train(const TrainOptions& o) {
     start_step = s.step;
   } else if (!o.init_from.empty()) {
     int32_t new_maps = 0;
-    const int32_t new_routers = LoadHfWeights(model, o.init_from, &new_maps);
+    if (!layer_sources.empty()) model.InitRandom(o.seed);  // the new layers' weights
+    const int32_t new_routers = LoadHfWeights(model, o.init_from, &new_maps, layer_sources);
+    if (!layer_sources.empty() && !quiet) {
+      std::string map;  // e.g. "0,new,new,1"
+      for (int32_t source : layer_sources)
+        map += (map.empty() ? "" : ",") + (source < 0 ? "new" : std::to_string(source));
+      std::fprintf(stderr, "grown from %s: its layers at %s; new layers start as the identity\n", o.init_from.c_str(),
+                   map.c_str());
+    }
     if (new_routers > 0 && !quiet)
       std::fprintf(stderr, "%d new routers (weight 0, bias +2): every token starts on full attention\n", new_routers);
     if (new_maps > 0 && !quiet)

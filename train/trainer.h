@@ -37,6 +37,7 @@ struct TrainOptions {
     int64_t hidden = 0, intermediate = 0;
   } shape_overrides;
   std::string init_from;      // HF directory; "" = from scratch
+  int32_t grow_layers = 0;    // > 0: init_from's model grown to this many layers (train/grow.h)
   std::string attn = "full";  // attention plan spec (model/plan.h); "model" = the --init model's
   RouterRegularizer router;   // routed layers' regularizer (train/routed.h)
   // LoLCATs' attention transfer (TrainModel::set_attention_transfer): the
