@@ -2,29 +2,51 @@
 # The lab at depth: the base model grown to 4 or 8 layers (swan train
 # --grow: its layer 0 stays first, its layer 1 goes last, the new layers in
 # between start as the identity), then continued under each arm's plan with
-# the same budget as the 2-layer arms (CONTINUED in common.sh).
-# From scratch, 4-layer shapes stay at chance in this budget (docs/lab,
-# "Why the lab was 2 layers deep"); grown ones retrieve within 100 steps.
-# Output: models/lab/dL-ARM for each arm below.
+# the 2-layer arms' budget (CONTINUED in common.sh). From scratch, 4-layer
+# shapes stay at chance in this budget (docs/lab/depth.md says what was
+# tried); grown ones retrieve.
+# Arms that start from another deep arm instead (the routed arm, and the
+# fair test of a window + sinks against linear attention) train 300 steps
+# at context 512 (FINETUNE), as the 2-layer linear arm does.
+# Output: models/lab/ARM for each arm below.
 #   recipes/lab/deep.sh [ARM...]   (default: every arm, in the table's order)
 . "$(dirname "$0")/common.sh"
 
-# arm  layers  plan
-ARMS="d4-full 4 full
-d4-swa64 4 swa:64
-d4-swa64-sinks4 4 swa:64,sinks:4
-d4-hybrid31 4 hybrid:3:1,window:64
-d4-hybrid31-nope 4 hybrid:3:1,window:64,nope:full
-d8-swa64 8 swa:64
-d8-hybrid31 8 hybrid:3:1,window:64"
+FINETUNE="--context 512 --batch 32 --steps 300 --lr 5e-4 --warmup 20 --eval-every 50 --eval-seqs 64
+  --eval-bins $BINS --log-every 10"
+# arm  layers  plan  from (base: grown from the 2-layer base; else a deep arm)  [flags]
+ARMS="d4-full 4 full base
+d4-swa64 4 swa:64 base
+d4-swa64-sinks4 4 swa:64,sinks:4 base
+d4-hybrid31 4 hybrid:3:1,window:64 base
+d4-hybrid31-nope 4 hybrid:3:1,window:64,nope:full base
+d4-routed 4 routed:64,sinks:4 d4-full --router-lr 1e-2 --router-gamma 1e-3
+d4-swa64-sinks4-ft 4 swa:64,sinks:4 d4-full
+d4-linear 4 linear d4-full
+d8-swa64 8 swa:64 base
+d8-hybrid31 8 hybrid:3:1,window:64 base"
 
 deep_arm() {
   line=$(echo "$ARMS" | awk -v a="$1" '$1 == a')
   [ -n "$line" ] || { echo "no deep arm '$1'; the arms: $(echo "$ARMS" | cut -d' ' -f1 | tr '\n' ' ')" >&2; exit 1; }
   set -- $line
-  lab_base
-  lab_train "$LAB/$1" --init "$LAB/base/model" --grow "$2" --attn "$3" $CONTINUED
-  lab_export "$1" "$LAB/$1" "recipes/lab/deep.sh $1"
+  arm=$1 layers=$2 plan=$3 from=$4
+  shift 4
+  if [ "$from" = base ]; then
+    lab_base
+    lab_train "$LAB/$arm" --init "$LAB/base/model" --grow "$layers" --attn "$plan" $CONTINUED "$@"
+  else
+    [ -f "$LAB/$from/finished" ] || { echo "$arm starts from $from: run recipes/lab/deep.sh $from first" >&2; exit 1; }
+    if [ "$plan" = linear ]; then
+      # LoLCATs as the 2-layer linear arm: the feature maps alone first.
+      lab_train "$LAB/$arm-transfer" --init "$LAB/$from/model" --attn linear --attention-transfer --context 512 \
+        --batch 8 --steps 300 --lr 1e-2 --warmup 20 --eval-every 50 --eval-seqs 16 --log-every 10
+      lab_train "$LAB/$arm" --init "$LAB/$arm-transfer/model" $FINETUNE
+    else
+      lab_train "$LAB/$arm" --init "$LAB/$from/model" --attn "$plan" $FINETUNE "$@"
+    fi
+  fi
+  LAB_BASE="$LAB/$from" lab_export "$arm" "$LAB/$arm" "recipes/lab/deep.sh $arm"
 }
 
 for arm in ${*:-$(echo "$ARMS" | cut -d' ' -f1)}; do deep_arm "$arm"; done
