@@ -16,6 +16,8 @@
 #include "cli/option_groups.h"
 #include "cli/options.h"
 #include "eval/cost.h"
+#include "gpu/device_decoder.h"
+#include "gpu/vulkan_device.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "model/synthetic.h"
@@ -53,7 +55,8 @@ OptionSet Options() {
             "MODE",
             "how depth is filled: random (random K/V rows, seconds even at 128K; default) or prefill (a real "
             "prefill of random tokens)"})
-      .Add(KvOption("bf16", /*decodes=*/true))
+      .Add(KvOption("bf16; f32 with --device", /*decodes=*/true))
+      .Add(DeviceOption())
       .Add(WeightsOption(
           ": the synthetic model's (default bf16), or a checkpoint's, converted as it loads (default: as stored)"))
       .Add(PrefillChunkOption(512))
@@ -135,13 +138,19 @@ int RunBenchModel(const std::vector<std::string>& words) {
   const int64_t repeats = args.GetInt("-r", 3);
   if (repeats < 1) throw std::invalid_argument("-r: repeats must be >= 1");
   const auto depths = args.GetIntList("-d", {0});
-  const std::string fill = args.Get("--fill", "random");
-  const std::string kv_name = args.Get("--kv", "bf16"), w_name = args.Get("--weights", "bf16");
+  // On a Vulkan device the cache lives in device memory: the depth is filled
+  // by a prefill there, and the CPU's roofline and GEMM rates do not apply.
+  const int device = args.Has("--device") ? VulkanDeviceOf(args.Get("--device", "cpu")) : -1;
+  if (device >= 0 && args.Get("--fill", "prefill") == "random")
+    throw std::invalid_argument("--fill random writes the CPU's cache; on a device the depth is filled by a prefill");
+  const std::string fill = args.Get("--fill", device >= 0 ? "prefill" : "random");
+  const std::string kv_name = args.Get("--kv", device >= 0 ? "f32" : "bf16"), w_name = args.Get("--weights", "bf16");
   if (prompt < 0 || gen < 1 || batch < 1) throw std::invalid_argument("-p >= 0, -n >= 1, --batch >= 1");
   if (fill != "random" && fill != "prefill") throw std::invalid_argument("--fill: random or prefill");
   for (long long d : depths)
     if (d < 0) throw std::invalid_argument("-d: depths must be >= 0");
   const KvType kv_type = KvTypeFromString(kv_name);
+  RequireDeviceKv(args, kv_type);
   const double route_ratio = args.Has("--route-ratio") ? args.GetDouble("--route-ratio", 0) : -1;
   if (args.Has("--route-ratio") && (route_ratio < 0 || route_ratio > 1))
     throw std::invalid_argument("--route-ratio must be between 0 and 1");
@@ -158,20 +167,26 @@ int RunBenchModel(const std::vector<std::string>& words) {
   const LoadOptions load = LoadOptionsFrom(args);
   const size_t expected_bytes = args.Has("-m") ? CheckpointBytes(args.Get("-m", ""))
                                                : SyntheticWeightBytes(args.Get("--synthetic", ""), weight_type);
-  log("measuring read bandwidth and the GEMM rates ...");
-  const double bandwidth =
-      MeasureReadBandwidthGBs(std::clamp<size_t>(expected_bytes, size_t(16) << 20, size_t(512) << 20));
-  const double gemm = MeasureOneDnnGemmGflops(2048, 2048, 2048);
-  const BF16GemmRate bf16_rate = MeasureBF16GemmGflops(2048, 2048, 2048);
-  const double gemm_bf16 = bf16_rate.gflops;
+  double bandwidth = 0, gemm = 0, gemm_bf16 = 0;  // the CPU's; 0 = not measured (a device run)
+  BF16GemmRate bf16_rate;
+  if (device < 0) {
+    log("measuring read bandwidth and the GEMM rates ...");
+    bandwidth = MeasureReadBandwidthGBs(std::clamp<size_t>(expected_bytes, size_t(16) << 20, size_t(512) << 20));
+    gemm = MeasureOneDnnGemmGflops(2048, 2048, 2048);
+    bf16_rate = MeasureBF16GemmGflops(2048, 2048, 2048);
+    gemm_bf16 = bf16_rate.gflops;
+  }
   // The probes' freed buffers can stay in the heap (glibc raises its mmap
   // threshold after a large free): hand them back before the weights load.
   ReturnFreedMemory();
   log("loading " + source + " ...");
   const std::unique_ptr<LanguageModel> model = args.Has("-m")
                                                    ? LoadModel(args.Get("-m", ""), load)
-                                                   : LoadSyntheticModel(args.Get("--synthetic", ""), weight_type);
+                                                   : LoadSyntheticModel(args.Get("--synthetic", ""), weight_type,
+                                                                        /*seed=*/1, device);
   const std::vector<std::string> specs = SplitPlanList(args.Get("--attn", "model"));
+  std::string device_name = "cpu";  // "vulkan:0 NVIDIA H100 80GB HBM3"
+  if (device >= 0) device_name = "vulkan:" + std::to_string(device) + " " + ListVulkanDevices().at(size_t(device)).name;
   const double weight_bytes = double(model->WeightBytes());
 
   CostOptions cost;
@@ -201,7 +216,9 @@ int RunBenchModel(const std::vector<std::string>& words) {
       row.decode_spread = point.decode_spread;
       row.full_ratio = point.routed_full_ratio;
       row.kv_mib = point.kv_bytes / (1 << 20);
-      if (point.linear_seconds > 0) {
+      if (device >= 0)  // the cache is the device's
+        row.kv_mib = DeviceKvBytes(plan, model->kv_shape(), point.decode_start + gen) / (1 << 20);
+      if (point.linear_seconds > 0 && device < 0) {
         row.linear_gflops = point.linear_flops / point.linear_seconds * 1e-9;
         // The same mix of f32 and bf16 products at the GEMM rates, against the time taken.
         const double gemm_seconds =
@@ -210,7 +227,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
       }
       const double bytes = weight_bytes + KvBytesPerToken(plan, point.full_ratio, model->kv_shape(),
                                                           point.decode_start + gen / 2, kv_type);
-      row.decode_roofline_tps = bandwidth * 1e9 / bytes;
+      row.decode_roofline_tps = bandwidth * 1e9 / bytes;  // 0 on a device
       rows.push_back(row);
     }
   }
@@ -232,6 +249,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
     j["command"] = "swan bench " + args.CommandLine();
     j["swan"] = std::string("built ") + __DATE__;
     j["cpu"] = CpuReport();
+    j["device"] = device_name;
     if (route_ratio >= 0) j["forced_route_ratio"] = route_ratio;
     for (const Row& r : rows)
       j["rows"].push_back(
@@ -252,25 +270,34 @@ int RunBenchModel(const std::vector<std::string>& words) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf(
-      "%s: %.0f MiB of weights read per token; read bandwidth %.1f GB/s; "
-      "GEMM 2048^3: oneDNN fp32 %.0f GFLOP/s, %s %.0f GFLOP/s; KV %s\n",
-      source.c_str(), weight_bytes / (1 << 20), bandwidth, gemm, BF16ProductName().c_str(), gemm_bf16, kv_name.c_str());
+  if (device < 0)
+    std::printf(
+        "%s: %.0f MiB of weights read per token; read bandwidth %.1f GB/s; "
+        "GEMM 2048^3: oneDNN fp32 %.0f GFLOP/s, %s %.0f GFLOP/s; KV %s\n",
+        source.c_str(), weight_bytes / (1 << 20), bandwidth, gemm, BF16ProductName().c_str(), gemm_bf16,
+        kv_name.c_str());
+  else
+    std::printf(
+        "%s on %s: %.0f MiB of weights on the device; KV %s; no roofline (the CPU's bandwidth does not apply)\n",
+        source.c_str(), device_name.c_str(), weight_bytes / (1 << 20), kv_name.c_str());
   std::printf("%-28s %8s %11s %6s %9s %11s %6s %11s %7s %9s %6s\n", "plan", "depth", "pp tok/s", "±", "mm %GEMM",
               "tg tok/s", "±", "roofline", "%roof", "KV MiB", "full%");
   for (const Row& r : rows) {
     char full[16] = "-";
     if (r.full_ratio >= 0) std::snprintf(full, sizeof(full), "%.0f%%", 100.0 * r.full_ratio);
-    const double roof = r.decode_roofline_tps > 0 ? 100.0 * r.decode_tps / r.decode_roofline_tps : 0.0;
+    char roof[2][16] = {"-", "-"};  // on a device: no roofline
+    if (r.decode_roofline_tps > 0) {
+      std::snprintf(roof[0], sizeof(roof[0]), "%.2f", r.decode_roofline_tps);
+      std::snprintf(roof[1], sizeof(roof[1]), "%.0f%%", 100.0 * r.decode_tps / r.decode_roofline_tps);
+    }
     char pp[3][16] = {"-", "-", "-"};  // no prompt (-p 0): no prefill figures
     if (prompt > 0) {
       std::snprintf(pp[0], sizeof(pp[0]), "%.1f", r.prefill_tps);
       std::snprintf(pp[1], sizeof(pp[1]), "%.0f%%", 100.0 * r.prefill_spread);
-      std::snprintf(pp[2], sizeof(pp[2]), "%.0f%%", 100.0 * r.linear_vs_gemm);
+      if (device < 0) std::snprintf(pp[2], sizeof(pp[2]), "%.0f%%", 100.0 * r.linear_vs_gemm);
     }
-    std::printf("%-28s %8lld %11s %6s %9s %11.2f %5.0f%% %11.2f %6.0f%% %9.1f %6s\n", r.plan.c_str(),
-                (long long)r.depth, pp[0], pp[1], pp[2], r.decode_tps, 100.0 * r.decode_spread, r.decode_roofline_tps,
-                roof, r.kv_mib, full);
+    std::printf("%-28s %8lld %11s %6s %9s %11.2f %5.0f%% %11s %7s %9.1f %6s\n", r.plan.c_str(), (long long)r.depth,
+                pp[0], pp[1], pp[2], r.decode_tps, 100.0 * r.decode_spread, roof[0], roof[1], r.kv_mib, full);
   }
   std::printf(
       "pp: prefill of %lld tokens; mm %%GEMM: the matrix products' speed in it against "

@@ -319,6 +319,16 @@ void DeviceDecoder::Step(int32_t token, int32_t pos, const Session& session, Dev
 
 }  // namespace
 
+double DeviceKvBytes(const AttentionPlan& plan, const KvShape& shape, int64_t positions) {
+  const double row_bytes = 2.0 * shape.n_kv_heads * shape.head_dim * sizeof(float);  // a key and a value
+  double bytes = 0;
+  for (const LayerPlan& l : plan.layers) {
+    const int64_t full_slots = std::max<int64_t>(1, (positions + kFullSlotsStep - 1) / kFullSlotsStep) * kFullSlotsStep;
+    bytes += row_bytes * double(l.kind == LayerKind::kWindow ? l.span.sinks + l.span.window : full_slots);
+  }
+  return bytes;
+}
+
 std::unique_ptr<LanguageModel> BuildDeviceDecoder(const WeightSource& weights, const ModelConfig& config,
                                                   const std::string& origin, int device_index) {
   return std::make_unique<DeviceDecoder>(weights, config, origin, device_index);

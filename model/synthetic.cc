@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "gpu/device_decoder.h"
 #include "model/decoder.h"
 #include "model/weight_source.h"
 
@@ -74,7 +75,11 @@ size_t SyntheticWeightBytes(const std::string& name, WeightType weight_type) {
   return WeightRowBytes(weight_type, linear) + size_t(f32) * 4;
 }
 
-std::unique_ptr<LanguageModel> LoadSyntheticModel(const std::string& name, WeightType weight_type, uint64_t seed) {
+std::unique_ptr<LanguageModel> LoadSyntheticModel(const std::string& name, WeightType weight_type, uint64_t seed,
+                                                  int vulkan_device) {
+  if (vulkan_device >= 0)
+    return BuildDeviceDecoder(RandomWeights(seed, weight_type), SyntheticConfig(name), "synthetic " + name,
+                              vulkan_device);
   return BuildDecoder(RandomWeights(seed, weight_type), SyntheticConfig(name), "synthetic " + name);
 }
 

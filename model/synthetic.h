@@ -29,6 +29,8 @@ size_t SyntheticWeightBytes(const std::string& name, WeightType weight_type);
 
 // Weights uniform with std 0.02 (norms 1), linear layers stored as
 // `weight_type`, from `seed`.
-std::unique_ptr<LanguageModel> LoadSyntheticModel(const std::string& name, WeightType weight_type, uint64_t seed = 1);
+// vulkan_device >= 0: the model runs on that Vulkan device (gpu/device_decoder.h).
+std::unique_ptr<LanguageModel> LoadSyntheticModel(const std::string& name, WeightType weight_type, uint64_t seed = 1,
+                                                  int vulkan_device = -1);
 
 }  // namespace swan
