@@ -9,6 +9,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
+import { groupedBars } from './charts.mjs';
+
 const docs = process.argv[2];
 if (!docs) {
   console.error('usage: node recipes/lab/report.mjs DOCS   (DOCS/data from recipes/lab/report.sh)');
@@ -208,7 +210,9 @@ const layerMass = (layer) => heads4.heads_mass.filter((h) => h.layer === layer).
 // --- Claims ---------------------------------------------------------------------
 
 const claims = [];
-function claim(text, verdict, numbers) { claims.push({ text, verdict, numbers }); }
+// Every verdict here is for the lab's 2-layer shape; docs/lab/depth.md has the deeper ones.
+const SCALE = '2 layers, d 128, 0.43M parameters';
+function claim(text, verdict, numbers) { claims.push({ text, verdict, numbers: `${numbers} (${SCALE})` }); }
 const b = (name, at = 'at512', lo = RELAY, hi = Infinity) => accuracy(plan(name, at), lo, hi).value;
 {
   const v = b('full');
@@ -367,13 +371,13 @@ const lazySvg = lineChart({
   series: lazy.map((l) => ({ name: `W = ${l.w}`, points: l.points.map((p) => ({ x: p.step, y: p.value })) })),
 });
 const bins = task.plans[0].bins;
-const distSvg = lineChart({
-  title: 'recall by key->query distance, each arm under its own plan',
-  xLabel: 'distance bin (tokens)',
-  xs: [0, bins.length - 1],
-  xTicks: bins.map((bin, i) => [i, `${bin.lo}-${bin.hi - 1}`]),
+// Bars, not lines: the bins are categories, and a line between them would
+// suggest a gradual fall that is not there.
+const distSvg = groupedBars({
+  title: 'recall by key->query distance (tokens), each arm under its own plan (2 layers)',
+  groups: bins.map((bin) => `${bin.lo}-${bin.hi - 1}`),
   hlines: [[task.chance_pick, 'pick chance']],
-  series: ARMS.map(([name, spec]) => ({ name: spec, points: plan(name).bins.map((bin, i) => ({ x: i, y: bin.accuracy ?? NaN })) })),
+  series: ARMS.map(([name, spec]) => ({ name: spec, values: plan(name).bins.map((bin) => bin.accuracy ?? NaN) })),
 });
 fs.writeFileSync(path.join(docs, 'laziness.svg'), lazySvg);
 fs.writeFileSync(path.join(docs, 'recall_by_distance.svg'), distSvg);
@@ -399,14 +403,17 @@ const sections = [
 ];
 const claimRows = claims.map((c) => `- **${c.verdict}**: ${c.text} ${c.numbers}`).join('\n');
 
+// The headline: five lines from the deep arms (recipes/lab/deep_report.sh), when measured.
+const headline = fs.existsSync(path.join(data, 'deep_headline.json')) ? readJson('deep_headline.json') : [];
 let markdown = `# The retrieval lab\n\nWhat each attention plan keeps, measured on models swan trained. Written by \`recipes/lab/report.sh\`; every figure is in \`data/\`.\n\n`;
+if (headline.length)
+  markdown += `## Headline\n\n${headline.map((l) => `- ${l}`).join('\n')}\n\nThe deep arms, their charts and verdicts: [depth.md](depth.md). Below: the 2-layer arms.\n\n`;
 markdown += `## The published claims\n\n${claimRows}\n\n`;
 for (const [title, text, t] of sections) {
   markdown += `## ${title}\n\n${text}\n\n`;
   if (t !== null) markdown += md(t) + '\n\n';
   if (title.startsWith('Each arm')) markdown += '![recall by distance](recall_by_distance.svg)\n\n';
   if (title.startsWith('Large-window')) markdown += '![laziness](laziness.svg)\n\n';
-  if (title.startsWith('Retrieval heads')) markdown += '![heads of arm 1](heads_full.svg) ![heads of arm 4](heads_hybrid.svg)\n\n';
 }
 markdown += `## The models\n\n${madeBy}\n\nThe learning curves of laziness are \`models/lab/laziness/recall_w*.csv\`.\n`;
 fs.writeFileSync(path.join(docs, 'README.md'), markdown);
@@ -419,6 +426,7 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f4f4f4}
 .reproduced{color:#1a7f37}.not-reproduced{color:#cf222e}.mixed{color:#9a6700}
 </style></head><body><h1>The retrieval lab</h1>
 <p>What each attention plan keeps, measured on models swan trained. Written by <code>recipes/lab/report.sh</code>; every figure is in <code>data/</code>.</p>
+` + (headline.length ? `<h2>Headline</h2><ul>${headline.map((l) => `<li>${prose(l)}</li>`).join('')}</ul><p>The deep arms, their charts and verdicts: <a href="depth.md">depth.md</a>. Below: the 2-layer arms.</p>` : '') + `
 <h2>The published claims</h2><ul>` +
   claims.map((c) => `<li><b class="${verdictClass(c.verdict)}">${c.verdict}</b>: ${prose(c.text)} ${prose(c.numbers)}</li>`).join('') + '</ul>';
 for (const [title, text, t] of sections) {
@@ -426,8 +434,6 @@ for (const [title, text, t] of sections) {
   if (t !== null) page += html(t);
   if (title.startsWith('Each arm')) page += distSvg;
   if (title.startsWith('Large-window')) page += lazySvg;
-  if (title.startsWith('Retrieval heads'))
-    page += ['full', 'hybrid'].map((m) => fs.readFileSync(path.join(docs, `heads_${m}.svg`), 'utf8')).join(' ');
 }
 page += '</body></html>\n';
 fs.writeFileSync(path.join(docs, 'index.html'), page);

@@ -38,7 +38,6 @@ compare conversion.json "$MODELS/full" --attn "full;swa:64;swa:64,sinks:4;hybrid
   --distances $BINS
 for arm in full hybrid; do
   "$SWAN" heads -m "$MODELS/$arm" --samples 32 --json -t "$THREADS" > "$DOCS/data/heads_$arm.json"
-  "$SWAN" heads -m "$MODELS/$arm" --samples 32 --svg "$DOCS/heads_$arm.svg" -t "$THREADS" > /dev/null
 done
 # Arm 9: per-head plans on the 4-head twin, with the heads `swan heads
 # --select` chose: without training (the full arm under them, beside its

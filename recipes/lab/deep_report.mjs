@@ -1,0 +1,270 @@
+// The lab at depth, written from what recipes/lab/deep_report.sh left in
+// DOCS/data (deep_*.json from `swan compare` / `swan route-stats`, the
+// arms' `swan inspect` and MADE_BY, the from-scratch runs' logs): writes
+// DOCS/depth.md, DOCS/depth_recall.svg and DOCS/depth_length.svg. Every
+// number is read from those files; each verdict's threshold is beside it.
+//   node recipes/lab/deep_report.mjs DOCS
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { groupedBars as bars } from './charts.mjs';
+
+const docs = process.argv[2];
+if (!docs) {
+  console.error('usage: node recipes/lab/deep_report.mjs DOCS   (DOCS/data from recipes/lab/deep_report.sh)');
+  process.exit(2);
+}
+const data = path.join(docs, 'data');
+const has = (name) => fs.existsSync(path.join(data, name));
+const readJson = (name) => JSON.parse(fs.readFileSync(path.join(data, name), 'utf8'));
+const readText = (name) => fs.readFileSync(path.join(data, name), 'utf8').trim();
+
+// --- Figures ------------------------------------------------------------------
+
+const ARMS = [
+  ['d4-full', 'full attention'],
+  ['d4-swa64', 'window of 64'],
+  ['d4-swa64-sinks4', 'window of 64 + 4 sinks'],
+  ['d4-hybrid31', '3:1 (Mellum 2), RoPE'],
+  ['d4-hybrid31-nope', '3:1, NoPE on the full layer'],
+  ['d4-routed', 'routed (Switch Attention)'],
+  ['d8-swa64', 'window of 64'],
+  ['d8-hybrid31', '3:1, RoPE'],
+];
+const WINDOW = 64;
+const reach = (layers) => layers * (WINDOW - 1);  // how far L window layers relay a fact
+
+// "shape 4 layers, hidden 128, ..." and "weights 36 tensors, 836736 parameters" of `swan inspect`.
+function scale(arm) {
+  const text = readText(`deep_inspect_${arm}.txt`);
+  const layers = Number(/shape\s+(\d+) layers/.exec(text)[1]);
+  const hidden = Number(/hidden (\d+)/.exec(text)[1]);
+  const params = Number(/(\d+) parameters/.exec(text)[1]);
+  return { layers, hidden, params, label: `${layers} layers, d ${hidden}, ${(params / 1e6).toFixed(2)}M` };
+}
+function accuracy(plan, lo, hi = Infinity) {
+  let correct = 0, items = 0;
+  for (const b of plan.bins)
+    if (b.lo >= lo && b.hi <= hi) {
+      correct += b.correct;
+      items += b.items;
+    }
+  return items ? correct / items : NaN;
+}
+const pct = (x) => (Number.isFinite(x) ? (100 * x).toFixed(1) + '%' : '-');
+const binName = (b) => `[${b.lo},${b.hi})`;
+
+const arms = ARMS.map(([name, what]) => ({
+  name, what, ...scale(name), plan: readJson(`deep_${name}.json`).plans[0],
+}));
+const arm = (name) => arms.find((a) => a.name === name);
+const far = (a) => accuracy(a.plan, reach(a.layers));   // beyond the windows' relay
+const mid = (a) => accuracy(a.plan, WINDOW, 252);       // beyond one window, inside 4 layers' relay
+const bins = arms[0].plan.bins;
+
+// --- Charts -------------------------------------------------------------------
+
+fs.writeFileSync(path.join(docs, 'depth_recall.svg'), bars({
+  title: 'Held-out MQAR recall at 512 by key→query distance (grown models, 4 and 8 layers)',
+  groups: bins.map(binName),
+  series: arms.map((a) => ({ name: `${a.name}`, values: bins.map((b) => accuracy(a.plan, b.lo, b.hi)) })),
+}));
+
+// Length: beyond the training context, RoPE as trained, YaRN on every layer, YaRN on the full layers only.
+const LENGTH_ARMS = ['d4-full', 'd4-hybrid31', 'd4-hybrid31-nope', 'd8-hybrid31'];
+const lengths = [1024, 2048];
+const lengthRows = [];
+for (const name of LENGTH_ARMS)
+  for (const ctx of lengths) {
+    const plain = readJson(`deep_${name}_${ctx}.json`).plans[0];
+    const [yarnAll, yarnFull] = readJson(`deep_${name}_${ctx}_yarn.json`).plans;
+    lengthRows.push({ name, ctx, plain: accuracy(plain, 513), yarnAll: accuracy(yarnAll, 513),
+      yarnFull: accuracy(yarnFull, 513) });
+  }
+fs.writeFileSync(path.join(docs, 'depth_length.svg'), bars({
+  title: 'Recall of keys 513+ tokens back, at 2x and 4x the training context of 512',
+  groups: lengthRows.map((r) => `${r.name} ${r.ctx / 512}x`),
+  series: [
+    { name: 'RoPE as trained', values: lengthRows.map((r) => r.plain) },
+    { name: 'YaRN, every layer', values: lengthRows.map((r) => r.yarnAll) },
+    { name: 'YaRN, full layers only', values: lengthRows.map((r) => r.yarnFull) },
+  ],
+}));
+
+// --- Page ---------------------------------------------------------------------
+
+const row = (cells) => '| ' + cells.join(' | ') + ' |';
+const tableMd = (head, rows) => [row(head), row(head.map(() => '---')), ...rows.map(row)].join('\n');
+const out = [];
+const cpu = readText('deep_cpu.txt');
+const full4 = arm('d4-full'), h31 = arm('d4-hybrid31'), nope31 = arm('d4-hybrid31-nope');
+const swa4 = arm('d4-swa64'), sinks4 = arm('d4-swa64-sinks4'), swa8 = arm('d8-swa64'), h31x8 = arm('d8-hybrid31');
+
+// Routing: far queries (key outside the layer's window) against near ones.
+const routes = readJson('deep_routes.json');
+const routed = arm('d4-routed');
+const routeRows = routes.layers.map((l) => {
+  const c = l.classes;
+  const ratio = (k) => (c[k] ? c[k].ratio : NaN);
+  return { layer: l.layer, farQ: ratio('far query'), nearQ: ratio('near query'), filler: ratio('filler'),
+    items: [c['far query']?.tokens ?? 0, c['near query']?.tokens ?? 0] };
+});
+const best = routeRows.reduce((a, b) => ((b.farQ / Math.max(b.nearQ, 1e-9)) > (a.farQ / Math.max(a.nearQ, 1e-9)) ? b : a));
+const fullShare = routeRows.reduce((s, r) => s + (r.farQ * r.items[0] + r.nearQ * r.items[1]), 0) /
+  routeRows.reduce((s, r) => s + r.items[0] + r.items[1], 0);
+
+// Fair test: both from d4-full, 300 steps on the task each (linear after 300 of attention transfer).
+const other = (name) => ({ name, ...scale(name), plan: readJson(`deep_${name}.json`).plans[0] });
+const ft = other('d4-swa64-sinks4-ft'), lin = other('d4-linear');
+
+out.push('# The lab at depth');
+out.push('');
+out.push(`Made by \`sh recipes/lab/deep.sh\` (training) and \`sh recipes/lab/deep_report.sh\` (these pages) ` +
+  `on ${cpu}; the arms' training segments are in data/made_by_*.txt. Recall does not depend on the CPU.`);
+out.push('');
+out.push('## Headline');
+out.push('');
+const headlineStart = out.length;
+out.push(`- **3:1 (Mellum 2's pattern) retrieves at depth**: ${pct(far(h31))} of keys beyond 4 window layers' ` +
+  `reach (${reach(4)}+ tokens) at 4 layers, ${pct(accuracy(h31x8.plan, 252))} beyond 252 at 8; full attention ` +
+  `${pct(far(full4))} (${full4.label}).`);
+out.push(`- **Windows relay less than their reach**: 4 window layers of 64 reach ${reach(4)} tokens, yet ` +
+  `${pct(mid(swa4))} of keys 64-252 back are recalled (sinks: ${pct(mid(sinks4))}); 8 layers, reach ${reach(8)}: ` +
+  `${pct(accuracy(swa8.plan, WINDOW))} beyond 64 (${swa8.label}).`);
+out.push(`- **NoPE on the full layer** at 4x the training length: ${pct(lengthRows.find((r) => r.name === 'd4-hybrid31-nope' && r.ctx === 2048).plain)} ` +
+  `beyond 512, RoPE ${pct(lengthRows.find((r) => r.name === 'd4-hybrid31' && r.ctx === 2048).plain)}, RoPE with YaRN on the full layer only ` +
+  `${pct(lengthRows.find((r) => r.name === 'd4-hybrid31' && r.ctx === 2048).yarnFull)} (4 layers).`);
+out.push(`- **Routing at depth**: layer ${best.layer} sends ${pct(best.farQ)} of far queries and ${pct(best.nearQ)} of ` +
+  `near ones to full attention (the paper: 30% and 5%); recall beyond 64 ${pct(accuracy(routed.plan, WINDOW))} ` +
+  `against full's ${pct(accuracy(full4.plan, WINDOW))} (${routed.label}).`);
+out.push(`- **Window + sinks against linear attention, same budget**: keys 64-252 back (inside 4 layers' relay, ` +
+  `beyond one window) ${pct(mid(ft))} against ${pct(mid(lin))}; beyond 252 ${pct(far(ft))} against ${pct(far(lin))} (4 layers).`);
+fs.writeFileSync(path.join(data, 'deep_headline.json'),
+  JSON.stringify(out.slice(headlineStart).map((l) => l.replace(/^- /, '').replace(/\*\*/g, '')), null, 1) + '\n');
+out.push('');
+out.push('Every model here is grown from the 2-layer base (`swan train --grow`), so its first and last layers ' +
+  'start as the base\'s previous-token and matching heads; what the middle layers learn is the experiment. ' +
+  'These are sub-1M-parameter models on one synthetic task: the verdicts say what such models do, not what a ' +
+  '7B model does.');
+out.push('');
+
+out.push('## Why the lab was 2 layers deep');
+out.push('');
+const scratch = ['L2', 'L2-seed2', 'L2-seed3', 'L3', 'L4', 'L4-seed2', 'L4-seed3', 'L4-lr3', 'L4-lr3e-4', 'L4-nope',
+  'L4-wd0', 'L4-clip0', 'L4-w2x2', 'L4-w2x3']
+  .filter((n) => has(`deep_scratch_${n}.csv`));
+if (scratch.length) {
+  const lossAt = (n, step) => {
+    const lines = readText(`deep_scratch_${n}.csv`).split('\n').slice(1).map((l) => l.split(','));
+    const hit = lines.find((c) => Number(c[0]) === step);
+    return hit ? Number(hit[2]).toFixed(3) : '-';
+  };
+  // A run's flags (its train_args.json): layers, plan, lr and what else differs from the others.
+  const args = (n) => {
+    const a = JSON.parse(readText(`deep_scratch_${n}.args.json`));
+    const flag = (f) => (a.includes(f) ? a[a.indexOf(f) + 1] : undefined);
+    const other = ['--weight-decay', '--clip', '--seed'].filter((f) => a.includes(f)).map((f) => `${f} ${flag(f)}`).join(' ');
+    return { layers: flag('--layers'), attn: flag('--attn'), lr: flag('--lr'), other };
+  };
+  out.push('From scratch, the lab\'s shape (d 128, 1 head of 128, MLP 352) with a window of 2 on layer 0 ' +
+    '(the previous-token head MQAR needs), at context 64 for 400 steps of 32 sequences, constant learning ' +
+    'rate after 100 warmup steps (`sh recipes/lab/depth_scratch.sh`). Answer loss (chance ≈ 4.2; a model that ' +
+    'retrieves is below 0.1):');
+  out.push('');
+  out.push(tableMd(['run', 'layers', 'plan', 'lr', 'other', 'step 100', 'step 200', 'step 300', 'step 400'],
+    scratch.map((n) => {
+      const a = args(n);
+      return [n, a.layers, `\`${a.attn}\``, a.lr, a.other || '', lossAt(n, 100), lossAt(n, 200), lossAt(n, 300), lossAt(n, 400)];
+    })));
+  out.push('');
+}
+if (has('deep_scratch4_recall.csv')) {
+  // step,tokens, then correct and items per bin.
+  const last = readText('deep_scratch4_recall.csv').split('\n').pop().split(',').map(Number);
+  const shares = [];
+  for (let i = 2; i + 1 < last.length; i += 2) shares.push(pct(last[i] / last[i + 1]));
+  out.push(`The whole 1,600-step curriculum at 4 layers (the base's recipe with \`--layers 4\`) ends at ` +
+    `${shares.join(' / ')} over the bins [1,16) … [256,513) at step ${last[0]}; chance is 1.6%.`);
+  out.push('');
+}
+out.push('Grown instead, the deep models start where the 2-layer base is (100% in every bin) and keep or lose ' +
+  'it under their plan within the 2-layer arms\' budget of 600 steps.');
+out.push('');
+
+out.push('## Recall by distance at 512');
+out.push('');
+out.push('![recall by distance](depth_recall.svg)');
+out.push('');
+out.push(tableMd(['arm', 'plan', 'scale', ...bins.map(binName)],
+  arms.map((a) => [a.name, `\`${a.plan.plan}\``, a.label, ...bins.map((b) => pct(accuracy(a.plan, b.lo, b.hi)))])));
+out.push('');
+const conversion = readJson('deep_conversion.json');
+out.push(`d4-full under window plans without training (${full4.label}):`);
+out.push('');
+out.push(tableMd(['plan', ...bins.map(binName)],
+  conversion.plans.map((p) => [`\`${p.plan}\``, ...bins.map((b) => pct(accuracy(p, b.lo, b.hi)))])));
+out.push('');
+
+out.push('## Beyond the training length: NoPE and YaRN on the full layers');
+out.push('');
+out.push('![length](depth_length.svg)');
+out.push('');
+out.push('Recall of keys more than 512 tokens back at 2x and 4x the training context (the same 32 pairs, more ' +
+  'filler). YaRN: the model\'s config given `rope_scaling` yarn with the factor of the length and ' +
+  '`original_max_position_embeddings` 512; "full layers only" is the plan with `rope-scaling:full`.');
+out.push('');
+out.push(tableMd(['arm', 'context', 'RoPE as trained', 'YaRN, every layer', 'YaRN, full layers only'],
+  lengthRows.map((r) => [r.name, r.ctx, pct(r.plain), pct(r.yarnAll), pct(r.yarnFull)])));
+out.push('');
+
+out.push('## Routing at depth');
+out.push('');
+out.push(`d4-routed: d4-full continued 300 steps under \`${routed.plan.plan}\` (${routed.label}); ` +
+  '`swan route-stats --recall` on held-out sequences. A far query\'s key lies outside the layer\'s window of 64.');
+out.push('');
+out.push(tableMd(['layer', 'P(full | far query)', 'P(full | near query)', 'ratio', 'P(full | filler)'],
+  routeRows.map((r) => [r.layer, pct(r.farQ), pct(r.nearQ), Number.isFinite(r.farQ / r.nearQ) ?
+    (r.farQ / r.nearQ).toFixed(1) + 'x' : '-', pct(r.filler)])));
+out.push('');
+out.push(`Share of queries sent to full attention over the layers: ${pct(fullShare)}. The paper: 0.30 of tokens ` +
+  'when the needle lies outside the window, 0.05 inside.');
+out.push('');
+
+out.push('## A fair window + sinks against linear attention');
+out.push('');
+out.push('Both start from d4-full and train 300 steps on the task at context 512 (linear after LoLCATs\' 300 ' +
+  'steps of attention transfer, as the 2-layer linear arm). Keys 64-252 back lie inside 4 window layers\' relay ' +
+  'of 252 and beyond one window: there a window model could retrieve by relaying.');
+out.push('');
+out.push(tableMd(['arm', ...bins.map(binName)], [
+  ['d4-swa64-sinks4-ft (`swa:64,sinks:4`)', ...bins.map((b) => pct(accuracy(ft.plan, b.lo, b.hi)))],
+  ['d4-linear (`linear`)', ...bins.map((b) => pct(accuracy(lin.plan, b.lo, b.hi)))],
+]));
+out.push('');
+
+out.push('## Verdicts, each with its scale');
+out.push('');
+const verdict = (ok, yes, no) => (ok ? yes : no);
+out.push(`- Mellum 2's 3:1 (${h31.label}): ` + verdict(far(h31) >= 0.9 && far(full4) >= 0.9,
+  `retrieves beyond the windows' reach as full attention does (≥ 90% both: ${pct(far(h31))}, ${pct(far(full4))}).`,
+  `does not match full attention beyond the windows' reach (${pct(far(h31))} against ${pct(far(full4))}; the bar is 90% both).`));
+out.push(`- Windows at depth (${swa4.label}; ${swa8.label}): ` + verdict(mid(swa4) >= 0.5,
+  `relay facts beyond one window (${pct(mid(swa4))} of keys 64-252 back at 4 layers; the bar is 50%).`,
+  `do not relay facts beyond one window in this budget (${pct(mid(swa4))} of keys 64-252 back at 4 layers, ` +
+  `${pct(accuracy(swa8.plan, WINDOW))} beyond 64 at 8; the bar is 50%). What the lab can test: whether training teaches ` +
+  'relaying an arbitrary fact; real text relays more redundant information.'));
+out.push(`- Switch Attention's context dependence (${routed.label}): ` + verdict(
+  best.farQ >= 3 * best.nearQ && Math.abs(accuracy(routed.plan, WINDOW) - accuracy(full4.plan, WINDOW)) <= 0.02,
+  `reproduced: layer ${best.layer} routes far queries ${(best.farQ / Math.max(best.nearQ, 1e-9)).toFixed(1)}x as often as near ones, recall within 2 points of full.`,
+  `not reproduced: the best layer routes far queries ${(best.farQ / Math.max(best.nearQ, 1e-9)).toFixed(1)}x as often as near ones ` +
+  `(bar 3x), recall ${pct(accuracy(routed.plan, WINDOW))} against ${pct(accuracy(full4.plan, WINDOW))} (bar: within 2 points).`));
+out.push(`- SWA + sinks against linear attention at equal budget (4 layers): ` + verdict(mid(ft) > mid(lin),
+  `the window model retrieves more inside its relay (${pct(mid(ft))} against ${pct(mid(lin))}).`,
+  `linear attention retrieves more inside the window model's relay (${pct(mid(lin))} against ${pct(mid(ft))}).`));
+out.push('');
+out.push('Not yet measured at depth: staggered and dilated windows, per-head plans, a task whose near and far ' +
+  'queries are equally common, and seeds (each figure here is one seed).');
+out.push('');
+
+fs.writeFileSync(path.join(docs, 'depth.md'), out.join('\n'));
+console.log(`wrote ${path.join(docs, 'depth.md')}, depth_recall.svg, depth_length.svg`);
