@@ -8,6 +8,11 @@
 # Arms that start from another deep arm instead (the routed arm, and the
 # fair test of a window + sinks against linear attention) train 300 steps
 # at context 512 (FINETUNE), as the 2-layer linear arm does.
+# d4-routed-mix trains on another task (MIX_TASK), where half the queries
+# find their key inside the window (2-48 tokens back) and half outside it
+# (96-500), in the same token types: a router saves work only by looking at
+# the context. It continues d4-full with the 2-layer arms' curriculum
+# (CONTINUED), since the layout is new to it.
 # Output: models/lab/ARM for each arm below.
 #   recipes/lab/deep.sh [ARM...]   (default: every arm, in the table's order)
 . "$(dirname "$0")/common.sh"
@@ -21,10 +26,18 @@ d4-swa64-sinks4 4 swa:64,sinks:4 base
 d4-hybrid31 4 hybrid:3:1,window:64 base
 d4-hybrid31-nope 4 hybrid:3:1,window:64,nope:full base
 d4-routed 4 routed:64,sinks:4 d4-full --router-lr 1e-2 --router-gamma 1e-3
+d4-routed-mix 4 routed:64,sinks:4 d4-full --router-lr 1e-2 --router-gamma 1e-3
 d4-swa64-sinks4-ft 4 swa:64,sinks:4 d4-full
 d4-linear 4 linear d4-full
 d8-swa64 8 swa:64 base
 d8-hybrid31 8 hybrid:3:1,window:64 base"
+
+MIX_TASK="$LAB/task-mix/recall.json"
+mix_task() {
+  [ -f "$MIX_TASK" ] && return 0
+  "$SWAN" train recall --out "$LAB/task-mix" --context 512 --pairs 32 --queries 32 --keys 64 --values 64 \
+    --filler 124 --bins 2-48:0.5,96-500:0.5 --sequences 16 --val-sequences 256
+}
 
 deep_arm() {
   line=$(echo "$ARMS" | awk -v a="$1" '$1 == a')
@@ -37,7 +50,10 @@ deep_arm() {
     lab_train "$LAB/$arm" --init "$LAB/base/model" --grow "$layers" --attn "$plan" $CONTINUED "$@"
   else
     [ -f "$LAB/$from/finished" ] || { echo "$arm starts from $from: run recipes/lab/deep.sh $from first" >&2; exit 1; }
-    if [ "$plan" = linear ]; then
+    if [ "$arm" = d4-routed-mix ]; then
+      mix_task
+      (TASK=$MIX_TASK; lab_train "$LAB/$arm" --init "$LAB/$from/model" --attn "$plan" $CONTINUED "$@")
+    elif [ "$plan" = linear ]; then
       # LoLCATs as the 2-layer linear arm: the feature maps alone first.
       lab_train "$LAB/$arm-transfer" --init "$LAB/$from/model" --attn linear --attention-transfer --context 512 \
         --batch 8 --steps 300 --lr 1e-2 --warmup 20 --eval-every 50 --eval-seqs 16 --log-every 10
