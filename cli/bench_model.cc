@@ -16,7 +16,6 @@
 #include "cli/option_groups.h"
 #include "cli/options.h"
 #include "eval/cost.h"
-#include "gpu/device_decoder.h"
 #include "gpu/vulkan_device.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
@@ -216,8 +215,6 @@ int RunBenchModel(const std::vector<std::string>& words) {
       row.decode_spread = point.decode_spread;
       row.full_ratio = point.routed_full_ratio;
       row.kv_mib = point.kv_bytes / (1 << 20);
-      if (device >= 0)  // the cache is the device's
-        row.kv_mib = DeviceKvBytes(plan, model->kv_shape(), point.decode_start + gen) / (1 << 20);
       if (point.linear_seconds > 0 && device < 0) {
         row.linear_gflops = point.linear_flops / point.linear_seconds * 1e-9;
         // The same mix of f32 and bf16 products at the GEMM rates, against the time taken.

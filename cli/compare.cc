@@ -63,6 +63,7 @@ OptionSet Options() {
       .Add({{"--bench-depths"}, "L", "prompt lengths the speed and KV figures are measured at (default CTX/4,CTX)"})
       .Add(PrefillChunkOption(128, "window rings hold W-1+B slots"))
       .Add(KvOption())
+      .Add(DeviceOption())
       .Add(JsonOption("the report", " instead of the table"))
       .Add({{"--html"}, "FILE", "write a self-contained HTML report (table and pictures)"})
       .Add({{"--svg"}, "DIR", "write the pictures as SVG files into DIR"})
@@ -338,7 +339,8 @@ int RunCompare(const std::vector<std::string>& words) {
   auto log = [quiet](const std::string& s) {
     if (!quiet) std::fprintf(stderr, "\r%-100s", s.c_str()), std::fflush(stderr);
   };
-  std::unique_ptr<LanguageModel> model = LoadModel(args.Get("-m", ""));
+  RequireDeviceKv(args, KvTypeFromString(args.Get("--kv", "f32")));
+  std::unique_ptr<LanguageModel> model = LoadModel(args.Get("-m", ""), LoadOptionsFrom(args));
   const CompareOutput out = Compare(args, *model, log);
   if (!quiet) std::fprintf(stderr, "\r%-100s\r", "");
   std::printf("%s", args.Has("--json") ? (out.json.dump(2) + "\n").c_str() : out.text.c_str());

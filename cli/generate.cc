@@ -226,7 +226,7 @@ int RunGenerate(const std::vector<std::string>& words) {
                "%.3f s (%.1f tok/s) | KV cache %.1f KiB | peak RSS %.1f MiB\n",
                plan.spec.c_str(), load_s, prompt.size(), prefill_s, double(prompt.size()) / prefill_s,
                (long long)generated, decode_s, generated > 0 ? double(generated) / decode_s : 0.0,
-               double(session->cache.Bytes()) / 1024.0, double(PeakResidentBytes()) / (1 << 20));
+               double(model->CacheBytes(*session)) / 1024.0, double(PeakResidentBytes()) / (1 << 20));
   return 0;
 }
 

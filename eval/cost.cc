@@ -108,7 +108,7 @@ std::vector<CostPoint> MeasureCost(const LanguageModel& model, const AttentionPl
         if (r >= 0) point.prefill_runs.push_back(double(prompt) / std::max(SecondsSince(t0), 1e-9));
         EnableLinearStats(false);
       }
-      point.kv_bytes = double(session->cache.Bytes());
+      point.kv_bytes = double(model.CacheBytes(*session));
       if (!o.decode_after_prompt && prompt > 0) session = at_depth();
       if (r >= 0)
         for (auto& l : routes) session->routing.record.push_back(&l);
@@ -117,7 +117,7 @@ std::vector<CostPoint> MeasureCost(const LanguageModel& model, const AttentionPl
       if (r >= 0 && o.decode_tokens > 0)
         point.decode_runs.push_back(double(o.decode_tokens) / std::max(SecondsSince(t0), 1e-9));
       session->routing.record.clear();
-      point.kv_bytes = std::max(point.kv_bytes, double(session->cache.Bytes()));
+      point.kv_bytes = std::max(point.kv_bytes, double(model.CacheBytes(*session)));
     }
     const LinearStats ls = TakeLinearStats();
     point.linear_seconds = ls.seconds;

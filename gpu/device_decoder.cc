@@ -58,6 +58,7 @@ class DeviceDecoder : public LanguageModel {
   const ModelConfig& config() const override { return config_; }
   size_t WeightBytes() const override { return weight_bytes_; }
   void Forward(float* logits, const Batch& batch, Session& session) const override;
+  size_t CacheBytes(const Session& session) const override;
 
  private:
   void Load(const WeightSource& w, const DecoderTensor& t);
@@ -198,6 +199,14 @@ void DeviceDecoder::Grow(DeviceLayerKv& kv, int64_t slots) const {
   if (int64_t(scores_.bytes()) < score_floats * 4) scores_ = DeviceBuffer(device_, size_t(score_floats) * 4);
 }
 
+size_t DeviceDecoder::CacheBytes(const Session& session) const {
+  auto it = sequences_.find(&session);
+  if (it == sequences_.end()) return 0;
+  size_t bytes = 0;
+  for (const DeviceLayerKv& kv : it->second.layers) bytes += kv.k.bytes() + kv.v.bytes();
+  return bytes;
+}
+
 DeviceSequence& DeviceDecoder::SequenceOf(const Session& session, int32_t first_pos) const {
   auto it = sequences_.find(&session);
   if (first_pos == 0 || it == sequences_.end()) {
@@ -318,16 +327,6 @@ void DeviceDecoder::Step(int32_t token, int32_t pos, const Session& session, Dev
 }
 
 }  // namespace
-
-double DeviceKvBytes(const AttentionPlan& plan, const KvShape& shape, int64_t positions) {
-  const double row_bytes = 2.0 * shape.n_kv_heads * shape.head_dim * sizeof(float);  // a key and a value
-  double bytes = 0;
-  for (const LayerPlan& l : plan.layers) {
-    const int64_t full_slots = std::max<int64_t>(1, (positions + kFullSlotsStep - 1) / kFullSlotsStep) * kFullSlotsStep;
-    bytes += row_bytes * double(l.kind == LayerKind::kWindow ? l.span.sinks + l.span.window : full_slots);
-  }
-  return bytes;
-}
 
 std::unique_ptr<LanguageModel> BuildDeviceDecoder(const WeightSource& weights, const ModelConfig& config,
                                                   const std::string& origin, int device_index) {

@@ -28,11 +28,6 @@ class WeightSource;
 // A model of config's family whose forward runs on Vulkan device
 // `device_index` (swan --version lists them). Throws std::runtime_error
 // with one line naming what is missing when there is no such device.
-// The bytes one sequence's KV cache takes on the device once `positions`
-// tokens are in it: a window layer's ring of sinks + window slots from the
-// start, a full layer's slots in steps of 256; keys and values in float32.
-double DeviceKvBytes(const AttentionPlan& plan, const KvShape& shape, int64_t positions);
-
 std::unique_ptr<LanguageModel> BuildDeviceDecoder(const WeightSource& weights, const ModelConfig& config,
                                                   const std::string& origin, int device_index);
 

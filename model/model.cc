@@ -95,6 +95,8 @@ size_t PlanLayerKvBytesAt(const LayerPlan& layer, const KvShape& shape, const Kv
 
 ModelAttentionDefaults LanguageModel::AttentionDefaults() const { return AttentionDefaultsFor(config()); }
 
+size_t LanguageModel::CacheBytes(const Session& session) const { return session.cache.Bytes(); }
+
 namespace {
 
 // A built model from `stored`, its linear layers converted as options say.

@@ -88,6 +88,10 @@ class LanguageModel {
   // appears twice.
   virtual void ForwardBatch(float* logits, const std::vector<SequenceStep>& steps) const;
 
+  // The bytes the session's keys and values take where they live: its
+  // host cache, or a device's memory for a model that runs on one.
+  virtual size_t CacheBytes(const Session& session) const;
+
   // The plan `spec` (see model/plan.h) resolved for this model.
   AttentionPlan ResolvePlan(const std::string& spec) const;
   std::unique_ptr<Session> NewSession(const AttentionPlan& plan, const KvCacheOptions& options = {}) const;
