@@ -4,7 +4,6 @@
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
-#include <unordered_map>
 #include <vector>
 
 #include "gpu/device_ops.h"
@@ -41,7 +40,11 @@ struct DeviceLayerKv {
   int64_t SlotOf(int64_t p) const { return SlotTable(sinks, ring_rows).SlotOf(p); }
 };
 
+// A session's state on the device (Session::device_cache). It holds the
+// device, destroyed after the buffers, so a session may outlive its model.
 struct DeviceSequence {
+  std::shared_ptr<VulkanDevice> device;
+  const void* owner = nullptr;        // the decoder that made it
   std::vector<DeviceLayerKv> layers;  // [n_layers]
   int64_t next_pos = 0;
 };
@@ -64,7 +67,7 @@ class DeviceDecoder : public LanguageModel {
   void Load(const WeightSource& w, const DecoderTensor& t);
   DeviceMatrix Upload(const LinearWeight& w);
   void CheckPlan(const AttentionPlan& plan) const;
-  DeviceSequence& SequenceOf(const Session& session, int32_t first_pos) const;
+  DeviceSequence& SequenceOf(Session& session, int32_t first_pos) const;
   void Grow(DeviceLayerKv& kv, int64_t slots) const;
   // One token through the model; logits [vocab] when not null.
   void Step(int32_t token, int32_t pos, const Session& session, DeviceSequence& seq, float* logits) const;
@@ -74,7 +77,8 @@ class DeviceDecoder : public LanguageModel {
   ModelConfig config_;
   DecoderSpec spec_;
   std::string origin_;
-  mutable VulkanDevice device_;
+  std::shared_ptr<VulkanDevice> device_holder_;  // shared with the sessions' caches
+  VulkanDevice& device_;
   mutable DeviceKernels kernels_;
   float embed_scale_ = 1.0f, attention_scale_ = 0.0f, eps_ = 1e-6f;
   size_t weight_bytes_ = 0;
@@ -84,7 +88,6 @@ class DeviceDecoder : public LanguageModel {
   DeviceMatrix head_;  // [vocab, hidden]
 
   mutable std::mutex mutex_;  // one step at a time: the scratch below is shared
-  mutable std::unordered_map<const Session*, DeviceSequence> sequences_;
   // Scratch: x, xn, branch, branch_normed [hidden]; q, qn, attn [heads * hd];
   // k, kn, v [kv_heads * hd]; gate, up, act [intermediate]; logits [vocab];
   // cos_sin [n_layers, head_dim]; q_pos [1]; scores [heads, slots]
@@ -94,7 +97,12 @@ class DeviceDecoder : public LanguageModel {
 
 DeviceDecoder::DeviceDecoder(const WeightSource& w, const ModelConfig& config, const std::string& origin,
                              int device_index)
-    : config_(config), spec_(DecoderSpecOf(config, origin)), origin_(origin), device_(device_index), kernels_(device_) {
+    : config_(config),
+      spec_(DecoderSpecOf(config, origin)),
+      origin_(origin),
+      device_holder_(std::make_shared<VulkanDevice>(device_index)),
+      device_(*device_holder_),
+      kernels_(device_) {
   if (spec_.scale_embeddings) embed_scale_ = float(std::sqrt(double(config.hidden_size)));
   attention_scale_ = AttentionScaleOf(config, spec_);
   eps_ = float(config.rms_norm_eps);
@@ -200,32 +208,35 @@ void DeviceDecoder::Grow(DeviceLayerKv& kv, int64_t slots) const {
 }
 
 size_t DeviceDecoder::CacheBytes(const Session& session) const {
-  auto it = sequences_.find(&session);
-  if (it == sequences_.end()) return 0;
+  const auto* seq = static_cast<const DeviceSequence*>(session.device_cache.get());
+  if (!seq || seq->owner != this) return 0;
   size_t bytes = 0;
-  for (const DeviceLayerKv& kv : it->second.layers) bytes += kv.k.bytes() + kv.v.bytes();
+  for (const DeviceLayerKv& kv : seq->layers) bytes += kv.k.bytes() + kv.v.bytes();
   return bytes;
 }
 
-DeviceSequence& DeviceDecoder::SequenceOf(const Session& session, int32_t first_pos) const {
-  auto it = sequences_.find(&session);
-  if (first_pos == 0 || it == sequences_.end()) {
+DeviceSequence& DeviceDecoder::SequenceOf(Session& session, int32_t first_pos) const {
+  auto* seq = static_cast<DeviceSequence*>(session.device_cache.get());
+  if (first_pos == 0 || !seq || seq->owner != this) {
     if (first_pos != 0)
       throw std::invalid_argument("Forward on a device: a session starts at position 0 (got " +
                                   std::to_string(first_pos) + ")");
-    DeviceSequence seq;
+    auto fresh = std::make_shared<DeviceSequence>();
+    fresh->device = device_holder_;
+    fresh->owner = this;
     for (const LayerPlan& l : session.plan.layers) {
       DeviceLayerKv kv;
       if (l.kind == LayerKind::kWindow) kv.sinks = l.span.sinks, kv.ring_rows = l.span.window;
       Grow(kv, kv.ring_rows ? kv.sinks + kv.ring_rows : kFullSlotsStep);
-      seq.layers.push_back(std::move(kv));
+      fresh->layers.push_back(std::move(kv));
     }
-    it = sequences_.insert_or_assign(&session, std::move(seq)).first;
+    session.device_cache = fresh;
+    seq = fresh.get();
   }
-  if (first_pos != it->second.next_pos)
+  if (first_pos != seq->next_pos)
     throw std::invalid_argument("Forward on a device: position " + std::to_string(first_pos) + " after " +
-                                std::to_string(it->second.next_pos) + " tokens (positions continue the sequence)");
-  return it->second;
+                                std::to_string(seq->next_pos) + " tokens (positions continue the sequence)");
+  return *seq;
 }
 
 void DeviceDecoder::Forward(float* logits, const Batch& batch, Session& session) const {

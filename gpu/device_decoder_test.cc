@@ -88,6 +88,37 @@ TEST_F(DeviceDecoderTest, Stories260KMatchesTheCpuUnderEveryStaticPlan) {
     Compare(test::Stories260K(), plan, 16, 1e-4);
 }
 
+// A session keeps its keys and values on the device and frees them with
+// itself, even after the model is gone; two sessions of one model keep
+// separate caches (CacheBytes: a full layer's 256 slots, a window's ring).
+TEST_F(DeviceDecoderTest, SessionsOwnTheirDeviceCaches) {
+  SWAN_NEED_VULKAN();
+  LoadOptions on_device;
+  on_device.vulkan_device = 0;
+  std::unique_ptr<LanguageModel> gpu = LoadModel(test::Stories260K(), on_device);
+  KvCacheOptions f32_cache;
+  f32_cache.type = KvType::kF32;
+  auto full = gpu->NewSession(gpu->ResolvePlan("full"), f32_cache);
+  auto window = gpu->NewSession(gpu->ResolvePlan("swa:8,sinks:2"), f32_cache);
+  EXPECT_EQ(gpu->CacheBytes(*full), 0u);
+  const KvShape shape = gpu->kv_shape();
+  const size_t slot = size_t(2 * shape.n_kv_heads * shape.head_dim) * sizeof(float);  // a key and a value
+  const int32_t tokens[3] = {1, 400, 401}, pos[3] = {0, 1, 2};
+  std::vector<float> logits(static_cast<size_t>(gpu->config().vocab_size));  // [vocab]
+  gpu->Forward(logits.data(), Batch{tokens, pos, 3, false}, *full);
+  gpu->Forward(logits.data(), Batch{tokens, pos, 3, false}, *window);
+  const size_t layers = size_t(gpu->config().n_layers);
+  EXPECT_EQ(gpu->CacheBytes(*full), layers * 256 * slot);
+  EXPECT_EQ(gpu->CacheBytes(*window), layers * 10 * slot);
+  // A session whose positions do not continue is refused; one at 0 starts over.
+  EXPECT_THROW(gpu->Forward(logits.data(), Batch{tokens, pos + 1, 1, false}, *full), std::invalid_argument);
+  gpu->Forward(logits.data(), Batch{tokens, pos, 1, false}, *full);
+  EXPECT_EQ(gpu->CacheBytes(*full), layers * 256 * slot);
+  gpu.reset();  // the sessions' caches outlive the model
+  full.reset();
+  window.reset();
+}
+
 // Block weights reach the device in the file's layout (UnpackBlockRows)
 // and are multiplied there by float32 activations. The CPU's reference is
 // the same GGUF file loaded with --weights f32: the very values, without

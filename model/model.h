@@ -51,6 +51,9 @@ struct Session {
   KvCache cache;
   std::vector<Rope> ropes;  // [n_layers] from plan.layers[i].rope
   RouteOptions routing;
+  // A model that runs on a device keeps the sequence's keys and values
+  // there, in state it puts here: freed with the session.
+  std::shared_ptr<void> device_cache;
 };
 
 // One sequence's part of a batched forward step (LanguageModel::ForwardBatch):
