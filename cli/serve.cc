@@ -56,6 +56,7 @@ OptionSet Options() {
       .Add(ContextOption("; more is allowed"))
       .Add(KvOption("f32", /*decodes=*/true))
       .Add(WeightsOption())
+      .Add(DeviceOption())
       .Add(ThreadsOption())
       .Add({{"--seq-threads"},
             "N",
@@ -136,7 +137,12 @@ int RunServe(const std::vector<std::string>& words) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  RequireDeviceKv(args, KvTypeFromString(args.Get("--kv", "f32")));
   std::unique_ptr<LanguageModel> model = LoadModel(dir, LoadOptionsFrom(args));
+  if (!model->CacheOnHost() && !args.Has("--no-prompt-cache"))
+    std::fprintf(stderr,
+                 "swan serve: the KV cache lives on the device; no prompt cache (earlier requests' KV is "
+                 "not reused)\n");
   const Tokenizer tokenizer = LoadModelTokenizer(dir);
   const ChatTemplate chat_template =
       ChatTemplate::Load(ChatTemplateOptions{dir, args.Get("--chat-template", "")}, tokenizer);

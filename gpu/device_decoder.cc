@@ -62,6 +62,7 @@ class DeviceDecoder : public LanguageModel {
   size_t WeightBytes() const override { return weight_bytes_; }
   void Forward(float* logits, const Batch& batch, Session& session) const override;
   size_t CacheBytes(const Session& session) const override;
+  bool CacheOnHost() const override { return false; }
 
  private:
   void Load(const WeightSource& w, const DecoderTensor& t);

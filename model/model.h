@@ -94,6 +94,9 @@ class LanguageModel {
   // The bytes the session's keys and values take where they live: its
   // host cache, or a device's memory for a model that runs on one.
   virtual size_t CacheBytes(const Session& session) const;
+  // False when the keys and values live on a device: the host cache's
+  // snapshots (the server's prompt cache) would hold none of them.
+  virtual bool CacheOnHost() const { return true; }
 
   // The plan `spec` (see model/plan.h) resolved for this model.
   AttentionPlan ResolvePlan(const std::string& spec) const;

@@ -85,6 +85,8 @@ Engine::Engine(const LanguageModel& model, const Tokenizer& tokenizer, const Eng
       options_(options),
       plan_(model.ResolvePlan(options.attn)),
       prompt_cache_(plan_.HasWindowLayers()) {
+  // A device's cache cannot be snapshotted from the host: nothing is reused.
+  if (!model.CacheOnHost()) options_.prompt_cache = false;
   // The prompt cache and its checkpoints keep keys; a linear layer's state would be lost.
   if (plan_.HasLinearLayers())
     throw std::invalid_argument("attention plan '" + plan_.spec +
@@ -112,7 +114,7 @@ Engine::Engine(const LanguageModel& model, const Tokenizer& tokenizer, const Eng
   const int64_t interval = options.checkpoint_interval;
   checkpoint_spacing_ = std::max<int64_t>(1, (3 * widest + interval - 1) / interval) * interval;
   widest_ring_ = widest;
-  if (!options.prompt_cache) checkpoint_rings_.clear();  // no prompt cache: no checkpoints
+  if (!options_.prompt_cache) checkpoint_rings_.clear();  // no prompt cache: no checkpoints
   stats_.kv_budget_bytes = options.kv_budget_bytes;
   thread_ = std::thread([this] { Loop(); });
 }
