@@ -6,7 +6,7 @@ const pct = (x) => (100 * x).toFixed(1) + '%';
 // Grouped bars: one group per category (distance bin, length), one bar per series.
 // hlines: [[y, label]] drawn dashed across (chance levels).
 export function groupedBars({ title, groups, series, yLabel = 'accuracy', hlines = [] }) {
-  const W = 1100, H = 380, left = 60, right = 250, top = 40, bottom = 50;
+  const W = 1100, H = 390, left = 60, right = 250, top = 40, bottom = 60;
   const plotW = W - left - right, plotH = H - top - bottom;
   const colors = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f'];
   const groupW = plotW / groups.length, barW = (groupW * 0.8) / series.length;
@@ -30,9 +30,12 @@ export function groupedBars({ title, groups, series, yLabel = 'accuracy', hlines
       if (!Number.isFinite(v)) return;
       const h = plotH * v;
       s += `<rect x="${(x0 + si * barW).toFixed(1)}" y="${(top + plotH - h).toFixed(1)}" width="${(barW - 1).toFixed(1)}" ` +
-        `height="${h.toFixed(1)}" fill="${colors[si % colors.length]}"><title>${esc(se.name)} ${esc(g)}: ${pct(v)}</title></rect>`;
+        `height="${h.toFixed(1)}" fill="${colors[si % colors.length]}"><title>${esc(se.name)} ${esc(String(g).replace('\n', ' '))}: ${pct(v)}</title></rect>`;
     });
-    s += `<text x="${left + (gi + 0.5) * groupW}" y="${top + plotH + 20}" text-anchor="middle">${esc(g)}</text>`;
+    // A label's lines (split at '\n') under its group.
+    const x = left + (gi + 0.5) * groupW;
+    s += `<text x="${x}" y="${top + plotH + 20}" text-anchor="middle" font-size="12">` +
+      String(g).split('\n').map((line, i) => `<tspan x="${x}" dy="${i ? 15 : 0}">${esc(line)}</tspan>`).join('') + '</text>';
   });
   series.forEach((se, si) => {
     const y = top + 10 + si * 20;

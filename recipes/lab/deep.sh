@@ -8,11 +8,12 @@
 # Arms that start from another deep arm instead (the routed arm, and the
 # fair test of a window + sinks against linear attention) train 300 steps
 # at context 512 (FINETUNE), as the 2-layer linear arm does.
-# d4-routed-mix trains on another task (MIX_TASK), where half the queries
-# find their key inside the window (2-48 tokens back) and half outside it
-# (96-500), in the same token types: a router saves work only by looking at
-# the context. It continues d4-full with the 2-layer arms' curriculum
-# (CONTINUED), since the layout is new to it.
+# The d4-routed-mix arms train on another task (MIX_TASK), where half the
+# queries find their key inside the window (2-48 tokens back) and half
+# outside it (96-500), in the same token types: a router saves work only by
+# looking at the context. They continue d4-full with the 2-layer arms'
+# curriculum (CONTINUED), since the layout is new to it, at four weights
+# of the routers' regularizer.
 # Output: models/lab/ARM for each arm below.
 #   recipes/lab/deep.sh [ARM...]   (default: every arm, in the table's order)
 . "$(dirname "$0")/common.sh"
@@ -27,6 +28,9 @@ d4-hybrid31 4 hybrid:3:1,window:64 base
 d4-hybrid31-nope 4 hybrid:3:1,window:64,nope:full base
 d4-routed 4 routed:64,sinks:4 d4-full --router-lr 1e-2 --router-gamma 1e-3
 d4-routed-mix 4 routed:64,sinks:4 d4-full --router-lr 1e-2 --router-gamma 1e-3
+d4-routed-mix-g3e-3 4 routed:64,sinks:4 d4-full --router-lr 1e-2 --router-gamma 3e-3
+d4-routed-mix-g6e-3 4 routed:64,sinks:4 d4-full --router-lr 1e-2 --router-gamma 6e-3
+d4-routed-mix-g1e-2 4 routed:64,sinks:4 d4-full --router-lr 1e-2 --router-gamma 1e-2
 d4-swa64-sinks4-ft 4 swa:64,sinks:4 d4-full
 d4-linear 4 linear d4-full
 d8-swa64 8 swa:64 base
@@ -50,7 +54,7 @@ deep_arm() {
     lab_train "$LAB/$arm" --init "$LAB/base/model" --grow "$layers" --attn "$plan" $CONTINUED "$@"
   else
     [ -f "$LAB/$from/finished" ] || { echo "$arm starts from $from: run recipes/lab/deep.sh $from first" >&2; exit 1; }
-    if [ "$arm" = d4-routed-mix ]; then
+    if [ "${arm#d4-routed-mix}" != "$arm" ]; then
       mix_task
       (TASK=$MIX_TASK; lab_train "$LAB/$arm" --init "$LAB/$from/model" --attn "$plan" $CONTINUED "$@")
     elif [ "$plan" = linear ]; then

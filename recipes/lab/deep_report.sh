@@ -11,11 +11,15 @@ THREADS=${THREADS:-2}
 DOCS=${1:-docs/lab}
 SAMPLES=${SAMPLES:-64}
 command -v node >/dev/null 2>&1 || { echo "deep_report.sh needs node (scripts/setup.sh installs it)" >&2; exit 1; }
-ARMS="d4-full d4-swa64 d4-swa64-sinks4 d4-hybrid31 d4-hybrid31-nope d4-routed d4-swa64-sinks4-ft d4-linear
+MIX_ARMS="d4-routed-mix d4-routed-mix-g3e-3 d4-routed-mix-g6e-3 d4-routed-mix-g1e-2"
+ARMS="d4-full d4-swa64 d4-swa64-sinks4 d4-hybrid31 d4-hybrid31-nope d4-routed $MIX_ARMS d4-swa64-sinks4-ft
 d8-swa64 d8-hybrid31"
 for arm in $ARMS; do
   [ -f "$MODELS/$arm/config.json" ] || { echo "no $MODELS/$arm: run recipes/lab/deep.sh $arm first" >&2; exit 1; }
 done
+# The linearized arm is measured when it has been made (its fine-tune is the
+# slowest run of all: recipes/lab/deep.sh d4-linear).
+[ -f "$MODELS/d4-linear/config.json" ] && ARMS="$ARMS d4-linear"
 mkdir -p "$DOCS/data"
 compare() {  # compare OUT.json MODEL [flags...]
   out=$1; shift
@@ -27,6 +31,13 @@ compare() {  # compare OUT.json MODEL [flags...]
 DEEP_BINS=1,16,64,128,252,513
 for arm in $ARMS; do
   compare "deep_$arm.json" "$MODELS/$arm" --attn model --distances $DEEP_BINS
+done
+# Other seeds of the headline arms (recipes/lab/deep_seeds.sh), where run.
+for arm in d4-full d4-swa64 d4-hybrid31; do
+  for seed in 2 3; do
+    run="$LAB/$arm-seed$seed"
+    [ -f "$run/finished" ] && compare "deep_${arm}_seed$seed.json" "$run/model" --attn model --distances $DEEP_BINS
+  done
 done
 # The full arm at depth under window plans without training (StreamingLLM's
 # claim at depth: does a window + sinks keep what the deep model retrieves?).
@@ -62,6 +73,14 @@ for arm in d4-full d4-hybrid31 d4-hybrid31-nope d8-hybrid31; do
 done
 "$SWAN" route-stats -m "$MODELS/d4-routed" --recall --samples 32 --json --quiet -t "$THREADS" \
   > "$DOCS/data/deep_routes.json"
+# The routed arms of the mixed task (as many near queries as far ones)
+# under their routers, and their weights under full attention: what
+# routing costs.
+for arm in $MIX_ARMS; do
+  compare "deep_${arm}_full.json" "$MODELS/$arm" --attn full --distances $DEEP_BINS
+  "$SWAN" route-stats -m "$MODELS/$arm" --recall --samples 32 --json --quiet -t "$THREADS" \
+    > "$DOCS/data/deep_routes_$arm.json"
+done
 for arm in $ARMS; do
   cp "$MODELS/$arm/MADE_BY.txt" "$DOCS/data/made_by_$arm.txt"
   "$SWAN" inspect -m "$MODELS/$arm" > "$DOCS/data/deep_inspect_$arm.txt"

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import { groupedBars } from './charts.mjs';
+import { accuracy, pct } from './recall.mjs';
 
 const docs = process.argv[2];
 if (!docs) {
@@ -32,17 +33,6 @@ const ARMS = [
 ];
 const WINDOW = 64, RELAY = 128;  // the window, and the 2-layer relay reach of two windows
 
-// Accuracy over the bins whose distances all lie in [lo, hi).
-function accuracy(plan, lo, hi = Infinity) {
-  let correct = 0, items = 0;
-  for (const b of plan.bins)
-    if (b.lo >= lo && b.hi <= hi) {
-      correct += b.correct;
-      items += b.items;
-    }
-  return items ? { value: correct / items, items } : { value: NaN, items: 0 };
-}
-const pct = (x) => (Number.isFinite(x) ? (100 * x).toFixed(1) + '%' : '-');
 const acc = (plan, lo, hi) => pct(accuracy(plan, lo, hi).value);
 const mib = (bytes) => (bytes / 1048576).toFixed(3);
 

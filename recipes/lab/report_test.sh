@@ -10,8 +10,14 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 command -v node >/dev/null 2>&1 || { echo "skipped: no node"; exit 77; }
 cp -r "$SRC/docs/lab" "$TMP/lab"
-rm -f "$TMP/lab/README.md" "$TMP/lab/index.html"
+rm -f "$TMP/lab/README.md" "$TMP/lab/index.html" "$TMP/lab/depth.md" "$TMP/lab/data/deep_headline.json"
+# The deep arms' page first: it writes the headline the main page shows.
+node "$SRC/recipes/lab/deep_report.mjs" "$TMP/lab" > /dev/null
+cmp "$TMP/lab/depth.md" "$SRC/docs/lab/depth.md" || {
+  echo "docs/lab/depth.md is not what deep_report.mjs writes from docs/lab/data (run recipes/lab/deep_report.sh)"; exit 1; }
+cmp "$TMP/lab/depth_recall.svg" "$SRC/docs/lab/depth_recall.svg"
 node "$SRC/recipes/lab/report.mjs" "$TMP/lab" > "$TMP/report.txt"
+grep -q "^## Headline" "$TMP/lab/README.md"
 cmp "$TMP/lab/README.md" "$SRC/docs/lab/README.md" || {
   echo "docs/lab/README.md is not what report.mjs writes from docs/lab/data (run recipes/lab/report.sh)"; exit 1; }
 cmp "$TMP/lab/index.html" "$SRC/docs/lab/index.html"
