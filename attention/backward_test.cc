@@ -85,7 +85,7 @@ std::vector<float> RandomLike(std::mt19937& rng, size_t n) {
 }
 
 TEST_F(BackwardTest, ReferenceMatchesFiniteDifferences) {
-  for (Span span : {Span{}, Span{3, 0}, Span{3, 2}}) {
+  for (Span span : {Span{}, Span{3, 0}, Span{3, 2}, Span{4, 1, true, 2}}) {
     const Problem p = MakePrefill(rng, AttentionShape{4, 2, 4}, span, 9, 9, /*learned_sinks=*/true);
     const std::vector<float> w = RandomLike(rng, p.q.size());
     const Grads g = RunBackward(p, w, /*fast=*/false);
@@ -124,7 +124,8 @@ void ExpectFastMatchesReference(const Problem& p, std::mt19937& rng, const std::
 
 TEST_F(BackwardTest, FastMatchesReferenceAcrossSpans) {
   for (int64_t n : {63, 64, 65, 190})
-    for (Span span : {Span{}, Span{1, 0}, Span{64, 0}, Span{65, 4}, Span{int32_t(n), 0}}) {
+    for (Span span : {Span{}, Span{1, 0}, Span{64, 0}, Span{65, 4}, Span{int32_t(n), 0}, Span{64, 0, true, 16},
+                      Span{50, 2, true, 37}}) {
       const Problem p = MakePrefill(rng, AttentionShape{4, 2, 32}, span, n, n);
       ExpectFastMatchesReference(p, rng, "n " + std::to_string(n) + ", " + span.ToString());
     }

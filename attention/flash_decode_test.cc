@@ -114,9 +114,11 @@ TEST_F(DecodeTest, GroupsHeadDimsTypesAndSpans) {
   for (int32_t group : {1, 2, 4, 8})
     for (int32_t d : {64, 80, 128})
       for (KvType type : {KvType::kF32, KvType::kBF16})
-        for (Span span : {Span{}, Span{100, 0}, Span{100, 4}}) {
+        for (Span span : {Span{}, Span{100, 0}, Span{100, 4}, Span{100, 4, true, 25}, Span{200, 0, true, 50}}) {
           const bool learned_sinks = std::bernoulli_distribution(0.5)(rng);
-          // 300 keys: a last block of 44 keys; the window ends inside blocks.
+          // 300 keys: a last block of 44 keys; the window ends inside blocks
+          // (the block window of 200 starts at 250, after whole key blocks
+          // its sliding twin would see).
           problems.push_back(MakePrefill(rng, AttentionShape{2 * group, 2, d}, span, 300, 1, learned_sinks, type));
         }
   ExpectMatchesOnEveryTarget(CasesOf(problems));

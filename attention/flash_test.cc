@@ -74,6 +74,25 @@ TEST_F(AttendTest, SinksIncludingMoreThanTheWindow) {
   });
 }
 
+// Block windows (chunked, staggered): blocks smaller than, equal to and
+// larger than the kernel's key block, at offsets that split it.
+TEST_F(AttendTest, BlockWindowsAtEveryOffset) {
+  ForEachTarget([&] {
+    const AttentionShape shape{4, 2, 32};
+    for (int32_t w : {1, 16, 64, 100})
+      for (int32_t offset : {0, w / 4, w / 2, w - 1})
+        for (int32_t sinks : {0, 3}) {
+          const Problem p = MakePrefill(rng, shape, Span{w, sinks, true, offset}, 230, 230);
+          ExpectMatches(p, Span{w, sinks, true, offset}.ToString());
+        }
+    const Problem tail = MakePrefill(rng, shape, Span{64, 0, true, 16}, 700, 37);
+    ExpectMatches(tail, "37 queries after 663 keys, blocks of 64 from 16");
+    // A block that starts well after key blocks its sliding twin would see whole.
+    const Problem late = MakePrefill(rng, shape, Span{300, 2, true, 100}, 700, 3);
+    ExpectMatches(late, "3 queries after 697 keys, blocks of 300 from 100");
+  });
+}
+
 TEST_F(AttendTest, GqaRatios) {
   ForEachTarget([&] {
     for (int32_t ratio : {1, 2, 4, 8}) {

@@ -6,7 +6,8 @@ namespace swan {
 
 std::string Span::ToString() const {
   if (window == 0) return "full";
-  std::string s = "window " + std::to_string(window);
+  std::string s = blocks ? "blocks of " + std::to_string(window) + (offset ? " from " + std::to_string(offset) : "")
+                         : "window " + std::to_string(window);
   if (sinks > 0) s += " + " + std::to_string(sinks) + " sinks";
   return s;
 }
@@ -18,6 +19,9 @@ void ValidateSpan(const Span& span) {
   if (span.sinks > 0 && span.window == 0)
     throw std::invalid_argument("sinks (" + std::to_string(span.sinks) +
                                 ") need a window: full attention already sees every key");
+  if (span.blocks && (span.window == 0 || span.offset < 0 || span.offset >= span.window))
+    throw std::invalid_argument("a block window needs a window and an offset in [0, window), got window " +
+                                std::to_string(span.window) + " offset " + std::to_string(span.offset));
 }
 
 Span SpanFromFlashAttention(int32_t left, int32_t right, bool causal) {

@@ -1,9 +1,14 @@
 // Which keys a query sees: the one window convention of swan (docs/design.md §1).
 //
 //   query at position q sees key at position k  iff
-//       k <= q  and  ( window == 0  or  q - k < window  or  k < sinks )
+//       k <= q  and  ( window == 0  or  k >= WindowStart(q)  or  k < sinks )
 //
-// `window` counts keys including the query itself (window 1: only itself);
+// A sliding window starts at q - window + 1 (q - k < window): `window`
+// counts keys including the query itself (window 1: only itself). A block
+// window (Llama 4's chunked attention; staggered when layers' blocks start
+// at different offsets) starts at the first position of q's block: blocks
+// of `window` positions start where p = offset (mod window), so a query sees
+// 1 to `window` keys and never more than a sliding window would.
 // window 0 means unbounded (full causal attention). `sinks` leading tokens
 // (StreamingLLM attention sinks) stay visible at any distance.
 // Positions are 0-based absolute token positions; a negative position marks
@@ -16,28 +21,41 @@
 namespace swan {
 
 struct Span {
-  int32_t window = 0;  // keys visible behind and including the query; 0 = all
-  int32_t sinks = 0;   // leading positions always visible
+  int32_t window = 0;   // keys visible behind and including the query; 0 = all
+  int32_t sinks = 0;    // leading positions always visible
+  bool blocks = false;  // a block window instead of a sliding one
+  int32_t offset = 0;   // blocks: where blocks start, in [0, window)
 
   bool full() const { return window == 0; }
   bool operator==(const Span&) const = default;
-  std::string ToString() const;  // "full", "window 1024", "window 1024 + 4 sinks"
+  // "full", "window 1024", "window 1024 + 4 sinks", "blocks of 64 from 16"
+  std::string ToString() const;
 };
 
-// Throws std::invalid_argument for a negative window or sink count, and for
-// sinks without a window (sinks only mean something when a window hides keys).
+// Throws std::invalid_argument for a negative window or sink count, for
+// sinks without a window (sinks only mean something when a window hides
+// keys), and for blocks without a window or with an offset outside it.
 void ValidateSpan(const Span& span);
 
-inline bool Sees(const Span& span, int64_t q_pos, int64_t k_pos) {
-  return k_pos >= 0 && k_pos <= q_pos && (span.window == 0 || q_pos - k_pos < span.window || k_pos < span.sinks);
-}
-
 // The first non-sink key position a query at `q_pos` sees: keys at
-// [WindowStart(q), q] plus the sinks [0, sinks).
+// [WindowStart(q), q] plus the sinks [0, sinks). Never decreases with q,
+// which the block skipping of the kernels relies on.
 inline int64_t WindowStart(const Span& span, int64_t q_pos) {
   if (span.window == 0) return 0;
-  const int64_t start = q_pos - span.window + 1;
+  int64_t start;
+  if (span.blocks) {
+    const int64_t into_block = (q_pos - span.offset) % span.window;
+    start = q_pos - (into_block < 0 ? into_block + span.window : into_block);
+  } else {
+    start = q_pos - span.window + 1;
+  }
   return start < 0 ? 0 : start;
+}
+
+inline bool Sees(const Span& span, int64_t q_pos, int64_t k_pos) {
+  if (k_pos < 0 || k_pos > q_pos) return false;
+  if (span.window == 0 || k_pos < span.sinks) return true;
+  return span.blocks ? k_pos >= WindowStart(span, q_pos) : q_pos - k_pos < span.window;
 }
 
 // --- Conversions from the spellings of other stacks -------------------------

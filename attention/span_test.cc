@@ -35,6 +35,29 @@ TEST(Span, SinksStayVisibleAtAnyDistance) {
   EXPECT_FALSE(Sees(s, 1, 2));  // a sink is still causal
 }
 
+TEST(Span, BlocksSeeTheirOwnBlockFromItsStart) {
+  const Span aligned{4, 0, true, 0};  // blocks [0,3], [4,7], [8,11], ...
+  for (int k = 0; k <= 10; ++k) EXPECT_EQ(Sees(aligned, 9, k), k >= 8 && k <= 9) << k;
+  EXPECT_EQ(WindowStart(aligned, 8), 8);  // a block's first query sees itself alone
+  EXPECT_EQ(WindowStart(aligned, 11), 8);
+  const Span shifted{4, 1, true, 1};  // blocks [0,0], [1,4], [5,8], ... and sink 0
+  EXPECT_EQ(WindowStart(shifted, 0), 0);
+  EXPECT_EQ(WindowStart(shifted, 4), 1);
+  EXPECT_EQ(WindowStart(shifted, 5), 5);
+  for (int k = 0; k <= 8; ++k) EXPECT_EQ(Sees(shifted, 7, k), k == 0 || (k >= 5 && k <= 7)) << k;
+  // Never more keys than the sliding window of the same size, and the
+  // start never moves back as the query moves on.
+  for (int32_t offset = 0; offset < 7; ++offset) {
+    const Span b{7, 0, true, offset};
+    for (int64_t q = 0; q < 60; ++q) {
+      EXPECT_GE(WindowStart(b, q), WindowStart(Span{7, 0}, q)) << offset << " " << q;
+      EXPECT_GE(WindowStart(b, q + 1), WindowStart(b, q));
+      EXPECT_EQ((WindowStart(b, q + 1) == q + 1), (q + 1 - offset) % 7 == 0) << offset << " " << q;
+    }
+  }
+  EXPECT_EQ(shifted.ToString(), "blocks of 4 from 1 + 1 sinks");
+}
+
 TEST(Span, Validation) {
   EXPECT_NO_THROW(ValidateSpan(Span{}));
   EXPECT_NO_THROW(ValidateSpan(Span{16, 4}));
@@ -42,6 +65,9 @@ TEST(Span, Validation) {
   EXPECT_THROW(ValidateSpan(Span{-1, 0}), std::invalid_argument);
   EXPECT_THROW(ValidateSpan(Span{8, -2}), std::invalid_argument);
   EXPECT_THROW(ValidateSpan(Span{0, 4}), std::invalid_argument);
+  EXPECT_NO_THROW(ValidateSpan(Span{8, 0, true, 7}));
+  EXPECT_THROW(ValidateSpan(Span{8, 0, true, 8}), std::invalid_argument);
+  EXPECT_THROW(ValidateSpan(Span{0, 0, true, 0}), std::invalid_argument);
 }
 
 TEST(Span, FlashAttentionWindowSizeIsInclusive) {

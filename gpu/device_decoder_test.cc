@@ -84,7 +84,8 @@ class DeviceDecoderTest : public VulkanTest {
 
 TEST_F(DeviceDecoderTest, Stories260KMatchesTheCpuUnderEveryStaticPlan) {
   SWAN_NEED_VULKAN();
-  for (const std::string plan : {"full", "swa:4", "swa:4,sinks:2", "hybrid:1:1,window:3,sinks:1", "nope:all"})
+  for (const std::string plan :
+       {"full", "swa:4", "swa:4,sinks:2", "hybrid:1:1,window:3,sinks:1", "nope:all", "swa:4,sinks:1,staggered"})
     Compare(test::Stories260K(), plan, 16, 1e-4);
 }
 

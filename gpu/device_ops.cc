@@ -36,6 +36,7 @@ struct RmsNormPush {
 struct AttendPush {
   uint32_t n_rows, row_stride, n_heads, n_kv_heads, head_dim;
   int32_t window, sinks;
+  int32_t block_offset;  // -1: a sliding window
   uint32_t has_sink_logits;
   float scale;
 };
@@ -173,9 +174,11 @@ void RecordAttend(CommandBatch& batch, DeviceKernels& kernels, const DeviceAtten
   RequireBytes(scores, a.n_q * s.n_heads * a.n_rows * 4, "attention scores");
   RequireBytes(out, q_values * 4, "attention output");
   const float scale = a.scale != 0.0f ? a.scale : 1.0f / std::sqrt(float(s.head_dim));
-  const AttendPush push{uint32_t(a.n_rows),     uint32_t(stride),      uint32_t(s.n_heads),
-                        uint32_t(s.n_kv_heads), uint32_t(s.head_dim),  a.span.window,
-                        a.span.sinks,           sink_logits ? 1u : 0u, scale};
+  const AttendPush push{uint32_t(a.n_rows),    uint32_t(stride),
+                        uint32_t(s.n_heads),   uint32_t(s.n_kv_heads),
+                        uint32_t(s.head_dim),  a.span.window,
+                        a.span.sinks,          a.span.blocks ? a.span.offset : -1,
+                        sink_logits ? 1u : 0u, scale};
   batch.Dispatch(kernels.Attend(a.type), {&q, &k, &v, &kv_pos, &q_pos, sink_logits ? sink_logits : &q, &scores, &out},
                  &push, uint32_t(s.n_heads), uint32_t(a.n_q));
 }

@@ -106,6 +106,11 @@ TEST_F(DeviceAttend, MatchesTheReferenceUnderEveryKindOfSpan) {
     Check(mha, 2, 130, 5, type, Span{16, 4}, true);
     Check(mha, 1, 130, 0, type, Span{}, true, 6);
     Check(gqa, 1, 1, 0, type, Span{1, 0}, false);
+    // Block windows: a block that starts at the first query, one the
+    // queries are well into, and a query before the first offset.
+    Check(gqa, 3, 37, 0, type, Span{16, 0, true, 5}, false);
+    Check(mha, 2, 130, 5, type, Span{16, 4, true, 12}, true);
+    Check(gqa, 1, 1, 0, type, Span{8, 0, true, 6}, false);
   }
 }
 

@@ -159,6 +159,8 @@ std::string AttentionPlan::Describe() const {
   return s.str();
 }
 
+int32_t StaggeredOffset(int32_t index, int32_t window) { return int32_t(int64_t(index % 4) * window / 4); }
+
 PlanSpec ParsePlanSpec(const std::string& spec) {
   PlanSpec p;
   if (spec.empty() || spec == "model") return p;
@@ -233,6 +235,11 @@ PlanSpec ParsePlanSpec(const std::string& spec) {
       if (w.size() != 2 || (w[1] != "cache" && w[1] != "absolute"))
         Reject(spec, "'" + item + "': expected pos:cache or pos:absolute");
       p.position_mode = w[1] == "cache" ? PositionMode::kCache : PositionMode::kAbsolute;
+    } else if (head == "chunked" || head == "staggered") {
+      if (w.size() != 1) Reject(spec, "'" + item + "' takes no arguments");
+      if (p.window_shape != PlanSpec::WindowShape::kSliding)
+        Reject(spec, "'" + item + "': the window shape (chunked or staggered) is given twice");
+      p.window_shape = head == "chunked" ? PlanSpec::WindowShape::kChunked : PlanSpec::WindowShape::kStaggered;
     } else if (head == "rope-scaling") {
       if (w.size() != 2 || (w[1] != "full" && w[1] != "none"))
         Reject(spec, "'" + item + "': expected rope-scaling:full or rope-scaling:none");
@@ -264,7 +271,7 @@ PlanSpec ParsePlanSpec(const std::string& spec) {
                        "' (expected full, swa:W, hybrid:A:B, routed:W, linear[:W], window:W, sinks:S, "
                        "layerN:full, layerN:swa[:W], layerN:routed[:W], layerN:linear[:W], layerN:heads:A+B[:W], "
                        "heads:FILE.json, nope:full|window|all, rope-base:full|window:B, "
-                       "rope-scaling:full|none, pos:cache)");
+                       "rope-scaling:full|none, pos:cache, chunked, staggered)");
     }
   }
   if (p.preset == PlanSpec::Preset::kFull && have_window && p.overrides.empty() && p.heads_file.empty())
@@ -390,16 +397,28 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
       l.span = o.kind == LayerKind::kFull ? Span{} : Span{o.window > 0 ? o.window : window, 0};
   }
   bool any_window = false, any_sink_layer = false;
+  const bool blocks = p.window_shape != PlanSpec::WindowShape::kSliding;
+  int32_t window_layers = 0;  // layers with a window so far: the staggered count
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     LayerPlan& l = plan.layers[i];
     // Sinks go on window layers and window branches; a linear layer's older
     // keys are all in its state (LoLCATs' hybrid has none).
     if (l.kind == LayerKind::kLinear) {
       any_window |= !l.span.full();
+      if (blocks && !l.span.full())
+        throw std::invalid_argument("attention plan '" + spec + "': layer " + std::to_string(i) +
+                                    " is linear with a softmax window, which slides; chunked and staggered "
+                                    "windows are for window, routed and per-head layers");
     } else if (l.kind != LayerKind::kFull) {
       any_window = true;
       any_sink_layer = true;
       if (p.sinks > 0) l.span.sinks = p.sinks;
+      if (blocks) {
+        l.span.blocks = true;
+        l.span.offset =
+            p.window_shape == PlanSpec::WindowShape::kStaggered ? StaggeredOffset(window_layers, l.span.window) : 0;
+      }
+      ++window_layers;
     }
     // A routed layer's positions are those of its full branch, a per-head
     // layer's those of its full heads, a linear layer's those of every token.
@@ -420,6 +439,14 @@ AttentionPlan ResolvePlan(const std::string& spec, const ModelAttentionDefaults&
     any_sinks = true;
     l.position_mode = p.position_mode;
   }
+  if (p.position_mode == PositionMode::kCache && blocks)
+    throw std::invalid_argument("attention plan '" + spec +
+                                "': pos:cache places sinks right before a sliding window; chunked and "
+                                "staggered windows keep absolute positions");
+  if (blocks && window_layers == 0)
+    throw std::invalid_argument("attention plan '" + spec +
+                                "': " + (p.window_shape == PlanSpec::WindowShape::kChunked ? "chunked" : "staggered") +
+                                " shapes window layers, and this plan has none");
   if (p.position_mode == PositionMode::kCache && !any_sinks)
     throw std::invalid_argument("attention plan '" + spec +
                                 "': pos:cache (StreamingLLM) changes only window layers with sinks; "

@@ -38,6 +38,11 @@
 //                     on full layers only (Mellum 2), or on no layer
 //   pos:cache         StreamingLLM positions on window layers with sinks
 //                     (per-head layers keep absolute positions)
+//   chunked           window layers attend in blocks of W (Llama 4's chunked
+//                     attention): a query sees its block from its start
+//   staggered         blocks of W whose starts move by W/4 from one window
+//                     layer to the next: offsets 0, W/4, W/2, 3W/4, 0, ...
+//                     (counted over layers with a window, in order)
 // e.g. "hybrid:3:1,window:64,sinks:4,layer0:full,nope:full".
 #pragma once
 
@@ -126,7 +131,13 @@ struct PlanSpec {
   RopeScalingScope rope_scaling = RopeScalingScope::kAll;
   PositionMode position_mode = PositionMode::kAbsolute;
   std::string heads_file;  // heads:FILE.json; empty = none
+  enum class WindowShape { kSliding, kChunked, kStaggered };
+  WindowShape window_shape = WindowShape::kSliding;
 };
+
+// The offset of the blocks of the `index`-th layer with a window (0-based,
+// in layer order) under `staggered`: index mod 4 quarters of the window.
+int32_t StaggeredOffset(int32_t index, int32_t window);
 
 // Throws std::invalid_argument naming the offending word: unknown words, a
 // window of 0, sinks without any window, a preset given twice, malformed

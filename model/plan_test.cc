@@ -136,6 +136,29 @@ TEST(Plan, LayerOverridesAndModifiers) {
   EXPECT_EQ(Kinds(ResolvePlan("model,sinks:4", Model(2, 16))), "16+4 16+4");
 }
 
+// Block windows: chunked aligns every window layer's blocks at 0; staggered
+// moves them by a quarter window per layer with a window.
+TEST(Plan, ChunkedAndStaggeredWindows) {
+  auto offsets = [](const AttentionPlan& p) {
+    std::string s;
+    for (const LayerPlan& l : p.layers) s += l.span.blocks ? std::to_string(l.span.offset) + " " : "- ";
+    return s;
+  };
+  EXPECT_EQ(offsets(ResolvePlan("swa:64,chunked", Model(3))), "0 0 0 ");
+  EXPECT_EQ(offsets(ResolvePlan("swa:64,staggered", Model(5))), "0 16 32 48 0 ");
+  EXPECT_EQ(offsets(ResolvePlan("hybrid:3:1,window:64,staggered", Model(8))), "0 16 32 - 48 0 16 - ");
+  EXPECT_EQ(offsets(ResolvePlan("swa:10,staggered", Model(4))), "0 2 5 7 ");
+  const AttentionPlan sinks = ResolvePlan("routed:64,sinks:4,staggered", Model(2));
+  EXPECT_EQ(sinks.layers[1].span, (Span{64, 4, true, 16}));
+  EXPECT_EQ(sinks.layers[1].SpanText(), "full | blocks of 64 from 16 + 4 sinks");
+  EXPECT_EQ(offsets(ResolvePlan("full,layer1:swa:8,layer3:heads:0:8,chunked", Model(4))), "- 0 - 0 ");
+  EXPECT_NE(Rejection("full,chunked").find("has none"), std::string::npos);
+  EXPECT_NE(Rejection("swa:8,chunked,staggered").find("given twice"), std::string::npos);
+  EXPECT_NE(Rejection("swa:8,staggered:2").find("takes no arguments"), std::string::npos);
+  EXPECT_NE(Rejection("swa:8,sinks:2,pos:cache,chunked").find("absolute positions"), std::string::npos);
+  EXPECT_NE(Rejection("linear:64,chunked").find("slides"), std::string::npos);
+}
+
 TEST(Plan, NopeOnFullLayers) {
   const AttentionPlan p = ResolvePlan("hybrid:1:1,window:8,nope:full", Model(4));
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(p.layers[i].rope.enabled, p.layers[i].kind == LayerKind::kWindow);

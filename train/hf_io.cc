@@ -114,6 +114,28 @@ int32_t LoadHfWeights(TrainModel& model, const std::string& dir, int32_t* new_fe
   return new_routers;
 }
 
+namespace {
+
+// ",chunked", ",staggered" or "" (sliding windows): the word whose
+// offsets the plan's block windows have. Throws for other mixtures.
+std::string BlockShapeWord(const AttentionPlan& plan) {
+  bool any_blocks = false, all_blocks = true, aligned = true, staggered = true;
+  int32_t index = 0;  // layers with a window so far, as the plan counts them
+  for (const LayerPlan& l : plan.layers) {
+    if (l.kind == LayerKind::kFull || l.kind == LayerKind::kLinear) continue;
+    any_blocks |= l.span.blocks;
+    all_blocks &= l.span.blocks;
+    aligned &= l.span.offset == 0;
+    staggered &= l.span.offset == StaggeredOffset(index++, l.span.window);
+  }
+  if (!any_blocks) return "";
+  if (all_blocks && staggered) return ",staggered";  // before aligned: one window layer is both
+  if (all_blocks && aligned) return ",chunked";
+  throw std::invalid_argument("plan mixes sliding and block windows, or has block offsets no spec says");
+}
+
+}  // namespace
+
 std::string CanonicalPlanSpec(const AttentionPlan& plan) {
   std::string spec = "full";
   int32_t sinks = -1;
@@ -143,6 +165,7 @@ std::string CanonicalPlanSpec(const AttentionPlan& plan) {
     }
   }
   if (sinks > 0) spec += ",sinks:" + std::to_string(sinks);
+  spec += BlockShapeWord(plan);
   if (any_full && nope_full && any_window && nope_window) {
     spec += ",nope:all";
   } else {
@@ -177,8 +200,10 @@ void ExportHfDirectory(const std::string& dir, const TrainModel& model, const Ex
   if (AttentionDefaultsFor(c).layer_ropes.empty()) {
     int32_t window = 0;
     bool one_window = true;
+    // Block windows have no HF spelling: their layers read as full there,
+    // and the plan below says what they are.
     for (const LayerPlan& l : plan.layers)
-      if (l.kind == LayerKind::kWindow) {
+      if (l.kind == LayerKind::kWindow && !l.span.blocks) {
         one_window &= window == 0 || window == l.span.window;
         window = l.span.window;
       }
@@ -190,8 +215,9 @@ void ExportHfDirectory(const std::string& dir, const TrainModel& model, const Ex
     }
     c.layer_types.clear();
     for (const LayerPlan& l : plan.layers)
-      c.layer_types.push_back(l.kind == LayerKind::kWindow && c.sliding_window > 0 ? "sliding_attention"
-                                                                                   : "full_attention");
+      c.layer_types.push_back(l.kind == LayerKind::kWindow && !l.span.blocks && c.sliding_window > 0
+                                  ? "sliding_attention"
+                                  : "full_attention");
   }
   const std::string spec = CanonicalPlanSpec(plan);
   c.attention_plan = spec;
@@ -206,6 +232,8 @@ void ExportHfDirectory(const std::string& dir, const TrainModel& model, const Ex
     layers.push_back({{"kind", LayerKindName(l.kind)},
                       {"window", l.span.window},
                       {"sinks", l.span.sinks},
+                      {"blocks", l.span.blocks},
+                      {"block_offset", l.span.offset},
                       {"rope", l.rope.ToString()},
                       {"full_heads", l.full_heads}});
   p["layers"] = layers;

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <stdexcept>
 
 #include "model/config.h"
 #include "model/model.h"
@@ -581,10 +582,10 @@ TEST(Schedule, WarmupThenCosine) {
 TEST(HfIo, CanonicalSpecResolvesToThePlan) {
   ModelAttentionDefaults d;
   d.n_layers = 6;
-  for (const char* spec :
-       {"hybrid:3:1,window:64,sinks:4,nope:full", "full", "swa:32,nope:all", "hybrid:1:1,window:16,layer0:full",
-        "routed:16,sinks:2", "hybrid:1:1,window:16,layer3:routed:8,sinks:1,nope:full",
-        "routed:8,layer2:swa,nope:window"}) {
+  for (const char* spec : {"hybrid:3:1,window:64,sinks:4,nope:full", "full", "swa:32,nope:all",
+                           "hybrid:1:1,window:16,layer0:full", "routed:16,sinks:2",
+                           "hybrid:1:1,window:16,layer3:routed:8,sinks:1,nope:full", "routed:8,layer2:swa,nope:window",
+                           "hybrid:3:1,window:64,staggered", "swa:16,sinks:2,chunked", "full,layer3:swa:8,staggered"}) {
     const AttentionPlan plan = ResolvePlan(spec, d);
     const AttentionPlan again = ResolvePlan(CanonicalPlanSpec(plan), d);
     for (size_t i = 0; i < plan.layers.size(); ++i) {
@@ -593,6 +594,10 @@ TEST(HfIo, CanonicalSpecResolvesToThePlan) {
       EXPECT_EQ(plan.layers[i].rope.enabled, again.layers[i].rope.enabled) << spec;
     }
   }
+  // Block offsets that no spec word gives are refused, not exported wrong.
+  AttentionPlan odd = ResolvePlan("swa:64,staggered", d);
+  odd.layers[2].span.offset = 5;
+  EXPECT_THROW(CanonicalPlanSpec(odd), std::invalid_argument);
 }
 
 }  // namespace

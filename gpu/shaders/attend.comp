@@ -3,8 +3,9 @@
 // sees) v: attention/attention.h's Attend, one workgroup per query row and
 // head. Keys are chosen by position with swan's one window rule
 // (attention/span.h): a query at q sees a key at k iff 0 <= k <= q and
-// (window == 0 or q - k < window or k < sinks); a row of position < 0 is
-// an empty slot. Query head h reads KV head h / (n_heads / n_kv_heads).
+// (window == 0 or k >= the window's start or k < sinks), the start being
+// q - window + 1 for a sliding window and the start of q's block for a
+// block window; a row of position < 0 is an empty slot. Query head h reads KV head h / (n_heads / n_kv_heads).
 // Three passes over the keys: logits into `scores`, their exponentials and
 // sum, then each invocation's dimensions of the weighted sum of values.
 // A learned sink logit adds e^{sink} to the sum with no value.
@@ -26,6 +27,7 @@ layout(push_constant) uniform Shape {
   uint row_stride;  // values between rows
   uint n_heads, n_kv_heads, head_dim;
   int window, sinks;
+  int block_offset;  // -1: a sliding window; else where blocks of `window` start
   uint has_sink_logits;
   float scale;  // logit scale
 } shape;
@@ -44,7 +46,13 @@ float KvAt(uint index, bool value) {
 #endif
 
 bool Sees(int qp, int kp) {
-  return kp >= 0 && kp <= qp && (shape.window == 0 || qp - kp < shape.window || kp < shape.sinks);
+  if (kp < 0 || kp > qp) return false;
+  if (shape.window == 0 || kp < shape.sinks) return true;
+  if (shape.block_offset < 0) return qp - kp < shape.window;
+  // GLSL leaves % of a negative number undefined; before the first offset
+  // the block starts at 0.
+  const int start = qp < shape.block_offset ? 0 : qp - (qp - shape.block_offset) % shape.window;
+  return kp >= start;
 }
 
 // Reduces partial[] with op 0 (max) or 1 (sum); every invocation gets it.
