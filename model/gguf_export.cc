@@ -76,6 +76,9 @@ std::vector<int32_t> WindowPerLayer(const ModelConfig& c, const std::string& dir
       throw std::runtime_error(which + "has " + layer.rope.ToString() + " where the model has " + c.rope.ToString() +
                                "; GGUF files hold one RoPE, on or off per layer");
     rope->push_back(layer.rope.enabled);
+    if (layer.span.blocks)
+      throw std::runtime_error(which + "attends in " + layer.span.ToString() +
+                               "; GGUF files hold sliding windows only (keep the HF directory)");
     if (layer.position_mode != PositionMode::kAbsolute)
       throw std::runtime_error(which + "counts positions in the cache; GGUF files hold absolute positions");
     windows.push_back(layer.span.window);

@@ -477,6 +477,19 @@ TEST(Gguf, NopeLayersTravelAsRopePattern) {
   EXPECT_NE(error.find("neither every full layer"), std::string::npos) << error;
 }
 
+// Block windows have no GGUF spelling: writing one as a sliding window would
+// run other attention than the model's, so the export is refused.
+TEST(Gguf, RefusesBlockWindows) {
+  const auto dir = TinyLlamaDir("gguf_blocks", test::TinyLlamaShape{61, 32, 64, 4, 2, 8, 2}, 8,
+                                R"(, "swan_attention_plan": "swa:6,staggered")");
+  try {
+    HfToGgufBytes(dir.string(), WeightType::kF32);
+    ADD_FAILURE() << "a staggered plan was written to GGUF";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("layer 0 attends in blocks of 6;"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Gguf, RefusesArchitecturesItDoesNotRun) {
   const std::string error =
       LoadError(test::TempDir("gguf_arch"), GgufBytes({{"general.architecture", GgufString("mamba")}}, {}));
