@@ -8,7 +8,8 @@ const pct = (x) => (100 * x).toFixed(1) + '%';
 export function groupedBars({ title, groups, series, yLabel = 'accuracy', hlines = [] }) {
   const W = 1100, H = 390, left = 60, right = 250, top = 40, bottom = 60;
   const plotW = W - left - right, plotH = H - top - bottom;
-  const colors = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f'];
+  // Ten distinct colours (a legend of more repeats them; the lab's charts have at most ten series).
+  const colors = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
   const groupW = plotW / groups.length, barW = (groupW * 0.8) / series.length;
   let s = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="13">`;
   s += `<rect width="${W}" height="${H}" fill="white"/><text x="${left}" y="24" font-size="15">${esc(title)}</text>`;

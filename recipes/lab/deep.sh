@@ -13,7 +13,15 @@
 # outside it (96-500), in the same token types: a router saves work only by
 # looking at the context. They continue d4-full with the 2-layer arms'
 # curriculum (CONTINUED), since the layout is new to it, at four weights
-# of the routers' regularizer.
+# of the routers' regularizer. The -more arm gives the strongest weight
+# another 600 steps at context 512 and half the rates (MIX_MORE).
+# The chunked and staggered arms run block windows of 64 (docs/design.md
+# §1): the same blocks in every layer, or blocks moved by 16 per layer.
+# Per-head at depth: the 4-head lab model (models/lab/full-heads4, from
+# recipes/lab/per-head.sh) grown to 4 layers under full attention, then,
+# as recipes/lab/per-head.sh does at 2 layers, `swan heads --select` keeps
+# the given share of its 16 KV heads full and the arm trains FINETUNE
+# under that per-head plan (the other heads a window of 64 + 4 sinks).
 # Output: models/lab/ARM for each arm below.
 #   recipes/lab/deep.sh [ARM...]   (default: every arm, in the table's order)
 . "$(dirname "$0")/common.sh"
@@ -31,12 +39,20 @@ d4-routed-mix 4 routed:64,sinks:4 d4-full --router-lr 1e-2 --router-gamma 1e-3
 d4-routed-mix-g3e-3 4 routed:64,sinks:4 d4-full --router-lr 1e-2 --router-gamma 3e-3
 d4-routed-mix-g6e-3 4 routed:64,sinks:4 d4-full --router-lr 1e-2 --router-gamma 6e-3
 d4-routed-mix-g1e-2 4 routed:64,sinks:4 d4-full --router-lr 1e-2 --router-gamma 1e-2
+d4-routed-mix-g1e-2-more 4 routed:64,sinks:4 d4-routed-mix-g1e-2 --router-lr 5e-3 --router-gamma 1e-2
 d4-swa64-sinks4-ft 4 swa:64,sinks:4 d4-full
 d4-linear 4 linear d4-full
+d4-swa64-chunked 4 swa:64,chunked base
+d4-swa64-staggered 4 swa:64,staggered base
+d4-full-heads4 4 full models:full-heads4
+d4-per-head25 4 per-head:0.25 d4-full-heads4
+d4-per-head12 4 per-head:0.125 d4-full-heads4
 d8-swa64 8 swa:64 base
 d8-hybrid31 8 hybrid:3:1,window:64 base"
 
 MIX_TASK="$LAB/task-mix/recall.json"
+MIX_MORE="--context 512 --batch 32 --steps 600 --lr 2.5e-4 --warmup 20 --eval-every 50 --eval-seqs 64
+  --eval-bins $BINS --log-every 10"
 mix_task() {
   [ -f "$MIX_TASK" ] && return 0
   "$SWAN" train recall --out "$LAB/task-mix" --context 512 --pairs 32 --queries 32 --keys 64 --values 64 \
@@ -52,11 +68,29 @@ deep_arm() {
   if [ "$from" = base ]; then
     lab_base
     lab_train "$LAB/$arm" --init "$LAB/base/model" --grow "$layers" --attn "$plan" $CONTINUED "$@"
+  elif [ "${from#models:}" != "$from" ]; then
+    small="$MODELS/${from#models:}"
+    [ -f "$small/config.json" ] || { echo "$arm grows $small: make it first (recipes/lab/per-head.sh)" >&2; exit 1; }
+    lab_train "$LAB/$arm" --init "$small" --grow "$layers" --attn "$plan" $CONTINUED "$@"
+    lab_export "$arm" "$LAB/$arm" "recipes/lab/deep.sh $arm"
+    { echo "grown from $small, made as:"; cat "$small/MADE_BY.txt"; } >> "$MODELS/$arm/MADE_BY.txt"
+    return 0
+  elif [ "${plan#per-head:}" != "$plan" ]; then
+    [ -f "$LAB/$from/finished" ] || { echo "$arm starts from $from: run recipes/lab/deep.sh $from first" >&2; exit 1; }
+    heads="$LAB/$arm.heads.json"
+    [ -f "$heads" ] || "$SWAN" heads -m "$LAB/$from/model" --attn full --samples 16 --select "${plan#per-head:}" \
+      --out "$heads" -t "$THREADS"
+    lab_train "$LAB/$arm" --init "$LAB/$from/model" --attn "full,window:64,sinks:4,heads:$heads" $FINETUNE "$@"
+    LAB_BASE="$LAB/$from" lab_export "$arm" "$LAB/$arm" "recipes/lab/deep.sh $arm"
+    cp "$heads" "$MODELS/$arm/heads.json"
+    return 0
   else
     [ -f "$LAB/$from/finished" ] || { echo "$arm starts from $from: run recipes/lab/deep.sh $from first" >&2; exit 1; }
     if [ "${arm#d4-routed-mix}" != "$arm" ]; then
       mix_task
-      (TASK=$MIX_TASK; lab_train "$LAB/$arm" --init "$LAB/$from/model" --attn "$plan" $CONTINUED "$@")
+      flags=$CONTINUED
+      [ "${from#d4-routed-mix}" != "$from" ] && flags=$MIX_MORE
+      (TASK=$MIX_TASK; lab_train "$LAB/$arm" --init "$LAB/$from/model" --attn "$plan" $flags "$@")
     elif [ "$plan" = linear ]; then
       # LoLCATs as the 2-layer linear arm: the feature maps alone first.
       lab_train "$LAB/$arm-transfer" --init "$LAB/$from/model" --attn linear --attention-transfer --context 512 \

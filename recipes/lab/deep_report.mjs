@@ -29,6 +29,8 @@ const ARMS = [
   ['d4-hybrid31', '3:1 (Mellum 2), RoPE'],
   ['d4-hybrid31-nope', '3:1, NoPE on the full layer'],
   ['d4-routed', 'routed (Switch Attention)'],
+  ['d4-swa64-chunked', 'blocks of 64 (chunked)'],
+  ['d4-swa64-staggered', 'blocks of 64, staggered by 16'],
   ['d8-swa64', 'window of 64'],
   ['d8-hybrid31', '3:1, RoPE'],
 ];
@@ -91,6 +93,11 @@ const out = [];
 const cpu = readText('deep_cpu.txt');
 const full4 = arm('d4-full'), h31 = arm('d4-hybrid31'), nope31 = arm('d4-hybrid31-nope');
 const swa4 = arm('d4-swa64'), sinks4 = arm('d4-swa64-sinks4'), swa8 = arm('d8-swa64'), h31x8 = arm('d8-hybrid31');
+const chunked = arm('d4-swa64-chunked'), staggered = arm('d4-swa64-staggered');
+const near = (a) => accuracy(a.plan, 1, WINDOW);  // inside one window
+// The plan an arm was trained under, as `swan inspect` prints it.
+const trainedPlan = (name) => /^plan\s+(.+)$/m.exec(readText(`deep_inspect_${name}.txt`))[1];
+const other = (name) => ({ name, ...scale(name), plan: readJson(`deep_${name}.json`).plans[0] });
 
 // Routing: far queries (key outside the layer's window) against near ones,
 // per layer, and recall against a full-attention reference on the same task.
@@ -106,16 +113,31 @@ function routing(name, routesFile, reference, task) {
   const best = rows.reduce((a, b) => (times(b) > times(a) ? b : a));
   const share = rows.reduce((s, r) => s + r.farQ * r.items[0] + r.nearQ * r.items[1], 0) /
     rows.reduce((s, r) => s + r.items[0] + r.items[1], 0);
+  // Every token (filler included), every layer: what the paper's shares count.
+  let full = 0, tokens = 0;
+  for (const l of readJson(routesFile).layers)
+    for (const c of Object.values(l.classes)) { full += c.full; tokens += c.tokens; }
+  const allShare = full / Math.max(1, tokens);
   const recall = accuracy(model.plan, 1), refRecall = accuracy(reference.plan, 1);
   const passes = times(best) >= 3 && Math.abs(recall - refRecall) <= 0.02;
   const far = rows[0].items[0] / Math.max(1, rows[0].items[0] + rows[0].items[1]);  // of the queries
-  return { model, rows, best, bestTimes: times(best), share, recall, refRecall, reference, task: `${task}, ${pct(far)} of queries far`, passes };
+  return { model, rows, best, bestTimes: times(best), share, allShare, recall, refRecall, reference, task: `${task}, ${pct(far)} of queries far`, passes };
 }
-const gammaOf = (name) => (/-g([0-9e.-]+)$/.exec(name) || [null, '1e-3'])[1];
+// Keys a routed layer's decode step reads at context n, as a share of full
+// attention's n: a full share r of the tokens at n, the rest at W + 4 sinks.
+const decodeWork = (r, n) => (r * n + (1 - r) * (WINDOW + 4)) / n;
+// P(full | far) / P(full | near) as text: no near query on full attention
+// makes it unbounded.
+const ratioText = (x) => (x.nearQ > 0 ? `${(x.farQ / x.nearQ).toFixed(1)}x`
+  : x.farQ > 0 ? 'no near query on full attention' : '-');
+const gammaOf = (name) => {
+  const g = (/-g([0-9]e-[0-9])/.exec(name) || [null, '1e-3'])[1];
+  return name.endsWith('-more') ? `${g}, 600 more steps` : g;
+};
 const routedArms = [
   routing('d4-routed', 'deep_routes.json', { name: 'd4-full', plan: arm('d4-full').plan },
     'the lab task'),
-  ...['d4-routed-mix', 'd4-routed-mix-g3e-3', 'd4-routed-mix-g6e-3', 'd4-routed-mix-g1e-2']
+  ...['d4-routed-mix', 'd4-routed-mix-g3e-3', 'd4-routed-mix-g6e-3', 'd4-routed-mix-g1e-2', 'd4-routed-mix-g1e-2-more']
     .filter((name) => has(`deep_routes_${name}.json`)).map((name) => routing(name,
     `deep_routes_${name}.json`, { name: 'its weights under full attention', plan: readJson(`deep_${name}_full.json`).plans[0] },
     `the mixed task, router γ ${gammaOf(name)}`)),
@@ -125,7 +147,6 @@ const bestRouted = routedArms.find((r) => r.passes) ||
   routedArms.reduce((a, b) => (b.bestTimes > a.bestTimes ? b : a));
 
 // Fair test: both from d4-full, 300 steps on the task each (linear after 300 of attention transfer).
-const other = (name) => ({ name, ...scale(name), plan: readJson(`deep_${name}.json`).plans[0] });
 const ft = other('d4-swa64-sinks4-ft'), lin = has('deep_d4-linear.json') ? other('d4-linear') : null;
 
 out.push('# The lab at depth');
@@ -141,7 +162,9 @@ out.push(`- **3:1 (Mellum 2's pattern) retrieves at depth**: ${pct(far(h31))} of
   `${pct(far(full4))} (${full4.label}).`);
 out.push(`- **Windows relay less than their reach**: 4 window layers of 64 reach ${reach(4)} tokens, yet ` +
   `${pct(mid(swa4))} of keys 64-252 back are recalled (sinks: ${pct(mid(sinks4))}); 8 layers, reach ${reach(8)}: ` +
-  `${pct(accuracy(swa8.plan, WINDOW))} beyond 64 (${swa8.label}).`);
+  `${pct(accuracy(swa8.plan, WINDOW))} beyond 64 (${swa8.label}); blocks of 64 staggered by 16 per layer: ` +
+  `${pct(near(staggered))} inside 64 and ${pct(mid(staggered))} at 64-252, aligned blocks ${pct(near(chunked))} and ` +
+  `${pct(mid(chunked))}.`);
 out.push(`- **NoPE on the full layer** at 4x the training length: ${pct(lengthRows.find((r) => r.name === 'd4-hybrid31-nope' && r.ctx === 2048).plain)} ` +
   `beyond 512, RoPE ${pct(lengthRows.find((r) => r.name === 'd4-hybrid31' && r.ctx === 2048).plain)}, RoPE with YaRN on the full layer only ` +
   `${pct(lengthRows.find((r) => r.name === 'd4-hybrid31' && r.ctx === 2048).yarnFull)} (4 layers).`);
@@ -218,6 +241,46 @@ out.push(tableMd(['plan', ...bins.map(binName)],
   conversion.plans.map((p) => [`\`${p.plan}\``, ...bins.map((b) => pct(accuracy(p, b.lo, b.hi)))])));
 out.push('');
 
+out.push('## Block windows: chunked and staggered');
+out.push('');
+out.push('Three plans of the same window of 64 on all 4 layers, each grown from the base with the same budget: ' +
+  'sliding (`swa:64`, a query sees its last 64 keys), chunked (`swa:64,chunked`, blocks of 64 aligned in every ' +
+  'layer: a query sees its block from its start, 32.5 keys on average, and a query at a block\'s start sees only ' +
+  'itself in every layer), and staggered (`swa:64,staggered`, the blocks of layers 0-3 start at offsets 0, 16, 32 ' +
+  'and 48, so a block boundary in one layer lies inside a block of the others; docs/design.md §1). Block windows ' +
+  'cost half the attention work of the sliding window and the same cache.');
+out.push('');
+const blockArms = [swa4, chunked, staggered];
+out.push(tableMd(['arm', 'plan', 'keys attended per query', ...bins.map(binName)],
+  blockArms.map((a) => [a.name, `\`${trainedPlan(a.name)}\``, a === swa4 ? '64' : '1-64 (32.5 on average)',
+    ...bins.map((b) => pct(accuracy(a.plan, b.lo, b.hi)))])));
+out.push('');
+out.push('d4-full under the three plans without training:');
+out.push('');
+const blockConversion = readJson('deep_blocks_conversion.json');
+out.push(tableMd(['plan', ...bins.map(binName)],
+  blockConversion.plans.map((p) => [`\`${p.plan}\``, ...bins.map((b) => pct(accuracy(p, b.lo, b.hi)))])));
+out.push('');
+
+out.push('## Per-head plans at depth');
+out.push('');
+const heads4 = other('d4-full-heads4');
+const perHead = ['d4-per-head25', 'd4-per-head12'].map((name) => {
+  const chosen = readJson(`deep_heads_${name}.json`);
+  const where = chosen.full_heads.map((h, l) => (h.length ? `layer ${l}: ${h.join(', ')}` : '')).filter(Boolean).join('; ');
+  return { ...other(name), full: chosen.full, where };
+});
+out.push(`The 4-head lab model (4 KV heads of 32 per layer; models/lab/full-heads4) grown to 4 layers and continued ` +
+  `under full attention (d4-full-heads4, ${heads4.label}); then \`swan heads --select\` keeps the KV heads with the ` +
+  'most attention on the answers\' values full, the others a window of 64 + 4 sinks, and each per-head arm trains ' +
+  '300 steps under that plan, as the 2-layer per-head arms do.');
+out.push('');
+out.push(tableMd(['arm', 'full KV heads', 'which', ...bins.map(binName)], [
+  [heads4.name, '16 of 16', 'all', ...bins.map((b) => pct(accuracy(heads4.plan, b.lo, b.hi)))],
+  ...perHead.map((a) => [a.name, `${a.full} of 16`, a.where, ...bins.map((b) => pct(accuracy(a.plan, b.lo, b.hi)))]),
+]));
+out.push('');
+
 out.push('## Beyond the training length: NoPE and YaRN on the full layers');
 out.push('');
 out.push('![length](depth_length.svg)');
@@ -236,17 +299,19 @@ out.push('Both routed arms continue d4-full under `routed:64,sinks:4` (routers o
   'attention, `--router-lr 1e-2`, the adaptive regularizer): d4-routed 300 steps on the lab task (γ 1e-3), ' +
   'where most queries are far; the d4-routed-mix arms 600 steps (the curriculum) on a task of as many queries 2-48 ' +
   'tokens back as 96-500, in the same token types, so that a router saves work only by reading the context, at ' +
-  'γ 1e-3, 3e-3, 6e-3 and 1e-2. ' +
+  'γ 1e-3, 3e-3, 6e-3 and 1e-2, and the last of these 600 more steps at context 512 with half the rates ' +
+  '(d4-routed-mix-g1e-2-more). ' +
   '`swan route-stats --recall` on each one\'s held-out sequences; a far query\'s key lies outside the layer\'s ' +
   'window of 64. The paper: 0.30 of tokens on full attention when the needle lies outside the window, 0.05 inside.');
 out.push('');
 for (const r of routedArms) {
   out.push(`${r.model.name} (${r.task}; ${r.model.label}): recall ${pct(r.recall)} against ${pct(r.refRecall)} for ` +
-    `${r.reference.name}; ${pct(r.share)} of the queries' token-layer pairs on full attention.`);
+    `${r.reference.name}; ${pct(r.share)} of the queries' token-layer pairs on full attention, ${pct(r.allShare)} of ` +
+    `all tokens' (filler included). Decode attention work at 32K, by plans.md's cost table (r·N + (1 − r)·(W + S) ` +
+    `keys per routed layer against N, r that share): ${pct(decodeWork(r.allShare, 32768))} of full attention's.`);
   out.push('');
   out.push(tableMd(['layer', 'P(full \\| far query)', 'P(full \\| near query)', 'ratio', 'P(full \\| filler)'],
-    r.rows.map((x) => [x.layer, pct(x.farQ), pct(x.nearQ), Number.isFinite(x.farQ / x.nearQ) ?
-      (x.farQ / x.nearQ).toFixed(1) + 'x' : '-', pct(x.filler)])));
+    r.rows.map((x) => [x.layer, pct(x.farQ), pct(x.nearQ), ratioText(x), pct(x.filler)])));
   out.push('');
 }
 
@@ -264,7 +329,7 @@ out.push(tableMd(['arm', ...bins.map(binName)], [
 out.push('');
 
 // Seeds: the shipped model (seed 1234) and the others deep_seeds.sh ran.
-const SEED_ARMS = ['d4-full', 'd4-swa64', 'd4-hybrid31'];
+const SEED_ARMS = ['d4-full', 'd4-swa64', 'd4-hybrid31', 'd4-hybrid31-nope', 'd4-swa64-staggered'];
 const seedRuns = (name) => [arm(name).plan, ...[2, 3].filter((s) => has(`deep_${name}_seed${s}.json`))
   .map((s) => readJson(`deep_${name}_seed${s}.json`).plans[0])];
 const spread = (values) => {
@@ -297,17 +362,36 @@ out.push(`- Windows at depth (${swa4.label}; ${swa8.label}): ` + verdict(mid(swa
   `do not relay facts beyond one window in this budget (${pct(mid(swa4))} of keys 64-252 back at 4 layers, ` +
   `${pct(accuracy(swa8.plan, WINDOW))} beyond 64 at 8; the bar is 50%). What the lab can test: whether training teaches ` +
   'relaying an arbitrary fact; real text relays more redundant information.'));
+out.push(`- Staggered block windows (${staggered.label}): ` + verdict(mid(staggered) >= 0.5,
+  `relay beyond one block (${pct(mid(staggered))} of keys 64-252 back; the bar is 50%).`,
+  `relay no further than sliding windows do (${pct(mid(staggered))} of keys 64-252 back, sliding ` +
+  `${pct(mid(swa4))}; the bar is 50%).`) + ' ' + verdict(near(staggered) - near(chunked) >= 0.05,
+  `Inside one window, staggering recovers what aligned blocks lose at their boundaries (${pct(near(staggered))} ` +
+  `against ${pct(near(chunked))}; sliding ${pct(near(swa4))}).`,
+  `Inside one window, staggered and aligned blocks recall alike (${pct(near(staggered))} and ${pct(near(chunked))}; ` +
+  `sliding ${pct(near(swa4))}).`));
 for (const r of routedArms)
   out.push(`- Switch Attention's context dependence on ${r.task} (${r.model.label}): ` + verdict(r.passes,
-    `reproduced: layer ${r.best.layer} routes far queries ${r.bestTimes.toFixed(1)}x as often as near ones ` +
-    `(bar 3x), recall ${pct(r.recall)} within 2 points of ${pct(r.refRecall)}.`,
-    `not reproduced: the best layer (${r.best.layer}) routes far queries ${r.bestTimes.toFixed(1)}x as often as near ` +
-    `ones (bar 3x), recall ${pct(r.recall)} against ${pct(r.refRecall)} (bar: within 2 points).`));
+    `reproduced: layer ${r.best.layer} routes ${pct(r.best.farQ)} of far queries and ${pct(r.best.nearQ)} of near ` +
+    `ones to full attention (${ratioText(r.best)}; bar 3x), recall ${pct(r.recall)} within 2 points of ` +
+    `${pct(r.refRecall)}.`,
+    `not reproduced: the best layer (${r.best.layer}) routes ${pct(r.best.farQ)} of far queries and ${pct(r.best.nearQ)} ` +
+    `of near ones to full attention (${ratioText(r.best)}; bar 3x), recall ${pct(r.recall)} against ` +
+    `${pct(r.refRecall)} (bar: within 2 points).`));
+{
+  const [p25, p12] = perHead;
+  out.push(`- Per-head plans at depth (${heads4.label}): ` + verdict(far(p12) >= 0.9 && far(p25) >= 0.9,
+    `${p12.full} of 16 KV heads full keep ${pct(far(p12))} of keys ${reach(4)}+ back (${p25.full} heads: ${pct(far(p25))}; ` +
+    `all 16: ${pct(far(heads4))}; the bar is 90%).`,
+    `keeping ${p12.full} of 16 KV heads full gives ${pct(far(p12))} of keys ${reach(4)}+ back and ${p25.full} heads ` +
+    `${pct(far(p25))}, against ${pct(far(heads4))} with all 16 (the bar is 90%).`) +
+    ` The selection puts them at ${p25.where} (${p25.full} heads) and ${p12.where} (${p12.full}).`);
+}
 if (lin) out.push(`- SWA + sinks against linear attention at equal budget (4 layers): ` + verdict(mid(ft) > mid(lin),
   `the window model retrieves more inside its relay (${pct(mid(ft))} against ${pct(mid(lin))}).`,
   `linear attention retrieves more inside the window model's relay (${pct(mid(lin))} against ${pct(mid(ft))}).`));
 out.push('');
-out.push('Not yet measured at depth: staggered and dilated windows, per-head plans, ' +
+out.push('Not yet measured at depth: dilated windows, ' +
   (lin ? '' : 'the linearized arm (its fine-tune, the slowest run here, is resumable: `sh recipes/lab/deep.sh d4-linear`), ') +
   'and seeds beyond the three headline arms (every other figure here is one seed).');
 out.push('');

@@ -11,9 +11,9 @@ THREADS=${THREADS:-2}
 DOCS=${1:-docs/lab}
 SAMPLES=${SAMPLES:-64}
 command -v node >/dev/null 2>&1 || { echo "deep_report.sh needs node (scripts/setup.sh installs it)" >&2; exit 1; }
-MIX_ARMS="d4-routed-mix d4-routed-mix-g3e-3 d4-routed-mix-g6e-3 d4-routed-mix-g1e-2"
+MIX_ARMS="d4-routed-mix d4-routed-mix-g3e-3 d4-routed-mix-g6e-3 d4-routed-mix-g1e-2 d4-routed-mix-g1e-2-more"
 ARMS="d4-full d4-swa64 d4-swa64-sinks4 d4-hybrid31 d4-hybrid31-nope d4-routed $MIX_ARMS d4-swa64-sinks4-ft
-d8-swa64 d8-hybrid31"
+d4-swa64-chunked d4-swa64-staggered d4-full-heads4 d4-per-head25 d4-per-head12 d8-swa64 d8-hybrid31"
 for arm in $ARMS; do
   [ -f "$MODELS/$arm/config.json" ] || { echo "no $MODELS/$arm: run recipes/lab/deep.sh $arm first" >&2; exit 1; }
 done
@@ -33,7 +33,7 @@ for arm in $ARMS; do
   compare "deep_$arm.json" "$MODELS/$arm" --attn model --distances $DEEP_BINS
 done
 # Other seeds of the headline arms (recipes/lab/deep_seeds.sh), where run.
-for arm in d4-full d4-swa64 d4-hybrid31; do
+for arm in d4-full d4-swa64 d4-hybrid31 d4-hybrid31-nope d4-swa64-staggered; do
   for seed in 2 3; do
     run="$LAB/$arm-seed$seed"
     [ -f "$run/finished" ] && compare "deep_${arm}_seed$seed.json" "$run/model" --attn model --distances $DEEP_BINS
@@ -42,6 +42,9 @@ done
 # The full arm at depth under window plans without training (StreamingLLM's
 # claim at depth: does a window + sinks keep what the deep model retrieves?).
 compare deep_conversion.json "$MODELS/d4-full" --attn "full;swa:64;swa:64,sinks:4;hybrid:3:1,window:64" \
+  --distances $DEEP_BINS
+# Block windows (chunked, staggered) against the sliding one, without training.
+compare deep_blocks_conversion.json "$MODELS/d4-full" --attn "swa:64;swa:64,chunked;swa:64,staggered" \
   --distances $DEEP_BINS
 # Length: 2x and 4x the training context (the same 32 pairs, more filler),
 # with no RoPE scaling, YaRN on every layer, and YaRN on the full layers
@@ -81,6 +84,8 @@ for arm in $MIX_ARMS; do
   "$SWAN" route-stats -m "$MODELS/$arm" --recall --samples 32 --json --quiet -t "$THREADS" \
     > "$DOCS/data/deep_routes_$arm.json"
 done
+# The per-head arms' full KV heads, as `swan heads --select` chose them.
+for arm in d4-per-head25 d4-per-head12; do cp "$MODELS/$arm/heads.json" "$DOCS/data/deep_heads_$arm.json"; done
 for arm in $ARMS; do
   cp "$MODELS/$arm/MADE_BY.txt" "$DOCS/data/made_by_$arm.txt"
   "$SWAN" inspect -m "$MODELS/$arm" > "$DOCS/data/deep_inspect_$arm.txt"
