@@ -61,24 +61,27 @@ class DeviceDecoderTest : public VulkanTest {
     std::printf("%s under '%s'%s%s: largest logit difference %.2e\n", dir.c_str(), plan.c_str(),
                 stored ? " stored as " : "", stored ? WeightTypeName(*stored) : "", worst);
     EXPECT_LT(worst, tolerance) << "largest logit difference";
-    // Greedy continuations, each model feeding its own choice back.
-    int32_t next_cpu = 0, next_gpu = 0;
+    // Greedy continuations: both models are fed the CPU's choice, and the
+    // device's own choice must be the CPU's or, in a tie within the
+    // tolerance (random prompts make some), one the CPU scores as high.
     const float* last_cpu = want.data() + (prompt.size() - 1) * size_t(vocab);
     const float* last_gpu = got.data() + (prompt.size() - 1) * size_t(vocab);
     std::vector<float> step_cpu(static_cast<size_t>(vocab)), step_gpu(static_cast<size_t>(vocab));  // [vocab]
-    std::vector<int32_t> ids_cpu, ids_gpu;
     for (int i = 0; i < greedy; ++i) {
-      next_cpu = int32_t(std::max_element(last_cpu, last_cpu + vocab) - last_cpu);
-      next_gpu = int32_t(std::max_element(last_gpu, last_gpu + vocab) - last_gpu);
-      ids_cpu.push_back(next_cpu);
-      ids_gpu.push_back(next_gpu);
+      const int32_t next_cpu = int32_t(std::max_element(last_cpu, last_cpu + vocab) - last_cpu);
+      const int32_t next_gpu = int32_t(std::max_element(last_gpu, last_gpu + vocab) - last_gpu);
+      if (next_gpu != next_cpu) {
+        EXPECT_LT(last_cpu[next_cpu] - last_cpu[next_gpu], tolerance)
+            << "step " << i << ": the device picks " << next_gpu << ", the CPU " << next_cpu;
+      }
       const int32_t p = int32_t(prompt.size()) + i;
       cpu->Forward(step_cpu.data(), Batch{&next_cpu, &p, 1, false}, *cpu_session);
-      gpu->Forward(step_gpu.data(), Batch{&next_gpu, &p, 1, false}, *gpu_session);
+      gpu->Forward(step_gpu.data(), Batch{&next_cpu, &p, 1, false}, *gpu_session);
+      for (int64_t v = 0; v < vocab; ++v)
+        ASSERT_LT(std::fabs(step_cpu[size_t(v)] - step_gpu[size_t(v)]), tolerance) << "step " << i << " logit " << v;
       last_cpu = step_cpu.data();
       last_gpu = step_gpu.data();
     }
-    EXPECT_EQ(ids_gpu, ids_cpu);
   }
 };
 

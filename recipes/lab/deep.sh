@@ -101,6 +101,10 @@ deep_arm() {
     fi
   fi
   LAB_BASE="$LAB/$from" lab_export "$arm" "$LAB/$arm" "recipes/lab/deep.sh $arm"
+  if [ "$plan" = linear ]; then
+    { echo "attention transfer ($LAB/$arm-transfer) segments:"; cat "$LAB/$arm-transfer/segments.txt"; } \
+      >> "$MODELS/$arm/MADE_BY.txt"
+  fi
 }
 
 for arm in ${*:-$(echo "$ARMS" | cut -d' ' -f1)}; do deep_arm "$arm"; done
