@@ -393,7 +393,8 @@ if (lin) out.push(`- SWA + sinks against linear attention at equal budget (4 lay
 out.push('');
 out.push('Not yet measured at depth: dilated windows, ' +
   (lin ? '' : 'the linearized arm (its fine-tune, the slowest run here, is resumable: `sh recipes/lab/deep.sh d4-linear`), ') +
-  'and seeds beyond the three headline arms (every other figure here is one seed).');
+  `and seeds beyond the arms of the seeds table (${SEED_ARMS.join(', ')}; the length, routing, fair-test, ` +
+  'per-head, chunked and 8-layer figures are one seed each).');
 out.push('');
 
 fs.writeFileSync(path.join(docs, 'depth.md'), out.join('\n'));
