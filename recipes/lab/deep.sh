@@ -24,6 +24,9 @@
 # under that per-head plan (the other heads a window of 64 + 4 sinks).
 # Output: models/lab/ARM for each arm below.
 #   recipes/lab/deep.sh [ARM...]   (default: every arm, in the table's order)
+# Other seeds of the arms continued from another deep arm (routed, the fair
+# test): SEED=S recipes/lab/deep.sh ARM..., from FROM-seedS (d4-full's other
+# seeds come from recipes/lab/deep_seeds.sh); runs only, not shipped.
 . "$(dirname "$0")/common.sh"
 
 FINETUNE="--context 512 --batch 32 --steps 300 --lr 5e-4 --warmup 20 --eval-every 50 --eval-seqs 64
@@ -65,6 +68,10 @@ deep_arm() {
   set -- $line
   arm=$1 layers=$2 plan=$3 from=$4
   shift 4
+  if [ "${SEED:-1234}" != 1234 ] && { [ "$from" = base ] || [ "${from#models:}" != "$from" ] ||
+    [ "${plan#per-head:}" != "$plan" ]; }; then
+    echo "SEED is for arms continued from another deep arm; recipes/lab/deep_seeds.sh grows the others" >&2; exit 1
+  fi
   if [ "$from" = base ]; then
     lab_base
     lab_train "$LAB/$arm" --init "$LAB/base/model" --grow "$layers" --attn "$plan" $CONTINUED "$@"
@@ -85,20 +92,26 @@ deep_arm() {
     cp "$heads" "$MODELS/$arm/heads.json"
     return 0
   else
-    [ -f "$LAB/$from/finished" ] || { echo "$arm starts from $from: run recipes/lab/deep.sh $from first" >&2; exit 1; }
+    # SEED=S (not 1234): runs only, $LAB/ARM-seedS from FROM-seedS, not shipped.
+    run="$LAB/$arm" src="$LAB/$from" seed_flag=""
+    if [ "${SEED:-1234}" != 1234 ]; then
+      run="$LAB/$arm-seed$SEED" src="$LAB/$from-seed$SEED" seed_flag="--seed $SEED"
+    fi
+    [ -f "$src/finished" ] || { echo "$arm starts from $src: make it first (deep.sh or deep_seeds.sh)" >&2; exit 1; }
     if [ "${arm#d4-routed-mix}" != "$arm" ]; then
       mix_task
       flags=$CONTINUED
       [ "${from#d4-routed-mix}" != "$from" ] && flags=$MIX_MORE
-      (TASK=$MIX_TASK; lab_train "$LAB/$arm" --init "$LAB/$from/model" --attn "$plan" $flags "$@")
+      (TASK=$MIX_TASK; lab_train "$run" --init "$src/model" --attn "$plan" $flags "$@" $seed_flag)
     elif [ "$plan" = linear ]; then
       # LoLCATs as the 2-layer linear arm: the feature maps alone first.
-      lab_train "$LAB/$arm-transfer" --init "$LAB/$from/model" --attn linear --attention-transfer --context 512 \
-        --batch 8 --steps 300 --lr 1e-2 --warmup 20 --eval-every 50 --eval-seqs 16 --log-every 10
-      lab_train "$LAB/$arm" --init "$LAB/$arm-transfer/model" $FINETUNE
+      lab_train "$run-transfer" --init "$src/model" --attn linear --attention-transfer --context 512 \
+        --batch 8 --steps 300 --lr 1e-2 --warmup 20 --eval-every 50 --eval-seqs 16 --log-every 10 $seed_flag
+      lab_train "$run" --init "$run-transfer/model" $FINETUNE $seed_flag
     else
-      lab_train "$LAB/$arm" --init "$LAB/$from/model" --attn "$plan" $FINETUNE "$@"
+      lab_train "$run" --init "$src/model" --attn "$plan" $FINETUNE "$@" $seed_flag
     fi
+    [ -n "$seed_flag" ] && return 0
   fi
   LAB_BASE="$LAB/$from" lab_export "$arm" "$LAB/$arm" "recipes/lab/deep.sh $arm"
   if [ "$plan" = linear ]; then
