@@ -101,8 +101,9 @@ const other = (name) => ({ name, ...scale(name), plan: readJson(`deep_${name}.js
 
 // Routing: far queries (key outside the layer's window) against near ones,
 // per layer, and recall against a full-attention reference on the same task.
-function routing(name, routesFile, reference, task) {
-  const model = arm(name) || { name, ...scale(name), plan: readJson(`deep_${name}.json`).plans[0] };
+function routing(name, routesFile, reference, task, plan) {
+  const base = arm(name) || { name, ...scale(name), plan: readJson(`deep_${name}.json`).plans[0] };
+  const model = plan ? { ...base, plan } : base;
   const rows = readJson(routesFile).layers.map((l) => {
     const c = l.classes;
     const ratio = (k) => (c[k] ? c[k].ratio : NaN);
@@ -348,6 +349,29 @@ if (SEED_ARMS.some((n) => seedRuns(n).length > 1)) {
       return [n, runs.length, spread(runs.map((p) => accuracy(p, 1, WINDOW))), spread(runs.map((p) => accuracy(p, WINDOW, 252))),
         spread(runs.map((p) => accuracy(p, 252)))];
     })));
+  out.push('');
+}
+
+// Other seeds of the routed arm that meets the bar (from d4-full's seeds).
+const routedSeeds = [2, 3].filter((s) => has(`deep_routes_d4-routed-mix-g1e-2-more_seed${s}.json`));
+if (routedSeeds.length) {
+  out.push('Seeds 2 and 3 of d4-routed-mix-g1e-2-more, each continued from d4-full\'s seed of the same number ' +
+    '(`SEED=S sh recipes/lab/deep.sh d4-routed-mix-g1e-2 d4-routed-mix-g1e-2-more`):');
+  out.push('');
+  const seedRows = [{ seed: 1234, r: routedArms.find((r) => r.model.name === 'd4-routed-mix-g1e-2-more') },
+    ...routedSeeds.map((seed) => ({ seed, r: routing('d4-routed-mix-g1e-2-more', `deep_routes_d4-routed-mix-g1e-2-more_seed${seed}.json`,
+      { name: 'its weights under full attention', plan: readJson(`deep_d4-routed-mix-g1e-2-more_seed${seed}_full.json`).plans[0] },
+      'the mixed task', readJson(`deep_d4-routed-mix-g1e-2-more_seed${seed}.json`).plans[0]) }))].filter((x) => x.r);
+  out.push(tableMd(['seed', 'layer', 'P(full \\| far query)', 'P(full \\| near query)', 'recall', 'under full attention', 'meets the bar'],
+    seedRows.map(({ seed, r }) => [seed, r.best.layer, pct(r.best.farQ), pct(r.best.nearQ), pct(r.recall), pct(r.refRecall),
+      r.passes ? 'yes' : 'no'])));
+  out.push('');
+}
+const ftSeeds = [2, 3].filter((s) => has(`deep_d4-swa64-sinks4-ft_seed${s}.json`));
+if (ftSeeds.length) {
+  const values = [ft.plan, ...ftSeeds.map((s) => readJson(`deep_d4-swa64-sinks4-ft_seed${s}.json`).plans[0])];
+  out.push(`d4-swa64-sinks4-ft over seeds 1234, ${ftSeeds.join(', ')}: keys 64-252 back ` +
+    `${spread(values.map((p) => accuracy(p, WINDOW, 252)))}.`);
   out.push('');
 }
 

@@ -39,6 +39,20 @@ for arm in d4-full d4-swa64 d4-hybrid31 d4-hybrid31-nope d4-swa64-staggered; do
     [ -f "$run/finished" ] && compare "deep_${arm}_seed$seed.json" "$run/model" --attn model --distances $DEEP_BINS
   done
 done
+# Other seeds of the routed arm that meets the bar and of the fair test's
+# window side (SEED=S recipes/lab/deep.sh ...), where run: recall under
+# their plan, the routed one's routes and its weights under full attention.
+for seed in 2 3; do
+  run="$LAB/d4-routed-mix-g1e-2-more-seed$seed"
+  if [ -f "$run/finished" ]; then
+    compare "deep_d4-routed-mix-g1e-2-more_seed$seed.json" "$run/model" --attn model --distances $DEEP_BINS
+    compare "deep_d4-routed-mix-g1e-2-more_seed${seed}_full.json" "$run/model" --attn full --distances $DEEP_BINS
+    "$SWAN" route-stats -m "$run/model" --recall --samples 32 --json --quiet -t "$THREADS" \
+      > "$DOCS/data/deep_routes_d4-routed-mix-g1e-2-more_seed$seed.json"
+  fi
+  run="$LAB/d4-swa64-sinks4-ft-seed$seed"
+  [ -f "$run/finished" ] && compare "deep_d4-swa64-sinks4-ft_seed$seed.json" "$run/model" --attn model --distances $DEEP_BINS
+done
 # The full arm at depth under window plans without training (StreamingLLM's
 # claim at depth: does a window + sinks keep what the deep model retrieves?).
 compare deep_conversion.json "$MODELS/d4-full" --attn "full;swa:64;swa:64,sinks:4;hybrid:3:1,window:64" \
