@@ -41,9 +41,11 @@ OptionSet Options() {
             "prompt as token ids instead of text; the output is ids too (a recall model's ids by name, e.g. "
             "<bos>,f0,f1,f2,k3,v5,k3)"})
       .Add({{"-n"}, "N", "new tokens to generate (default 64); stops early at EOS"})
-      .Add(PlanOption("full, swa:256, swa:256,sinks:4, hybrid:3:1,window:512, ...,layer0:full, ...,nope:full, "
-                      "...,layer1:heads:0+2 (per-head), ...,heads:FILE.json, linear, linear:W (a linearized model's; "
-                      "docs/plans.md)"))
+      .Add(PlanOption(
+          "full, swa:256, swa:256,sinks:4, hybrid:3:1,window:512, ...,layer0:full, ...,nope:full, "
+          "...,layer1:heads:0+2 (per-head), ...,heads:FILE.json, ...,staggered (block windows), linear, linear:W (a "
+          "linearized model's; "
+          "docs/plans.md)"))
       .Add({{"--temp"}, "T", "temperature, 0 = greedy (default: generation_config.json when it samples, else 0)"})
       .Add(
           {{"--top-k"}, "K", "sampling filter: keep the K most likely tokens (default off, or generation_config.json)"})
