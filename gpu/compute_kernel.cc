@@ -9,7 +9,7 @@ namespace swan {
 namespace {
 // Descriptor sets per pool, and storage buffers a kernel may bind.
 constexpr int kSetsPerPool = 256;
-constexpr int kMaxBuffers = 8;
+constexpr int kMaxBuffers = 9;
 }  // namespace
 
 ComputeKernel::ComputeKernel(VulkanDevice& device, SpirV code, int buffers, uint32_t push_bytes)
@@ -17,6 +17,11 @@ ComputeKernel::ComputeKernel(VulkanDevice& device, SpirV code, int buffers, uint
   if (buffers < 1 || buffers > kMaxBuffers || code.size % 4 != 0 || code.size == 0)
     throw std::invalid_argument("compute kernel: " + std::to_string(buffers) + " buffers, " +
                                 std::to_string(code.size) + " bytes of SPIR-V");
+  if (uint32_t(buffers) > device.info().storage_buffers_per_stage)
+    throw std::runtime_error("Vulkan device '" + device.info().name + "' binds " +
+                             std::to_string(device.info().storage_buffers_per_stage) +
+                             " storage buffers per shader and swan's need " + std::to_string(buffers) +
+                             ": leave out --device to run on the CPU");
   std::vector<uint32_t> words(code.size / 4);  // [size / 4] aligned for the driver
   std::memcpy(words.data(), code.bytes, code.size);
   auto module = VkInfo<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "model/weight_source.h"
 #include "ops/linear.h"
 #include "ops/packed_blocks.h"
+#include "ops/router.h"
 
 namespace swan {
 namespace {
@@ -27,6 +29,11 @@ struct DeviceLayer {
   DeviceBuffer q_bias, k_bias, v_bias;  // [heads * head_dim], [kv_heads * head_dim] x2 (Qwen2)
   DeviceBuffer q_norm, k_norm;          // [head_dim] (QK-norm)
   bool biases = false, qk_norm = false;
+  // A routed layer's router (model/blocks.h): on the host for the checks,
+  // on the device for the steps.
+  std::optional<RouterWeights> router;
+  DeviceMatrix router_weight;  // [1, hidden]
+  DeviceBuffer router_bias;    // [1]
 };
 
 // One layer's keys and values of one sequence: slots as kv/'s SlotTable
@@ -94,6 +101,7 @@ class DeviceDecoder : public LanguageModel {
   // cos_sin [n_layers, head_dim]; q_pos [1]; scores [heads, slots]
   mutable DeviceBuffer x_, xn_, branch_, branch_normed_, q_, qn_, attn_, k_, kn_, v_, gate_, up_, act_, logits_,
       cos_sin_, q_pos_, scores_;
+  mutable std::vector<DeviceBuffer> route_logits_;  // [n_layers] of [1]: a routed layer's route this step (> 0: full)
 };
 
 DeviceDecoder::DeviceDecoder(const WeightSource& w, const ModelConfig& config, const std::string& origin,
@@ -118,6 +126,7 @@ DeviceDecoder::DeviceDecoder(const WeightSource& w, const ModelConfig& config, c
   gate_ = floats(config.intermediate_size), up_ = floats(config.intermediate_size);
   act_ = floats(config.intermediate_size), logits_ = floats(config.vocab_size);
   cos_sin_ = floats(int64_t(config.n_layers) * hd), q_pos_ = floats(1), scores_ = floats(config.n_heads);
+  for (int32_t i = 0; i < config.n_layers; ++i) route_logits_.push_back(floats(1));
 }
 
 DeviceMatrix DeviceDecoder::Upload(const LinearWeight& w) {
@@ -171,7 +180,17 @@ void DeviceDecoder::Load(const WeightSource& w, const DecoderTensor& t) {
     case R::kUp: l.up = linear(); break;
     case R::kDown: l.down = linear(); break;
     case R::kPostMlpNorm: l.post_mlp_norm = f32(); break;
-    default: break;  // routers and feature maps: their plans are refused on a device
+    case R::kRouterWeight: {
+      l.router.emplace().weight = w.F32(t.name, t.shape);
+      l.router_weight = UploadMatrix(device_, WeightType::kF32, l.router->weight.data(), 1, config_.hidden_size);
+      weight_bytes_ += l.router->weight.size() * sizeof(float);
+      break;
+    }
+    case R::kRouterBias:  // follows its weight
+      l.router->bias = w.F32(t.name, t.shape)[0];
+      l.router_bias = Holding(device_, {l.router->bias});
+      break;
+    default: break;  // feature maps: linear layers are refused on a device
   }
 }
 
@@ -180,13 +199,17 @@ void DeviceDecoder::CheckPlan(const AttentionPlan& plan) const {
     throw std::invalid_argument("Forward: the session's plan does not fit this model");
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     const LayerPlan& l = plan.layers[i];
-    if (l.kind != LayerKind::kFull && l.kind != LayerKind::kWindow)
+    if (l.kind == LayerKind::kLinear)
       throw std::invalid_argument(std::string("attention plan '") + plan.spec + "': layer " + std::to_string(i) +
                                   " is " + LayerKindName(l.kind) +
                                   ", which runs on the CPU only for now (leave out --device)");
     if (l.position_mode != PositionMode::kAbsolute)
       throw std::invalid_argument("attention plan '" + plan.spec +
                                   "': pos:cache runs on the CPU only for now (leave out --device)");
+    if (l.kind == LayerKind::kPerHead && !l.full_heads.empty() && l.full_heads.back() >= 32)
+      throw std::invalid_argument("attention plan '" + plan.spec + "': layer " + std::to_string(i) + " keeps KV head " +
+                                  std::to_string(l.full_heads.back()) +
+                                  " full; on a device, per-head layers name heads below 32 (leave out --device)");
   }
 }
 
@@ -243,6 +266,9 @@ DeviceSequence& DeviceDecoder::SequenceOf(Session& session, int32_t first_pos) c
 void DeviceDecoder::Forward(float* logits, const Batch& batch, Session& session) const {
   if (batch.n <= 0) throw std::invalid_argument("Forward: empty batch");
   CheckPlan(session.plan);
+  std::vector<const RouterWeights*> routers;  // [n_layers]
+  for (const DeviceLayer& l : layers_) routers.push_back(l.router ? &*l.router : nullptr);
+  RequireRouters(session, routers, origin_);
   const std::lock_guard<std::mutex> lock(mutex_);
   DeviceSequence& seq = SequenceOf(session, batch.pos[0]);
   for (int64_t t = 0; t < batch.n; ++t) {
@@ -286,12 +312,30 @@ void DeviceDecoder::Step(int32_t token, int32_t pos, const Session& session, Dev
     slots[size_t(i)] = slot;
   }
 
+  // Routed layers: a forced ratio draws each route here, a router on the device.
+  std::vector<LayerRoutes> routes(static_cast<size_t>(config_.n_layers));  // [n_layers]
+  for (int32_t i = 0; i < config_.n_layers; ++i) {
+    const DeviceLayer& l = layers_[size_t(i)];
+    if (session.plan.layers[size_t(i)].kind != LayerKind::kRouted) continue;
+    routes[size_t(i)] = SessionLayerRoutes(session, i, l.router ? &*l.router : nullptr);
+    if (routes[size_t(i)].forced_full_ratio < 0) continue;
+    uint8_t full = 0;
+    RouteTokens(&full, nullptr, &pos, 1, hidden, routes[size_t(i)]);
+    const float logit = full ? 1.0f : -1.0f;
+    route_logits_[size_t(i)].Upload(&logit, sizeof(float));
+  }
+
   CommandBatch batch(device_);
   for (int32_t i = 0; i < config_.n_layers; ++i) {
     const DeviceLayer& l = layers_[size_t(i)];
     const LayerPlan& plan = session.plan.layers[size_t(i)];
     DeviceLayerKv& kv = seq.layers[size_t(i)];
     RecordRmsNorm(batch, kernels_, x_, l.attn_norm, xn_, 1, hidden, eps_, false);
+    const bool routed = plan.kind == LayerKind::kRouted;
+    if (routed && routes[size_t(i)].forced_full_ratio < 0) {
+      RecordMatVec(batch, kernels_, l.router_weight, xn_, route_logits_[size_t(i)], 1);
+      RecordAdd(batch, kernels_, l.router_bias, route_logits_[size_t(i)], 1);
+    }
     RecordMatVec(batch, kernels_, l.q, xn_, q_, 1);
     RecordMatVec(batch, kernels_, l.k, xn_, k_, 1);
     RecordMatVec(batch, kernels_, l.v, xn_, v_, 1);
@@ -313,13 +357,16 @@ void DeviceDecoder::Step(int32_t token, int32_t pos, const Session& session, Dev
     }
     batch.Copy(*k, 0, kv.k, size_t(slots[size_t(i)] * kv_row) * 4, size_t(kv_row) * 4);
     batch.Copy(v_, 0, kv.v, size_t(slots[size_t(i)] * kv_row) * 4, size_t(kv_row) * 4);
+    // Routed and per-head layers keep every key and narrow to the window per query or head.
     const DeviceAttention a{AttentionShape{config_.n_heads, config_.n_kv_heads, config_.head_dim},
                             1,
                             int64_t(kv.pos.size()),
                             0,
                             KvType::kF32,
-                            plan.kind == LayerKind::kWindow ? plan.span : Span{},
-                            attention_scale_};
+                            plan.kind == LayerKind::kFull ? Span{} : plan.span,
+                            attention_scale_,
+                            plan.kind == LayerKind::kPerHead ? plan.full_heads : std::vector<int32_t>{},
+                            routed ? &route_logits_[size_t(i)] : nullptr};
     RecordAttend(batch, kernels_, a, *q, kv.k, kv.v, kv.slot_pos, q_pos_, nullptr, scores_, attn_);
     RecordMatVec(batch, kernels_, l.o, attn_, branch_, 1);
     AddBlock(batch, branch_, spec_.sandwich_norms ? &l.post_attn_norm : nullptr);
@@ -336,6 +383,13 @@ void DeviceDecoder::Step(int32_t token, int32_t pos, const Session& session, Dev
   }
   batch.Run();
   if (logits) logits_.Download(logits, size_t(config_.vocab_size) * 4);
+  for (int32_t i = 0; i < config_.n_layers; ++i) {
+    const LayerRoutes& r = routes[size_t(i)];
+    if (!r.record || r.forced_full_ratio >= 0) continue;  // a forced draw recorded itself
+    float logit = 0.0f;
+    route_logits_[size_t(i)].Download(&logit, sizeof(float));
+    r.record->push_back(RoutesFull(logit) ? 1 : 0);
+  }
 }
 
 }  // namespace

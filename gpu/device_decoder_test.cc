@@ -1,8 +1,9 @@
 // The model's forward on a Vulkan device against the CPU's on the same
 // weights: logits of every token of a prompt within a stated tolerance,
 // and the same greedy continuation, under full, window, window + sinks,
-// hybrid and NoPE plans; stories260K (Llama, f32 weights) and swan-7m
-// (bf16). Plans the device does not run yet are refused with a message.
+// hybrid, NoPE, routed and per-head plans; stories260K (Llama, f32
+// weights), swan-7m (bf16) and a lab model's routers. Plans the device does
+// not run yet (linear layers, pos:cache) are refused with a message.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -46,6 +47,14 @@ class DeviceDecoderTest : public VulkanTest {
     f32_cache.type = KvType::kF32;
     auto cpu_session = cpu->NewSession(cpu->ResolvePlan(plan), f32_cache);
     auto gpu_session = gpu->NewSession(gpu->ResolvePlan(plan), f32_cache);
+    // Routed layers: both record each token's route, drawn or the router's.
+    const size_t n_layers = size_t(cpu->config().n_layers);
+    std::vector<std::vector<uint8_t>> cpu_routes(n_layers), gpu_routes(n_layers);  // [n_layers][tokens]
+    for (size_t i = 0; i < n_layers; ++i) {
+      cpu_session->routing.record.push_back(&cpu_routes[i]);
+      gpu_session->routing.record.push_back(&gpu_routes[i]);
+    }
+    cpu_session->routing.forced_full_ratio = gpu_session->routing.forced_full_ratio = forced_ratio;
     std::uniform_int_distribution<int32_t> id(1, int32_t(vocab - 1));
     std::vector<int32_t> prompt(12);  // [12] random ids: every position matters alike
     for (int32_t& t : prompt) t = id(rng);
@@ -82,7 +91,14 @@ class DeviceDecoderTest : public VulkanTest {
       last_cpu = step_cpu.data();
       last_gpu = step_gpu.data();
     }
+    EXPECT_EQ(gpu_routes, cpu_routes) << "routes";
+    size_t routed = 0, full = 0;
+    for (const std::vector<uint8_t>& r : cpu_routes)
+      routed += r.size(), full += size_t(std::count(r.begin(), r.end(), 1));
+    if (routed) std::printf("  %zu of %zu routes full\n", full, routed);
   }
+
+  double forced_ratio = -1;  // routed plans: >= 0 draws the routes (RouteOptions)
 };
 
 TEST_F(DeviceDecoderTest, Stories260KMatchesTheCpuUnderEveryStaticPlan) {
@@ -183,6 +199,20 @@ TEST_F(DeviceDecoderTest, QwenAndGemmaMatchTheCpu) {
   gemma.Write(root / "gemma3", test::kTinyGemma3Config);
   for (const char* family : {"qwen2", "qwen3", "gemma3"}) Compare((root / family).string(), "", 12, 1e-4);
   std::filesystem::remove_all(root);
+}
+
+// Routed layers on the device: routes drawn at a forced ratio on a model
+// without routers, and a lab model's learned routers run on the device
+// (window 4, so that the window branch differs from full attention within
+// the prompt). Per-head layers: some KV heads full, the others a window.
+TEST_F(DeviceDecoderTest, RoutedAndPerHeadPlansMatchTheCpu) {
+  SWAN_NEED_VULKAN();
+  forced_ratio = 0.4;
+  Compare(test::Stories260K(), "routed:4,sinks:1", 8, 1e-4);
+  forced_ratio = -1;
+  // Its bf16 weights as float32 on the CPU: the device's float32 products.
+  Compare(test::SourceRoot() + "/models/lab/routed", "routed:4,sinks:1", 8, 1e-4, WeightType::kF32);
+  Compare(test::Stories260K(), "full,layer0:heads:1+3:4,layer2:heads:0:3,layer4:swa:4,sinks:1", 8, 1e-4);
 }
 
 TEST_F(DeviceDecoderTest, RefusesPlansItDoesNotRunYet) {

@@ -39,6 +39,8 @@ struct AttendPush {
   int32_t block_offset;  // -1: a sliding window
   uint32_t has_sink_logits;
   float scale;
+  uint32_t full_heads_mask;  // bit h: KV head h sees every key
+  uint32_t has_routes;
 };
 struct RopePush {
   uint32_t n_tokens, n_heads, head_dim, table_row;
@@ -103,7 +105,7 @@ const ComputeKernel& DeviceKernels::Attend(KvType type) {
   if (type != KvType::kF32 && type != KvType::kBF16)
     throw std::invalid_argument("Vulkan attention reads f32 and bf16 KV caches (not q8_0 yet)");
   const bool bf16 = type == KvType::kBF16;
-  return Built(attend_[bf16], bf16 ? spirv::kAttendBF16 : spirv::kAttendF32, 8, uint32_t(sizeof(AttendPush)));
+  return Built(attend_[bf16], bf16 ? spirv::kAttendBF16 : spirv::kAttendF32, 9, uint32_t(sizeof(AttendPush)));
 }
 
 const ComputeKernel& DeviceKernels::Rope() { return Built(rope_, spirv::kRope, 2, uint32_t(sizeof(RopePush))); }
@@ -173,13 +175,25 @@ void RecordAttend(CommandBatch& batch, DeviceKernels& kernels, const DeviceAtten
   if (sink_logits) RequireBytes(*sink_logits, int64_t(s.n_heads) * 4, "attention sink logits");
   RequireBytes(scores, a.n_q * s.n_heads * a.n_rows * 4, "attention scores");
   RequireBytes(out, q_values * 4, "attention output");
+  uint32_t full_heads_mask = 0;
+  for (int32_t h : a.full_heads) {
+    if (h < 0 || h >= s.n_kv_heads || h >= 32)
+      throw std::invalid_argument("device attention: full KV head " + std::to_string(h) + " of " +
+                                  std::to_string(s.n_kv_heads) + " (per-head layers on a device: heads below 32)");
+    full_heads_mask |= 1u << h;
+  }
+  if (a.route_logits) RequireBytes(*a.route_logits, a.n_q * 4, "attention route logits");
   const float scale = a.scale != 0.0f ? a.scale : 1.0f / std::sqrt(float(s.head_dim));
   const AttendPush push{uint32_t(a.n_rows),    uint32_t(stride),
                         uint32_t(s.n_heads),   uint32_t(s.n_kv_heads),
                         uint32_t(s.head_dim),  a.span.window,
                         a.span.sinks,          a.span.blocks ? a.span.offset : -1,
-                        sink_logits ? 1u : 0u, scale};
-  batch.Dispatch(kernels.Attend(a.type), {&q, &k, &v, &kv_pos, &q_pos, sink_logits ? sink_logits : &q, &scores, &out},
+                        sink_logits ? 1u : 0u, scale,
+                        full_heads_mask,       a.route_logits ? 1u : 0u};
+  // Bindings left unread (no sink logits, no routes) are given the queries.
+  batch.Dispatch(kernels.Attend(a.type),
+                 {&q, &k, &v, &kv_pos, &q_pos, sink_logits ? sink_logits : &q, &scores, &out,
+                  a.route_logits ? a.route_logits : &q},
                  &push, uint32_t(s.n_heads), uint32_t(a.n_q));
 }
 

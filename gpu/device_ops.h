@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "gpu/compute_kernel.h"
 #include "gpu/device_buffer.h"
@@ -68,6 +69,11 @@ struct DeviceAttention {
   KvType type = KvType::kF32;
   Span span;
   float scale = 0.0f;  // logit scale; 0 = 1/sqrt(head_dim)
+  // Queries that see every key despite `span`: those of the KV heads in
+  // full_heads (a per-head layer; heads below 32), and the rows whose
+  // route_logits [n_q] are above 0 (a routed layer: the router's w·xn + b).
+  std::vector<int32_t> full_heads;
+  const DeviceBuffer* route_logits = nullptr;
 };
 // out [n_q, n_heads, head_dim] from q [n_q, n_heads, head_dim], k and v
 // [n_rows, row_stride], kv_pos [n_rows] and q_pos [n_q] (int32), learned

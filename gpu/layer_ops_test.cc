@@ -5,6 +5,7 @@
 // ops/elementwise.h, and the residual add.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -39,12 +40,17 @@ class DeviceAttend : public VulkanTest {
   // n_q queries at the last positions over n_rows slots: a ring of the
   // positions [first, first + n_rows) in rotated order, `empty` of them
   // marked empty; compares the device's output with AttendReference.
+  // full_heads: KV heads that see every key (a per-head layer); routed:
+  // each query row gets a random route logit, and those above 0 see every
+  // key. The reference is AttendReference under the span or under full
+  // attention, taken per head or row.
   void Check(const AttentionShape& shape, int64_t n_q, int64_t n_rows, int64_t empty, KvType type, Span span,
-             bool sink_logits, int64_t row_pad = 0) {
+             bool sink_logits, int64_t row_pad = 0, const std::vector<int32_t>& full_heads = {}, bool routed = false) {
     SCOPED_TRACE(std::to_string(shape.n_heads) + "/" + std::to_string(shape.n_kv_heads) + " heads of " +
                  std::to_string(shape.head_dim) + ", " + std::to_string(n_q) + " queries, " + std::to_string(n_rows) +
                  " slots, " + span.ToString() + (type == KvType::kBF16 ? ", bf16" : ", f32") +
-                 (sink_logits ? ", sink logits" : ""));
+                 (sink_logits ? ", sink logits" : "") + (full_heads.empty() ? "" : ", per-head") +
+                 (routed ? ", routed" : ""));
     std::normal_distribution<float> normal;
     const int64_t width = int64_t(shape.n_kv_heads) * shape.head_dim, stride = width + row_pad;
     std::vector<float> q(size_t(n_q * shape.n_heads * shape.head_dim)), k(size_t(n_rows * stride)),
@@ -76,6 +82,21 @@ class DeviceAttend : public VulkanTest {
     args.sink_logits = sink_logits ? sinks.data() : nullptr;
     std::vector<float> expected(q.size());  // [n_q, heads, hd]
     AttendReference(args, expected.data());
+    std::vector<float> route_logits(static_cast<size_t>(n_q));  // [n_q]
+    for (float& x : route_logits) x = normal(rng);
+    if (routed || !full_heads.empty()) {
+      args.span = Span{};
+      std::vector<float> full(q.size());  // [n_q, heads, hd] every query seeing every key
+      AttendReference(args, full.data());
+      const int64_t group = shape.n_heads / shape.n_kv_heads, hd = shape.head_dim;
+      for (int64_t i = 0; i < n_q; ++i)
+        for (int64_t h = 0; h < shape.n_heads; ++h) {
+          const bool head_full = std::count(full_heads.begin(), full_heads.end(), int32_t(h / group)) > 0;
+          if (!head_full && !(routed && route_logits[size_t(i)] > 0)) continue;
+          const size_t at = size_t((i * shape.n_heads + h) * hd);
+          std::copy_n(full.begin() + ptrdiff_t(at), hd, expected.begin() + ptrdiff_t(at));
+        }
+    }
 
     std::vector<uint16_t> k16(k.size()), v16(v.size());  // the bf16 cache
     for (size_t i = 0; i < k.size(); ++i) {
@@ -84,10 +105,11 @@ class DeviceAttend : public VulkanTest {
     }
     DeviceKernels kernels(*Device());
     const DeviceBuffer dq = Holding(q), dpos = Holding(kv_pos), dqpos = Holding(q_pos), dsinks = Holding(sinks);
+    const DeviceBuffer droutes = Holding(route_logits);
     const DeviceBuffer dk = type == KvType::kBF16 ? Holding(k16) : Holding(k);
     const DeviceBuffer dv = type == KvType::kBF16 ? Holding(v16) : Holding(v);
     DeviceBuffer scores(*Device(), size_t(n_q * shape.n_heads * n_rows) * 4), out(*Device(), q.size() * 4);
-    DeviceAttention a{shape, n_q, n_rows, stride, type, span, 0.0f};
+    DeviceAttention a{shape, n_q, n_rows, stride, type, span, 0.0f, full_heads, routed ? &droutes : nullptr};
     CommandBatch batch(*Device());
     RecordAttend(batch, kernels, a, dq, dk, dv, dpos, dqpos, sink_logits ? &dsinks : nullptr, scores, out);
     batch.Run();
@@ -114,6 +136,19 @@ TEST_F(DeviceAttend, MatchesTheReferenceUnderEveryKindOfSpan) {
   }
 }
 
+// Per-head layers (some KV heads see every key) and routed ones (a query
+// row whose route logit is above 0 does).
+TEST_F(DeviceAttend, FullHeadsAndRoutedRowsSeeEveryKey) {
+  SWAN_NEED_VULKAN();
+  const AttentionShape gqa{6, 3, 24}, mha{4, 4, 32};
+  for (KvType type : {KvType::kF32, KvType::kBF16}) {
+    Check(gqa, 2, 41, 2, type, Span{5, 1}, false, 0, {1});
+    Check(mha, 1, 70, 0, type, Span{8, 0}, true, 0, {0, 3});
+    Check(gqa, 8, 41, 0, type, Span{6, 2}, false, 0, {}, true);
+    Check(mha, 5, 70, 3, type, Span{16, 4, true, 3}, true, 0, {}, true);
+  }
+}
+
 // A query that sees no key gets zeros; with a learned sink logit, too.
 TEST_F(DeviceAttend, AQueryThatSeesNothingGetsZeros) {
   SWAN_NEED_VULKAN();
@@ -127,11 +162,14 @@ TEST_F(DeviceAttend, RefusesQ8_0CachesAndShortBuffers) {
   EXPECT_THROW(kernels.Attend(KvType::kQ8_0), std::invalid_argument);
   DeviceBuffer small(*Device(), 16), scores(*Device(), 1024);
   CommandBatch batch(*Device());
-  const DeviceAttention a{AttentionShape{2, 1, 32}, 1, 4, 0, KvType::kF32, Span{}, 0.0f};
+  const DeviceAttention a{AttentionShape{2, 1, 32}, 1, 4, 0, KvType::kF32, Span{}, 0.0f, {}, nullptr};
   EXPECT_THROW(RecordAttend(batch, kernels, a, small, small, small, small, small, nullptr, scores, small),
                std::invalid_argument);
-  const DeviceAttention no_window{AttentionShape{2, 1, 32}, 1, 4, 0, KvType::kF32, Span{0, 4}, 0.0f};
+  const DeviceAttention no_window{AttentionShape{2, 1, 32}, 1, 4, 0, KvType::kF32, Span{0, 4}, 0.0f, {}, nullptr};
   EXPECT_THROW(RecordAttend(batch, kernels, no_window, scores, scores, scores, scores, scores, nullptr, scores, scores),
+               std::invalid_argument);
+  DeviceAttention bad_head{AttentionShape{2, 1, 32}, 1, 4, 0, KvType::kF32, Span{2, 0}, 0.0f, {1}, nullptr};
+  EXPECT_THROW(RecordAttend(batch, kernels, bad_head, scores, scores, scores, scores, scores, nullptr, scores, scores),
                std::invalid_argument);
   EXPECT_EQ(batch.dispatches(), 0);
 }

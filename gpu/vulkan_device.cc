@@ -102,6 +102,7 @@ VulkanDeviceInfo Describe(VkPhysicalDevice physical, int index) {
   info.int8 = f16i8.shaderInt8;
   info.storage16 = s16.storageBuffer16BitAccess;
   info.storage8 = s8.storageBuffer8BitAccess;
+  info.storage_buffers_per_stage = props.properties.limits.maxPerStageDescriptorStorageBuffers;
   return info;
 }
 

@@ -18,11 +18,12 @@ struct VulkanDeviceInfo {
   std::string kind;  // "cpu", "discrete GPU", "integrated GPU", "virtual GPU", "other"
   uint32_t api_version = 0;
   uint32_t subgroup_size = 0;
-  uint64_t memory_bytes = 0;  // its largest device-local heap
-  bool float16 = false;       // shaderFloat16
-  bool int8 = false;          // shaderInt8
-  bool storage16 = false;     // 16-bit storage buffers
-  bool storage8 = false;      // 8-bit storage buffers
+  uint64_t memory_bytes = 0;               // its largest device-local heap
+  bool float16 = false;                    // shaderFloat16
+  bool int8 = false;                       // shaderInt8
+  bool storage16 = false;                  // 16-bit storage buffers
+  bool storage8 = false;                   // 8-bit storage buffers
+  uint32_t storage_buffers_per_stage = 0;  // maxPerStageDescriptorStorageBuffers
 };
 
 // Every device with a compute queue, in the loader's order: empty when

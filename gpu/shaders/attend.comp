@@ -6,6 +6,9 @@
 // (window == 0 or k >= the window's start or k < sinks), the start being
 // q - window + 1 for a sliding window and the start of q's block for a
 // block window; a row of position < 0 is an empty slot. Query head h reads KV head h / (n_heads / n_kv_heads).
+// Two ways a query sees every key despite the window: its KV head is in
+// full_heads_mask (a per-head layer), or its row's route logit is above 0
+// (a routed layer: Switch Attention's router says full iff w·xn + b > 0).
 // Three passes over the keys: logits into `scores`, their exponentials and
 // sum, then each invocation's dimensions of the weighted sum of values.
 // A learned sink logit adds e^{sink} to the sum with no value.
@@ -21,6 +24,7 @@ layout(std430, binding = 4) readonly buffer QueryPositions { int q_pos[]; };  //
 layout(std430, binding = 5) readonly buffer SinkLogits { float sink_logits[]; };  // [n_heads], read when has_sinks
 layout(std430, binding = 6) coherent buffer Scores { float scores[]; };  // [n_q, n_heads, n_rows] scratch
 layout(std430, binding = 7) writeonly buffer Output { float out_values[]; };  // [n_q, n_heads, head_dim]
+layout(std430, binding = 8) readonly buffer RouteLogits { float route_logits[]; };  // [n_q], read when has_routes
 
 layout(push_constant) uniform Shape {
   uint n_rows;      // key rows (cache slots)
@@ -29,7 +33,9 @@ layout(push_constant) uniform Shape {
   int window, sinks;
   int block_offset;  // -1: a sliding window; else where blocks of `window` start
   uint has_sink_logits;
-  float scale;  // logit scale
+  float scale;           // logit scale
+  uint full_heads_mask;  // bit h: KV head h sees every key
+  uint has_routes;
 } shape;
 
 shared float partial[64];
@@ -45,9 +51,9 @@ float KvAt(uint index, bool value) {
 #error "attend.comp: define KV_F32 or KV_BF16"
 #endif
 
-bool Sees(int qp, int kp) {
+bool Sees(int qp, int kp, bool full) {
   if (kp < 0 || kp > qp) return false;
-  if (shape.window == 0 || kp < shape.sinks) return true;
+  if (full || shape.window == 0 || kp < shape.sinks) return true;
   if (shape.block_offset < 0) return qp - kp < shape.window;
   // GLSL leaves % of a negative number undefined; before the first offset
   // the block starts at 0.
@@ -74,11 +80,13 @@ void main() {
   const uint q_base = (row * shape.n_heads + head) * shape.head_dim;
   const uint s_base = (row * shape.n_heads + head) * shape.n_rows;
   const int qp = q_pos[row];
+  const bool full = (kv_head < 32u && ((shape.full_heads_mask >> kv_head) & 1u) != 0u) ||
+                    (shape.has_routes != 0u && route_logits[row] > 0.0);
   const float unseen = -1.0 / 0.0;
   float best = unseen;
   for (uint r = t; r < shape.n_rows; r += 64u) {
     float s = unseen;
-    if (Sees(qp, kv_pos[r])) {
+    if (Sees(qp, kv_pos[r], full)) {
       const uint k_base = r * shape.row_stride + kv_head * shape.head_dim;
       float dot = 0.0;
       for (uint d = 0; d < shape.head_dim; ++d) dot += q[q_base + d] * KvAt(k_base + d, false);
