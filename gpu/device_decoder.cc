@@ -1,5 +1,6 @@
 #include "gpu/device_decoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -56,6 +57,12 @@ struct DeviceSequence {
   int64_t next_pos = 0;
 };
 
+// StreamingLLM positions on a layer (pos:cache on a window layer with sinks,
+// as model/blocks.cc's AttendRows): without RoPE they change nothing.
+bool CachePositions(const LayerPlan& l) {
+  return l.position_mode == PositionMode::kCache && l.span.sinks > 0 && l.rope.enabled;
+}
+
 DeviceBuffer Holding(VulkanDevice& device, const std::vector<float>& values) {
   DeviceBuffer b(device, values.size() * sizeof(float));
   b.Upload(values.data(), values.size() * sizeof(float));
@@ -96,9 +103,11 @@ class DeviceDecoder : public LanguageModel {
   DeviceMatrix head_;  // [vocab, hidden]
 
   mutable std::mutex mutex_;  // one step at a time: the scratch below is shared
-  // Scratch: x, xn, branch, branch_normed [hidden]; q, qn, attn [heads * hd];
+  // Scratch: x, xn, branch, branch_normed [hidden]; q, qn [2, heads * hd]
+  // (the second half: pos:cache's queries for the sinks); attn [heads * hd];
   // k, kn, v [kv_heads * hd]; gate, up, act [intermediate]; logits [vocab];
-  // cos_sin [n_layers, head_dim]; q_pos [1]; scores [heads, slots]
+  // cos_sin [n_layers, 2, head_dim] (RoPE at the position, and at pos:cache's
+  // position for the sinks); q_pos [1]; scores [heads, slots]
   mutable DeviceBuffer x_, xn_, branch_, branch_normed_, q_, qn_, attn_, k_, kn_, v_, gate_, up_, act_, logits_,
       cos_sin_, q_pos_, scores_;
   mutable std::vector<DeviceBuffer> route_logits_;  // [n_layers] of [1]: a routed layer's route this step (> 0: full)
@@ -122,10 +131,10 @@ DeviceDecoder::DeviceDecoder(const WeightSource& w, const ModelConfig& config, c
   const int64_t qw = int64_t(config.n_heads) * hd, kw = int64_t(config.n_kv_heads) * hd;
   auto floats = [&](int64_t n) { return DeviceBuffer(device_, size_t(n) * sizeof(float)); };
   x_ = floats(hidden), xn_ = floats(hidden), branch_ = floats(hidden), branch_normed_ = floats(hidden);
-  q_ = floats(qw), qn_ = floats(qw), attn_ = floats(qw), k_ = floats(kw), kn_ = floats(kw), v_ = floats(kw);
+  q_ = floats(2 * qw), qn_ = floats(2 * qw), attn_ = floats(qw), k_ = floats(kw), kn_ = floats(kw), v_ = floats(kw);
   gate_ = floats(config.intermediate_size), up_ = floats(config.intermediate_size);
   act_ = floats(config.intermediate_size), logits_ = floats(config.vocab_size);
-  cos_sin_ = floats(int64_t(config.n_layers) * hd), q_pos_ = floats(1), scores_ = floats(config.n_heads);
+  cos_sin_ = floats(int64_t(config.n_layers) * 2 * hd), q_pos_ = floats(1), scores_ = floats(config.n_heads);
   for (int32_t i = 0; i < config.n_layers; ++i) route_logits_.push_back(floats(1));
 }
 
@@ -190,7 +199,9 @@ void DeviceDecoder::Load(const WeightSource& w, const DecoderTensor& t) {
       l.router->bias = w.F32(t.name, t.shape)[0];
       l.router_bias = Holding(device_, {l.router->bias});
       break;
-    default: break;  // feature maps: linear layers are refused on a device
+    default:  // feature maps: read, so that the model loads, but linear layers are refused on a device
+      w.F32(t.name, t.shape);
+      break;
   }
 }
 
@@ -203,9 +214,6 @@ void DeviceDecoder::CheckPlan(const AttentionPlan& plan) const {
       throw std::invalid_argument(std::string("attention plan '") + plan.spec + "': layer " + std::to_string(i) +
                                   " is " + LayerKindName(l.kind) +
                                   ", which runs on the CPU only for now (leave out --device)");
-    if (l.position_mode != PositionMode::kAbsolute)
-      throw std::invalid_argument("attention plan '" + plan.spec +
-                                  "': pos:cache runs on the CPU only for now (leave out --device)");
     if (l.kind == LayerKind::kPerHead && !l.full_heads.empty() && l.full_heads.back() >= 32)
       throw std::invalid_argument("attention plan '" + plan.spec + "': layer " + std::to_string(i) + " keeps KV head " +
                                   std::to_string(l.full_heads.back()) +
@@ -297,9 +305,13 @@ void DeviceDecoder::Step(int32_t token, int32_t pos, const Session& session, Dev
     for (float& v : x) v *= embed_scale_;
   x_.Upload(x.data(), x.size() * 4);
   q_pos_.Upload(&pos, 4);
-  std::vector<float> cos_sin(static_cast<size_t>(config_.n_layers * hd));  // [n_layers, head_dim]
-  for (int32_t i = 0; i < config_.n_layers; ++i)
-    if (session.plan.layers[size_t(i)].rope.enabled) session.ropes[size_t(i)].CosSin(&pos, 1, cos_sin.data() + i * hd);
+  std::vector<float> cos_sin(static_cast<size_t>(config_.n_layers * 2 * hd));  // [n_layers, 2, head_dim]
+  for (int32_t i = 0; i < config_.n_layers; ++i) {
+    const LayerPlan& plan = session.plan.layers[size_t(i)];
+    if (!plan.rope.enabled) continue;
+    const int32_t positions[2] = {pos, std::min(pos, plan.span.sinks + plan.span.window - 1)};
+    session.ropes[size_t(i)].CosSin(positions, CachePositions(plan) ? 2 : 1, cos_sin.data() + i * 2 * hd);
+  }
   cos_sin_.Upload(cos_sin.data(), cos_sin.size() * 4);
   // Each layer's slot for this position: full caches grow first.
   std::vector<int64_t> slots(static_cast<size_t>(config_.n_layers));  // [n_layers]
@@ -351,9 +363,11 @@ void DeviceDecoder::Step(int32_t token, int32_t pos, const Session& session, Dev
       RecordRmsNorm(batch, kernels_, k_, l.k_norm, kn_, config_.n_kv_heads, hd, eps_, false);
       q = &qn_, k = &kn_;
     }
+    const bool cache_positions = CachePositions(plan);
+    if (cache_positions) batch.Copy(*q, 0, *q, size_t(config_.n_heads * hd) * 4, size_t(config_.n_heads * hd) * 4);
     if (plan.rope.enabled) {
-      RecordRope(batch, kernels_, *q, cos_sin_, 1, config_.n_heads, hd, i);
-      RecordRope(batch, kernels_, *k, cos_sin_, 1, config_.n_kv_heads, hd, i);
+      RecordRope(batch, kernels_, *q, cos_sin_, cache_positions ? 2 : 1, config_.n_heads, hd, 2 * i);
+      RecordRope(batch, kernels_, *k, cos_sin_, 1, config_.n_kv_heads, hd, 2 * i);
     }
     batch.Copy(*k, 0, kv.k, size_t(slots[size_t(i)] * kv_row) * 4, size_t(kv_row) * 4);
     batch.Copy(v_, 0, kv.v, size_t(slots[size_t(i)] * kv_row) * 4, size_t(kv_row) * 4);
@@ -366,7 +380,8 @@ void DeviceDecoder::Step(int32_t token, int32_t pos, const Session& session, Dev
                             plan.kind == LayerKind::kFull ? Span{} : plan.span,
                             attention_scale_,
                             plan.kind == LayerKind::kPerHead ? plan.full_heads : std::vector<int32_t>{},
-                            routed ? &route_logits_[size_t(i)] : nullptr};
+                            routed ? &route_logits_[size_t(i)] : nullptr,
+                            cache_positions};
     RecordAttend(batch, kernels_, a, *q, kv.k, kv.v, kv.slot_pos, q_pos_, nullptr, scores_, attn_);
     RecordMatVec(batch, kernels_, l.o, attn_, branch_, 1);
     AddBlock(batch, branch_, spec_.sandwich_norms ? &l.post_attn_norm : nullptr);

@@ -3,7 +3,7 @@
 // and the same greedy continuation, under full, window, window + sinks,
 // hybrid, NoPE, routed and per-head plans; stories260K (Llama, f32
 // weights), swan-7m (bf16) and a lab model's routers. Plans the device does
-// not run yet (linear layers, pos:cache) are refused with a message.
+// not run yet (linear layers) are refused with a message.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -104,7 +104,8 @@ class DeviceDecoderTest : public VulkanTest {
 TEST_F(DeviceDecoderTest, Stories260KMatchesTheCpuUnderEveryStaticPlan) {
   SWAN_NEED_VULKAN();
   for (const std::string plan :
-       {"full", "swa:4", "swa:4,sinks:2", "hybrid:1:1,window:3,sinks:1", "nope:all", "swa:4,sinks:1,staggered"})
+       {"full", "swa:4", "swa:4,sinks:2", "hybrid:1:1,window:3,sinks:1", "nope:all", "swa:4,sinks:1,staggered",
+        "swa:4,sinks:2,pos:cache", "hybrid:1:1,window:3,sinks:1,pos:cache,nope:full"})
     Compare(test::Stories260K(), plan, 16, 1e-4);
 }
 
@@ -219,16 +220,18 @@ TEST_F(DeviceDecoderTest, RefusesPlansItDoesNotRunYet) {
   SWAN_NEED_VULKAN();
   LoadOptions on_device;
   on_device.vulkan_device = 0;
-  const std::unique_ptr<LanguageModel> gpu = LoadModel(test::Stories260K(), on_device);
-  auto session = gpu->NewSession(gpu->ResolvePlan("swa:4,sinks:2,pos:cache"));
+  const std::unique_ptr<LanguageModel> linear = LoadModel(test::SourceRoot() + "/models/lab/linear", on_device);
+  auto session = linear->NewSession(linear->ResolvePlan(""));
   const int32_t token = 1, pos = 0;
-  std::vector<float> logits(size_t(gpu->config().vocab_size));
+  std::vector<float> logits(size_t(linear->config().vocab_size));
   try {
-    gpu->Forward(logits.data(), Batch{&token, &pos, 1, false}, *session);
-    FAIL() << "pos:cache ran on the device";
+    linear->Forward(logits.data(), Batch{&token, &pos, 1, false}, *session);
+    FAIL() << "linear attention ran on the device";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("CPU only"), std::string::npos) << e.what();
   }
+  const std::unique_ptr<LanguageModel> gpu = LoadModel(test::Stories260K(), on_device);
+  logits.resize(size_t(gpu->config().vocab_size));
   const int32_t later = 3;
   auto fresh = gpu->NewSession(gpu->ResolvePlan("full"));
   EXPECT_THROW(gpu->Forward(logits.data(), Batch{&token, &later, 1, false}, *fresh), std::invalid_argument);

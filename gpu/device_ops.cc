@@ -41,6 +41,7 @@ struct AttendPush {
   float scale;
   uint32_t full_heads_mask;  // bit h: KV head h sees every key
   uint32_t has_routes;
+  uint32_t sink_queries;  // 0, or values from a query to its rotation for sinks out of the window
 };
 struct RopePush {
   uint32_t n_tokens, n_heads, head_dim, table_row;
@@ -167,7 +168,10 @@ void RecordAttend(CommandBatch& batch, DeviceKernels& kernels, const DeviceAtten
   if (stride < row_width || (a.type == KvType::kBF16 && stride % 2 != 0))
     throw std::invalid_argument("device attention: a row stride of " + std::to_string(stride) + " values");
   const int64_t q_values = a.n_q * s.n_heads * s.head_dim;
-  RequireBytes(q, q_values * 4, "attention queries");
+  if (a.cache_positions && (a.span.window == 0 || a.span.sinks == 0 || a.span.blocks))
+    throw std::invalid_argument("device attention: cache positions need a sliding window with sinks, got " +
+                                a.span.ToString());
+  RequireBytes(q, q_values * (a.cache_positions ? 2 : 1) * 4, "attention queries");
   RequireBytes(k, KvBytes(a.type, (a.n_rows - 1) * stride + row_width), "attention keys");
   RequireBytes(v, KvBytes(a.type, (a.n_rows - 1) * stride + row_width), "attention values");
   RequireBytes(kv_pos, a.n_rows * 4, "attention key positions");
@@ -184,12 +188,19 @@ void RecordAttend(CommandBatch& batch, DeviceKernels& kernels, const DeviceAtten
   }
   if (a.route_logits) RequireBytes(*a.route_logits, a.n_q * 4, "attention route logits");
   const float scale = a.scale != 0.0f ? a.scale : 1.0f / std::sqrt(float(s.head_dim));
-  const AttendPush push{uint32_t(a.n_rows),    uint32_t(stride),
-                        uint32_t(s.n_heads),   uint32_t(s.n_kv_heads),
-                        uint32_t(s.head_dim),  a.span.window,
-                        a.span.sinks,          a.span.blocks ? a.span.offset : -1,
-                        sink_logits ? 1u : 0u, scale,
-                        full_heads_mask,       a.route_logits ? 1u : 0u};
+  const AttendPush push{uint32_t(a.n_rows),
+                        uint32_t(stride),
+                        uint32_t(s.n_heads),
+                        uint32_t(s.n_kv_heads),
+                        uint32_t(s.head_dim),
+                        a.span.window,
+                        a.span.sinks,
+                        a.span.blocks ? a.span.offset : -1,
+                        sink_logits ? 1u : 0u,
+                        scale,
+                        full_heads_mask,
+                        a.route_logits ? 1u : 0u,
+                        a.cache_positions ? uint32_t(q_values) : 0u};
   // Bindings left unread (no sink logits, no routes) are given the queries.
   batch.Dispatch(kernels.Attend(a.type),
                  {&q, &k, &v, &kv_pos, &q_pos, sink_logits ? sink_logits : &q, &scores, &out,

@@ -74,6 +74,10 @@ struct DeviceAttention {
   // route_logits [n_q] are above 0 (a routed layer: the router's w·xn + b).
   std::vector<int32_t> full_heads;
   const DeviceBuffer* route_logits = nullptr;
+  // StreamingLLM positions (pos:cache; a sliding window with sinks): q
+  // holds [2, n_q, n_heads, head_dim], the second the queries rotated to
+  // min(q, sinks + window - 1), which score the sinks out of the window.
+  bool cache_positions = false;
 };
 // out [n_q, n_heads, head_dim] from q [n_q, n_heads, head_dim], k and v
 // [n_rows, row_stride], kv_pos [n_rows] and q_pos [n_q] (int32), learned

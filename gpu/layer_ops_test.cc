@@ -14,6 +14,7 @@
 #include "attention/attention.h"
 #include "gpu/device_ops.h"
 #include "gpu/device_test_util.h"
+#include "model/cache_positions.h"
 #include "ops/elementwise.h"
 #include "ops/rope.h"
 #include "util/bf16.h"
@@ -146,6 +147,69 @@ TEST_F(DeviceAttend, FullHeadsAndRoutedRowsSeeEveryKey) {
     Check(mha, 1, 70, 0, type, Span{8, 0}, true, 0, {0, 3});
     Check(gqa, 8, 41, 0, type, Span{6, 2}, false, 0, {}, true);
     Check(mha, 5, 70, 3, type, Span{16, 4, true, 3}, true, 0, {}, true);
+  }
+}
+
+// StreamingLLM positions (pos:cache): the sinks out of the window are
+// scored with the query rotated to min(q, S + W - 1), against the CPU's
+// AttendCachePositions (two softmax parts merged by their log-sum-exps).
+// The cache: the sinks in its first rows, then a ring that wrapped.
+TEST_F(DeviceAttend, CachePositionsMatchTheCpu) {
+  SWAN_NEED_VULKAN();
+  std::normal_distribution<float> normal;
+  const AttentionShape shape{4, 2, 16};
+  const Rope rope(RopeSettings{}, shape.head_dim);
+  for (KvType type : {KvType::kF32, KvType::kBF16}) {
+    for (const Span span : {Span{6, 2}, Span{9, 4}}) {
+      for (int32_t last : {5, 9, 13, 40}) {  // the last query's position: inside the first window and past it
+        SCOPED_TRACE(span.ToString() + " at " + std::to_string(last) + (type == KvType::kBF16 ? ", bf16" : ""));
+        const int64_t n_q = 3, ring = span.window, n_rows = span.sinks + ring;
+        const int64_t width = int64_t(shape.n_kv_heads) * shape.head_dim,
+                      q_values = n_q * shape.n_heads * shape.head_dim;
+        std::vector<int32_t> kv_pos(size_t(n_rows), -1), q_pos(static_cast<size_t>(n_q));  // [n_rows], [n_q]
+        for (int32_t j = 0; j < span.sinks && j <= last; ++j) kv_pos[size_t(j)] = j;
+        for (int32_t p = span.sinks; p <= last; ++p) kv_pos[size_t(span.sinks + (p - span.sinks) % ring)] = p;
+        for (int64_t i = 0; i < n_q; ++i) q_pos[size_t(i)] = std::max<int32_t>(0, last - int32_t(n_q - 1 - i));
+        std::vector<float> k(size_t(n_rows * width)), v(k.size()),
+            q_plain(static_cast<size_t>(q_values));  // [n_rows, width] x2
+        for (float& x : k) x = type == KvType::kBF16 ? BF16ToF32(F32ToBF16(normal(rng))) : normal(rng);
+        for (float& x : v) x = type == KvType::kBF16 ? BF16ToF32(F32ToBF16(normal(rng))) : normal(rng);
+        for (float& x : q_plain) x = normal(rng);  // [n_q, heads, hd] before RoPE
+        // The device's queries: rotated at q, then at min(q, S + W - 1).
+        std::vector<float> q_both(q_plain.begin(), q_plain.end());  // [2, n_q, heads, hd]
+        q_both.insert(q_both.end(), q_plain.begin(), q_plain.end());
+        std::vector<int32_t> sink_pos(q_pos);  // [n_q]
+        for (int32_t& p : sink_pos) p = std::min(p, span.sinks + span.window - 1);
+        rope.Apply(q_both.data(), q_pos.data(), n_q, shape.n_heads);
+        rope.Apply(q_both.data() + q_values, sink_pos.data(), n_q, shape.n_heads);
+
+        AttentionArgs args;
+        args.shape = shape;
+        args.q = q_both.data();
+        args.q_pos = q_pos.data();
+        args.n_q = n_q;
+        args.kv = {k.data(), v.data(), kv_pos.data(), n_rows, width, KvType::kF32};
+        args.span = span;
+        std::vector<float> expected(static_cast<size_t>(q_values));  // [n_q, heads, hd]
+        AttendCachePositions(expected.data(), args, q_plain.data(), rope);
+
+        std::vector<uint16_t> k16(k.size()), v16(v.size());  // the bf16 cache
+        for (size_t i = 0; i < k.size(); ++i) k16[i] = F32ToBF16(k[i]), v16[i] = F32ToBF16(v[i]);
+        DeviceKernels kernels(*Device());
+        const DeviceBuffer dq = Holding(q_both), dpos = Holding(kv_pos), dqpos = Holding(q_pos);
+        const DeviceBuffer dk = type == KvType::kBF16 ? Holding(k16) : Holding(k);
+        const DeviceBuffer dv = type == KvType::kBF16 ? Holding(v16) : Holding(v);
+        DeviceBuffer scores(*Device(), size_t(n_q * shape.n_heads * n_rows) * 4), out(*Device(), expected.size() * 4);
+        DeviceAttention a{shape, n_q, n_rows, width, type, span, 0.0f, {}, nullptr};
+        a.cache_positions = true;
+        CommandBatch batch(*Device());
+        RecordAttend(batch, kernels, a, dq, dk, dv, dpos, dqpos, nullptr, scores, out);
+        batch.Run();
+        const std::vector<float> got = Downloaded(out, expected.size());
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_NEAR(got[i], expected[i], 2e-5f * (1 + std::fabs(expected[i]))) << i;
+      }
+    }
   }
 }
 

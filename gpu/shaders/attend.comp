@@ -9,6 +9,10 @@
 // Two ways a query sees every key despite the window: its KV head is in
 // full_heads_mask (a per-head layer), or its row's route logit is above 0
 // (a routed layer: Switch Attention's router says full iff w·xn + b > 0).
+// StreamingLLM positions (pos:cache, model/cache_positions.h): a sink that
+// has left the sliding window is scored with the query rotated to
+// min(q, sinks + window - 1) instead, read sink_queries values further on
+// in q; one softmax over both parts is the CPU's merge of the two.
 // Three passes over the keys: logits into `scores`, their exponentials and
 // sum, then each invocation's dimensions of the weighted sum of values.
 // A learned sink logit adds e^{sink} to the sum with no value.
@@ -16,7 +20,7 @@
 
 layout(local_size_x = 64) in;
 
-layout(std430, binding = 0) readonly buffer Queries { float q[]; };       // [n_q, n_heads, head_dim]
+layout(std430, binding = 0) readonly buffer Queries { float q[]; };  // [n_q, n_heads, head_dim] (x2 with sink_queries)
 layout(std430, binding = 1) readonly buffer Keys { uint k_words[]; };     // [n_rows, row_stride] of KV type
 layout(std430, binding = 2) readonly buffer Values { uint v_words[]; };   // [n_rows, row_stride] of KV type
 layout(std430, binding = 3) readonly buffer KeyPositions { int kv_pos[]; };  // [n_rows]
@@ -36,6 +40,7 @@ layout(push_constant) uniform Shape {
   float scale;           // logit scale
   uint full_heads_mask;  // bit h: KV head h sees every key
   uint has_routes;
+  uint sink_queries;  // 0, or values from each query to its rotation for sinks out of the window
 } shape;
 
 shared float partial[64];
@@ -88,8 +93,11 @@ void main() {
     float s = unseen;
     if (Sees(qp, kv_pos[r], full)) {
       const uint k_base = r * shape.row_stride + kv_head * shape.head_dim;
+      const int kp = kv_pos[r];
+      const bool left_window = kp < shape.sinks && qp - kp >= shape.window;
+      const uint qi = shape.sink_queries != 0u && left_window ? q_base + shape.sink_queries : q_base;
       float dot = 0.0;
-      for (uint d = 0; d < shape.head_dim; ++d) dot += q[q_base + d] * KvAt(k_base + d, false);
+      for (uint d = 0; d < shape.head_dim; ++d) dot += q[qi + d] * KvAt(k_base + d, false);
       s = shape.scale * dot;
       best = max(best, s);
     }
