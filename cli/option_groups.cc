@@ -28,7 +28,7 @@ OptionSpec DeviceOption() {
   return {{"--device"},
           "DEV",
           "cpu (default), or vulkan[:N]: the forward on Vulkan device N (default 0; swan --version lists them), "
-          "one token at a time, float32 KV; every plan but linear layers (docs/gpu.md)"};
+          "one token at a time, f32 or bf16 KV; every plan but linear layers (docs/gpu.md)"};
 }
 
 int VulkanDeviceOf(const std::string& device) {
@@ -41,8 +41,10 @@ int VulkanDeviceOf(const std::string& device) {
 }
 
 void RequireDeviceKv(const Args& args, KvType type) {
-  if (args.Has("--device") && VulkanDeviceOf(args.Get("--device", "cpu")) >= 0 && type != KvType::kF32)
-    throw std::invalid_argument("--device vulkan keeps a float32 KV cache: leave out --kv, or run on the CPU");
+  if (args.Has("--device") && VulkanDeviceOf(args.Get("--device", "cpu")) >= 0 && type != KvType::kF32 &&
+      type != KvType::kBF16)
+    throw std::invalid_argument(std::string("--device vulkan keeps an f32 or bf16 KV cache, not ") + KvTypeName(type) +
+                                ": --kv f32 or bf16, or run on the CPU");
 }
 
 LoadOptions LoadOptionsFrom(const Args& args) {
@@ -62,7 +64,7 @@ OptionSpec KvOption(const std::string& default_type, bool decodes) {
     list += (i == 0 ? "" : i + 1 == types.size() ? " or " : ", ") + types[i] + (i == 0 ? " (default)" : "");
   return {{"--kv"},
           "TYPE",
-          "KV cache storage, " + list + " (q8_0: head dim a multiple of 32)" +
+          "KV cache storage, " + list + " (q8_0: head dim a multiple of 32; a Vulkan device holds f32 or bf16)" +
               (decodes ? "; bf16 decode multiplies in bf16 where `swan --version` says so (queries, probabilities "
                          "rounded)"
                        : "")};

@@ -31,7 +31,7 @@ OptionSpec DeviceOption();
 // naming --device for anything else.
 int VulkanDeviceOf(const std::string& device);
 // Throws std::invalid_argument when --device names a Vulkan device and the
-// KV type is not f32 (the device's cache holds float32).
+// KV type is neither f32 nor bf16 (what the device's cache holds).
 void RequireDeviceKv(const Args& args, KvType type);
 
 // --kv TYPE: the KV cache storage, `default_type` when absent; `decodes`

@@ -43,7 +43,7 @@ struct DeviceLayerKv {
   int32_t sinks = 0;
   int64_t ring_rows = 0;     // 0: a full layer, slot = position
   std::vector<int32_t> pos;  // [slots]
-  DeviceBuffer k, v;         // [slots, kv_heads * head_dim] float32
+  DeviceBuffer k, v;         // [slots, kv_heads * head_dim] of the sequence's KV type
   DeviceBuffer slot_pos;     // [slots] int32
   int64_t SlotOf(int64_t p) const { return SlotTable(sinks, ring_rows).SlotOf(p); }
 };
@@ -54,6 +54,7 @@ struct DeviceSequence {
   std::shared_ptr<VulkanDevice> device;
   const void* owner = nullptr;        // the decoder that made it
   std::vector<DeviceLayerKv> layers;  // [n_layers]
+  KvType type = KvType::kF32;         // f32 or bf16 (the session's KvCacheOptions)
   int64_t next_pos = 0;
 };
 
@@ -83,7 +84,7 @@ class DeviceDecoder : public LanguageModel {
   DeviceMatrix Upload(const LinearWeight& w);
   void CheckPlan(const AttentionPlan& plan) const;
   DeviceSequence& SequenceOf(Session& session, int32_t first_pos) const;
-  void Grow(DeviceLayerKv& kv, int64_t slots) const;
+  void Grow(DeviceLayerKv& kv, KvType type, int64_t slots) const;
   // One token through the model; logits [vocab] when not null.
   void Step(int32_t token, int32_t pos, const Session& session, DeviceSequence& seq, float* logits) const;
   // Adds the block output `branch` into the stream, through `norm` when set.
@@ -221,15 +222,16 @@ void DeviceDecoder::CheckPlan(const AttentionPlan& plan) const {
   }
 }
 
-void DeviceDecoder::Grow(DeviceLayerKv& kv, int64_t slots) const {
+void DeviceDecoder::Grow(DeviceLayerKv& kv, KvType type, int64_t slots) const {
   const int64_t old = int64_t(kv.pos.size()), row = int64_t(config_.n_kv_heads) * config_.head_dim;
   if (slots <= old) return;
-  DeviceBuffer k(device_, size_t(slots * row) * 4), v(device_, size_t(slots * row) * 4);
+  const size_t row_bytes = size_t(row) * (type == KvType::kBF16 ? 2 : 4);
+  DeviceBuffer k(device_, size_t(slots) * row_bytes), v(device_, size_t(slots) * row_bytes);
   DeviceBuffer slot_pos(device_, size_t(slots) * 4);
   if (old > 0) {
     CommandBatch copy(device_);
-    copy.Copy(kv.k, 0, k, 0, size_t(old * row) * 4);
-    copy.Copy(kv.v, 0, v, 0, size_t(old * row) * 4);
+    copy.Copy(kv.k, 0, k, 0, size_t(old) * row_bytes);
+    copy.Copy(kv.v, 0, v, 0, size_t(old) * row_bytes);
     copy.Run();
   }
   kv.pos.resize(size_t(slots), -1);
@@ -256,10 +258,14 @@ DeviceSequence& DeviceDecoder::SequenceOf(Session& session, int32_t first_pos) c
     auto fresh = std::make_shared<DeviceSequence>();
     fresh->device = device_holder_;
     fresh->owner = this;
+    fresh->type = session.cache.options().type;
+    if (fresh->type != KvType::kF32 && fresh->type != KvType::kBF16)
+      throw std::invalid_argument(std::string("a KV cache of ") + KvTypeName(fresh->type) +
+                                  " on a device (it holds f32 or bf16: --kv f32 or bf16, or leave out --device)");
     for (const LayerPlan& l : session.plan.layers) {
       DeviceLayerKv kv;
       if (l.kind == LayerKind::kWindow) kv.sinks = l.span.sinks, kv.ring_rows = l.span.window;
-      Grow(kv, kv.ring_rows ? kv.sinks + kv.ring_rows : kFullSlotsStep);
+      Grow(kv, fresh->type, kv.ring_rows ? kv.sinks + kv.ring_rows : kFullSlotsStep);
       fresh->layers.push_back(std::move(kv));
     }
     session.device_cache = fresh;
@@ -318,7 +324,7 @@ void DeviceDecoder::Step(int32_t token, int32_t pos, const Session& session, Dev
   for (int32_t i = 0; i < config_.n_layers; ++i) {
     DeviceLayerKv& kv = seq.layers[size_t(i)];
     const int64_t slot = kv.SlotOf(pos);
-    if (slot >= int64_t(kv.pos.size())) Grow(kv, (slot / kFullSlotsStep + 1) * kFullSlotsStep);
+    if (slot >= int64_t(kv.pos.size())) Grow(kv, seq.type, (slot / kFullSlotsStep + 1) * kFullSlotsStep);
     kv.pos[size_t(slot)] = pos;
     kv.slot_pos.Upload(&pos, 4, size_t(slot) * 4);
     slots[size_t(i)] = slot;
@@ -369,14 +375,20 @@ void DeviceDecoder::Step(int32_t token, int32_t pos, const Session& session, Dev
       RecordRope(batch, kernels_, *q, cos_sin_, cache_positions ? 2 : 1, config_.n_heads, hd, 2 * i);
       RecordRope(batch, kernels_, *k, cos_sin_, 1, config_.n_kv_heads, hd, 2 * i);
     }
-    batch.Copy(*k, 0, kv.k, size_t(slots[size_t(i)] * kv_row) * 4, size_t(kv_row) * 4);
-    batch.Copy(v_, 0, kv.v, size_t(slots[size_t(i)] * kv_row) * 4, size_t(kv_row) * 4);
+    const int64_t slot = slots[size_t(i)];
+    if (seq.type == KvType::kBF16) {
+      RecordToBF16(batch, kernels_, *k, kv.k, kv_row, slot * kv_row / 2);
+      RecordToBF16(batch, kernels_, v_, kv.v, kv_row, slot * kv_row / 2);
+    } else {
+      batch.Copy(*k, 0, kv.k, size_t(slot * kv_row) * 4, size_t(kv_row) * 4);
+      batch.Copy(v_, 0, kv.v, size_t(slot * kv_row) * 4, size_t(kv_row) * 4);
+    }
     // Routed and per-head layers keep every key and narrow to the window per query or head.
     const DeviceAttention a{AttentionShape{config_.n_heads, config_.n_kv_heads, config_.head_dim},
                             1,
                             int64_t(kv.pos.size()),
                             0,
-                            KvType::kF32,
+                            seq.type,
                             plan.kind == LayerKind::kFull ? Span{} : plan.span,
                             attention_scale_,
                             plan.kind == LayerKind::kPerHead ? plan.full_heads : std::vector<int32_t>{},

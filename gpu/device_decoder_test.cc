@@ -43,10 +43,10 @@ class DeviceDecoderTest : public VulkanTest {
     on_device.vulkan_device = 0;
     const std::unique_ptr<LanguageModel> gpu = LoadModel(dir, on_device);
     const int64_t vocab = cpu->config().vocab_size;
-    KvCacheOptions f32_cache;  // the device's cache holds float32
-    f32_cache.type = KvType::kF32;
-    auto cpu_session = cpu->NewSession(cpu->ResolvePlan(plan), f32_cache);
-    auto gpu_session = gpu->NewSession(gpu->ResolvePlan(plan), f32_cache);
+    KvCacheOptions cache;  // the same KV type on both
+    cache.type = kv_type;
+    auto cpu_session = cpu->NewSession(cpu->ResolvePlan(plan), cache);
+    auto gpu_session = gpu->NewSession(gpu->ResolvePlan(plan), cache);
     // Routed layers: both record each token's route, drawn or the router's.
     const size_t n_layers = size_t(cpu->config().n_layers);
     std::vector<std::vector<uint8_t>> cpu_routes(n_layers), gpu_routes(n_layers);  // [n_layers][tokens]
@@ -67,8 +67,8 @@ class DeviceDecoderTest : public VulkanTest {
     gpu->Forward(got.data() + 5 * vocab, Batch{prompt.data() + 5, pos.data() + 5, 7, true}, *gpu_session);
     double worst = 0;
     for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, double(std::fabs(want[i] - got[i])));
-    std::printf("%s under '%s'%s%s: largest logit difference %.2e\n", dir.c_str(), plan.c_str(),
-                stored ? " stored as " : "", stored ? WeightTypeName(*stored) : "", worst);
+    std::printf("%s under '%s'%s%s, %s KV: largest logit difference %.2e\n", dir.c_str(), plan.c_str(),
+                stored ? " stored as " : "", stored ? WeightTypeName(*stored) : "", KvTypeName(kv_type), worst);
     EXPECT_LT(worst, tolerance) << "largest logit difference";
     // Greedy continuations: both models are fed the CPU's choice, and the
     // device's own choice must be the CPU's or, in a tie within the
@@ -99,6 +99,7 @@ class DeviceDecoderTest : public VulkanTest {
   }
 
   double forced_ratio = -1;  // routed plans: >= 0 draws the routes (RouteOptions)
+  KvType kv_type = KvType::kF32;
 };
 
 TEST_F(DeviceDecoderTest, Stories260KMatchesTheCpuUnderEveryStaticPlan) {
@@ -109,9 +110,27 @@ TEST_F(DeviceDecoderTest, Stories260KMatchesTheCpuUnderEveryStaticPlan) {
     Compare(test::Stories260K(), plan, 16, 1e-4);
 }
 
+// A bf16 KV cache: the device rounds keys and values as the CPU's cache
+// does (DeviceLayerSteps.Bf16RowsRoundAsTheCpu), yet the two need not
+// attend over the same values: a key the two compute a float32 ulp apart
+// can round to neighbouring bf16 values (2^-8 apart), and the CPU's bf16
+// decode rounds queries and probabilities to bf16 where it multiplies in
+// bf16 (`swan --version`). Logits came 1e-5 to 1.6e-2 apart over runs, so
+// the tolerance is swan-7m's 5e-2; a cache read in the wrong layout is off
+// by order 1.
+TEST_F(DeviceDecoderTest, Bf16CachesMatchTheCpu) {
+  SWAN_NEED_VULKAN();
+  kv_type = KvType::kBF16;
+  for (const std::string plan : {"full", "swa:4,sinks:2,pos:cache", "routed:4,sinks:1"}) {
+    forced_ratio = plan.starts_with("routed") ? 0.5 : -1;
+    Compare(test::Stories260K(), plan, 16, 5e-2);
+  }
+}
+
 // A session keeps its keys and values on the device and frees them with
 // itself, even after the model is gone; two sessions of one model keep
-// separate caches (CacheBytes: a full layer's 256 slots, a window's ring).
+// separate caches (CacheBytes: a full layer's 256 slots, a window's ring,
+// half as many bytes in bf16; q8_0 is refused).
 TEST_F(DeviceDecoderTest, SessionsOwnTheirDeviceCaches) {
   SWAN_NEED_VULKAN();
   LoadOptions on_device;
@@ -131,6 +150,19 @@ TEST_F(DeviceDecoderTest, SessionsOwnTheirDeviceCaches) {
   const size_t layers = size_t(gpu->config().n_layers);
   EXPECT_EQ(gpu->CacheBytes(*full), layers * 256 * slot);
   EXPECT_EQ(gpu->CacheBytes(*window), layers * 10 * slot);
+  KvCacheOptions bf16_cache;
+  bf16_cache.type = KvType::kBF16;
+  auto halves = gpu->NewSession(gpu->ResolvePlan("swa:8,sinks:2"), bf16_cache);
+  gpu->Forward(logits.data(), Batch{tokens, pos, 3, false}, *halves);
+  EXPECT_EQ(gpu->CacheBytes(*halves), layers * 10 * slot / 2);
+  {  // q8_0 (on a model whose head_dim of 128 a q8_0 cache can hold)
+    const std::unique_ptr<LanguageModel> lab = LoadModel(test::SourceRoot() + "/models/lab/full", on_device);
+    KvCacheOptions q8_cache;
+    q8_cache.type = KvType::kQ8_0;
+    auto q8 = lab->NewSession(lab->ResolvePlan("full"), q8_cache);
+    std::vector<float> lab_logits(size_t(lab->config().vocab_size));  // [vocab]
+    EXPECT_THROW(lab->Forward(lab_logits.data(), Batch{tokens, pos, 1, false}, *q8), std::invalid_argument);
+  }
   // A session whose positions do not continue is refused; one at 0 starts over.
   EXPECT_THROW(gpu->Forward(logits.data(), Batch{tokens, pos + 1, 1, false}, *full), std::invalid_argument);
   gpu->Forward(logits.data(), Batch{tokens, pos, 1, false}, *full);
@@ -138,6 +170,7 @@ TEST_F(DeviceDecoderTest, SessionsOwnTheirDeviceCaches) {
   gpu.reset();  // the sessions' caches outlive the model
   full.reset();
   window.reset();
+  halves.reset();
 }
 
 // Block weights reach the device in the file's layout (UnpackBlockRows)

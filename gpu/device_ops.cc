@@ -18,6 +18,7 @@
 #include "gpu/shaders/MatVecQ8_0.h"
 #include "gpu/shaders/RmsNorm.h"
 #include "gpu/shaders/Rope.h"
+#include "gpu/shaders/ToBF16.h"
 
 namespace swan {
 
@@ -48,6 +49,9 @@ struct RopePush {
 };
 struct CountPush {
   uint32_t n;
+};
+struct ToBF16Push {
+  uint32_t n, offset;
 };
 struct AddPush {
   uint32_t n;
@@ -117,6 +121,10 @@ const ComputeKernel& DeviceKernels::Gated(bool gelu_tanh) {
 }
 
 const ComputeKernel& DeviceKernels::Add() { return Built(add_, spirv::kAdd, 2, uint32_t(sizeof(AddPush))); }
+
+const ComputeKernel& DeviceKernels::ToBF16() {
+  return Built(to_bf16_, spirv::kToBF16, 2, uint32_t(sizeof(ToBF16Push)));
+}
 
 DeviceMatrix UploadMatrix(VulkanDevice& device, WeightType type, const void* rows, int64_t n, int64_t k) {
   if (n < 1 || k < 1 || !RowFits(type, k))
@@ -239,6 +247,18 @@ void RecordAdd(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer& 
   const AddPush push{uint32_t(n), scale};
   const std::array<uint32_t, 2> grid = ItemGrid(n);
   batch.Dispatch(kernels.Add(), {&x, &y}, &push, grid[0], grid[1]);
+}
+
+void RecordToBF16(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer& x, DeviceBuffer& out, int64_t n,
+                  int64_t offset) {
+  if (n < 2 || n % 2 != 0 || offset < 0)
+    throw std::invalid_argument("device bf16 rounding: " + std::to_string(n) + " values at word " +
+                                std::to_string(offset));
+  RequireBytes(x, n * 4, "values to round");
+  RequireBytes(out, (offset + n / 2) * 4, "bf16 output");
+  const ToBF16Push push{uint32_t(n), uint32_t(offset)};
+  const std::array<uint32_t, 2> grid = ItemGrid(n / 2);
+  batch.Dispatch(kernels.ToBF16(), {&x, &out}, &push, grid[0], grid[1]);
 }
 
 }  // namespace swan

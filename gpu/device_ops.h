@@ -27,6 +27,7 @@ class DeviceKernels {
   const ComputeKernel& Rope();
   const ComputeKernel& Gated(bool gelu_tanh);
   const ComputeKernel& Add();
+  const ComputeKernel& ToBF16();
 
  private:
   const ComputeKernel& Built(std::unique_ptr<ComputeKernel>& slot, SpirV code, int buffers, uint32_t push_bytes);
@@ -35,7 +36,7 @@ class DeviceKernels {
   std::array<std::unique_ptr<ComputeKernel>, 16> matvec_;  // by WeightType
   std::array<std::unique_ptr<ComputeKernel>, 2> attend_;   // f32, bf16 KV
   std::array<std::unique_ptr<ComputeKernel>, 2> gated_;    // SiLU, GELU-tanh
-  std::unique_ptr<ComputeKernel> rms_norm_, rope_, add_;
+  std::unique_ptr<ComputeKernel> rms_norm_, rope_, add_, to_bf16_;
 };
 
 // Whether the weights of `type` have a matrix-vector shader yet.
@@ -96,6 +97,11 @@ void RecordRope(CommandBatch& batch, DeviceKernels& kernels, DeviceBuffer& x, co
 // out [n] = silu(gate) * up, or gelu_tanh(gate) * up.
 void RecordGated(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer& gate, const DeviceBuffer& up,
                  DeviceBuffer& out, int64_t n, bool gelu_tanh);
+
+// Rounds x [n] (n even) to bfloat16 into out from 32-bit word `offset`
+// ([offset + n / 2] words), as util/bf16.h's F32ToBF16: a bf16 KV row.
+void RecordToBF16(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer& x, DeviceBuffer& out, int64_t n,
+                  int64_t offset);
 
 // y [n] += scale x [n].
 void RecordAdd(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer& x, DeviceBuffer& y, int64_t n,

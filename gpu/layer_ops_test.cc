@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -239,6 +240,40 @@ TEST_F(DeviceAttend, RefusesQ8_0CachesAndShortBuffers) {
 }
 
 class DeviceLayerSteps : public VulkanTest {};
+
+// A bf16 KV row: rounded as util/bf16.h rounds (ties to even, NaN and
+// infinities), written from a word offset, the words around it untouched.
+TEST_F(DeviceLayerSteps, Bf16RowsRoundAsTheCpu) {
+  SWAN_NEED_VULKAN();
+  DeviceKernels kernels(*Device());
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  const int64_t n = 202, offset = 37, words = offset + n / 2 + 5;
+  std::vector<float> x(static_cast<size_t>(n));  // [n]
+  for (float& v : x) v = normal(rng);
+  // Ties: a bf16 value plus half its last place (2^-8 in [1, 2)), rounding
+  // up to even and down to even; and the special values.
+  x[0] = BF16ToF32(0x3f81) + std::ldexp(1.0f, -8), x[1] = BF16ToF32(0x3f80) + std::ldexp(1.0f, -8);  // in [1, 2)
+  x[2] = std::numeric_limits<float>::infinity(), x[3] = -std::numeric_limits<float>::infinity();
+  x[4] = std::numeric_limits<float>::quiet_NaN(), x[5] = -0.0f, x[6] = 3.4e38f, x[7] = 1e-40f;
+  std::vector<uint32_t> before(static_cast<size_t>(words), 0xdeadbeefu);  // [words]
+  const DeviceBuffer dx = Holding(x);
+  DeviceBuffer out = Holding(before);
+  CommandBatch batch(*Device());
+  RecordToBF16(batch, kernels, dx, out, n, offset);
+  batch.Run();
+  std::vector<uint32_t> got(before.size());
+  out.Download(got.data(), got.size() * 4);
+  for (int64_t w = 0; w < words; ++w) {
+    if (w < offset || w >= offset + n / 2) {
+      ASSERT_EQ(got[size_t(w)], 0xdeadbeefu) << "word " << w;
+      continue;
+    }
+    const size_t i = size_t(2 * (w - offset));
+    ASSERT_EQ(got[size_t(w)] & 0xffffu, F32ToBF16(x[i])) << "value " << i;
+    ASSERT_EQ(got[size_t(w)] >> 16, F32ToBF16(x[i + 1])) << "value " << i + 1;
+  }
+  EXPECT_THROW(RecordToBF16(batch, kernels, dx, out, 7, 0), std::invalid_argument);
+}
 
 TEST_F(DeviceLayerSteps, RopeMatchesTheCpuForPlainAndScaledFrequencies) {
   SWAN_NEED_VULKAN();
