@@ -93,23 +93,24 @@ deep_arm() {
     return 0
   else
     # SEED=S (not 1234): runs only, $LAB/ARM-seedS from FROM-seedS, not shipped.
-    run="$LAB/$arm" src="$LAB/$from" seed_flag=""
+    # (arm_run, not run: lab_train sets run.)
+    arm_run="$LAB/$arm" src="$LAB/$from" seed_flag=""
     if [ "${SEED:-1234}" != 1234 ]; then
-      run="$LAB/$arm-seed$SEED" src="$LAB/$from-seed$SEED" seed_flag="--seed $SEED"
+      arm_run="$LAB/$arm-seed$SEED" src="$LAB/$from-seed$SEED" seed_flag="--seed $SEED"
     fi
     [ -f "$src/finished" ] || { echo "$arm starts from $src: make it first (deep.sh or deep_seeds.sh)" >&2; exit 1; }
     if [ "${arm#d4-routed-mix}" != "$arm" ]; then
       mix_task
       flags=$CONTINUED
       [ "${from#d4-routed-mix}" != "$from" ] && flags=$MIX_MORE
-      (TASK=$MIX_TASK; lab_train "$run" --init "$src/model" --attn "$plan" $flags "$@" $seed_flag)
+      (TASK=$MIX_TASK; lab_train "$arm_run" --init "$src/model" --attn "$plan" $flags "$@" $seed_flag)
     elif [ "$plan" = linear ]; then
       # LoLCATs as the 2-layer linear arm: the feature maps alone first.
-      lab_train "$run-transfer" --init "$src/model" --attn linear --attention-transfer --context 512 \
+      lab_train "$arm_run-transfer" --init "$src/model" --attn linear --attention-transfer --context 512 \
         --batch 8 --steps 300 --lr 1e-2 --warmup 20 --eval-every 50 --eval-seqs 16 --log-every 10 $seed_flag
-      lab_train "$run" --init "$run-transfer/model" $FINETUNE $seed_flag
+      lab_train "$arm_run" --init "$arm_run-transfer/model" $FINETUNE $seed_flag
     else
-      lab_train "$run" --init "$src/model" --attn "$plan" $FINETUNE "$@" $seed_flag
+      lab_train "$arm_run" --init "$src/model" --attn "$plan" $FINETUNE "$@" $seed_flag
     fi
     [ -n "$seed_flag" ] && return 0
   fi
