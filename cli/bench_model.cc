@@ -56,6 +56,10 @@ OptionSet Options() {
             "prefill of random tokens)"})
       .Add(KvOption("bf16; f32 with --device", /*decodes=*/true))
       .Add(DeviceOption())
+      .Add({{"--bandwidth"},
+            "GBS",
+            "the read bandwidth in GB/s the decode roofline divides (default: measured on the CPU; on a device "
+            "none, so no roofline, unless given: bench/gpu_check.sh measures the GPU's)"})
       .Add(WeightsOption(
           ": the synthetic model's (default bf16), or a checkpoint's, converted as it loads (default: as stored)"))
       .Add(PrefillChunkOption(512))
@@ -137,12 +141,13 @@ int RunBenchModel(const std::vector<std::string>& words) {
   const int64_t repeats = args.GetInt("-r", 3);
   if (repeats < 1) throw std::invalid_argument("-r: repeats must be >= 1");
   const auto depths = args.GetIntList("-d", {0});
-  // On a Vulkan device the cache lives in device memory: the depth is filled
-  // by a prefill there, and the CPU's roofline and GEMM rates do not apply.
+  // On a Vulkan device the cache lives in device memory (random rows are
+  // written there), and the CPU's bandwidth and GEMM rates do not apply.
   const int device = args.Has("--device") ? VulkanDeviceOf(args.Get("--device", "cpu")) : -1;
-  if (device >= 0 && args.Get("--fill", "prefill") == "random")
-    throw std::invalid_argument("--fill random writes the CPU's cache; on a device the depth is filled by a prefill");
-  const std::string fill = args.Get("--fill", device >= 0 ? "prefill" : "random");
+  const std::string fill = args.Get("--fill", "random");
+  const double given_bandwidth = args.Has("--bandwidth") ? std::stod(args.Get("--bandwidth", "0")) : 0.0;
+  if (args.Has("--bandwidth") && !(given_bandwidth > 0))
+    throw std::invalid_argument("--bandwidth: a read bandwidth in GB/s above 0");
   const std::string kv_name = args.Get("--kv", device >= 0 ? "f32" : "bf16"), w_name = args.Get("--weights", "bf16");
   if (prompt < 0 || gen < 1 || batch < 1) throw std::invalid_argument("-p >= 0, -n >= 1, --batch >= 1");
   if (fill != "random" && fill != "prefill") throw std::invalid_argument("--fill: random or prefill");
@@ -170,7 +175,9 @@ int RunBenchModel(const std::vector<std::string>& words) {
   BF16GemmRate bf16_rate;
   if (device < 0) {
     log("measuring read bandwidth and the GEMM rates ...");
-    bandwidth = MeasureReadBandwidthGBs(std::clamp<size_t>(expected_bytes, size_t(16) << 20, size_t(512) << 20));
+    bandwidth = given_bandwidth > 0
+                    ? given_bandwidth
+                    : MeasureReadBandwidthGBs(std::clamp<size_t>(expected_bytes, size_t(16) << 20, size_t(512) << 20));
     gemm = MeasureOneDnnGemmGflops(2048, 2048, 2048);
     bf16_rate = MeasureBF16GemmGflops(2048, 2048, 2048);
     gemm_bf16 = bf16_rate.gflops;
@@ -187,6 +194,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
   std::string device_name = "cpu";  // "vulkan:0 NVIDIA H100 80GB HBM3"
   if (device >= 0) device_name = "vulkan:" + std::to_string(device) + " " + ListVulkanDevices().at(size_t(device)).name;
   const double weight_bytes = double(model->WeightBytes());
+  if (device >= 0) bandwidth = given_bandwidth;
 
   CostOptions cost;
   cost.depths.assign(depths.begin(), depths.end());
@@ -224,7 +232,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
       }
       const double bytes = weight_bytes + KvBytesPerToken(plan, point.full_ratio, model->kv_shape(),
                                                           point.decode_start + gen / 2, kv_type);
-      row.decode_roofline_tps = bandwidth * 1e9 / bytes;  // 0 on a device
+      row.decode_roofline_tps = bandwidth * 1e9 / bytes;  // 0 on a device without --bandwidth
       rows.push_back(row);
     }
   }
@@ -273,9 +281,13 @@ int RunBenchModel(const std::vector<std::string>& words) {
         "GEMM 2048^3: oneDNN fp32 %.0f GFLOP/s, %s %.0f GFLOP/s; KV %s\n",
         source.c_str(), weight_bytes / (1 << 20), bandwidth, gemm, BF16ProductName().c_str(), gemm_bf16,
         kv_name.c_str());
+  else if (bandwidth > 0)
+    std::printf("%s on %s: %.0f MiB of weights read per token; read bandwidth %.1f GB/s (--bandwidth); KV %s\n",
+                source.c_str(), device_name.c_str(), weight_bytes / (1 << 20), bandwidth, kv_name.c_str());
   else
     std::printf(
-        "%s on %s: %.0f MiB of weights on the device; KV %s; no roofline (the CPU's bandwidth does not apply)\n",
+        "%s on %s: %.0f MiB of weights on the device; KV %s; no roofline (the CPU's bandwidth does not apply: "
+        "--bandwidth GBS gives the device's)\n",
         source.c_str(), device_name.c_str(), weight_bytes / (1 << 20), kv_name.c_str());
   std::printf("%-28s %8s %11s %6s %9s %11s %6s %11s %7s %9s %6s\n", "plan", "depth", "pp tok/s", "±", "mm %GEMM",
               "tg tok/s", "±", "roofline", "%roof", "KV MiB", "full%");

@@ -26,40 +26,6 @@ std::pair<double, double> MedianAndSpread(std::vector<double> runs) {
   return {median, median > 0 ? (runs.back() - runs.front()) / median : 0};
 }
 
-void FillRandom(Session& session, const KvShape& shape, int64_t depth, int64_t chunk) {
-  for (int32_t l = 0; l < session.cache.n_layers(); ++l) {
-    if (!session.cache.layer(l).linear()) continue;
-    LinearState& state = session.cache.layer(l).linear_state();
-    std::mt19937 rng(11);
-    std::uniform_real_distribution<float> positive(0.0f, 1.0f);
-    for (float& x : state.s) x = positive(rng) * float(depth);
-    for (float& x : state.z) x = positive(rng) * float(depth);
-    state.tokens = depth;
-    const int32_t window = session.plan.layers[size_t(l)].span.window;
-    if (window > 0) {  // LoLCATs' hybrid: the newest W - 1 tokens wait outside S and z
-      state.folded = std::max<int64_t>(0, depth - window + 1);
-      const int64_t pending = depth - state.folded;
-      state.pending_phi.resize(size_t(pending * shape.n_kv_heads * shape.linear_phi_dim));
-      state.pending_v.resize(size_t(pending * shape.n_kv_heads * shape.head_dim));
-      for (float& x : state.pending_phi) x = positive(rng);
-      for (float& x : state.pending_v) x = positive(rng);
-    }
-  }
-  const int64_t row = int64_t(shape.n_kv_heads) * shape.head_dim;
-  std::vector<float> k(size_t(chunk * row)), v(size_t(chunk * row));  // [chunk, kv_heads, head_dim]
-  std::mt19937 rng(7);
-  std::normal_distribution<float> normal;
-  for (auto& x : k) x = normal(rng);
-  for (auto& x : v) x = normal(rng);
-  std::vector<int32_t> pos(static_cast<size_t>(chunk));  // [chunk]
-  for (int64_t start = 0; start < depth; start += chunk) {
-    const int64_t n = std::min(chunk, depth - start);
-    for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t(start + i);
-    for (int32_t l = 0; l < session.cache.n_layers(); ++l)
-      if (session.cache.layer(l).n_stores() > 0) session.cache.layer(l).Write(k.data(), v.data(), pos.data(), n);
-  }
-}
-
 std::vector<CostPoint> MeasureCost(const LanguageModel& model, const AttentionPlan& plan, const CostOptions& o) {
   const int64_t vocab = model.config().vocab_size, prompt = o.prompt_tokens;
   if (prompt < 0 || o.decode_tokens < 0) throw std::invalid_argument("cost: negative prompt or decode tokens");
@@ -95,7 +61,7 @@ std::vector<CostPoint> MeasureCost(const LanguageModel& model, const AttentionPl
         session->routing.forced_full_ratio = o.forced_full_ratio;
         session->routing.seed = o.seed;
         if (o.random_fill)
-          FillRandom(*session, model.kv_shape(), depth, std::max<int64_t>(kv.max_chunk, 1));
+          model.FillCacheRandom(*session, depth, std::max<int64_t>(kv.max_chunk, 1));
         else if (depth > 0)
           run(*session, 0, depth);
         return session;

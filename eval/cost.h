@@ -57,9 +57,4 @@ std::pair<double, double> MedianAndSpread(std::vector<double> runs);
 // decode after).
 std::vector<CostPoint> MeasureCost(const LanguageModel& model, const AttentionPlan& plan, const CostOptions& options);
 
-// Writes random K/V rows for positions [0, depth) into every layer of the
-// session's cache; a linear layer's state gets random positive sums of
-// `depth` tokens.   chunk: rows written per call
-void FillRandom(Session& session, const KvShape& shape, int64_t depth, int64_t chunk);
-
 }  // namespace swan

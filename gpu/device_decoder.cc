@@ -5,6 +5,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "ops/linear.h"
 #include "ops/packed_blocks.h"
 #include "ops/router.h"
+#include "util/bf16.h"
 
 namespace swan {
 namespace {
@@ -78,6 +80,7 @@ class DeviceDecoder : public LanguageModel {
   void Forward(float* logits, const Batch& batch, Session& session) const override;
   size_t CacheBytes(const Session& session) const override;
   bool CacheOnHost() const override { return false; }
+  void FillCacheRandom(Session& session, int64_t depth, int64_t chunk) const override;
 
  private:
   void Load(const WeightSource& w, const DecoderTensor& t);
@@ -275,6 +278,47 @@ DeviceSequence& DeviceDecoder::SequenceOf(Session& session, int32_t first_pos) c
     throw std::invalid_argument("Forward on a device: position " + std::to_string(first_pos) + " after " +
                                 std::to_string(seq->next_pos) + " tokens (positions continue the sequence)");
   return *seq;
+}
+
+void DeviceDecoder::FillCacheRandom(Session& session, int64_t depth, int64_t chunk) const {
+  if (depth < 0 || chunk < 1) throw std::invalid_argument("FillCacheRandom: a negative depth or an empty chunk");
+  CheckPlan(session.plan);
+  const std::lock_guard<std::mutex> lock(mutex_);
+  DeviceSequence& seq = SequenceOf(session, 0);  // a fresh one
+  // The rows the host cache's fill writes: `chunk` random rows, repeated.
+  const int64_t row = int64_t(config_.n_kv_heads) * config_.head_dim;
+  std::vector<float> k(size_t(chunk * row)), v(size_t(chunk * row));  // [chunk, kv_heads, head_dim]
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  for (auto& x : k) x = normal(rng);
+  for (auto& x : v) x = normal(rng);
+  const bool bf16 = seq.type == KvType::kBF16;
+  for (DeviceLayerKv& kv : seq.layers) {
+    // Each slot's last position: a ring keeps the sinks and the newest window.
+    const int64_t first_kept = kv.ring_rows ? std::max<int64_t>(kv.sinks, depth - kv.ring_rows) : 0;
+    int64_t slots = int64_t(kv.pos.size());
+    if (!kv.ring_rows && depth > slots) slots = (depth + kFullSlotsStep - 1) / kFullSlotsStep * kFullSlotsStep;
+    Grow(kv, seq.type, slots);
+    std::vector<float> k_rows(size_t(slots * row)), v_rows(size_t(slots * row));  // [slots, row]
+    for (int64_t p = 0; p < depth; ++p) {
+      if (p >= kv.sinks && p < first_kept) continue;
+      const int64_t slot = kv.SlotOf(p), from = (p % chunk) * row;
+      std::copy_n(k.begin() + from, row, k_rows.begin() + slot * row);
+      std::copy_n(v.begin() + from, row, v_rows.begin() + slot * row);
+      kv.pos[size_t(slot)] = int32_t(p);
+    }
+    if (bf16) {
+      std::vector<uint16_t> k16(k_rows.size()), v16(v_rows.size());  // [slots, row]
+      for (size_t i = 0; i < k_rows.size(); ++i) k16[i] = F32ToBF16(k_rows[i]), v16[i] = F32ToBF16(v_rows[i]);
+      kv.k.Upload(k16.data(), k16.size() * 2);
+      kv.v.Upload(v16.data(), v16.size() * 2);
+    } else {
+      kv.k.Upload(k_rows.data(), k_rows.size() * 4);
+      kv.v.Upload(v_rows.data(), v_rows.size() * 4);
+    }
+    kv.slot_pos.Upload(kv.pos.data(), kv.pos.size() * 4);
+  }
+  seq.next_pos = depth;
 }
 
 void DeviceDecoder::Forward(float* logits, const Batch& batch, Session& session) const {

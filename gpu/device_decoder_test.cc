@@ -127,6 +127,43 @@ TEST_F(DeviceDecoderTest, Bf16CachesMatchTheCpu) {
   }
 }
 
+// swan bench --fill random on a device: the same random rows as the host
+// cache's fill, so a decode step after them gives the CPU's logits; rings
+// keep the sinks and the newest window, full layers grow past 256 slots.
+TEST_F(DeviceDecoderTest, RandomFillsMatchTheCpu) {
+  SWAN_NEED_VULKAN();
+  LoadOptions on_device;
+  on_device.vulkan_device = 0;
+  const std::unique_ptr<LanguageModel> cpu = LoadModel(test::Stories260K());
+  const std::unique_ptr<LanguageModel> gpu = LoadModel(test::Stories260K(), on_device);
+  const int64_t vocab = cpu->config().vocab_size;
+  for (KvType type : {KvType::kF32, KvType::kBF16})
+    for (const char* plan : {"full", "hybrid:1:1,window:5,sinks:2"})
+      for (int64_t depth : {3, 300}) {
+        SCOPED_TRACE(std::string(plan) + " at depth " + std::to_string(depth) + " in " + KvTypeName(type));
+        KvCacheOptions cache;
+        cache.type = type;
+        auto cpu_session = cpu->NewSession(cpu->ResolvePlan(plan), cache);
+        auto gpu_session = gpu->NewSession(gpu->ResolvePlan(plan), cache);
+        cpu->FillCacheRandom(*cpu_session, depth, 64);
+        gpu->FillCacheRandom(*gpu_session, depth, 64);
+        const int32_t token = 7, pos = int32_t(depth);
+        std::vector<float> want(static_cast<size_t>(vocab)), got(want.size());  // [vocab]
+        cpu->Forward(want.data(), Batch{&token, &pos, 1, false}, *cpu_session);
+        gpu->Forward(got.data(), Batch{&token, &pos, 1, false}, *gpu_session);
+        // bf16: the CPU's decode rounds queries and probabilities (Bf16CachesMatchTheCpu).
+        const float tolerance = type == KvType::kBF16 ? 5e-2f : 1e-4f;
+        for (int64_t v = 0; v < vocab; ++v) ASSERT_NEAR(got[size_t(v)], want[size_t(v)], tolerance) << v;
+      }
+  // The cache then holds 512 slots of a full layer (300 rows grown by 256).
+  KvCacheOptions f32_cache;
+  f32_cache.type = KvType::kF32;
+  auto full = gpu->NewSession(gpu->ResolvePlan("full"), f32_cache);
+  gpu->FillCacheRandom(*full, 300, 64);
+  const KvShape shape = gpu->kv_shape();
+  EXPECT_EQ(gpu->CacheBytes(*full), size_t(gpu->config().n_layers) * 512 * 2 * shape.n_kv_heads * shape.head_dim * 4);
+}
+
 // A session keeps its keys and values on the device and frees them with
 // itself, even after the model is gone; two sessions of one model keep
 // separate caches (CacheBytes: a full layer's 256 slots, a window's ring,

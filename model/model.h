@@ -97,6 +97,11 @@ class LanguageModel {
   // False when the keys and values live on a device: the host cache's
   // snapshots (the server's prompt cache) would hold none of them.
   virtual bool CacheOnHost() const { return true; }
+  // Puts random K/V rows at positions [0, depth) into every layer of a
+  // fresh session's cache, as if a prefill had run (swan bench --fill
+  // random), wherever the cache lives; a linear layer's state gets random
+  // positive sums of `depth` tokens.   chunk: rows written per call
+  virtual void FillCacheRandom(Session& session, int64_t depth, int64_t chunk) const;
 
   // The plan `spec` (see model/plan.h) resolved for this model.
   AttentionPlan ResolvePlan(const std::string& spec) const;
