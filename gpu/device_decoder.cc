@@ -111,9 +111,9 @@ class DeviceDecoder : public LanguageModel {
   // (the second half: pos:cache's queries for the sinks); attn [heads * hd];
   // k, kn, v [kv_heads * hd]; gate, up, act [intermediate]; logits [vocab];
   // cos_sin [n_layers, 2, head_dim] (RoPE at the position, and at pos:cache's
-  // position for the sinks); q_pos [1]; scores [heads, slots]
+  // position for the sinks); q_pos [1]; scratch: attention's partials (AttendScratchFloats)
   mutable DeviceBuffer x_, xn_, branch_, branch_normed_, q_, qn_, attn_, k_, kn_, v_, gate_, up_, act_, logits_,
-      cos_sin_, q_pos_, scores_;
+      cos_sin_, q_pos_, scratch_;
   mutable std::vector<DeviceBuffer> route_logits_;  // [n_layers] of [1]: a routed layer's route this step (> 0: full)
 };
 
@@ -138,7 +138,7 @@ DeviceDecoder::DeviceDecoder(const WeightSource& w, const ModelConfig& config, c
   q_ = floats(2 * qw), qn_ = floats(2 * qw), attn_ = floats(qw), k_ = floats(kw), kn_ = floats(kw), v_ = floats(kw);
   gate_ = floats(config.intermediate_size), up_ = floats(config.intermediate_size);
   act_ = floats(config.intermediate_size), logits_ = floats(config.vocab_size);
-  cos_sin_ = floats(int64_t(config.n_layers) * 2 * hd), q_pos_ = floats(1), scores_ = floats(config.n_heads);
+  cos_sin_ = floats(int64_t(config.n_layers) * 2 * hd), q_pos_ = floats(1), scratch_ = floats(config.n_heads);
   for (int32_t i = 0; i < config.n_layers; ++i) route_logits_.push_back(floats(1));
 }
 
@@ -240,8 +240,11 @@ void DeviceDecoder::Grow(DeviceLayerKv& kv, KvType type, int64_t slots) const {
   kv.pos.resize(size_t(slots), -1);
   slot_pos.Upload(kv.pos.data(), kv.pos.size() * 4);
   kv.k = std::move(k), kv.v = std::move(v), kv.slot_pos = std::move(slot_pos);
-  const int64_t score_floats = int64_t(config_.n_heads) * slots;
-  if (int64_t(scores_.bytes()) < score_floats * 4) scores_ = DeviceBuffer(device_, size_t(score_floats) * 4);
+  DeviceAttention one_query;
+  one_query.shape = AttentionShape{config_.n_heads, config_.n_kv_heads, config_.head_dim};
+  one_query.n_q = 1, one_query.n_rows = slots;
+  const int64_t scratch_floats = AttendScratchFloats(one_query);
+  if (int64_t(scratch_.bytes()) < scratch_floats * 4) scratch_ = DeviceBuffer(device_, size_t(scratch_floats) * 4);
 }
 
 size_t DeviceDecoder::CacheBytes(const Session& session) const {
@@ -438,7 +441,7 @@ void DeviceDecoder::Step(int32_t token, int32_t pos, const Session& session, Dev
                             plan.kind == LayerKind::kPerHead ? plan.full_heads : std::vector<int32_t>{},
                             routed ? &route_logits_[size_t(i)] : nullptr,
                             cache_positions};
-    RecordAttend(batch, kernels_, a, *q, kv.k, kv.v, kv.slot_pos, q_pos_, nullptr, scores_, attn_);
+    RecordAttend(batch, kernels_, a, *q, kv.k, kv.v, kv.slot_pos, q_pos_, nullptr, scratch_, attn_);
     RecordMatVec(batch, kernels_, l.o, attn_, branch_, 1);
     AddBlock(batch, branch_, spec_.sandwich_norms ? &l.post_attn_norm : nullptr);
     RecordRmsNorm(batch, kernels_, x_, l.mlp_norm, xn_, 1, hidden, eps_, false);

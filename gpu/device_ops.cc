@@ -7,6 +7,7 @@
 #include "gpu/shaders/Add.h"
 #include "gpu/shaders/AttendBF16.h"
 #include "gpu/shaders/AttendF32.h"
+#include "gpu/shaders/AttendMerge.h"
 #include "gpu/shaders/GatedGeluTanh.h"
 #include "gpu/shaders/GatedSilu.h"
 #include "gpu/shaders/MatVecBF16.h"
@@ -38,11 +39,14 @@ struct AttendPush {
   uint32_t n_rows, row_stride, n_heads, n_kv_heads, head_dim;
   int32_t window, sinks;
   int32_t block_offset;  // -1: a sliding window
-  uint32_t has_sink_logits;
   float scale;
   uint32_t full_heads_mask;  // bit h: KV head h sees every key
   uint32_t has_routes;
   uint32_t sink_queries;  // 0, or values from a query to its rotation for sinks out of the window
+  uint32_t n_splits;
+};
+struct AttendMergePush {
+  uint32_t n_heads, head_dim, n_splits, has_sink_logits;
 };
 struct RopePush {
   uint32_t n_tokens, n_heads, head_dim, table_row;
@@ -110,7 +114,11 @@ const ComputeKernel& DeviceKernels::Attend(KvType type) {
   if (type != KvType::kF32 && type != KvType::kBF16)
     throw std::invalid_argument("Vulkan attention reads f32 and bf16 KV caches (not q8_0 yet)");
   const bool bf16 = type == KvType::kBF16;
-  return Built(attend_[bf16], bf16 ? spirv::kAttendBF16 : spirv::kAttendF32, 9, uint32_t(sizeof(AttendPush)));
+  return Built(attend_[bf16], bf16 ? spirv::kAttendBF16 : spirv::kAttendF32, 7, uint32_t(sizeof(AttendPush)));
+}
+
+const ComputeKernel& DeviceKernels::AttendMerge() {
+  return Built(attend_merge_, spirv::kAttendMerge, 3, uint32_t(sizeof(AttendMergePush)));
 }
 
 const ComputeKernel& DeviceKernels::Rope() { return Built(rope_, spirv::kRope, 2, uint32_t(sizeof(RopePush))); }
@@ -163,11 +171,12 @@ void RecordRmsNorm(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuff
 
 void RecordAttend(CommandBatch& batch, DeviceKernels& kernels, const DeviceAttention& a, const DeviceBuffer& q,
                   const DeviceBuffer& k, const DeviceBuffer& v, const DeviceBuffer& kv_pos, const DeviceBuffer& q_pos,
-                  const DeviceBuffer* sink_logits, DeviceBuffer& scores, DeviceBuffer& out) {
+                  const DeviceBuffer* sink_logits, DeviceBuffer& scratch, DeviceBuffer& out) {
   const AttentionShape& s = a.shape;
   ValidateSpan(a.span);
   if (s.n_heads < 1 || s.n_kv_heads < 1 || s.n_heads % s.n_kv_heads != 0 || s.head_dim < 1 || a.n_q < 1 ||
-      a.n_q > kMaxGroups || a.n_rows < 1 || s.n_heads > kMaxGroups)
+      a.n_q > kMaxGroups || a.n_rows < 1 || s.n_heads > kMaxGroups || s.head_dim > kMaxAttendHeadDim ||
+      AttendSplits(a.n_rows) > kMaxGroups)
     throw std::invalid_argument("device attention: " + std::to_string(a.n_q) + " queries of " +
                                 std::to_string(s.n_heads) + " heads over " + std::to_string(a.n_rows) + " rows of " +
                                 std::to_string(s.n_kv_heads) + " KV heads of " + std::to_string(s.head_dim));
@@ -185,7 +194,7 @@ void RecordAttend(CommandBatch& batch, DeviceKernels& kernels, const DeviceAtten
   RequireBytes(kv_pos, a.n_rows * 4, "attention key positions");
   RequireBytes(q_pos, a.n_q * 4, "attention query positions");
   if (sink_logits) RequireBytes(*sink_logits, int64_t(s.n_heads) * 4, "attention sink logits");
-  RequireBytes(scores, a.n_q * s.n_heads * a.n_rows * 4, "attention scores");
+  RequireBytes(scratch, AttendScratchFloats(a) * 4, "attention partials");
   RequireBytes(out, q_values * 4, "attention output");
   uint32_t full_heads_mask = 0;
   for (int32_t h : a.full_heads) {
@@ -204,16 +213,18 @@ void RecordAttend(CommandBatch& batch, DeviceKernels& kernels, const DeviceAtten
                         a.span.window,
                         a.span.sinks,
                         a.span.blocks ? a.span.offset : -1,
-                        sink_logits ? 1u : 0u,
                         scale,
                         full_heads_mask,
                         a.route_logits ? 1u : 0u,
-                        a.cache_positions ? uint32_t(q_values) : 0u};
-  // Bindings left unread (no sink logits, no routes) are given the queries.
-  batch.Dispatch(kernels.Attend(a.type),
-                 {&q, &k, &v, &kv_pos, &q_pos, sink_logits ? sink_logits : &q, &scores, &out,
-                  a.route_logits ? a.route_logits : &q},
-                 &push, uint32_t(s.n_heads), uint32_t(a.n_q));
+                        a.cache_positions ? uint32_t(q_values) : 0u,
+                        uint32_t(AttendSplits(a.n_rows))};
+  // Bindings left unread (no routes, no sink logits) are given the queries.
+  batch.Dispatch(kernels.Attend(a.type), {&q, &k, &v, &kv_pos, &q_pos, &scratch, a.route_logits ? a.route_logits : &q},
+                 &push, uint32_t(s.n_kv_heads), uint32_t(AttendSplits(a.n_rows)), uint32_t(a.n_q));
+  const AttendMergePush merge{uint32_t(s.n_heads), uint32_t(s.head_dim), uint32_t(AttendSplits(a.n_rows)),
+                              sink_logits ? 1u : 0u};
+  batch.Dispatch(kernels.AttendMerge(), {&scratch, sink_logits ? sink_logits : &q, &out}, &merge, uint32_t(s.n_heads),
+                 uint32_t(a.n_q));
 }
 
 void RecordRope(CommandBatch& batch, DeviceKernels& kernels, DeviceBuffer& x, const DeviceBuffer& cos_sin,

@@ -24,6 +24,7 @@ class DeviceKernels {
   const ComputeKernel& MatVec(WeightType type);
   const ComputeKernel& RmsNorm();
   const ComputeKernel& Attend(KvType type);
+  const ComputeKernel& AttendMerge();
   const ComputeKernel& Rope();
   const ComputeKernel& Gated(bool gelu_tanh);
   const ComputeKernel& Add();
@@ -36,7 +37,7 @@ class DeviceKernels {
   std::array<std::unique_ptr<ComputeKernel>, 16> matvec_;  // by WeightType
   std::array<std::unique_ptr<ComputeKernel>, 2> attend_;   // f32, bf16 KV
   std::array<std::unique_ptr<ComputeKernel>, 2> gated_;    // SiLU, GELU-tanh
-  std::unique_ptr<ComputeKernel> rms_norm_, rope_, add_, to_bf16_;
+  std::unique_ptr<ComputeKernel> rms_norm_, rope_, add_, to_bf16_, attend_merge_;
 };
 
 // Whether the weights of `type` have a matrix-vector shader yet.
@@ -80,13 +81,22 @@ struct DeviceAttention {
   // min(q, sinks + window - 1), which score the sinks out of the window.
   bool cache_positions = false;
 };
+// Key rows per split of attend.comp (a workgroup's share of the keys), the
+// largest head_dim it takes, and its splits of n_rows keys.
+constexpr int64_t kAttendSplit = 128, kMaxAttendHeadDim = 256;
+inline int64_t AttendSplits(int64_t n_rows) { return (n_rows + kAttendSplit - 1) / kAttendSplit; }
+// Floats of RecordAttend's scratch: [n_q, n_heads, splits, head_dim + 2].
+inline int64_t AttendScratchFloats(const DeviceAttention& a) {
+  return a.n_q * a.shape.n_heads * AttendSplits(a.n_rows) * (a.shape.head_dim + 2);
+}
 // out [n_q, n_heads, head_dim] from q [n_q, n_heads, head_dim], k and v
 // [n_rows, row_stride], kv_pos [n_rows] and q_pos [n_q] (int32), learned
-// sink logits [n_heads] or null, and scores [n_q, n_heads, n_rows] of
-// float scratch.
+// sink logits [n_heads] or null, and AttendScratchFloats(a) floats of
+// scratch: split over the keys (attend.comp), then merged
+// (attend_merge.comp).
 void RecordAttend(CommandBatch& batch, DeviceKernels& kernels, const DeviceAttention& a, const DeviceBuffer& q,
                   const DeviceBuffer& k, const DeviceBuffer& v, const DeviceBuffer& kv_pos, const DeviceBuffer& q_pos,
-                  const DeviceBuffer* sink_logits, DeviceBuffer& scores, DeviceBuffer& out);
+                  const DeviceBuffer* sink_logits, DeviceBuffer& scratch, DeviceBuffer& out);
 
 // Rotates x [n_tokens, n_heads, head_dim] in place by rows [table_row,
 // table_row + n_tokens) of cos_sin [rows, 2, head_dim / 2] (ops/rope.h's

@@ -110,10 +110,10 @@ class DeviceAttend : public VulkanTest {
     const DeviceBuffer droutes = Holding(route_logits);
     const DeviceBuffer dk = type == KvType::kBF16 ? Holding(k16) : Holding(k);
     const DeviceBuffer dv = type == KvType::kBF16 ? Holding(v16) : Holding(v);
-    DeviceBuffer scores(*Device(), size_t(n_q * shape.n_heads * n_rows) * 4), out(*Device(), q.size() * 4);
     DeviceAttention a{shape, n_q, n_rows, stride, type, span, 0.0f, full_heads, routed ? &droutes : nullptr};
+    DeviceBuffer scratch(*Device(), size_t(AttendScratchFloats(a)) * 4), out(*Device(), q.size() * 4);
     CommandBatch batch(*Device());
-    RecordAttend(batch, kernels, a, dq, dk, dv, dpos, dqpos, sink_logits ? &dsinks : nullptr, scores, out);
+    RecordAttend(batch, kernels, a, dq, dk, dv, dpos, dqpos, sink_logits ? &dsinks : nullptr, scratch, out);
     batch.Run();
     const std::vector<float> got = Downloaded(out, q.size());
     for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], expected[i], 2e-5f * (1 + std::fabs(expected[i]))) << i;
@@ -135,6 +135,20 @@ TEST_F(DeviceAttend, MatchesTheReferenceUnderEveryKindOfSpan) {
     Check(gqa, 3, 37, 0, type, Span{16, 0, true, 5}, false);
     Check(mha, 2, 130, 5, type, Span{16, 4, true, 12}, true);
     Check(gqa, 1, 1, 0, type, Span{8, 0, true, 6}, false);
+  }
+}
+
+// The keys split in kAttendSplit rows (one split, several, a last one of
+// a row, a split of only empty slots) and GQA groups of every size against
+// the heads one pass scores (1, 4, 7, 10), up to the largest head_dim.
+TEST_F(DeviceAttend, SplitsAndGroupsOfEverySize) {
+  SWAN_NEED_VULKAN();
+  for (KvType type : {KvType::kF32, KvType::kBF16}) {
+    Check(AttentionShape{7, 1, 72}, 1, 700, 0, type, Span{}, false);
+    Check(AttentionShape{10, 1, 32}, 2, 257, 3, type, Span{}, true);
+    Check(AttentionShape{8, 2, 256}, 1, 129, 0, type, Span{}, false);
+    Check(AttentionShape{4, 1, 16}, 1, 600, 0, type, Span{100, 2}, false);  // splits that see nothing
+    Check(AttentionShape{3, 3, 8}, 2, 384, 0, type, Span{}, false);
   }
 }
 
@@ -200,11 +214,11 @@ TEST_F(DeviceAttend, CachePositionsMatchTheCpu) {
         const DeviceBuffer dq = Holding(q_both), dpos = Holding(kv_pos), dqpos = Holding(q_pos);
         const DeviceBuffer dk = type == KvType::kBF16 ? Holding(k16) : Holding(k);
         const DeviceBuffer dv = type == KvType::kBF16 ? Holding(v16) : Holding(v);
-        DeviceBuffer scores(*Device(), size_t(n_q * shape.n_heads * n_rows) * 4), out(*Device(), expected.size() * 4);
         DeviceAttention a{shape, n_q, n_rows, width, type, span, 0.0f, {}, nullptr};
         a.cache_positions = true;
+        DeviceBuffer scratch(*Device(), size_t(AttendScratchFloats(a)) * 4), out(*Device(), expected.size() * 4);
         CommandBatch batch(*Device());
-        RecordAttend(batch, kernels, a, dq, dk, dv, dpos, dqpos, nullptr, scores, out);
+        RecordAttend(batch, kernels, a, dq, dk, dv, dpos, dqpos, nullptr, scratch, out);
         batch.Run();
         const std::vector<float> got = Downloaded(out, expected.size());
         for (size_t i = 0; i < got.size(); ++i)
@@ -232,6 +246,9 @@ TEST_F(DeviceAttend, RefusesQ8_0CachesAndShortBuffers) {
                std::invalid_argument);
   const DeviceAttention no_window{AttentionShape{2, 1, 32}, 1, 4, 0, KvType::kF32, Span{0, 4}, 0.0f, {}, nullptr};
   EXPECT_THROW(RecordAttend(batch, kernels, no_window, scores, scores, scores, scores, scores, nullptr, scores, scores),
+               std::invalid_argument);
+  const DeviceAttention too_wide{AttentionShape{1, 1, 258}, 1, 4, 0, KvType::kF32, Span{}, 0.0f, {}, nullptr};
+  EXPECT_THROW(RecordAttend(batch, kernels, too_wide, scores, scores, scores, scores, scores, nullptr, scores, scores),
                std::invalid_argument);
   DeviceAttention bad_head{AttentionShape{2, 1, 32}, 1, 4, 0, KvType::kF32, Span{2, 0}, 0.0f, {1}, nullptr};
   EXPECT_THROW(RecordAttend(batch, kernels, bad_head, scores, scores, scores, scores, scores, nullptr, scores, scores),

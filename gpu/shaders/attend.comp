@@ -1,11 +1,16 @@
 #version 450
-// out [n_q, n_heads, head_dim] = softmax(scale q kᵀ over the keys each query
-// sees) v: attention/attention.h's Attend, one workgroup per query row and
-// head. Keys are chosen by position with swan's one window rule
+// attention/attention.h's Attend, first half: each workgroup takes one KV
+// head, one query row and one split of SPLIT key rows (split over keys, so
+// that a long cache keeps the GPU busy), and the query heads that share
+// the KV head score each key row read once (GQA), HC heads at a time. It
+// writes each head's partial: the values weighted by exp(logit - m), then
+// m (the split's largest logit) and the sum of its exponentials;
+// attend_merge.comp combines the splits.
+// Keys are chosen by position with swan's one window rule
 // (attention/span.h): a query at q sees a key at k iff 0 <= k <= q and
 // (window == 0 or k >= the window's start or k < sinks), the start being
 // q - window + 1 for a sliding window and the start of q's block for a
-// block window; a row of position < 0 is an empty slot. Query head h reads KV head h / (n_heads / n_kv_heads).
+// block window; a row of position < 0 is an empty slot.
 // Two ways a query sees every key despite the window: its KV head is in
 // full_heads_mask (a per-head layer), or its row's route logit is above 0
 // (a routed layer: Switch Attention's router says full iff w·xn + b > 0).
@@ -13,10 +18,11 @@
 // has left the sliding window is scored with the query rotated to
 // min(q, sinks + window - 1) instead, read sink_queries values further on
 // in q; one softmax over both parts is the CPU's merge of the two.
-// Three passes over the keys: logits into `scores`, their exponentials and
-// sum, then each invocation's dimensions of the weighted sum of values.
-// A learned sink logit adds e^{sink} to the sum with no value.
 //   KV_F32: k, v float32; KV_BF16: bfloat16 pairs in 32-bit words
+
+#define HC 4          // query heads scored per pass over a split's keys
+#define SPLIT 128     // key rows per workgroup
+#define MAX_DIM 256   // largest head_dim (RecordAttend refuses more)
 
 layout(local_size_x = 64) in;
 
@@ -25,10 +31,8 @@ layout(std430, binding = 1) readonly buffer Keys { uint k_words[]; };     // [n_
 layout(std430, binding = 2) readonly buffer Values { uint v_words[]; };   // [n_rows, row_stride] of KV type
 layout(std430, binding = 3) readonly buffer KeyPositions { int kv_pos[]; };  // [n_rows]
 layout(std430, binding = 4) readonly buffer QueryPositions { int q_pos[]; };  // [n_q]
-layout(std430, binding = 5) readonly buffer SinkLogits { float sink_logits[]; };  // [n_heads], read when has_sinks
-layout(std430, binding = 6) coherent buffer Scores { float scores[]; };  // [n_q, n_heads, n_rows] scratch
-layout(std430, binding = 7) writeonly buffer Output { float out_values[]; };  // [n_q, n_heads, head_dim]
-layout(std430, binding = 8) readonly buffer RouteLogits { float route_logits[]; };  // [n_q], read when has_routes
+layout(std430, binding = 5) writeonly buffer Partials { float partials[]; };  // [n_q, n_heads, n_splits, head_dim + 2]
+layout(std430, binding = 6) readonly buffer RouteLogits { float route_logits[]; };  // [n_q], read when has_routes
 
 layout(push_constant) uniform Shape {
   uint n_rows;      // key rows (cache slots)
@@ -36,13 +40,15 @@ layout(push_constant) uniform Shape {
   uint n_heads, n_kv_heads, head_dim;
   int window, sinks;
   int block_offset;  // -1: a sliding window; else where blocks of `window` start
-  uint has_sink_logits;
-  float scale;           // logit scale
+  float scale;       // logit scale
   uint full_heads_mask;  // bit h: KV head h sees every key
   uint has_routes;
   uint sink_queries;  // 0, or values from each query to its rotation for sinks out of the window
+  uint n_splits;      // ceil(n_rows / SPLIT)
 } shape;
 
+shared float queries[HC * 2 * MAX_DIM];  // [HC, 2, head_dim]: the heads' queries, and their rotation for sinks
+shared float weights[HC * SPLIT];        // [HC, SPLIT]: logits, then exp(logit - m)
 shared float partial[64];
 
 #if defined(KV_F32)
@@ -66,7 +72,7 @@ bool Sees(int qp, int kp, bool full) {
   return kp >= start;
 }
 
-// Reduces partial[] with op 0 (max) or 1 (sum); every invocation gets it.
+// Reduces partial[] to its max or sum; every invocation gets it.
 float Reduce(float mine, bool take_max) {
   const uint t = gl_LocalInvocationID.x;
   barrier();
@@ -80,51 +86,74 @@ float Reduce(float mine, bool take_max) {
 }
 
 void main() {
-  const uint head = gl_WorkGroupID.x, row = gl_WorkGroupID.y, t = gl_LocalInvocationID.x;
-  const uint kv_head = head / (shape.n_heads / shape.n_kv_heads);
-  const uint q_base = (row * shape.n_heads + head) * shape.head_dim;
-  const uint s_base = (row * shape.n_heads + head) * shape.n_rows;
+  const uint kv_head = gl_WorkGroupID.x, split = gl_WorkGroupID.y, row = gl_WorkGroupID.z;
+  const uint t = gl_LocalInvocationID.x, hd = shape.head_dim;
+  const uint group = shape.n_heads / shape.n_kv_heads;
+  const uint first = split * SPLIT, count = min(uint(SPLIT), shape.n_rows - first);
   const int qp = q_pos[row];
   const bool full = (kv_head < 32u && ((shape.full_heads_mask >> kv_head) & 1u) != 0u) ||
                     (shape.has_routes != 0u && route_logits[row] > 0.0);
   const float unseen = -1.0 / 0.0;
-  float best = unseen;
-  for (uint r = t; r < shape.n_rows; r += 64u) {
-    float s = unseen;
-    if (Sees(qp, kv_pos[r], full)) {
-      const uint k_base = r * shape.row_stride + kv_head * shape.head_dim;
-      const int kp = kv_pos[r];
-      const bool left_window = kp < shape.sinks && qp - kp >= shape.window;
-      const uint qi = shape.sink_queries != 0u && left_window ? q_base + shape.sink_queries : q_base;
-      float dot = 0.0;
-      for (uint d = 0; d < shape.head_dim; ++d) dot += q[qi + d] * KvAt(k_base + d, false);
-      s = shape.scale * dot;
-      best = max(best, s);
+  for (uint h0 = 0u; h0 < group; h0 += HC) {
+    const uint hn = min(uint(HC), group - h0);
+    const uint head0 = kv_head * group + h0;  // the chunk's first query head
+    barrier();  // the last chunk is done with the shared arrays
+    for (uint i = t; i < hn * hd; i += 64u) {
+      const uint j = i / hd, d = i % hd, at = (row * shape.n_heads + head0 + j) * hd + d;
+      queries[(2u * j) * hd + d] = q[at];
+      queries[(2u * j + 1u) * hd + d] = shape.sink_queries != 0u ? q[shape.sink_queries + at] : 0.0;
     }
-    scores[s_base + r] = s;
-  }
-  float top = Reduce(best, true);
-  const bool sink = shape.has_sink_logits != 0u;
-  if (sink) top = max(top, sink_logits[head]);
-  float sum = 0.0;
-  for (uint r = t; r < shape.n_rows; r += 64u) {
-    const float s = scores[s_base + r];
-    const float p = s == unseen ? 0.0 : exp(s - top);
-    scores[s_base + r] = p;
-    sum += p;
-  }
-  float total = Reduce(sum, false);
-  if (sink) total += exp(sink_logits[head] - top);
-  memoryBarrierBuffer();
-  barrier();
-  // A query that sees no key (nor has a sink) gets zeros, as on the CPU.
-  const float inv = total > 0.0 ? 1.0 / total : 0.0;
-  for (uint d = t; d < shape.head_dim; d += 64u) {
-    float acc = 0.0;
-    for (uint r = 0; r < shape.n_rows; ++r) {
-      const float p = scores[s_base + r];
-      if (p != 0.0) acc += p * KvAt(r * shape.row_stride + kv_head * shape.head_dim + d, true);
+    barrier();
+    // Logits: an invocation per key row, each row read once for the chunk's heads.
+    for (uint r = t; r < SPLIT; r += 64u) {
+      float dots[HC];
+      for (uint j = 0u; j < HC; ++j) dots[j] = unseen;
+      const int kp = r < count ? kv_pos[first + r] : -1;
+      if (r < count && Sees(qp, kp, full)) {
+        const bool left_window = shape.sink_queries != 0u && kp < shape.sinks && qp - kp >= shape.window;
+        const uint which = left_window ? 1u : 0u, k_base = (first + r) * shape.row_stride + kv_head * hd;
+        for (uint j = 0u; j < HC; ++j) dots[j] = 0.0;
+        for (uint d = 0u; d < hd; ++d) {
+          const float key = KvAt(k_base + d, false);
+          for (uint j = 0u; j < hn; ++j) dots[j] += queries[(2u * j + which) * hd + d] * key;
+        }
+        for (uint j = 0u; j < HC; ++j) dots[j] *= shape.scale;
+      }
+      for (uint j = 0u; j < hn; ++j) weights[j * SPLIT + r] = dots[j];
     }
-    out_values[q_base + d] = acc * inv;
+    // Per head: the split's largest logit, the exponentials and their sum.
+    for (uint j = 0u; j < hn; ++j) {
+      float best = unseen;
+      for (uint r = t; r < SPLIT; r += 64u) best = max(best, weights[j * SPLIT + r]);
+      const float m = Reduce(best, true);
+      float sum = 0.0;
+      for (uint r = t; r < SPLIT; r += 64u) {
+        const float s = weights[j * SPLIT + r];
+        const float p = s == unseen ? 0.0 : exp(s - m);
+        weights[j * SPLIT + r] = p;
+        sum += p;
+      }
+      const float total = Reduce(sum, false);
+      const uint at = ((row * shape.n_heads + head0 + j) * shape.n_splits + split) * (hd + 2u);
+      if (t == 0u) {
+        partials[at + hd] = m;
+        partials[at + hd + 1u] = total;
+      }
+    }
+    barrier();
+    // The weighted values: an invocation per dimension, each value read once for the chunk's heads.
+    for (uint d = t; d < hd; d += 64u) {
+      float acc[HC];
+      for (uint j = 0u; j < HC; ++j) acc[j] = 0.0;
+      for (uint r = 0u; r < count; ++r) {
+        const float value = KvAt((first + r) * shape.row_stride + kv_head * hd + d, true);
+        for (uint j = 0u; j < hn; ++j) {
+          const float w = weights[j * SPLIT + r];
+          if (w != 0.0) acc[j] += w * value;  // an empty slot's value may be anything, NaN too
+        }
+      }
+      for (uint j = 0u; j < hn; ++j)
+        partials[((row * shape.n_heads + head0 + j) * shape.n_splits + split) * (hd + 2u) + d] = acc[j];
+    }
   }
 }
