@@ -146,15 +146,10 @@ DeviceMatrix DeviceDecoder::Upload(const LinearWeight& w) {
   const WeightView view = w.view();
   weight_bytes_ += w.Bytes();
   if (!IsBlockQuantized(w.type())) return UploadMatrix(device_, w.type(), view.data, w.out(), w.in());
-  if (HasDeviceMatVec(w.type())) {
-    // The CPU holds block rows packed for its kernels: the device reads the file's layout.
-    std::vector<uint8_t> rows(size_t(w.out()) * WeightRowBytes(w.type(), w.in()));  // [out, row bytes]
-    UnpackBlockRows(view.packed(), rows.data());
-    return UploadMatrix(device_, w.type(), rows.data(), w.out(), w.in());
-  }
-  // A block type without a shader yet: float32 on the device.
-  const std::vector<float> f32 = w.ToF32();
-  return UploadMatrix(device_, WeightType::kF32, f32.data(), w.out(), w.in());
+  // The CPU holds block rows packed for its kernels: the device reads the file's layout.
+  std::vector<uint8_t> rows(size_t(w.out()) * WeightRowBytes(w.type(), w.in()));  // [out, row bytes]
+  UnpackBlockRows(view.packed(), rows.data());
+  return UploadMatrix(device_, w.type(), rows.data(), w.out(), w.in());
 }
 
 void DeviceDecoder::Load(const WeightSource& w, const DecoderTensor& t) {

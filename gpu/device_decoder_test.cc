@@ -216,7 +216,8 @@ TEST_F(DeviceDecoderTest, SessionsOwnTheirDeviceCaches) {
 // the CPU's int8 activations.
 TEST_F(DeviceDecoderTest, BlockTypesGiveTheirValuesProducts) {
   SWAN_NEED_VULKAN();
-  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
+  for (WeightType type :
+       {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ5_0, WeightType::kQ5_1}) {
     const std::string path =
         ::testing::TempDir() + "/stories260K-" + std::to_string(getpid()) + "-" + WeightTypeName(type) + ".gguf";
     {

@@ -14,7 +14,11 @@
 #include "gpu/shaders/MatVecF16.h"
 #include "gpu/shaders/MatVecF32.h"
 #include "gpu/shaders/MatVecQ4_0.h"
+#include "gpu/shaders/MatVecQ4_1.h"
 #include "gpu/shaders/MatVecQ4_K.h"
+#include "gpu/shaders/MatVecQ5_0.h"
+#include "gpu/shaders/MatVecQ5_1.h"
+#include "gpu/shaders/MatVecQ5_K.h"
 #include "gpu/shaders/MatVecQ6_K.h"
 #include "gpu/shaders/MatVecQ8_0.h"
 #include "gpu/shaders/RmsNorm.h"
@@ -76,7 +80,11 @@ SpirV MatVecCode(WeightType type) {
     case WeightType::kF16: return spirv::kMatVecF16;
     case WeightType::kQ8_0: return spirv::kMatVecQ8_0;
     case WeightType::kQ4_0: return spirv::kMatVecQ4_0;
+    case WeightType::kQ4_1: return spirv::kMatVecQ4_1;
+    case WeightType::kQ5_0: return spirv::kMatVecQ5_0;
+    case WeightType::kQ5_1: return spirv::kMatVecQ5_1;
     case WeightType::kQ4_K: return spirv::kMatVecQ4_K;
+    case WeightType::kQ5_K: return spirv::kMatVecQ5_K;
     case WeightType::kQ6_K: return spirv::kMatVecQ6_K;
     default: return {};
   }

@@ -6,9 +6,18 @@
 //   Q8_0: UNIT 32, blocks of 34 bytes: f16 d, 32 int8 q; value d q
 //   Q4_0: UNIT 32, blocks of 18 bytes: f16 d, 16 bytes of nibbles; value j
 //         (j < 16) is d (low nibble of byte j - 8), value j + 16 its high one
+//   Q4_1: UNIT 32, blocks of 20 bytes: f16 d, f16 m, 16 bytes of nibbles
+//         as Q4_0's; value d q + m
+//   Q5_0: UNIT 32, blocks of 22 bytes: f16 d, 32 high bits (value j's at
+//         bit j), 16 bytes of nibbles as Q4_0's; value d (q - 16)
+//   Q5_1: UNIT 32, blocks of 24 bytes: f16 d, f16 m, the high bits and
+//         nibbles as Q5_0's; value d q + m
 //   Q4_K: UNIT 32, a sub-block of a 144-byte super-block of 256 values:
 //         f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 of
 //         nibbles; value d sc q - dmin m
+//   Q5_K: UNIT 32, a sub-block of a 176-byte super-block: Q4_K's d, dmin
+//         and scales, 32 bytes of high bits (sub-block j's at bit j of byte
+//         l), 128 of nibbles; value d sc q - dmin m
 //   Q6_K: UNIT 32, a sub-block of a 210-byte super-block: 128 bytes of low
 //         nibbles, 64 of high 2 bits, 16 int8 scales (one per 16 values),
 //         f16 d; value d sc (q - 32)
@@ -56,7 +65,38 @@ float BlockDot(uint row_byte, uint b, uint xb) {
   }
   return HalfAt(at) * sum;
 }
-#elif defined(WEIGHT_Q4_K)
+#elif defined(WEIGHT_Q4_1) || defined(WEIGHT_Q5_0) || defined(WEIGHT_Q5_1)
+const uint UNIT = 32;
+#if defined(WEIGHT_Q4_1)
+const uint BLOCK_BYTES = 20, QS = 4;  // the nibbles' offset in a block
+#elif defined(WEIGHT_Q5_0)
+const uint BLOCK_BYTES = 22, QS = 6, QH = 2;  // QH: the high bits' offset
+#else
+const uint BLOCK_BYTES = 24, QS = 8, QH = 4;
+#endif
+float BlockDot(uint row_byte, uint b, uint xb) {
+  const uint at = row_byte + BLOCK_BYTES * b;
+#if defined(WEIGHT_Q4_1)
+  const uint high = 0u;
+#else
+  const uint high = ByteAt(at + QH) | (ByteAt(at + QH + 1u) << 8) | (ByteAt(at + QH + 2u) << 16) |
+                    (ByteAt(at + QH + 3u) << 24);
+#endif
+  float dot = 0.0, sum = 0.0;
+  for (uint j = 0; j < 16u; ++j) {
+    const uint byte = ByteAt(at + QS + j);
+    const float lo = float((byte & 0xfu) | (((high >> j) & 1u) << 4));
+    const float hi = float((byte >> 4) | (((high >> (j + 16u)) & 1u) << 4));
+    dot += lo * x[xb + j] + hi * x[xb + 16u + j];
+    sum += x[xb + j] + x[xb + 16u + j];
+  }
+#if defined(WEIGHT_Q5_0)
+  return HalfAt(at) * (dot - 16.0 * sum);
+#else
+  return HalfAt(at) * dot + HalfAt(at + 2u) * sum;
+#endif
+}
+#elif defined(WEIGHT_Q4_K) || defined(WEIGHT_Q5_K)
 const uint UNIT = 32;
 // Sub-block j's 6-bit scale and min from the 12 bytes at `at` (ggml's
 // get_scale_min_k4).
@@ -65,6 +105,22 @@ uvec2 ScaleMin(uint at, uint j) {
   const uint low = ByteAt(at + j + 4u);
   return uvec2((low & 0xfu) | ((ByteAt(at + j - 4u) >> 6) << 4), (low >> 4) | ((ByteAt(at + j) >> 6) << 4));
 }
+#if defined(WEIGHT_Q5_K)
+float BlockDot(uint row_byte, uint u, uint xb) {
+  const uint at = row_byte + 176u * (u / 8u), j = u % 8u;
+  const uvec2 sm = ScaleMin(at + 4u, j);
+  // sub-blocks 2c and 2c + 1 are the low and high nibbles of bytes 32c ..;
+  // sub-block j's fifth bit is bit j of the high-bit byte l
+  const uint qh = at + 16u, qs = at + 48u + 32u * (j / 2u), shift = 4u * (j % 2u);
+  float dot = 0.0, sum = 0.0;
+  for (uint l = 0; l < 32u; ++l) {
+    const float xv = x[xb + l];
+    dot += float(((ByteAt(qs + l) >> shift) & 0xfu) | (((ByteAt(qh + l) >> j) & 1u) << 4)) * xv;
+    sum += xv;
+  }
+  return HalfAt(at) * float(sm.x) * dot - HalfAt(at + 2u) * float(sm.y) * sum;
+}
+#else
 float BlockDot(uint row_byte, uint u, uint xb) {
   const uint at = row_byte + 144u * (u / 8u), j = u % 8u;
   const uvec2 sm = ScaleMin(at + 4u, j);
@@ -78,6 +134,7 @@ float BlockDot(uint row_byte, uint u, uint xb) {
   }
   return HalfAt(at) * float(sm.x) * dot - HalfAt(at + 2u) * float(sm.y) * sum;
 }
+#endif
 #elif defined(WEIGHT_Q6_K)
 const uint UNIT = 32;
 float BlockDot(uint row_byte, uint u, uint xb) {
