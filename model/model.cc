@@ -133,17 +133,19 @@ void LanguageModel::FillCacheRandom(Session& session, int64_t depth, int64_t chu
   }
 }
 
+std::unique_ptr<LanguageModel> BuildModelOn(const WeightSource& weights, const ModelConfig& config,
+                                            const std::string& origin, int vulkan_device) {
+  if (vulkan_device >= 0) return BuildDeviceDecoder(weights, config, origin, vulkan_device);
+  return BuildDecoder(weights, config, origin);
+}
+
 namespace {
 
 // A built model from `stored`, its linear layers converted as options say.
 std::unique_ptr<LanguageModel> BuildFrom(const WeightSource& stored, const ModelConfig& config,
                                          const std::string& origin, const LoadOptions& options) {
-  auto build = [&](const WeightSource& w) {
-    if (options.vulkan_device >= 0) return BuildDeviceDecoder(w, config, origin, options.vulkan_device);
-    return BuildDecoder(w, config, origin);
-  };
-  if (!options.weights) return build(stored);
-  return build(ConvertedWeights(stored, *options.weights));
+  if (!options.weights) return BuildModelOn(stored, config, origin, options.vulkan_device);
+  return BuildModelOn(ConvertedWeights(stored, *options.weights), config, origin, options.vulkan_device);
 }
 
 }  // namespace

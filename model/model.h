@@ -147,6 +147,12 @@ struct LoadOptions {
   int vulkan_device = -1;
 };
 
+class WeightSource;
+// The model of these weights on the CPU (model/decoder.h's BuildDecoder) or,
+// for vulkan_device >= 0, on that Vulkan device (gpu/device_decoder.h).
+std::unique_ptr<LanguageModel> BuildModelOn(const WeightSource& weights, const ModelConfig& config,
+                                            const std::string& origin, int vulkan_device);
+
 // Loads a Hugging Face model directory (config.json, *.safetensors), or a
 // GGUF file (model/gguf_weights.h; weights and hyperparameters, not yet its
 // tokenizer). Throws std::runtime_error for unsupported architectures and

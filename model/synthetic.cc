@@ -2,8 +2,7 @@
 
 #include <stdexcept>
 
-#include "gpu/device_decoder.h"
-#include "model/decoder.h"
+#include "model/model.h"
 #include "model/weight_source.h"
 
 namespace swan {
@@ -77,10 +76,7 @@ size_t SyntheticWeightBytes(const std::string& name, WeightType weight_type) {
 
 std::unique_ptr<LanguageModel> LoadSyntheticModel(const std::string& name, WeightType weight_type, uint64_t seed,
                                                   int vulkan_device) {
-  if (vulkan_device >= 0)
-    return BuildDeviceDecoder(RandomWeights(seed, weight_type), SyntheticConfig(name), "synthetic " + name,
-                              vulkan_device);
-  return BuildDecoder(RandomWeights(seed, weight_type), SyntheticConfig(name), "synthetic " + name);
+  return BuildModelOn(RandomWeights(seed, weight_type), SyntheticConfig(name), "synthetic " + name, vulkan_device);
 }
 
 }  // namespace swan
