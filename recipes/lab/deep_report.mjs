@@ -330,7 +330,8 @@ out.push(tableMd(['arm', ...bins.map(binName)], [
 out.push('');
 
 // Seeds: the shipped model (seed 1234) and the others deep_seeds.sh ran.
-const SEED_ARMS = ['d4-full', 'd4-swa64', 'd4-hybrid31', 'd4-hybrid31-nope', 'd4-swa64-staggered'];
+const SEED_ARMS = ['d4-full', 'd4-swa64', 'd4-swa64-sinks4', 'd4-hybrid31', 'd4-hybrid31-nope', 'd4-swa64-staggered',
+  'd4-swa64-chunked'];
 const seedRuns = (name) => [arm(name).plan, ...[2, 3].filter((s) => has(`deep_${name}_seed${s}.json`))
   .map((s) => readJson(`deep_${name}_seed${s}.json`).plans[0])];
 const spread = (values) => {
@@ -367,11 +368,13 @@ if (routedSeeds.length) {
       r.passes ? 'yes' : 'no'])));
   out.push('');
 }
-const ftSeeds = [2, 3].filter((s) => has(`deep_d4-swa64-sinks4-ft_seed${s}.json`));
-if (ftSeeds.length) {
-  const values = [ft.plan, ...ftSeeds.map((s) => readJson(`deep_d4-swa64-sinks4-ft_seed${s}.json`).plans[0])];
-  out.push(`d4-swa64-sinks4-ft over seeds 1234, ${ftSeeds.join(', ')}: keys 64-252 back ` +
-    `${spread(values.map((p) => accuracy(p, WINDOW, 252)))}.`);
+// The fair test's two sides over their seeds (each from d4-full's seed of the same number).
+for (const [name, first] of [['d4-swa64-sinks4-ft', ft], ['d4-linear', lin]]) {
+  const seeds = [2, 3].filter((s) => has(`deep_${name}_seed${s}.json`));
+  if (!first || !seeds.length) continue;
+  const values = [first.plan, ...seeds.map((s) => readJson(`deep_${name}_seed${s}.json`).plans[0])];
+  out.push(`${name} over seeds 1234, ${seeds.join(', ')}: keys 64-252 back ` +
+    `${spread(values.map((p) => accuracy(p, WINDOW, 252)))}, 252+ back ${spread(values.map((p) => accuracy(p, 252)))}.`);
   out.push('');
 }
 
@@ -417,8 +420,8 @@ if (lin) out.push(`- SWA + sinks against linear attention at equal budget (4 lay
 out.push('');
 out.push('Not yet measured at depth: dilated windows, ' +
   (lin ? '' : 'the linearized arm (its fine-tune, the slowest run here, is resumable: `sh recipes/lab/deep.sh d4-linear`), ') +
-  `and seeds beyond the arms of the seeds table (${SEED_ARMS.join(', ')}; the length, routing, fair-test, ` +
-  'per-head, chunked and 8-layer figures are one seed each).');
+  `and seeds beyond the seeds table's arms (${SEED_ARMS.join(', ')}), the routed arm and the fair test's two ` +
+  'sides: the length, per-head and 8-layer figures are one seed each.');
 out.push('');
 
 fs.writeFileSync(path.join(docs, 'depth.md'), out.join('\n'));

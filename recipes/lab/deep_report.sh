@@ -33,14 +33,14 @@ for arm in $ARMS; do
   compare "deep_$arm.json" "$MODELS/$arm" --attn model --distances $DEEP_BINS
 done
 # Other seeds of the headline arms (recipes/lab/deep_seeds.sh), where run.
-for arm in d4-full d4-swa64 d4-hybrid31 d4-hybrid31-nope d4-swa64-staggered; do
+for arm in d4-full d4-swa64 d4-hybrid31 d4-hybrid31-nope d4-swa64-staggered d4-swa64-sinks4 d4-swa64-chunked; do
   for seed in 2 3; do
     run="$LAB/$arm-seed$seed"
     [ -f "$run/finished" ] && compare "deep_${arm}_seed$seed.json" "$run/model" --attn model --distances $DEEP_BINS
   done
 done
 # Other seeds of the routed arm that meets the bar and of the fair test's
-# window side (SEED=S recipes/lab/deep.sh ...), where run: recall under
+# two sides (SEED=S recipes/lab/deep.sh ...), where run: recall under
 # their plan, the routed one's routes and its weights under full attention.
 for seed in 2 3; do
   run="$LAB/d4-routed-mix-g1e-2-more-seed$seed"
@@ -50,8 +50,10 @@ for seed in 2 3; do
     "$SWAN" route-stats -m "$run/model" --recall --samples 32 --json --quiet -t "$THREADS" \
       > "$DOCS/data/deep_routes_d4-routed-mix-g1e-2-more_seed$seed.json"
   fi
-  run="$LAB/d4-swa64-sinks4-ft-seed$seed"
-  [ -f "$run/finished" ] && compare "deep_d4-swa64-sinks4-ft_seed$seed.json" "$run/model" --attn model --distances $DEEP_BINS
+  for arm in d4-swa64-sinks4-ft d4-linear; do
+    run="$LAB/$arm-seed$seed"
+    [ -f "$run/finished" ] && compare "deep_${arm}_seed$seed.json" "$run/model" --attn model --distances $DEEP_BINS
+  done
 done
 # The full arm at depth under window plans without training (StreamingLLM's
 # claim at depth: does a window + sinks keep what the deep model retrieves?).

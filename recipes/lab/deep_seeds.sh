@@ -11,7 +11,9 @@ ARMS="d4-full 4 full
 d4-swa64 4 swa:64
 d4-hybrid31 4 hybrid:3:1,window:64
 d4-hybrid31-nope 4 hybrid:3:1,window:64,nope:full
-d4-swa64-staggered 4 swa:64,staggered"
+d4-swa64-staggered 4 swa:64,staggered
+d4-swa64-sinks4 4 swa:64,sinks:4
+d4-swa64-chunked 4 swa:64,chunked"
 lab_base
 for seed in ${*:-2 3}; do
   echo "$ARMS" | while read -r arm layers plan; do
