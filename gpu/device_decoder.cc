@@ -5,7 +5,6 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <stdexcept>
 #include <vector>
 
@@ -14,6 +13,7 @@
 #include "model/blocks.h"
 #include "model/decoder.h"
 #include "model/decoder_spec.h"
+#include "model/random_kv_rows.h"
 #include "model/weight_source.h"
 #include "ops/linear.h"
 #include "ops/packed_blocks.h"
@@ -285,11 +285,7 @@ void DeviceDecoder::FillCacheRandom(Session& session, int64_t depth, int64_t chu
   DeviceSequence& seq = SequenceOf(session, 0);  // a fresh one
   // The rows the host cache's fill writes: `chunk` random rows, repeated.
   const int64_t row = int64_t(config_.n_kv_heads) * config_.head_dim;
-  std::vector<float> k(size_t(chunk * row)), v(size_t(chunk * row));  // [chunk, kv_heads, head_dim]
-  std::mt19937 rng(7);
-  std::normal_distribution<float> normal;
-  for (auto& x : k) x = normal(rng);
-  for (auto& x : v) x = normal(rng);
+  const RandomKvRows rows(chunk, row);
   const bool bf16 = seq.type == KvType::kBF16;
   for (DeviceLayerKv& kv : seq.layers) {
     // Each slot's last position: a ring keeps the sinks and the newest window.
@@ -301,8 +297,8 @@ void DeviceDecoder::FillCacheRandom(Session& session, int64_t depth, int64_t chu
     for (int64_t p = 0; p < depth; ++p) {
       if (p >= kv.sinks && p < first_kept) continue;
       const int64_t slot = kv.SlotOf(p), from = (p % chunk) * row;
-      std::copy_n(k.begin() + from, row, k_rows.begin() + slot * row);
-      std::copy_n(v.begin() + from, row, v_rows.begin() + slot * row);
+      std::copy_n(rows.k.begin() + from, row, k_rows.begin() + slot * row);
+      std::copy_n(rows.v.begin() + from, row, v_rows.begin() + slot * row);
       kv.pos[size_t(slot)] = int32_t(p);
     }
     if (bf16) {

@@ -37,6 +37,21 @@ std::vector<float> Downloaded(const DeviceBuffer& b, size_t n) {
   return out;
 }
 
+// The CPU reference's arguments: q [n_q, heads, hd] at q_pos [n_q] over k
+// and v [n_rows, stride] at kv_pos [n_rows] (float32).
+AttentionArgs ReferenceArgs(const AttentionShape& shape, const float* q, const std::vector<int32_t>& q_pos,
+                            const std::vector<float>& k, const std::vector<float>& v,
+                            const std::vector<int32_t>& kv_pos, int64_t stride, const Span& span) {
+  AttentionArgs args;
+  args.shape = shape;
+  args.q = q;
+  args.q_pos = q_pos.data();
+  args.n_q = int64_t(q_pos.size());
+  args.kv = {k.data(), v.data(), kv_pos.data(), int64_t(kv_pos.size()), stride, KvType::kF32};
+  args.span = span;
+  return args;
+}
+
 class DeviceAttend : public VulkanTest {
  protected:
   // n_q queries at the last positions over n_rows slots: a ring of the
@@ -74,13 +89,7 @@ class DeviceAttend : public VulkanTest {
     for (int64_t e = 0; e < empty; ++e) kv_pos[size_t(std::uniform_int_distribution<int64_t>(0, n_rows - 1)(rng))] = -1;
     for (int64_t i = 0; i < n_q; ++i) q_pos[size_t(i)] = int32_t(first + n_rows - n_q + i);
 
-    AttentionArgs args;
-    args.shape = shape;
-    args.q = q.data();
-    args.q_pos = q_pos.data();
-    args.n_q = n_q;
-    args.kv = {k.data(), v.data(), kv_pos.data(), n_rows, stride, KvType::kF32};
-    args.span = span;
+    AttentionArgs args = ReferenceArgs(shape, q.data(), q_pos, k, v, kv_pos, stride, span);
     args.sink_logits = sink_logits ? sinks.data() : nullptr;
     std::vector<float> expected(q.size());  // [n_q, heads, hd]
     AttendReference(args, expected.data());
@@ -198,13 +207,7 @@ TEST_F(DeviceAttend, CachePositionsMatchTheCpu) {
         rope.Apply(q_both.data(), q_pos.data(), n_q, shape.n_heads);
         rope.Apply(q_both.data() + q_values, sink_pos.data(), n_q, shape.n_heads);
 
-        AttentionArgs args;
-        args.shape = shape;
-        args.q = q_both.data();
-        args.q_pos = q_pos.data();
-        args.n_q = n_q;
-        args.kv = {k.data(), v.data(), kv_pos.data(), n_rows, width, KvType::kF32};
-        args.span = span;
+        const AttentionArgs args = ReferenceArgs(shape, q_both.data(), q_pos, k, v, kv_pos, width, span);
         std::vector<float> expected(static_cast<size_t>(q_values));  // [n_q, heads, hd]
         AttendCachePositions(expected.data(), args, q_plain.data(), rope);
 

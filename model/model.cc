@@ -9,6 +9,7 @@
 #include "model/decoder.h"
 #include "model/decoder_spec.h"
 #include "model/gguf_weights.h"
+#include "model/random_kv_rows.h"
 #include "model/weight_source.h"
 #include "ops/linear.h"
 
@@ -118,18 +119,14 @@ void LanguageModel::FillCacheRandom(Session& session, int64_t depth, int64_t chu
       for (float& x : state.pending_v) x = positive(rng);
     }
   }
-  const int64_t row = int64_t(shape.n_kv_heads) * shape.head_dim;
-  std::vector<float> k(size_t(chunk * row)), v(size_t(chunk * row));  // [chunk, kv_heads, head_dim]
-  std::mt19937 rng(7);
-  std::normal_distribution<float> normal;
-  for (auto& x : k) x = normal(rng);
-  for (auto& x : v) x = normal(rng);
+  const RandomKvRows rows(chunk, int64_t(shape.n_kv_heads) * shape.head_dim);
   std::vector<int32_t> pos(static_cast<size_t>(chunk));  // [chunk]
   for (int64_t start = 0; start < depth; start += chunk) {
     const int64_t n = std::min(chunk, depth - start);
     for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t(start + i);
     for (int32_t l = 0; l < session.cache.n_layers(); ++l)
-      if (session.cache.layer(l).n_stores() > 0) session.cache.layer(l).Write(k.data(), v.data(), pos.data(), n);
+      if (session.cache.layer(l).n_stores() > 0)
+        session.cache.layer(l).Write(rows.k.data(), rows.v.data(), pos.data(), n);
   }
 }
 
