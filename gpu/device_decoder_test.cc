@@ -283,7 +283,10 @@ TEST_F(DeviceDecoderTest, RoutedAndPerHeadPlansMatchTheCpu) {
   Compare(test::Stories260K(), "routed:4,sinks:1", 8, 1e-4);
   forced_ratio = -1;
   // Its bf16 weights as float32 on the CPU: the device's float32 products.
-  Compare(test::SourceRoot() + "/models/lab/routed", "routed:4,sinks:1", 8, 1e-4, WeightType::kF32);
+  // A trained model sure of its answers has logits in the tens, and float32
+  // sums in another order then differ by up to 1.3e-4 (SWAN_TEST_SEED=
+  // 402864262): a tolerance of 1e-3.
+  Compare(test::SourceRoot() + "/models/lab/routed", "routed:4,sinks:1", 8, 1e-3, WeightType::kF32);
   Compare(test::Stories260K(), "full,layer0:heads:1+3:4,layer2:heads:0:3,layer4:swa:4,sinks:1", 8, 1e-4);
 }
 
