@@ -115,16 +115,17 @@ TEST_F(DeviceDecoderTest, Stories260KMatchesTheCpuUnderEveryStaticPlan) {
 // attend over the same values: a key the two compute a float32 ulp apart
 // can round to neighbouring bf16 values (2^-8 apart), and the CPU's bf16
 // decode rounds queries and probabilities to bf16 where it multiplies in
-// bf16 (`swan --version`). Logits came 1e-5 to 1.6e-2 apart over runs, so
-// the tolerance is swan-7m's 5e-2; a cache read in the wrong layout is off
-// by order 1.
+// bf16 (`swan --version`). Over a full cache logits came 1e-5 to 1.6e-2
+// apart: the tolerance is swan-7m's 5e-2, and a cache read in the wrong
+// layout is off by order 1. Over a ring of 4 keys, one such key weighs a
+// quarter of the attention: random prompts moved a logit by up to 0.12
+// (SWAN_TEST_SEED=3046943651, capped to AVX2 too). Rings in bf16 are
+// checked where both caches hold the very same rows (RandomFillsMatchTheCpu)
+// and by perplexity over a text (cli_perplexity_window_bf16_*).
 TEST_F(DeviceDecoderTest, Bf16CachesMatchTheCpu) {
   SWAN_NEED_VULKAN();
   kv_type = KvType::kBF16;
-  for (const std::string plan : {"full", "swa:4,sinks:2,pos:cache", "routed:4,sinks:1"}) {
-    forced_ratio = plan.starts_with("routed") ? 0.5 : -1;
-    Compare(test::Stories260K(), plan, 16, 5e-2);
-  }
+  Compare(test::Stories260K(), "full", 16, 5e-2);
 }
 
 // swan bench --fill random on a device: the same random rows as the host
