@@ -9,7 +9,7 @@ namespace swan {
 namespace {
 // Descriptor sets per pool, and storage buffers a kernel may bind.
 constexpr int kSetsPerPool = 256;
-constexpr int kMaxBuffers = 9;
+constexpr int kMaxBuffers = 8;
 }  // namespace
 
 ComputeKernel::ComputeKernel(VulkanDevice& device, SpirV code, int buffers, uint32_t push_bytes)
