@@ -28,7 +28,7 @@ OptionSpec DeviceOption() {
   return {{"--device"},
           "DEV",
           "cpu (default), or vulkan[:N]: the forward on Vulkan device N (default 0; swan --version lists them), "
-          "one token at a time, f32 or bf16 KV; every plan but linear layers (docs/gpu.md)"};
+          "a prompt in passes of --batch tokens, f32 or bf16 KV; every plan but linear layers (docs/gpu.md)"};
 }
 
 int VulkanDeviceOf(const std::string& device) {

@@ -23,8 +23,12 @@
 namespace swan {
 namespace {
 
-// Full layers' caches grow by this many slots at a time.
-constexpr int64_t kFullSlotsStep = 256;
+// Caches grow by this many slots at a time (a ring up to its size), as the
+// host cache's pages do.
+constexpr int64_t kSlotsStep = 256;
+// The most attention partials one call writes: a long prefill's query rows
+// over a long cache go in groups.
+constexpr int64_t kAttendScratchBytes = int64_t(64) << 20;
 
 struct DeviceLayer {
   DeviceBuffer attn_norm, post_attn_norm, mlp_norm, post_mlp_norm;  // [hidden]; the post ones under sandwich norms
@@ -48,6 +52,12 @@ struct DeviceLayerKv {
   DeviceBuffer k, v;         // [slots, kv_heads * head_dim] of the sequence's KV type
   DeviceBuffer slot_pos;     // [slots] int32
   int64_t SlotOf(int64_t p) const { return SlotTable(sinks, ring_rows).SlotOf(p); }
+  // The slots that hold positions [0, last]: whole steps, up to a ring's
+  // size (a ring wraps only once it is whole, so slot = position until then).
+  int64_t SlotsFor(int64_t last) const {
+    const int64_t slots = (last / kSlotsStep + 1) * kSlotsStep;
+    return ring_rows ? std::min<int64_t>(slots, sinks + ring_rows) : slots;
+  }
 };
 
 // A session's state on the device (Session::device_cache). It holds the
@@ -78,6 +88,7 @@ class DeviceDecoder : public LanguageModel {
   const ModelConfig& config() const override { return config_; }
   size_t WeightBytes() const override { return weight_bytes_; }
   void Forward(float* logits, const Batch& batch, Session& session) const override;
+  void ForwardBatch(float* logits, const std::vector<SequenceStep>& steps) const override;
   size_t CacheBytes(const Session& session) const override;
   bool CacheOnHost() const override { return false; }
   void FillCacheRandom(Session& session, int64_t depth, int64_t chunk) const override;
@@ -85,13 +96,35 @@ class DeviceDecoder : public LanguageModel {
  private:
   void Load(const WeightSource& w, const DecoderTensor& t);
   DeviceMatrix Upload(const LinearWeight& w);
-  void CheckPlan(const AttentionPlan& plan) const;
+  void CheckSession(const Session& session) const;
   DeviceSequence& SequenceOf(Session& session, int32_t first_pos) const;
   void Grow(DeviceLayerKv& kv, KvType type, int64_t slots) const;
-  // One token through the model; logits [vocab] when not null.
-  void Step(int32_t token, int32_t pos, const Session& session, DeviceSequence& seq, float* logits) const;
-  // Adds the block output `branch` into the stream, through `norm` when set.
-  void AddBlock(CommandBatch& batch, const DeviceBuffer& branch, const DeviceBuffer* norm) const;
+  // Sizes the step scratch for n token rows and n_logits rows of logits.
+  void Reserve(int64_t n, int64_t n_logits) const;
+  // One pass over the steps' tokens, each step within its cache's
+  // max_chunk: the linear layers once over every row, attention per
+  // sequence over its own cache. logits as ForwardBatch's.
+  void RunSteps(float* logits, const std::vector<SequenceStep>& steps) const;
+  // Host-side work of layer i before its dispatches: the cosines and sines
+  // of every row, and the forced routes. Returns whether a row needs them.
+  struct LayerNeeds {
+    bool rope = false, cache_positions = false, router = false, forced = false;
+  };
+  LayerNeeds PrepareLayer(int32_t i, const std::vector<SequenceStep>& steps, const StepRows& rows,
+                          std::vector<LayerRoutes>& routes, float* cos_sin) const;
+  // One query row's attention over `slots` cache slots, and how many query
+  // rows one call takes there: their partials fit kAttendScratchBytes.
+  DeviceAttention OneQuery(size_t slots) const {
+    DeviceAttention a;
+    a.shape = AttentionShape{config_.n_heads, config_.n_kv_heads, config_.head_dim};
+    a.n_q = 1, a.n_rows = int64_t(slots);
+    return a;
+  }
+  int64_t AttendGroup(size_t slots) const {
+    return std::max<int64_t>(1, kAttendScratchBytes / (AttendScratchFloats(OneQuery(slots)) * 4));
+  }
+  // Adds the block output `branch` [n, hidden] into the stream, through `norm` when set.
+  void AddBlock(CommandBatch& batch, const DeviceBuffer& branch, const DeviceBuffer* norm, int64_t n) const;
 
   ModelConfig config_;
   DecoderSpec spec_;
@@ -101,20 +134,26 @@ class DeviceDecoder : public LanguageModel {
   mutable DeviceKernels kernels_;
   float embed_scale_ = 1.0f, attention_scale_ = 0.0f, eps_ = 1e-6f;
   size_t weight_bytes_ = 0;
-  LinearWeight embed_;  // [vocab, hidden] on the host: a step reads one row
+  LinearWeight embed_;  // [vocab, hidden] on the host: a step reads one row a token
   std::vector<DeviceLayer> layers_;
   DeviceBuffer norm_;  // [hidden]
   DeviceMatrix head_;  // [vocab, hidden]
 
   mutable std::mutex mutex_;  // one step at a time: the scratch below is shared
-  // Scratch: x, xn, branch, branch_normed [hidden]; q, qn [2, heads * hd]
-  // (the second half: pos:cache's queries for the sinks); attn [heads * hd];
-  // k, kn, v [kv_heads * hd]; gate, up, act [intermediate]; logits [vocab];
-  // cos_sin [n_layers, 2, head_dim] (RoPE at the position, and at pos:cache's
-  // position for the sinks); q_pos [1]; scratch: attention's partials (AttendScratchFloats)
-  mutable DeviceBuffer x_, xn_, branch_, branch_normed_, q_, qn_, attn_, k_, kn_, v_, gate_, up_, act_, logits_,
-      cos_sin_, q_pos_, scratch_;
-  mutable std::vector<DeviceBuffer> route_logits_;  // [n_layers] of [1]: a routed layer's route this step (> 0: full)
+  // Scratch for rows_ token rows (n of a step): x, xn, branch,
+  // branch_normed [n, hidden]; q, qn [2, n, heads * hd] (the second half:
+  // pos:cache's queries for the sinks); attn [n, heads * hd]; k, kn, v
+  // [n, kv_heads * hd]; gate, up, act [n, intermediate]; cos_sin
+  // [n_layers, 2, n, head_dim] (RoPE at each row's position, and at
+  // pos:cache's position for the sinks); q_pos [n] int32; head_in
+  // [n_logits, hidden] the rows whose logits are wanted; logits
+  // [n_logits, vocab]; scratch: attention's partials (AttendScratchFloats).
+  mutable int64_t rows_ = 0, logit_rows_ = 0;
+  mutable DeviceBuffer x_, xn_, branch_, branch_normed_, q_, qn_, attn_, k_, kn_, v_, gate_, up_, act_, cos_sin_,
+      q_pos_, head_in_, logits_, scratch_;
+  // [n_layers] of [n]: routed layers' route logits (> 0: full), from the
+  // device's router, and those a forced ratio drew on the host.
+  mutable std::vector<DeviceBuffer> route_logits_, forced_logits_;
 };
 
 DeviceDecoder::DeviceDecoder(const WeightSource& w, const ModelConfig& config, const std::string& origin,
@@ -131,15 +170,28 @@ DeviceDecoder::DeviceDecoder(const WeightSource& w, const ModelConfig& config, c
   layers_.resize(size_t(config.n_layers));
   for (const DecoderTensor& t : DecoderTensors(config, spec_, ExtrasInWeights(w, config.n_layers))) Load(w, t);
   head_ = Upload(HeadWeight(w, config.tie_word_embeddings, embed_, config.vocab_size, config.hidden_size));
-  const int64_t hidden = config.hidden_size, hd = config.head_dim;
-  const int64_t qw = int64_t(config.n_heads) * hd, kw = int64_t(config.n_kv_heads) * hd;
-  auto floats = [&](int64_t n) { return DeviceBuffer(device_, size_t(n) * sizeof(float)); };
-  x_ = floats(hidden), xn_ = floats(hidden), branch_ = floats(hidden), branch_normed_ = floats(hidden);
-  q_ = floats(2 * qw), qn_ = floats(2 * qw), attn_ = floats(qw), k_ = floats(kw), kn_ = floats(kw), v_ = floats(kw);
-  gate_ = floats(config.intermediate_size), up_ = floats(config.intermediate_size);
-  act_ = floats(config.intermediate_size), logits_ = floats(config.vocab_size);
-  cos_sin_ = floats(int64_t(config.n_layers) * 2 * hd), q_pos_ = floats(1), scratch_ = floats(config.n_heads);
-  for (int32_t i = 0; i < config.n_layers; ++i) route_logits_.push_back(floats(1));
+  Reserve(1, 1);
+}
+
+void DeviceDecoder::Reserve(int64_t n, int64_t n_logits) const {
+  auto floats = [&](int64_t count) { return DeviceBuffer(device_, size_t(count) * sizeof(float)); };
+  if (n > rows_) {
+    const int64_t hidden = config_.hidden_size, hd = config_.head_dim, inter = config_.intermediate_size;
+    const int64_t qw = int64_t(config_.n_heads) * hd, kw = int64_t(config_.n_kv_heads) * hd;
+    x_ = floats(n * hidden), xn_ = floats(n * hidden), branch_ = floats(n * hidden);
+    branch_normed_ = floats(n * hidden), q_ = floats(2 * n * qw), qn_ = floats(2 * n * qw), attn_ = floats(n * qw);
+    k_ = floats(n * kw), kn_ = floats(n * kw), v_ = floats(n * kw);
+    gate_ = floats(n * inter), up_ = floats(n * inter), act_ = floats(n * inter);
+    cos_sin_ = floats(int64_t(config_.n_layers) * 2 * n * hd), q_pos_ = floats(n);
+    route_logits_.clear(), forced_logits_.clear();
+    for (int32_t i = 0; i < config_.n_layers; ++i)
+      route_logits_.push_back(floats(n)), forced_logits_.push_back(floats(n));
+    rows_ = n;
+  }
+  if (n_logits > logit_rows_) {
+    head_in_ = floats(n_logits * config_.hidden_size), logits_ = floats(n_logits * config_.vocab_size);
+    logit_rows_ = n_logits;
+  }
 }
 
 DeviceMatrix DeviceDecoder::Upload(const LinearWeight& w) {
@@ -204,7 +256,8 @@ void DeviceDecoder::Load(const WeightSource& w, const DecoderTensor& t) {
   }
 }
 
-void DeviceDecoder::CheckPlan(const AttentionPlan& plan) const {
+void DeviceDecoder::CheckSession(const Session& session) const {
+  const AttentionPlan& plan = session.plan;
   if (int32_t(plan.layers.size()) != config_.n_layers)
     throw std::invalid_argument("Forward: the session's plan does not fit this model");
   for (size_t i = 0; i < plan.layers.size(); ++i) {
@@ -218,6 +271,9 @@ void DeviceDecoder::CheckPlan(const AttentionPlan& plan) const {
                                   std::to_string(l.full_heads.back()) +
                                   " full; on a device, per-head layers name heads below 32 (leave out --device)");
   }
+  std::vector<const RouterWeights*> routers;  // [n_layers]
+  for (const DeviceLayer& l : layers_) routers.push_back(l.router ? &*l.router : nullptr);
+  RequireRouters(session, routers, origin_);
 }
 
 void DeviceDecoder::Grow(DeviceLayerKv& kv, KvType type, int64_t slots) const {
@@ -235,11 +291,6 @@ void DeviceDecoder::Grow(DeviceLayerKv& kv, KvType type, int64_t slots) const {
   kv.pos.resize(size_t(slots), -1);
   slot_pos.Upload(kv.pos.data(), kv.pos.size() * 4);
   kv.k = std::move(k), kv.v = std::move(v), kv.slot_pos = std::move(slot_pos);
-  DeviceAttention one_query;
-  one_query.shape = AttentionShape{config_.n_heads, config_.n_kv_heads, config_.head_dim};
-  one_query.n_q = 1, one_query.n_rows = slots;
-  const int64_t scratch_floats = AttendScratchFloats(one_query);
-  if (int64_t(scratch_.bytes()) < scratch_floats * 4) scratch_ = DeviceBuffer(device_, size_t(scratch_floats) * 4);
 }
 
 size_t DeviceDecoder::CacheBytes(const Session& session) const {
@@ -265,8 +316,11 @@ DeviceSequence& DeviceDecoder::SequenceOf(Session& session, int32_t first_pos) c
                                   " on a device (it holds f32 or bf16: --kv f32 or bf16, or leave out --device)");
     for (const LayerPlan& l : session.plan.layers) {
       DeviceLayerKv kv;
-      if (l.kind == LayerKind::kWindow) kv.sinks = l.span.sinks, kv.ring_rows = l.span.window;
-      Grow(kv, fresh->type, kv.ring_rows ? kv.sinks + kv.ring_rows : kFullSlotsStep);
+      // The host cache's ring (kv/kv_cache.cc's RingRows): a chunk's oldest
+      // query still sees its window while the chunk's own keys are written.
+      if (l.kind == LayerKind::kWindow)
+        kv.sinks = l.span.sinks, kv.ring_rows = int64_t(l.span.window) - 1 + session.cache.options().max_chunk;
+      Grow(kv, fresh->type, kv.SlotsFor(0));
       fresh->layers.push_back(std::move(kv));
     }
     session.device_cache = fresh;
@@ -280,7 +334,7 @@ DeviceSequence& DeviceDecoder::SequenceOf(Session& session, int32_t first_pos) c
 
 void DeviceDecoder::FillCacheRandom(Session& session, int64_t depth, int64_t chunk) const {
   if (depth < 0 || chunk < 1) throw std::invalid_argument("FillCacheRandom: a negative depth or an empty chunk");
-  CheckPlan(session.plan);
+  CheckSession(session);
   const std::lock_guard<std::mutex> lock(mutex_);
   DeviceSequence& seq = SequenceOf(session, 0);  // a fresh one
   // The rows the host cache's fill writes: `chunk` random rows, repeated.
@@ -290,9 +344,8 @@ void DeviceDecoder::FillCacheRandom(Session& session, int64_t depth, int64_t chu
   for (DeviceLayerKv& kv : seq.layers) {
     // Each slot's last position: a ring keeps the sinks and the newest window.
     const int64_t first_kept = kv.ring_rows ? std::max<int64_t>(kv.sinks, depth - kv.ring_rows) : 0;
-    int64_t slots = int64_t(kv.pos.size());
-    if (!kv.ring_rows && depth > slots) slots = (depth + kFullSlotsStep - 1) / kFullSlotsStep * kFullSlotsStep;
-    Grow(kv, seq.type, slots);
+    Grow(kv, seq.type, kv.SlotsFor(std::max<int64_t>(depth - 1, 0)));
+    const int64_t slots = int64_t(kv.pos.size());
     std::vector<float> k_rows(size_t(slots * row)), v_rows(size_t(slots * row));  // [slots, row]
     for (int64_t p = 0; p < depth; ++p) {
       if (p >= kv.sinks && p < first_kept) continue;
@@ -317,143 +370,236 @@ void DeviceDecoder::FillCacheRandom(Session& session, int64_t depth, int64_t chu
 
 void DeviceDecoder::Forward(float* logits, const Batch& batch, Session& session) const {
   if (batch.n <= 0) throw std::invalid_argument("Forward: empty batch");
-  CheckPlan(session.plan);
-  std::vector<const RouterWeights*> routers;  // [n_layers]
-  for (const DeviceLayer& l : layers_) routers.push_back(l.router ? &*l.router : nullptr);
-  RequireRouters(session, routers, origin_);
-  const std::lock_guard<std::mutex> lock(mutex_);
-  DeviceSequence& seq = SequenceOf(session, batch.pos[0]);
-  for (int64_t t = 0; t < batch.n; ++t) {
-    if (batch.pos[t] != seq.next_pos)
-      throw std::invalid_argument("Forward on a device: positions continue the sequence");
-    const bool want = batch.all_logits || t == batch.n - 1;
-    float* out = !want ? nullptr : batch.all_logits ? logits + t * config_.vocab_size : logits;
-    Step(batch.tokens[t], batch.pos[t], session, seq, out);
-    seq.next_pos += 1;
-  }
+  CheckSession(session);
+  ForwardInChunks(logits, batch, session.cache.options().max_chunk, config_.vocab_size,
+                  [&](float* part_logits, const Batch& part) {
+                    RunSteps(part_logits, {SequenceStep{part, &session}});
+                  });
 }
 
-void DeviceDecoder::AddBlock(CommandBatch& batch, const DeviceBuffer& branch, const DeviceBuffer* norm) const {
+void DeviceDecoder::ForwardBatch(float* logits, const std::vector<SequenceStep>& steps) const {
+  CheckSteps(steps);
+  for (const SequenceStep& step : steps) CheckSession(*step.session);
+  // A step longer than its cache's chunk needs several passes: one by one.
+  if (!StepsFitChunks(steps))
+    LanguageModel::ForwardBatch(logits, steps);
+  else if (!steps.empty())
+    RunSteps(logits, steps);
+}
+
+void DeviceDecoder::AddBlock(CommandBatch& batch, const DeviceBuffer& branch, const DeviceBuffer* norm,
+                             int64_t n) const {
   const int64_t hidden = config_.hidden_size;
-  if (!norm) return RecordAdd(batch, kernels_, branch, x_, hidden);
-  RecordRmsNorm(batch, kernels_, branch, *norm, branch_normed_, 1, hidden, eps_, false);
-  RecordAdd(batch, kernels_, branch_normed_, x_, hidden);
+  if (!norm) return RecordAdd(batch, kernels_, branch, x_, n * hidden);
+  RecordRmsNorm(batch, kernels_, branch, *norm, branch_normed_, n, hidden, eps_, false);
+  RecordAdd(batch, kernels_, branch_normed_, x_, n * hidden);
 }
 
-void DeviceDecoder::Step(int32_t token, int32_t pos, const Session& session, DeviceSequence& seq, float* logits) const {
+DeviceDecoder::LayerNeeds DeviceDecoder::PrepareLayer(int32_t i, const std::vector<SequenceStep>& steps,
+                                                      const StepRows& rows, std::vector<LayerRoutes>& routes,
+                                                      float* cos_sin) const {
+  const int64_t n = rows.n(), hd = config_.head_dim;
+  const DeviceLayer& l = layers_[size_t(i)];
+  LayerNeeds needs;
+  std::vector<float> forced(static_cast<size_t>(n), -1.0f);  // [n] a forced draw's route logits
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const Session& session = *steps[s].session;
+    const LayerPlan& plan = session.plan.layers[size_t(i)];
+    const Batch& b = steps[s].batch;
+    const int64_t first = rows.first[s];
+    // Rows at their positions, then at pos:cache's; rows without RoPE here turn by 0.
+    float* at_pos = cos_sin + first * hd;
+    float* at_cache = cos_sin + (n + first) * hd;
+    if (plan.rope.enabled) {
+      needs.rope = true;
+      session.ropes[size_t(i)].CosSin(b.pos, b.n, at_pos);
+      if (CachePositions(plan)) {
+        needs.cache_positions = true;
+        std::vector<int32_t> cache_pos(b.pos, b.pos + b.n);  // [b.n]
+        for (int32_t& p : cache_pos) p = std::min(p, plan.span.sinks + plan.span.window - 1);
+        session.ropes[size_t(i)].CosSin(cache_pos.data(), b.n, at_cache);
+      } else {  // unread: the second half's rows of another sequence's queries
+        std::copy_n(at_pos, b.n * hd, at_cache);
+      }
+    } else {
+      for (int64_t t = 0; t < b.n; ++t)
+        for (float* row : {at_pos + t * hd, at_cache + t * hd})
+          std::fill_n(row, hd / 2, 1.0f), std::fill_n(row + hd / 2, hd / 2, 0.0f);
+    }
+    if (plan.kind != LayerKind::kRouted) continue;
+    routes[s] = SessionLayerRoutes(session, i, l.router ? &*l.router : nullptr);
+    if (routes[s].forced_full_ratio < 0) {
+      needs.router = true;
+      continue;
+    }
+    needs.forced = true;
+    std::vector<uint8_t> full(static_cast<size_t>(b.n));  // [b.n]
+    RouteTokens(full.data(), nullptr, b.pos, b.n, config_.hidden_size, routes[s]);
+    for (int64_t t = 0; t < b.n; ++t) forced[size_t(first + t)] = full[size_t(t)] ? 1.0f : -1.0f;
+  }
+  if (needs.forced) forced_logits_[size_t(i)].Upload(forced.data(), forced.size() * sizeof(float));
+  return needs;
+}
+
+void DeviceDecoder::RunSteps(float* logits, const std::vector<SequenceStep>& steps) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const StepRows rows = ConcatSteps(steps);
+  const int64_t n = rows.n(), n_logits = int64_t(rows.logit_rows.size());
   const int64_t hidden = config_.hidden_size, hd = config_.head_dim, inter = config_.intermediate_size;
-  const int64_t kv_row = int64_t(config_.n_kv_heads) * hd;
-  std::vector<float> x(static_cast<size_t>(hidden));  // [hidden] the token's embedding
-  Embed(x.data(), embed_.view(), &token, 1);
+  const int64_t qw = int64_t(config_.n_heads) * hd, kv_row = int64_t(config_.n_kv_heads) * hd;
+  std::vector<DeviceSequence*> seqs;  // [n_steps]
+  for (const SequenceStep& step : steps) {
+    DeviceSequence& seq = SequenceOf(*step.session, step.batch.pos[0]);
+    for (int64_t t = 0; t < step.batch.n; ++t)
+      if (step.batch.pos[t] != seq.next_pos + t)
+        throw std::invalid_argument("Forward on a device: positions continue the sequence");
+    seqs.push_back(&seq);
+  }
+  Reserve(n, n_logits);
+
+  std::vector<float> x(static_cast<size_t>(n * hidden));  // [n, hidden] the tokens' embeddings
+  Embed(x.data(), embed_.view(), rows.tokens.data(), n);
   if (embed_scale_ != 1.0f)
     for (float& v : x) v *= embed_scale_;
   x_.Upload(x.data(), x.size() * 4);
-  q_pos_.Upload(&pos, 4);
-  std::vector<float> cos_sin(static_cast<size_t>(config_.n_layers * 2 * hd));  // [n_layers, 2, head_dim]
-  for (int32_t i = 0; i < config_.n_layers; ++i) {
-    const LayerPlan& plan = session.plan.layers[size_t(i)];
-    if (!plan.rope.enabled) continue;
-    const int32_t positions[2] = {pos, std::min(pos, plan.span.sinks + plan.span.window - 1)};
-    session.ropes[size_t(i)].CosSin(positions, CachePositions(plan) ? 2 : 1, cos_sin.data() + i * 2 * hd);
-  }
-  cos_sin_.Upload(cos_sin.data(), cos_sin.size() * 4);
-  // Each layer's slot for this position: full caches grow first.
-  std::vector<int64_t> slots(static_cast<size_t>(config_.n_layers));  // [n_layers]
-  for (int32_t i = 0; i < config_.n_layers; ++i) {
-    DeviceLayerKv& kv = seq.layers[size_t(i)];
-    const int64_t slot = kv.SlotOf(pos);
-    if (slot >= int64_t(kv.pos.size())) Grow(kv, seq.type, (slot / kFullSlotsStep + 1) * kFullSlotsStep);
-    kv.pos[size_t(slot)] = pos;
-    kv.slot_pos.Upload(&pos, 4, size_t(slot) * 4);
-    slots[size_t(i)] = slot;
-  }
+  std::vector<int32_t> positions(static_cast<size_t>(n));  // [n]
+  for (size_t s = 0; s < steps.size(); ++s)
+    std::copy_n(steps[s].batch.pos, steps[s].batch.n, positions.begin() + rows.first[s]);
+  q_pos_.Upload(positions.data(), positions.size() * 4);
 
-  // Routed layers: a forced ratio draws each route here, a router on the device.
-  std::vector<LayerRoutes> routes(static_cast<size_t>(config_.n_layers));  // [n_layers]
-  for (int32_t i = 0; i < config_.n_layers; ++i) {
-    const DeviceLayer& l = layers_[size_t(i)];
-    if (session.plan.layers[size_t(i)].kind != LayerKind::kRouted) continue;
-    routes[size_t(i)] = SessionLayerRoutes(session, i, l.router ? &*l.router : nullptr);
-    if (routes[size_t(i)].forced_full_ratio < 0) continue;
-    uint8_t full = 0;
-    RouteTokens(&full, nullptr, &pos, 1, hidden, routes[size_t(i)]);
-    const float logit = full ? 1.0f : -1.0f;
-    route_logits_[size_t(i)].Upload(&logit, sizeof(float));
-  }
+  // Each sequence's slots for its rows, as runs of consecutive slots; full
+  // caches grow first.
+  struct SlotRun {
+    int64_t slot, row, count;
+  };
+  std::vector<std::vector<SlotRun>> runs(steps.size() * size_t(config_.n_layers));  // [n_steps, n_layers]
+  for (size_t s = 0; s < steps.size(); ++s)
+    for (int32_t i = 0; i < config_.n_layers; ++i) {
+      DeviceLayerKv& kv = seqs[s]->layers[size_t(i)];
+      std::vector<SlotRun>& layer_runs = runs[s * size_t(config_.n_layers) + size_t(i)];
+      const Batch& b = steps[s].batch;
+      Grow(kv, seqs[s]->type, kv.SlotsFor(b.pos[b.n - 1]));
+      for (int64_t t = 0; t < b.n; ++t) {
+        const int64_t slot = kv.SlotOf(b.pos[t]);
+        kv.pos[size_t(slot)] = b.pos[t];
+        if (!layer_runs.empty() && layer_runs.back().slot + layer_runs.back().count == slot)
+          layer_runs.back().count += 1;
+        else
+          layer_runs.push_back({slot, rows.first[s] + t, 1});
+      }
+      for (const SlotRun& run : layer_runs)
+        kv.slot_pos.Upload(kv.pos.data() + run.slot, size_t(run.count) * 4, size_t(run.slot) * 4);
+    }
+
+  std::vector<std::vector<LayerRoutes>> routes(size_t(config_.n_layers),
+                                               std::vector<LayerRoutes>(steps.size()));  // [n_layers, n_steps]
+  std::vector<float> cos_sin(static_cast<size_t>(config_.n_layers * 2 * n * hd));        // [n_layers, 2, n, hd]
+  std::vector<LayerNeeds> needs;                                                         // [n_layers]
+  for (int32_t i = 0; i < config_.n_layers; ++i)
+    needs.push_back(PrepareLayer(i, steps, rows, routes[size_t(i)], cos_sin.data() + i * 2 * n * hd));
+  cos_sin_.Upload(cos_sin.data(), cos_sin.size() * 4);
+
+  // Attention's partials for the largest group of query rows, sized before
+  // any dispatch binds them.
+  int64_t partial_bytes = 0;
+  for (size_t s = 0; s < steps.size(); ++s)
+    for (const DeviceLayerKv& kv : seqs[s]->layers)
+      partial_bytes = std::max(partial_bytes, std::min(AttendGroup(kv.pos.size()), steps[s].batch.n) *
+                                                  AttendScratchFloats(OneQuery(kv.pos.size())) * 4);
+  if (int64_t(scratch_.bytes()) < partial_bytes) scratch_ = DeviceBuffer(device_, size_t(partial_bytes));
 
   CommandBatch batch(device_);
   for (int32_t i = 0; i < config_.n_layers; ++i) {
     const DeviceLayer& l = layers_[size_t(i)];
-    const LayerPlan& plan = session.plan.layers[size_t(i)];
-    DeviceLayerKv& kv = seq.layers[size_t(i)];
-    RecordRmsNorm(batch, kernels_, x_, l.attn_norm, xn_, 1, hidden, eps_, false);
-    const bool routed = plan.kind == LayerKind::kRouted;
-    if (routed && routes[size_t(i)].forced_full_ratio < 0) {
-      RecordMatVec(batch, kernels_, l.router_weight, xn_, route_logits_[size_t(i)], 1);
-      RecordAdd(batch, kernels_, l.router_bias, route_logits_[size_t(i)], 1);
+    const LayerNeeds& need = needs[size_t(i)];
+    RecordRmsNorm(batch, kernels_, x_, l.attn_norm, xn_, n, hidden, eps_, false);
+    if (need.router) {
+      RecordMatVec(batch, kernels_, l.router_weight, xn_, route_logits_[size_t(i)], n);
+      RecordAdd(batch, kernels_, l.router_bias, route_logits_[size_t(i)], n, 1.0f, 1);
     }
-    RecordMatVec(batch, kernels_, l.q, xn_, q_, 1);
-    RecordMatVec(batch, kernels_, l.k, xn_, k_, 1);
-    RecordMatVec(batch, kernels_, l.v, xn_, v_, 1);
+    RecordMatVec(batch, kernels_, l.q, xn_, q_, n);
+    RecordMatVec(batch, kernels_, l.k, xn_, k_, n);
+    RecordMatVec(batch, kernels_, l.v, xn_, v_, n);
     if (l.biases) {
-      RecordAdd(batch, kernels_, l.q_bias, q_, config_.n_heads * hd);
-      RecordAdd(batch, kernels_, l.k_bias, k_, kv_row);
-      RecordAdd(batch, kernels_, l.v_bias, v_, kv_row);
+      RecordAdd(batch, kernels_, l.q_bias, q_, n * qw, 1.0f, qw);
+      RecordAdd(batch, kernels_, l.k_bias, k_, n * kv_row, 1.0f, kv_row);
+      RecordAdd(batch, kernels_, l.v_bias, v_, n * kv_row, 1.0f, kv_row);
     }
     DeviceBuffer* q = &q_;
     DeviceBuffer* k = &k_;
     if (l.qk_norm) {
-      RecordRmsNorm(batch, kernels_, q_, l.q_norm, qn_, config_.n_heads, hd, eps_, false);
-      RecordRmsNorm(batch, kernels_, k_, l.k_norm, kn_, config_.n_kv_heads, hd, eps_, false);
+      RecordRmsNorm(batch, kernels_, q_, l.q_norm, qn_, n * config_.n_heads, hd, eps_, false);
+      RecordRmsNorm(batch, kernels_, k_, l.k_norm, kn_, n * config_.n_kv_heads, hd, eps_, false);
       q = &qn_, k = &kn_;
     }
-    const bool cache_positions = CachePositions(plan);
-    if (cache_positions) batch.Copy(*q, 0, *q, size_t(config_.n_heads * hd) * 4, size_t(config_.n_heads * hd) * 4);
-    if (plan.rope.enabled) {
-      RecordRope(batch, kernels_, *q, cos_sin_, cache_positions ? 2 : 1, config_.n_heads, hd, 2 * i);
-      RecordRope(batch, kernels_, *k, cos_sin_, 1, config_.n_kv_heads, hd, 2 * i);
+    if (need.cache_positions) batch.Copy(*q, 0, *q, size_t(n * qw) * 4, size_t(n * qw) * 4);
+    if (need.rope) {
+      RecordRope(batch, kernels_, *q, cos_sin_, need.cache_positions ? 2 * n : n, config_.n_heads, hd, 2 * i * n);
+      RecordRope(batch, kernels_, *k, cos_sin_, n, config_.n_kv_heads, hd, 2 * i * n);
     }
-    const int64_t slot = slots[size_t(i)];
-    if (seq.type == KvType::kBF16) {
-      RecordToBF16(batch, kernels_, *k, kv.k, kv_row, slot * kv_row / 2);
-      RecordToBF16(batch, kernels_, v_, kv.v, kv_row, slot * kv_row / 2);
-    } else {
-      batch.Copy(*k, 0, kv.k, size_t(slot * kv_row) * 4, size_t(kv_row) * 4);
-      batch.Copy(v_, 0, kv.v, size_t(slot * kv_row) * 4, size_t(kv_row) * 4);
+    for (size_t s = 0; s < steps.size(); ++s) {
+      DeviceSequence& seq = *seqs[s];
+      DeviceLayerKv& kv = seq.layers[size_t(i)];
+      for (const SlotRun& run : runs[s * size_t(config_.n_layers) + size_t(i)]) {
+        if (seq.type == KvType::kBF16) {
+          RecordToBF16(batch, kernels_, *k, kv.k, run.count * kv_row, run.slot * kv_row / 2, run.row * kv_row);
+          RecordToBF16(batch, kernels_, v_, kv.v, run.count * kv_row, run.slot * kv_row / 2, run.row * kv_row);
+        } else {
+          const size_t bytes = size_t(run.count * kv_row) * 4;
+          batch.Copy(*k, size_t(run.row * kv_row) * 4, kv.k, size_t(run.slot * kv_row) * 4, bytes);
+          batch.Copy(v_, size_t(run.row * kv_row) * 4, kv.v, size_t(run.slot * kv_row) * 4, bytes);
+        }
+      }
+      // Routed and per-head layers keep every key and narrow to the window per query or head.
+      const LayerPlan& plan = steps[s].session->plan.layers[size_t(i)];
+      const bool routed = plan.kind == LayerKind::kRouted;
+      const bool forced = routed && routes[size_t(i)][s].forced_full_ratio >= 0;
+      DeviceAttention a{AttentionShape{config_.n_heads, config_.n_kv_heads, config_.head_dim},
+                        0,
+                        int64_t(kv.pos.size()),
+                        0,
+                        seq.type,
+                        plan.kind == LayerKind::kFull ? Span{} : plan.span,
+                        attention_scale_,
+                        plan.kind == LayerKind::kPerHead ? plan.full_heads : std::vector<int32_t>{},
+                        !routed  ? nullptr
+                        : forced ? &forced_logits_[size_t(i)]
+                                 : &route_logits_[size_t(i)],
+                        CachePositions(plan)};
+      a.q_rows = n;
+      const int64_t group = AttendGroup(kv.pos.size()), first = rows.first[s], count = steps[s].batch.n;
+      for (int64_t r = 0; r < count; r += group) {
+        a.first_q = first + r, a.n_q = std::min(group, count - r);
+        RecordAttend(batch, kernels_, a, *q, kv.k, kv.v, kv.slot_pos, q_pos_, nullptr, scratch_, attn_);
+      }
     }
-    // Routed and per-head layers keep every key and narrow to the window per query or head.
-    const DeviceAttention a{AttentionShape{config_.n_heads, config_.n_kv_heads, config_.head_dim},
-                            1,
-                            int64_t(kv.pos.size()),
-                            0,
-                            seq.type,
-                            plan.kind == LayerKind::kFull ? Span{} : plan.span,
-                            attention_scale_,
-                            plan.kind == LayerKind::kPerHead ? plan.full_heads : std::vector<int32_t>{},
-                            routed ? &route_logits_[size_t(i)] : nullptr,
-                            cache_positions};
-    RecordAttend(batch, kernels_, a, *q, kv.k, kv.v, kv.slot_pos, q_pos_, nullptr, scratch_, attn_);
-    RecordMatVec(batch, kernels_, l.o, attn_, branch_, 1);
-    AddBlock(batch, branch_, spec_.sandwich_norms ? &l.post_attn_norm : nullptr);
-    RecordRmsNorm(batch, kernels_, x_, l.mlp_norm, xn_, 1, hidden, eps_, false);
-    RecordMatVec(batch, kernels_, l.gate, xn_, gate_, 1);
-    RecordMatVec(batch, kernels_, l.up, xn_, up_, 1);
-    RecordGated(batch, kernels_, gate_, up_, act_, inter, spec_.activation == MlpActivation::kGeluTanh);
-    RecordMatVec(batch, kernels_, l.down, act_, branch_, 1);
-    AddBlock(batch, branch_, spec_.sandwich_norms ? &l.post_mlp_norm : nullptr);
+    RecordMatVec(batch, kernels_, l.o, attn_, branch_, n);
+    AddBlock(batch, branch_, spec_.sandwich_norms ? &l.post_attn_norm : nullptr, n);
+    RecordRmsNorm(batch, kernels_, x_, l.mlp_norm, xn_, n, hidden, eps_, false);
+    RecordMatVec(batch, kernels_, l.gate, xn_, gate_, n);
+    RecordMatVec(batch, kernels_, l.up, xn_, up_, n);
+    RecordGated(batch, kernels_, gate_, up_, act_, n * inter, spec_.activation == MlpActivation::kGeluTanh);
+    RecordMatVec(batch, kernels_, l.down, act_, branch_, n);
+    AddBlock(batch, branch_, spec_.sandwich_norms ? &l.post_mlp_norm : nullptr, n);
   }
-  if (logits) {
-    RecordRmsNorm(batch, kernels_, x_, norm_, xn_, 1, hidden, eps_, false);
-    RecordMatVec(batch, kernels_, head_, xn_, logits_, 1);
+  if (n_logits > 0) {
+    for (int64_t j = 0; j < n_logits; ++j)
+      batch.Copy(x_, size_t(rows.logit_rows[size_t(j)] * hidden) * 4, head_in_, size_t(j * hidden) * 4,
+                 size_t(hidden) * 4);
+    RecordRmsNorm(batch, kernels_, head_in_, norm_, xn_, n_logits, hidden, eps_, false);
+    RecordMatVec(batch, kernels_, head_, xn_, logits_, n_logits);
   }
   batch.Run();
-  if (logits) logits_.Download(logits, size_t(config_.vocab_size) * 4);
-  for (int32_t i = 0; i < config_.n_layers; ++i) {
-    const LayerRoutes& r = routes[size_t(i)];
-    if (!r.record || r.forced_full_ratio >= 0) continue;  // a forced draw recorded itself
-    float logit = 0.0f;
-    route_logits_[size_t(i)].Download(&logit, sizeof(float));
-    r.record->push_back(RoutesFull(logit) ? 1 : 0);
+  if (n_logits > 0) logits_.Download(logits, size_t(n_logits * config_.vocab_size) * 4);
+  for (size_t s = 0; s < steps.size(); ++s) {
+    seqs[s]->next_pos += steps[s].batch.n;
+    for (int32_t i = 0; i < config_.n_layers; ++i) {
+      const LayerRoutes& r = routes[size_t(i)][s];
+      if (!r.record || r.forced_full_ratio >= 0) continue;              // a forced draw recorded itself
+      std::vector<float> logit(static_cast<size_t>(steps[s].batch.n));  // [b.n]
+      route_logits_[size_t(i)].Download(logit.data(), logit.size() * sizeof(float), size_t(rows.first[s]) * 4);
+      for (float v : logit) r.record->push_back(RoutesFull(v) ? 1 : 0);
+    }
   }
 }
 

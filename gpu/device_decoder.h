@@ -1,18 +1,17 @@
 // The one decoder (model/decoder_spec.h: Llama, Mistral, Qwen2, Qwen3,
 // Gemma 3) run on a Vulkan device: the same family spec, tensor table and
 // attention plan as the CPU's model/decoder.cc, executed by gpu/'s kernels.
-// Weights are uploaded once; each session's KV cache lives in device
-// memory with the CPU cache's slots and positions (window layers a ring
-// of sinks + window slots, full layers every position); the sampler stays
-// on the host, which reads back only the logits.
+// Weights are uploaded once, in their type (block rows in the file's
+// layout); each session's KV cache (f32 or bf16) lives in device memory
+// with the CPU cache's slots and positions (window layers a ring of sinks
+// + window - 1 + max_chunk slots, the others every position); the sampler
+// stays on the host, which reads back only the logits.
 //
-// Tokens run one at a time (a prefill is a run of decode steps). Plans:
-// full, window, window + sinks, static hybrids, per-layer overrides,
-// NoPE and per-layer RoPE; routed, per-head and linear layers and
-// `pos:cache` are refused with a message that says so, as are q8_0 KV
-// caches. Weights stay in their type on the device (block rows in the
-// file's layout), but for the block types without a shader yet (Q5_K,
-// Q4_1, Q5_0, Q5_1), held there as float32.
+// A step runs the linear layers once over all its tokens (a prefill chunk
+// of up to max_chunk, or one token of each sequence a server decodes),
+// and attention per sequence over its own cache. Every plan kind but
+// linear layers, which are refused with a message that says so, as are
+// q8_0 KV caches; per-head and routed layers keep every key.
 #pragma once
 
 #include <memory>

@@ -43,8 +43,9 @@ class DeviceDecoderTest : public VulkanTest {
     on_device.vulkan_device = 0;
     const std::unique_ptr<LanguageModel> gpu = LoadModel(dir, on_device);
     const int64_t vocab = cpu->config().vocab_size;
-    KvCacheOptions cache;  // the same KV type on both
+    KvCacheOptions cache;  // the same KV type and chunk on both
     cache.type = kv_type;
+    cache.max_chunk = max_chunk;
     auto cpu_session = cpu->NewSession(cpu->ResolvePlan(plan), cache);
     auto gpu_session = gpu->NewSession(gpu->ResolvePlan(plan), cache);
     // Routed layers: both record each token's route, drawn or the router's.
@@ -100,6 +101,7 @@ class DeviceDecoderTest : public VulkanTest {
 
   double forced_ratio = -1;  // routed plans: >= 0 draws the routes (RouteOptions)
   KvType kv_type = KvType::kF32;
+  int32_t max_chunk = 512;  // the most tokens one pass writes (KvCacheOptions)
 };
 
 TEST_F(DeviceDecoderTest, Stories260KMatchesTheCpuUnderEveryStaticPlan) {
@@ -108,6 +110,81 @@ TEST_F(DeviceDecoderTest, Stories260KMatchesTheCpuUnderEveryStaticPlan) {
        {"full", "swa:4", "swa:4,sinks:2", "hybrid:1:1,window:3,sinks:1", "nope:all", "swa:4,sinks:1,staggered",
         "swa:4,sinks:2,pos:cache", "hybrid:1:1,window:3,sinks:1,pos:cache,nope:full"})
     Compare(test::Stories260K(), plan, 16, 1e-4);
+}
+
+// A prefill in chunks of 3 (the prompt goes as 5 and 7 tokens): each pass
+// writes its keys into a ring of sinks + W - 1 + 3 slots that has wrapped,
+// and its queries still see their whole windows.
+TEST_F(DeviceDecoderTest, PrefillChunksOverWrappedRingsMatchTheCpu) {
+  SWAN_NEED_VULKAN();
+  max_chunk = 3;
+  for (const std::string plan : {"swa:4,sinks:2", "swa:2", "hybrid:1:1,window:3,sinks:1,pos:cache"})
+    Compare(test::Stories260K(), plan, 4, 1e-4);
+}
+
+// A server's step on a device (ForwardBatch): sequences of four plans, one
+// routed at a forced ratio, prefilled in one step with prompts of different
+// lengths, then decoded together; each sequence's logits and routes are
+// the CPU's for it alone.
+TEST_F(DeviceDecoderTest, BatchedSequencesMatchEachAloneOnTheCpu) {
+  SWAN_NEED_VULKAN();
+  const std::unique_ptr<LanguageModel> cpu = LoadModel(test::Stories260K());
+  LoadOptions on_device;
+  on_device.vulkan_device = 0;
+  const std::unique_ptr<LanguageModel> gpu = LoadModel(test::Stories260K(), on_device);
+  const int64_t vocab = cpu->config().vocab_size;
+  const std::vector<std::string> plans = {"full", "swa:4,sinks:2,pos:cache", "hybrid:1:1,window:3,sinks:1",
+                                          "routed:4,sinks:1"};
+  const std::vector<int64_t> lengths = {5, 9, 1, 6};  // [sequences] prompt tokens
+  KvCacheOptions cache;
+  cache.type = KvType::kF32;
+  std::vector<std::unique_ptr<Session>> on_cpu, on_gpu;  // [sequences]
+  const size_t n_layers = size_t(cpu->config().n_layers);
+  std::vector<std::vector<uint8_t>> cpu_routes(n_layers), gpu_routes(n_layers);  // [n_layers][tokens]
+  for (const std::string& plan : plans) {
+    on_cpu.push_back(cpu->NewSession(cpu->ResolvePlan(plan), cache));
+    on_gpu.push_back(gpu->NewSession(gpu->ResolvePlan(plan), cache));
+  }
+  for (size_t i = 0; i < n_layers; ++i) {
+    on_cpu.back()->routing.record.push_back(&cpu_routes[i]);
+    on_gpu.back()->routing.record.push_back(&gpu_routes[i]);
+  }
+  on_cpu.back()->routing.forced_full_ratio = on_gpu.back()->routing.forced_full_ratio = 0.4;
+  std::uniform_int_distribution<int32_t> id(1, int32_t(vocab - 1));
+  std::vector<std::vector<int32_t>> tokens(plans.size()), pos(plans.size());  // [sequences][tokens]
+  for (size_t s = 0; s < plans.size(); ++s)
+    for (int64_t t = 0; t < lengths[s]; ++t) tokens[s].push_back(id(rng)), pos[s].push_back(int32_t(t));
+  double worst = 0;
+  for (int round = 0; round < 4; ++round) {  // the prompts with every row's logits, then 3 decode steps
+    const bool prefill = round == 0;
+    std::vector<SequenceStep> steps;  // [sequences]
+    int64_t rows = 0;
+    for (size_t s = 0; s < plans.size(); ++s) {
+      const int64_t n = prefill ? lengths[s] : 1, from = int64_t(tokens[s].size()) - n;
+      steps.push_back({Batch{tokens[s].data() + from, pos[s].data() + from, n, prefill}, on_gpu[s].get()});
+      rows += prefill ? n : 1;
+    }
+    std::vector<float> got(size_t(rows * vocab));  // [rows, vocab]
+    gpu->ForwardBatch(got.data(), steps);
+    const float* at = got.data();
+    for (size_t s = 0; s < plans.size(); ++s) {
+      SCOPED_TRACE(plans[s] + ", round " + std::to_string(round));
+      std::vector<float> want(size_t(steps[s].batch.n * vocab));  // [n, vocab]
+      cpu->Forward(want.data(), steps[s].batch, *on_cpu[s]);
+      const size_t values = prefill ? want.size() : size_t(vocab);
+      for (size_t v = 0; v < values; ++v) {
+        worst = std::max(worst, double(std::fabs(want[v] - at[v])));
+        ASSERT_NEAR(at[v], want[v], 1e-4) << "logit " << v;
+      }
+      at += values;
+      // The next token: the CPU's greedy choice, the same for both.
+      const float* last = want.data() + values - size_t(vocab);
+      tokens[s].push_back(int32_t(std::max_element(last, last + vocab) - last));
+      pos[s].push_back(int32_t(pos[s].size()));
+    }
+  }
+  std::printf("%zu sequences in batched steps: largest logit difference %.2e\n", plans.size(), worst);
+  EXPECT_EQ(gpu_routes, cpu_routes) << "routes";
 }
 
 // A bf16 KV cache: the device rounds keys and values as the CPU's cache
@@ -177,6 +254,7 @@ TEST_F(DeviceDecoderTest, SessionsOwnTheirDeviceCaches) {
   KvCacheOptions f32_cache;
   f32_cache.type = KvType::kF32;
   auto full = gpu->NewSession(gpu->ResolvePlan("full"), f32_cache);
+  f32_cache.max_chunk = 4;  // a ring of 2 sinks + 8 - 1 + 4, below the 256 slots a cache grows by
   auto window = gpu->NewSession(gpu->ResolvePlan("swa:8,sinks:2"), f32_cache);
   EXPECT_EQ(gpu->CacheBytes(*full), 0u);
   const KvShape shape = gpu->kv_shape();
@@ -187,12 +265,13 @@ TEST_F(DeviceDecoderTest, SessionsOwnTheirDeviceCaches) {
   gpu->Forward(logits.data(), Batch{tokens, pos, 3, false}, *window);
   const size_t layers = size_t(gpu->config().n_layers);
   EXPECT_EQ(gpu->CacheBytes(*full), layers * 256 * slot);
-  EXPECT_EQ(gpu->CacheBytes(*window), layers * 10 * slot);
+  EXPECT_EQ(gpu->CacheBytes(*window), layers * 13 * slot);
   KvCacheOptions bf16_cache;
   bf16_cache.type = KvType::kBF16;
+  bf16_cache.max_chunk = 4;
   auto halves = gpu->NewSession(gpu->ResolvePlan("swa:8,sinks:2"), bf16_cache);
   gpu->Forward(logits.data(), Batch{tokens, pos, 3, false}, *halves);
-  EXPECT_EQ(gpu->CacheBytes(*halves), layers * 10 * slot / 2);
+  EXPECT_EQ(gpu->CacheBytes(*halves), layers * 13 * slot / 2);
   {  // q8_0 (on a model whose head_dim of 128 a q8_0 cache can hold)
     const std::unique_ptr<LanguageModel> lab = LoadModel(test::SourceRoot() + "/models/lab/full", on_device);
     KvCacheOptions q8_cache;

@@ -33,8 +33,10 @@ namespace {
 constexpr int64_t kMaxGroups = 65535;
 
 struct MatVecPush {
-  uint32_t n, k, row_bytes;
+  uint32_t n, k, row_bytes, m;
 };
+// Input rows one matvec.comp workgroup takes (its TILE).
+constexpr int64_t kMatVecTile = 4;
 struct RmsNormPush {
   uint32_t dim;
   float eps, one;
@@ -48,9 +50,10 @@ struct AttendPush {
   uint32_t has_routes;
   uint32_t sink_queries;  // 0, or values from a query to its rotation for sinks out of the window
   uint32_t n_splits;
+  uint32_t first_q;
 };
 struct AttendMergePush {
-  uint32_t n_heads, head_dim, n_splits, has_sink_logits;
+  uint32_t n_heads, head_dim, n_splits, has_sink_logits, first_q;
 };
 struct RopePush {
   uint32_t n_tokens, n_heads, head_dim, table_row;
@@ -59,11 +62,12 @@ struct CountPush {
   uint32_t n;
 };
 struct ToBF16Push {
-  uint32_t n, offset;
+  uint32_t n, offset, from;
 };
 struct AddPush {
   uint32_t n;
   float scale;
+  uint32_t period;
 };
 
 // A grid of 64-invocation workgroups over n items: x up to 65535, the rest in y.
@@ -158,12 +162,14 @@ DeviceMatrix UploadMatrix(VulkanDevice& device, WeightType type, const void* row
 
 void RecordMatVec(CommandBatch& batch, DeviceKernels& kernels, const DeviceMatrix& w, const DeviceBuffer& x,
                   DeviceBuffer& y, int64_t m) {
-  if (m < 1 || m > kMaxGroups) throw std::invalid_argument("matvec: " + std::to_string(m) + " input rows");
+  if (m < 1 || m > kMaxGroups * kMatVecTile)
+    throw std::invalid_argument("matvec: " + std::to_string(m) + " input rows");
   RequireBytes(x, m * w.k * 4, "matvec input");
   RequireBytes(y, m * w.n * 4, "matvec output");
-  const MatVecPush push{uint32_t(w.n), uint32_t(w.k), uint32_t(WeightRowBytes(w.type, w.k))};
+  const MatVecPush push{uint32_t(w.n), uint32_t(w.k), uint32_t(WeightRowBytes(w.type, w.k)), uint32_t(m)};
   const int64_t gx = w.n < kMaxGroups ? w.n : kMaxGroups, gy = (w.n + gx - 1) / gx;
-  batch.Dispatch(kernels.MatVec(w.type), {&w.rows, &x, &y}, &push, uint32_t(gx), uint32_t(gy), uint32_t(m));
+  batch.Dispatch(kernels.MatVec(w.type), {&w.rows, &x, &y}, &push, uint32_t(gx), uint32_t(gy),
+                 uint32_t((m + kMatVecTile - 1) / kMatVecTile));
 }
 
 void RecordRmsNorm(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer& x, const DeviceBuffer& weight,
@@ -192,7 +198,11 @@ void RecordAttend(CommandBatch& batch, DeviceKernels& kernels, const DeviceAtten
   const int64_t stride = a.row_stride ? a.row_stride : row_width;
   if (stride < row_width || (a.type == KvType::kBF16 && stride % 2 != 0))
     throw std::invalid_argument("device attention: a row stride of " + std::to_string(stride) + " values");
-  const int64_t q_values = a.n_q * s.n_heads * s.head_dim;
+  const int64_t q_rows = a.q_rows ? a.q_rows : a.first_q + a.n_q;
+  if (a.first_q < 0 || a.first_q + a.n_q > q_rows)
+    throw std::invalid_argument("device attention: query rows " + std::to_string(a.first_q) + " + " +
+                                std::to_string(a.n_q) + " of " + std::to_string(q_rows));
+  const int64_t q_values = q_rows * s.n_heads * s.head_dim;
   if (a.cache_positions && (a.span.window == 0 || a.span.sinks == 0 || a.span.blocks))
     throw std::invalid_argument("device attention: cache positions need a sliding window with sinks, got " +
                                 a.span.ToString());
@@ -200,7 +210,7 @@ void RecordAttend(CommandBatch& batch, DeviceKernels& kernels, const DeviceAtten
   RequireBytes(k, KvBytes(a.type, (a.n_rows - 1) * stride + row_width), "attention keys");
   RequireBytes(v, KvBytes(a.type, (a.n_rows - 1) * stride + row_width), "attention values");
   RequireBytes(kv_pos, a.n_rows * 4, "attention key positions");
-  RequireBytes(q_pos, a.n_q * 4, "attention query positions");
+  RequireBytes(q_pos, q_rows * 4, "attention query positions");
   if (sink_logits) RequireBytes(*sink_logits, int64_t(s.n_heads) * 4, "attention sink logits");
   RequireBytes(scratch, AttendScratchFloats(a) * 4, "attention partials");
   RequireBytes(out, q_values * 4, "attention output");
@@ -211,7 +221,7 @@ void RecordAttend(CommandBatch& batch, DeviceKernels& kernels, const DeviceAtten
                                   std::to_string(s.n_kv_heads) + " (per-head layers on a device: heads below 32)");
     full_heads_mask |= 1u << h;
   }
-  if (a.route_logits) RequireBytes(*a.route_logits, a.n_q * 4, "attention route logits");
+  if (a.route_logits) RequireBytes(*a.route_logits, q_rows * 4, "attention route logits");
   const float scale = a.scale != 0.0f ? a.scale : 1.0f / std::sqrt(float(s.head_dim));
   const AttendPush push{uint32_t(a.n_rows),
                         uint32_t(stride),
@@ -225,12 +235,13 @@ void RecordAttend(CommandBatch& batch, DeviceKernels& kernels, const DeviceAtten
                         full_heads_mask,
                         a.route_logits ? 1u : 0u,
                         a.cache_positions ? uint32_t(q_values) : 0u,
-                        uint32_t(AttendSplits(a.n_rows))};
+                        uint32_t(AttendSplits(a.n_rows)),
+                        uint32_t(a.first_q)};
   // Bindings left unread (no routes, no sink logits) are given the queries.
   batch.Dispatch(kernels.Attend(a.type), {&q, &k, &v, &kv_pos, &q_pos, &scratch, a.route_logits ? a.route_logits : &q},
                  &push, uint32_t(s.n_kv_heads), uint32_t(AttendSplits(a.n_rows)), uint32_t(a.n_q));
   const AttendMergePush merge{uint32_t(s.n_heads), uint32_t(s.head_dim), uint32_t(AttendSplits(a.n_rows)),
-                              sink_logits ? 1u : 0u};
+                              sink_logits ? 1u : 0u, uint32_t(a.first_q)};
   batch.Dispatch(kernels.AttendMerge(), {&scratch, sink_logits ? sink_logits : &q, &out}, &merge, uint32_t(s.n_heads),
                  uint32_t(a.n_q));
 }
@@ -259,23 +270,25 @@ void RecordGated(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer
 }
 
 void RecordAdd(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer& x, DeviceBuffer& y, int64_t n,
-               float scale) {
-  if (n < 1) throw std::invalid_argument("device add: " + std::to_string(n) + " values");
-  RequireBytes(x, n * 4, "added values");
+               float scale, int64_t period) {
+  if (period == 0) period = n;
+  if (n < 1 || period < 1 || n % period != 0)
+    throw std::invalid_argument("device add: " + std::to_string(n) + " values, repeating " + std::to_string(period));
+  RequireBytes(x, period * 4, "added values");
   RequireBytes(y, n * 4, "stream");
-  const AddPush push{uint32_t(n), scale};
+  const AddPush push{uint32_t(n), scale, uint32_t(period)};
   const std::array<uint32_t, 2> grid = ItemGrid(n);
   batch.Dispatch(kernels.Add(), {&x, &y}, &push, grid[0], grid[1]);
 }
 
 void RecordToBF16(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer& x, DeviceBuffer& out, int64_t n,
-                  int64_t offset) {
-  if (n < 2 || n % 2 != 0 || offset < 0)
-    throw std::invalid_argument("device bf16 rounding: " + std::to_string(n) + " values at word " +
-                                std::to_string(offset));
-  RequireBytes(x, n * 4, "values to round");
+                  int64_t offset, int64_t from) {
+  if (n < 2 || n % 2 != 0 || offset < 0 || from < 0 || from % 2 != 0)
+    throw std::invalid_argument("device bf16 rounding: " + std::to_string(n) + " values from " + std::to_string(from) +
+                                " at word " + std::to_string(offset));
+  RequireBytes(x, (from + n) * 4, "values to round");
   RequireBytes(out, (offset + n / 2) * 4, "bf16 output");
-  const ToBF16Push push{uint32_t(n), uint32_t(offset)};
+  const ToBF16Push push{uint32_t(n), uint32_t(offset), uint32_t(from)};
   const std::array<uint32_t, 2> grid = ItemGrid(n / 2);
   batch.Dispatch(kernels.ToBF16(), {&x, &out}, &push, grid[0], grid[1]);
 }

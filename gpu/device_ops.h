@@ -65,7 +65,7 @@ void RecordRmsNorm(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuff
 // shape of one call.
 struct DeviceAttention {
   AttentionShape shape;
-  int64_t n_q = 0;         // query rows
+  int64_t n_q = 0;         // query rows: [first_q, first_q + n_q) of q's
   int64_t n_rows = 0;      // key rows (cache slots)
   int64_t row_stride = 0;  // values between key rows; 0 = n_kv_heads * head_dim
   KvType type = KvType::kF32;
@@ -73,13 +73,16 @@ struct DeviceAttention {
   float scale = 0.0f;  // logit scale; 0 = 1/sqrt(head_dim)
   // Queries that see every key despite `span`: those of the KV heads in
   // full_heads (a per-head layer; heads below 32), and the rows whose
-  // route_logits [n_q] are above 0 (a routed layer: the router's w·xn + b).
+  // route_logits [q_rows] are above 0 (a routed layer: the router's w·xn + b).
   std::vector<int32_t> full_heads;
   const DeviceBuffer* route_logits = nullptr;
   // StreamingLLM positions (pos:cache; a sliding window with sinks): q
-  // holds [2, n_q, n_heads, head_dim], the second the queries rotated to
+  // holds [2, q_rows, n_heads, head_dim], the second the queries rotated to
   // min(q, sinks + window - 1), which score the sinks out of the window.
   bool cache_positions = false;
+  // One sequence's rows of a batched step: its first query row, and the
+  // rows q, q_pos, route_logits and out hold (0: first_q + n_q).
+  int64_t first_q = 0, q_rows = 0;
 };
 // Key rows per split of attend.comp (a workgroup's share of the keys), the
 // largest head_dim it takes, and its splits of n_rows keys.
@@ -89,8 +92,9 @@ inline int64_t AttendSplits(int64_t n_rows) { return (n_rows + kAttendSplit - 1)
 inline int64_t AttendScratchFloats(const DeviceAttention& a) {
   return a.n_q * a.shape.n_heads * AttendSplits(a.n_rows) * (a.shape.head_dim + 2);
 }
-// out [n_q, n_heads, head_dim] from q [n_q, n_heads, head_dim], k and v
-// [n_rows, row_stride], kv_pos [n_rows] and q_pos [n_q] (int32), learned
+// out rows [first_q, first_q + n_q) of [q_rows, n_heads, head_dim] from
+// those of q [q_rows, n_heads, head_dim] and q_pos [q_rows] (int32), k and
+// v [n_rows, row_stride], kv_pos [n_rows] (int32), learned
 // sink logits [n_heads] or null, and AttendScratchFloats(a) floats of
 // scratch: split over the keys (attend.comp), then merged
 // (attend_merge.comp).
@@ -108,13 +112,15 @@ void RecordRope(CommandBatch& batch, DeviceKernels& kernels, DeviceBuffer& x, co
 void RecordGated(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer& gate, const DeviceBuffer& up,
                  DeviceBuffer& out, int64_t n, bool gelu_tanh);
 
-// Rounds x [n] (n even) to bfloat16 into out from 32-bit word `offset`
-// ([offset + n / 2] words), as util/bf16.h's F32ToBF16: a bf16 KV row.
+// Rounds x [from, from + n) (n and from even) to bfloat16 into out from
+// 32-bit word `offset` ([offset + n / 2] words), as util/bf16.h's
+// F32ToBF16: bf16 KV rows.
 void RecordToBF16(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer& x, DeviceBuffer& out, int64_t n,
-                  int64_t offset);
+                  int64_t offset, int64_t from = 0);
 
-// y [n] += scale x [n].
+// y [n] += scale x [i mod period] (period 0: n; it divides n): a bias
+// [period] added to each row of y.
 void RecordAdd(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer& x, DeviceBuffer& y, int64_t n,
-               float scale = 1.0f);
+               float scale = 1.0f, int64_t period = 0);
 
 }  // namespace swan

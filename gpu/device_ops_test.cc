@@ -83,7 +83,8 @@ class DeviceMatVec : public VulkanTest {
 
 // Every type with a shader (f32, bf16, f16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
 // Q4_K, Q5_K, Q6_K: every type swan reads), on
-// shapes whose k counts its blocks: 1, 45, 9 and 7 of them.
+// shapes whose k counts its blocks: 1, 45, 9 and 7 of them; input rows in
+// whole tiles of a workgroup's and in a last part tile.
 TEST_F(DeviceMatVec, EveryTypeMatchesTheCpuOnOddSizes) {
   SWAN_NEED_VULKAN();
   int types = 0;
@@ -92,7 +93,7 @@ TEST_F(DeviceMatVec, EveryTypeMatchesTheCpuOnOddSizes) {
     ++types;
     const int64_t unit = IsBlockQuantized(type) ? RowMultiple(type) : 1;
     for (const auto& [n, blocks, m] :
-         std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {37, 45, 1}, {5, 9, 3}, {130, 7, 2}})
+         std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {37, 45, 1}, {5, 9, 3}, {130, 7, 2}, {3, 2, 9}, {17, 3, 4}})
       Check(type, n, blocks * unit, m);
   }
   EXPECT_EQ(types, 11);

@@ -31,9 +31,10 @@ DeviceBuffer Holding(const std::vector<T>& values) {
   return b;
 }
 
-std::vector<float> Downloaded(const DeviceBuffer& b, size_t n) {
-  std::vector<float> out(n);
-  b.Download(out.data(), n * sizeof(float));
+template <class T = float>
+std::vector<T> Downloaded(const DeviceBuffer& b, size_t n) {
+  std::vector<T> out(n);
+  b.Download(out.data(), n * sizeof(T));
   return out;
 }
 
@@ -122,7 +123,14 @@ class DeviceAttend : public VulkanTest {
     DeviceAttention a{shape, n_q, n_rows, stride, type, span, 0.0f, full_heads, routed ? &droutes : nullptr};
     DeviceBuffer scratch(*Device(), size_t(AttendScratchFloats(a)) * 4), out(*Device(), q.size() * 4);
     CommandBatch batch(*Device());
-    RecordAttend(batch, kernels, a, dq, dk, dv, dpos, dqpos, sink_logits ? &dsinks : nullptr, scratch, out);
+    // From 3 queries on, the rows go in two calls, as the sequences of a batched step do.
+    const int64_t parts = n_q >= 3 ? 2 : 1;
+    for (int64_t part = 0; part < parts; ++part) {
+      DeviceAttention rows = a;
+      rows.first_q = part * (n_q / 2), rows.n_q = parts == 1 ? n_q : part == 0 ? n_q / 2 : n_q - n_q / 2;
+      rows.q_rows = n_q;
+      RecordAttend(batch, kernels, rows, dq, dk, dv, dpos, dqpos, sink_logits ? &dsinks : nullptr, scratch, out);
+    }
     batch.Run();
     const std::vector<float> got = Downloaded(out, q.size());
     for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], expected[i], 2e-5f * (1 + std::fabs(expected[i]))) << i;
@@ -221,7 +229,12 @@ TEST_F(DeviceAttend, CachePositionsMatchTheCpu) {
         a.cache_positions = true;
         DeviceBuffer scratch(*Device(), size_t(AttendScratchFloats(a)) * 4), out(*Device(), expected.size() * 4);
         CommandBatch batch(*Device());
-        RecordAttend(batch, kernels, a, dq, dk, dv, dpos, dqpos, nullptr, scratch, out);
+        // Rows 0-1 and row 2 in calls of their own: the rotated queries are q_rows further on.
+        for (const auto& [first_q, rows] : {std::pair<int64_t, int64_t>{0, 2}, {2, 1}}) {
+          DeviceAttention part = a;
+          part.first_q = first_q, part.n_q = rows, part.q_rows = n_q;
+          RecordAttend(batch, kernels, part, dq, dk, dv, dpos, dqpos, nullptr, scratch, out);
+        }
         batch.Run();
         const std::vector<float> got = Downloaded(out, expected.size());
         for (size_t i = 0; i < got.size(); ++i)
@@ -293,6 +306,16 @@ TEST_F(DeviceLayerSteps, Bf16RowsRoundAsTheCpu) {
     ASSERT_EQ(got[size_t(w)] >> 16, F32ToBF16(x[i + 1])) << "value " << i + 1;
   }
   EXPECT_THROW(RecordToBF16(batch, kernels, dx, out, 7, 0), std::invalid_argument);
+  // Values from further on in x: one row of a batched step's keys.
+  const int64_t from = 36, part = 20;
+  DeviceBuffer part_out = Holding(std::vector<uint32_t>(size_t(part / 2), 0u));
+  RecordToBF16(batch, kernels, dx, part_out, part, 0, from);
+  batch.Run();
+  const std::vector<uint32_t> part_got = Downloaded<uint32_t>(part_out, size_t(part / 2));
+  for (int64_t w = 0; w < part / 2; ++w) {
+    const size_t i = size_t(from + 2 * w);
+    ASSERT_EQ(part_got[size_t(w)], F32ToBF16(x[i]) | uint32_t(F32ToBF16(x[i + 1])) << 16) << "value " << i;
+  }
 }
 
 TEST_F(DeviceLayerSteps, RopeMatchesTheCpuForPlainAndScaledFrequencies) {
@@ -365,6 +388,15 @@ TEST_F(DeviceLayerSteps, AddScalesIntoTheStream) {
   const std::vector<float> got = Downloaded(dy, n);
   for (int64_t i = 0; i < n; ++i)
     ASSERT_FLOAT_EQ(got[size_t(i)], (y[size_t(i)] + 0.5f * x[size_t(i)]) + x[size_t(i)]) << i;
+  // A bias of 7 values added to each of 5 rows.
+  const int64_t period = 7, rows = 5;
+  DeviceBuffer rows_y = Holding(std::vector<float>(y.begin(), y.begin() + period * rows));
+  RecordAdd(batch, kernels, dx, rows_y, period * rows, 1.0f, period);
+  batch.Run();
+  const std::vector<float> biased = Downloaded(rows_y, period * rows);
+  for (int64_t i = 0; i < period * rows; ++i)
+    ASSERT_FLOAT_EQ(biased[size_t(i)], y[size_t(i)] + x[size_t(i % period)]) << i;
+  EXPECT_THROW(RecordAdd(batch, kernels, dx, rows_y, period * rows, 1.0f, 6), std::invalid_argument);
 }
 
 }  // namespace

@@ -26,13 +26,13 @@
 
 layout(local_size_x = 64) in;
 
-layout(std430, binding = 0) readonly buffer Queries { float q[]; };  // [n_q, n_heads, head_dim] (x2 with sink_queries)
+layout(std430, binding = 0) readonly buffer Queries { float q[]; };  // [q_rows, n_heads, head_dim] (x2 with sink_queries)
 layout(std430, binding = 1) readonly buffer Keys { uint k_words[]; };     // [n_rows, row_stride] of KV type
 layout(std430, binding = 2) readonly buffer Values { uint v_words[]; };   // [n_rows, row_stride] of KV type
 layout(std430, binding = 3) readonly buffer KeyPositions { int kv_pos[]; };  // [n_rows]
-layout(std430, binding = 4) readonly buffer QueryPositions { int q_pos[]; };  // [n_q]
+layout(std430, binding = 4) readonly buffer QueryPositions { int q_pos[]; };  // [q_rows]
 layout(std430, binding = 5) writeonly buffer Partials { float partials[]; };  // [n_q, n_heads, n_splits, head_dim + 2]
-layout(std430, binding = 6) readonly buffer RouteLogits { float route_logits[]; };  // [n_q], read when has_routes
+layout(std430, binding = 6) readonly buffer RouteLogits { float route_logits[]; };  // [q_rows], read when has_routes
 
 layout(push_constant) uniform Shape {
   uint n_rows;      // key rows (cache slots)
@@ -45,6 +45,7 @@ layout(push_constant) uniform Shape {
   uint has_routes;
   uint sink_queries;  // 0, or values from each query to its rotation for sinks out of the window
   uint n_splits;      // ceil(n_rows / SPLIT)
+  uint first_q;       // the first of the n_q query rows in q, q_pos and route_logits
 } shape;
 
 shared float queries[HC * 2 * MAX_DIM];  // [HC, 2, head_dim]: the heads' queries, and their rotation for sinks
@@ -87,19 +88,20 @@ float Reduce(float mine, bool take_max) {
 
 void main() {
   const uint kv_head = gl_WorkGroupID.x, split = gl_WorkGroupID.y, row = gl_WorkGroupID.z;
+  const uint q_row = shape.first_q + row;  // partials are numbered from the call's first query
   const uint t = gl_LocalInvocationID.x, hd = shape.head_dim;
   const uint group = shape.n_heads / shape.n_kv_heads;
   const uint first = split * SPLIT, count = min(uint(SPLIT), shape.n_rows - first);
-  const int qp = q_pos[row];
+  const int qp = q_pos[q_row];
   const bool full = (kv_head < 32u && ((shape.full_heads_mask >> kv_head) & 1u) != 0u) ||
-                    (shape.has_routes != 0u && route_logits[row] > 0.0);
+                    (shape.has_routes != 0u && route_logits[q_row] > 0.0);
   const float unseen = -1.0 / 0.0;
   for (uint h0 = 0u; h0 < group; h0 += HC) {
     const uint hn = min(uint(HC), group - h0);
     const uint head0 = kv_head * group + h0;  // the chunk's first query head
     barrier();  // the last chunk is done with the shared arrays
     for (uint i = t; i < hn * hd; i += 64u) {
-      const uint j = i / hd, d = i % hd, at = (row * shape.n_heads + head0 + j) * hd + d;
+      const uint j = i / hd, d = i % hd, at = (q_row * shape.n_heads + head0 + j) * hd + d;
       queries[(2u * j) * hd + d] = q[at];
       queries[(2u * j + 1u) * hd + d] = shape.sink_queries != 0u ? q[shape.sink_queries + at] : 0.0;
     }

@@ -1,6 +1,6 @@
 #version 450
-// attention/attention.h's Attend, second half: out [n_q, n_heads, head_dim]
-// from attend.comp's partials, one workgroup per query row and head. With
+// attention/attention.h's Attend, second half: out rows [first_q, first_q +
+// n_q) of [rows, n_heads, head_dim] from attend.comp's partials, one workgroup per query row and head. With
 // M the largest of the splits' m (and of the learned sink logit), out =
 // Σ_s e^{m_s - M} o_s / (Σ_s e^{m_s - M} l_s + e^{sink - M}); a split
 // that saw no key has m = -inf and adds nothing, and a query that saw no
@@ -10,11 +10,12 @@ layout(local_size_x = 64) in;
 
 layout(std430, binding = 0) readonly buffer Partials { float partials[]; };  // [n_q, n_heads, n_splits, head_dim + 2]
 layout(std430, binding = 1) readonly buffer SinkLogits { float sink_logits[]; };  // [n_heads], read when has_sink_logits
-layout(std430, binding = 2) writeonly buffer Output { float out_values[]; };  // [n_q, n_heads, head_dim]
+layout(std430, binding = 2) writeonly buffer Output { float out_values[]; };  // [first_q + n_q, n_heads, head_dim]
 
 layout(push_constant) uniform Shape {
   uint n_heads, head_dim, n_splits;
   uint has_sink_logits;
+  uint first_q;
 } shape;
 
 void main() {
@@ -37,6 +38,6 @@ void main() {
       const float m = partials[base + s * stride + hd];
       if (m != unseen) acc += exp(m - top) * partials[base + s * stride + d];
     }
-    out_values[(row * shape.n_heads + head) * hd + d] = acc * inv;
+    out_values[((shape.first_q + row) * shape.n_heads + head) * hd + d] = acc * inv;
   }
 }

@@ -1,9 +1,13 @@
 #version 450
 // y [m, n] = x [m, k] · wᵀ, w [n, k] in the type matvec_weights.glsl reads.
-// One workgroup per output value: its 64 invocations take the row's units
-// in turn and add their partial sums in shared memory, which holds on any
-// subgroup size. Rows past 65535 go to the y dimension of the grid (the
-// least maxComputeWorkGroupCount Vulkan guarantees); input rows to z.
+// One workgroup per output value and tile of up to TILE input rows: its 64
+// invocations take the row's units in turn, each unit's weights read from
+// memory once for the tile's rows (a prefill's rows share them), and add
+// their partial sums in shared memory, which holds on any subgroup size.
+// Rows past 65535 go to the y dimension of the grid (the least
+// maxComputeWorkGroupCount Vulkan guarantees); tiles of input rows to z.
+
+#define TILE 4
 
 layout(local_size_x = 64) in;
 
@@ -14,26 +18,31 @@ layout(push_constant) uniform Shape {
   uint n;          // output features
   uint k;          // input features
   uint row_bytes;  // bytes of one weight row
+  uint m;          // input rows
 } shape;
 
 #include "matvec_weights.glsl"
 
-shared float partial[64];
+shared float partial[TILE * 64];  // [TILE, 64]
 
 void main() {
   const uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
-  const uint input_row = gl_WorkGroupID.z;
+  const uint first_input = gl_WorkGroupID.z * TILE;
+  const uint inputs = min(uint(TILE), shape.m - first_input);
   const uint t = gl_LocalInvocationID.x;
   if (row >= shape.n) return;  // the whole workgroup leaves together
   const uint units = shape.k / UNIT;
   const uint row_byte = row * shape.row_bytes;
-  float sum = 0.0;
-  for (uint b = t; b < units; b += 64u) sum += BlockDot(row_byte, b, input_row * shape.k + b * UNIT);
-  partial[t] = sum;
+  float sums[TILE];
+  for (uint i = 0u; i < TILE; ++i) sums[i] = 0.0;
+  for (uint b = t; b < units; b += 64u)
+    for (uint i = 0u; i < inputs; ++i) sums[i] += BlockDot(row_byte, b, (first_input + i) * shape.k + b * UNIT);
+  for (uint i = 0u; i < TILE; ++i) partial[i * 64u + t] = sums[i];
   barrier();
   for (uint half_size = 32u; half_size > 0u; half_size >>= 1) {
-    if (t < half_size) partial[t] += partial[t + half_size];
+    if (t < half_size)
+      for (uint i = 0u; i < TILE; ++i) partial[i * 64u + t] += partial[i * 64u + t + half_size];
     barrier();
   }
-  if (t == 0u) y[input_row * shape.n + row] = partial[0];
+  if (t < inputs) y[(first_input + t) * shape.n + row] = partial[t * 64u];
 }
