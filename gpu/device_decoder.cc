@@ -371,20 +371,15 @@ void DeviceDecoder::FillCacheRandom(Session& session, int64_t depth, int64_t chu
 void DeviceDecoder::Forward(float* logits, const Batch& batch, Session& session) const {
   if (batch.n <= 0) throw std::invalid_argument("Forward: empty batch");
   CheckSession(session);
-  ForwardInChunks(logits, batch, session.cache.options().max_chunk, config_.vocab_size,
-                  [&](float* part_logits, const Batch& part) {
-                    RunSteps(part_logits, {SequenceStep{part, &session}});
-                  });
+  ForwardByPasses(logits, batch, session, config_.vocab_size,
+                  [&](float* part_logits, const std::vector<SequenceStep>& steps) { RunSteps(part_logits, steps); });
 }
 
 void DeviceDecoder::ForwardBatch(float* logits, const std::vector<SequenceStep>& steps) const {
   CheckSteps(steps);
   for (const SequenceStep& step : steps) CheckSession(*step.session);
-  // A step longer than its cache's chunk needs several passes: one by one.
-  if (!StepsFitChunks(steps))
-    LanguageModel::ForwardBatch(logits, steps);
-  else if (!steps.empty())
-    RunSteps(logits, steps);
+  ForwardBatchByPasses(*this, logits, steps,
+                       [&](float* part_logits, const std::vector<SequenceStep>& part) { RunSteps(part_logits, part); });
 }
 
 void DeviceDecoder::AddBlock(CommandBatch& batch, const DeviceBuffer& branch, const DeviceBuffer* norm,

@@ -39,9 +39,7 @@ class DeviceDecoderTest : public VulkanTest {
     LoadOptions on_cpu;
     on_cpu.weights = cpu_weights;
     const std::unique_ptr<LanguageModel> cpu = LoadModel(dir, on_cpu);
-    LoadOptions on_device;
-    on_device.vulkan_device = 0;
-    const std::unique_ptr<LanguageModel> gpu = LoadModel(dir, on_device);
+    const std::unique_ptr<LanguageModel> gpu = LoadOnDevice(dir);
     const int64_t vocab = cpu->config().vocab_size;
     KvCacheOptions cache;  // the same KV type and chunk on both
     cache.type = kv_type;
@@ -129,9 +127,7 @@ TEST_F(DeviceDecoderTest, PrefillChunksOverWrappedRingsMatchTheCpu) {
 TEST_F(DeviceDecoderTest, BatchedSequencesMatchEachAloneOnTheCpu) {
   SWAN_NEED_VULKAN();
   const std::unique_ptr<LanguageModel> cpu = LoadModel(test::Stories260K());
-  LoadOptions on_device;
-  on_device.vulkan_device = 0;
-  const std::unique_ptr<LanguageModel> gpu = LoadModel(test::Stories260K(), on_device);
+  const std::unique_ptr<LanguageModel> gpu = LoadOnDevice(test::Stories260K());
   const int64_t vocab = cpu->config().vocab_size;
   const std::vector<std::string> plans = {"full", "swa:4,sinks:2,pos:cache", "hybrid:1:1,window:3,sinks:1",
                                           "routed:4,sinks:1"};
@@ -210,10 +206,8 @@ TEST_F(DeviceDecoderTest, Bf16CachesMatchTheCpu) {
 // keep the sinks and the newest window, full layers grow past 256 slots.
 TEST_F(DeviceDecoderTest, RandomFillsMatchTheCpu) {
   SWAN_NEED_VULKAN();
-  LoadOptions on_device;
-  on_device.vulkan_device = 0;
   const std::unique_ptr<LanguageModel> cpu = LoadModel(test::Stories260K());
-  const std::unique_ptr<LanguageModel> gpu = LoadModel(test::Stories260K(), on_device);
+  const std::unique_ptr<LanguageModel> gpu = LoadOnDevice(test::Stories260K());
   const int64_t vocab = cpu->config().vocab_size;
   for (KvType type : {KvType::kF32, KvType::kBF16})
     for (const char* plan : {"full", "hybrid:1:1,window:5,sinks:2"})
@@ -248,9 +242,7 @@ TEST_F(DeviceDecoderTest, RandomFillsMatchTheCpu) {
 // half as many bytes in bf16; q8_0 is refused).
 TEST_F(DeviceDecoderTest, SessionsOwnTheirDeviceCaches) {
   SWAN_NEED_VULKAN();
-  LoadOptions on_device;
-  on_device.vulkan_device = 0;
-  std::unique_ptr<LanguageModel> gpu = LoadModel(test::Stories260K(), on_device);
+  std::unique_ptr<LanguageModel> gpu = LoadOnDevice(test::Stories260K());
   KvCacheOptions f32_cache;
   f32_cache.type = KvType::kF32;
   auto full = gpu->NewSession(gpu->ResolvePlan("full"), f32_cache);
@@ -273,7 +265,7 @@ TEST_F(DeviceDecoderTest, SessionsOwnTheirDeviceCaches) {
   gpu->Forward(logits.data(), Batch{tokens, pos, 3, false}, *halves);
   EXPECT_EQ(gpu->CacheBytes(*halves), layers * 13 * slot / 2);
   {  // q8_0 (on a model whose head_dim of 128 a q8_0 cache can hold)
-    const std::unique_ptr<LanguageModel> lab = LoadModel(test::SourceRoot() + "/models/lab/full", on_device);
+    const std::unique_ptr<LanguageModel> lab = LoadOnDevice(test::SourceRoot() + "/models/lab/full");
     KvCacheOptions q8_cache;
     q8_cache.type = KvType::kQ8_0;
     auto q8 = lab->NewSession(lab->ResolvePlan("full"), q8_cache);
@@ -372,9 +364,7 @@ TEST_F(DeviceDecoderTest, RoutedAndPerHeadPlansMatchTheCpu) {
 
 TEST_F(DeviceDecoderTest, RefusesPlansItDoesNotRunYet) {
   SWAN_NEED_VULKAN();
-  LoadOptions on_device;
-  on_device.vulkan_device = 0;
-  const std::unique_ptr<LanguageModel> linear = LoadModel(test::SourceRoot() + "/models/lab/linear", on_device);
+  const std::unique_ptr<LanguageModel> linear = LoadOnDevice(test::SourceRoot() + "/models/lab/linear");
   auto session = linear->NewSession(linear->ResolvePlan(""));
   const int32_t token = 1, pos = 0;
   std::vector<float> logits(size_t(linear->config().vocab_size));
@@ -384,7 +374,7 @@ TEST_F(DeviceDecoderTest, RefusesPlansItDoesNotRunYet) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("CPU only"), std::string::npos) << e.what();
   }
-  const std::unique_ptr<LanguageModel> gpu = LoadModel(test::Stories260K(), on_device);
+  const std::unique_ptr<LanguageModel> gpu = LoadOnDevice(test::Stories260K());
   logits.resize(size_t(gpu->config().vocab_size));
   const int32_t later = 3;
   auto fresh = gpu->NewSession(gpu->ResolvePlan("full"));

@@ -52,9 +52,7 @@ std::vector<std::string> Serve(const LanguageModel& model, const Tokenizer& toke
 TEST_F(DeviceServeTest, RequestsDecodedTogetherGiveTheCpusTexts) {
   SWAN_NEED_VULKAN();
   const std::unique_ptr<LanguageModel> cpu = LoadModel(test::Stories260K());
-  LoadOptions on_device;
-  on_device.vulkan_device = 0;
-  const std::unique_ptr<LanguageModel> gpu = LoadModel(test::Stories260K(), on_device);
+  const std::unique_ptr<LanguageModel> gpu = LoadOnDevice(test::Stories260K());
   const Tokenizer tokenizer = Tokenizer::Load(test::Stories260K());
   EXPECT_TRUE(cpu->CacheOnHost());
   EXPECT_FALSE(gpu->CacheOnHost());

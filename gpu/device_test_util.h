@@ -11,6 +11,7 @@
 #include <string>
 
 #include "gpu/vulkan_device.h"
+#include "model/model.h"
 #include "util/seeded_test.h"
 
 namespace swan {
@@ -39,6 +40,13 @@ inline bool VulkanRequired() {
       GTEST_SKIP() << "no Vulkan device: " << reason;                                           \
     }                                                                                           \
   } while (0)
+
+// The model in `dir` with its forward on device 0.
+inline std::unique_ptr<LanguageModel> LoadOnDevice(const std::string& dir) {
+  LoadOptions on_device;
+  on_device.vulkan_device = 0;
+  return LoadModel(dir, on_device);
+}
 
 // A test on the device: with SWAN_VULKAN_VALIDATION=1 (a CTest entry of
 // its own), it fails on any message of the validation layer.

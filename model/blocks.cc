@@ -324,4 +324,18 @@ void ForwardInChunks(float* logits, const Batch& batch, int64_t max_chunk, int64
   }
 }
 
+void ForwardByPasses(float* logits, const Batch& batch, Session& session, int64_t vocab, const StepsPass& pass) {
+  ForwardInChunks(logits, batch, session.cache.options().max_chunk, vocab, [&](float* part_logits, const Batch& part) {
+    pass(part_logits, {SequenceStep{part, &session}});
+  });
+}
+
+void ForwardBatchByPasses(const LanguageModel& model, float* logits, const std::vector<SequenceStep>& steps,
+                          const StepsPass& pass) {
+  if (!StepsFitChunks(steps))
+    model.LanguageModel::ForwardBatch(logits, steps);
+  else if (!steps.empty())
+    pass(logits, steps);
+}
+
 }  // namespace swan

@@ -186,6 +186,16 @@ std::vector<AttentionRows> StepAttention(const std::vector<SequenceStep>& steps,
 void OutputLogits(float* logits, const float* x, const std::vector<int64_t>& rows, const float* norm, float eps,
                   const LinearWeight& head, int64_t hidden);
 
+// A family's Forward and ForwardBatch from one pass over several
+// sequences' steps, each within its cache's max_chunk (`pass`, which fills
+// logits as ForwardBatch does): a batch longer than its chunk goes in
+// pieces, and steps that do not fit their chunks one by one (the model's
+// LanguageModel::ForwardBatch). Checks come first, in the caller.
+using StepsPass = std::function<void(float* logits, const std::vector<SequenceStep>& steps)>;
+void ForwardByPasses(float* logits, const Batch& batch, Session& session, int64_t vocab, const StepsPass& pass);
+void ForwardBatchByPasses(const LanguageModel& model, float* logits, const std::vector<SequenceStep>& steps,
+                          const StepsPass& pass);
+
 // Runs `chunk_forward` on pieces of at most `max_chunk` tokens of `batch`,
 // in order, writing logits as Forward() promises (every row, or the last
 // row only); pieces before the last get a scratch row when only the last

@@ -164,20 +164,17 @@ void Decoder::CheckSession(const Session& session) const {
 void Decoder::Forward(float* logits, const Batch& batch, Session& session) const {
   if (batch.n <= 0) throw std::invalid_argument("Forward: empty batch");
   CheckSession(session);
-  ForwardInChunks(logits, batch, session.cache.options().max_chunk, config_.vocab_size,
-                  [&](float* part_logits, const Batch& part) {
-                    ForwardSteps(part_logits, {SequenceStep{part, &session}});
-                  });
+  ForwardByPasses(
+      logits, batch, session, config_.vocab_size,
+      [&](float* part_logits, const std::vector<SequenceStep>& steps) { ForwardSteps(part_logits, steps); });
 }
 
 void Decoder::ForwardBatch(float* logits, const std::vector<SequenceStep>& steps) const {
   CheckSteps(steps);
   for (const SequenceStep& step : steps) CheckSession(*step.session);
-  // A step longer than its cache's chunk needs several passes: one by one.
-  if (!StepsFitChunks(steps))
-    LanguageModel::ForwardBatch(logits, steps);
-  else if (!steps.empty())
-    ForwardSteps(logits, steps);
+  ForwardBatchByPasses(*this, logits, steps, [&](float* part_logits, const std::vector<SequenceStep>& part) {
+    ForwardSteps(part_logits, part);
+  });
 }
 
 // x += y, elementwise.  x, y [n]
