@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "attention/head_groups.h"
 #include "gpu/device_ops.h"
 #include "kv/kv_cache.h"
 #include "model/blocks.h"
@@ -43,14 +44,24 @@ struct DeviceLayer {
   DeviceBuffer router_bias;    // [1]
 };
 
-// One layer's keys and values of one sequence: slots as kv/'s SlotTable
-// numbers them, the position in each (-1 empty) mirrored on the host.
-struct DeviceLayerKv {
+// Keys and values of one sequence for a group of a layer's KV heads that
+// see one span (every head, or a per-head layer's full heads or its window
+// heads, as kv/'s stores): slots as kv/'s SlotTable numbers them, the
+// position in each (-1 empty) mirrored on the host.
+struct DeviceKvStore {
+  std::vector<int32_t> kv_heads;  // ascending; empty: every KV head
+  Span span;                      // what the heads' queries see (routed layers: the window)
   int32_t sinks = 0;
-  int64_t ring_rows = 0;     // 0: a full layer, slot = position
+  int64_t ring_rows = 0;     // 0: every position, slot = position
   std::vector<int32_t> pos;  // [slots]
-  DeviceBuffer k, v;         // [slots, kv_heads * head_dim] of the sequence's KV type
+  DeviceBuffer k, v;         // [slots, stored heads, head_dim] of the sequence's KV type
   DeviceBuffer slot_pos;     // [slots] int32
+  // The slots the step being recorded writes, as runs of consecutive slots
+  // from step rows row ...
+  struct Run {
+    int64_t slot, row, count;
+  };
+  std::vector<Run> runs;
   int64_t SlotOf(int64_t p) const { return SlotTable(sinks, ring_rows).SlotOf(p); }
   // The slots that hold positions [0, last]: whole steps, up to a ring's
   // size (a ring wraps only once it is whole, so slot = position until then).
@@ -64,9 +75,9 @@ struct DeviceLayerKv {
 // device, destroyed after the buffers, so a session may outlive its model.
 struct DeviceSequence {
   std::shared_ptr<VulkanDevice> device;
-  const void* owner = nullptr;        // the decoder that made it
-  std::vector<DeviceLayerKv> layers;  // [n_layers]
-  KvType type = KvType::kF32;         // f32 or bf16 (the session's KvCacheOptions)
+  const void* owner = nullptr;                     // the decoder that made it
+  std::vector<std::vector<DeviceKvStore>> layers;  // [n_layers][stores]
+  KvType type = KvType::kF32;                      // f32 or bf16 (the session's KvCacheOptions)
   int64_t next_pos = 0;
 };
 
@@ -98,7 +109,7 @@ class DeviceDecoder : public LanguageModel {
   DeviceMatrix Upload(const LinearWeight& w);
   void CheckSession(const Session& session) const;
   DeviceSequence& SequenceOf(Session& session, int32_t first_pos) const;
-  void Grow(DeviceLayerKv& kv, KvType type, int64_t slots) const;
+  void Grow(DeviceKvStore& kv, KvType type, int64_t slots) const;
   // Sizes the step scratch for n token rows and n_logits rows of logits.
   void Reserve(int64_t n, int64_t n_logits) const;
   // One pass over the steps' tokens, each step within its cache's
@@ -266,18 +277,22 @@ void DeviceDecoder::CheckSession(const Session& session) const {
       throw std::invalid_argument(std::string("attention plan '") + plan.spec + "': layer " + std::to_string(i) +
                                   " is " + LayerKindName(l.kind) +
                                   ", which runs on the CPU only for now (leave out --device)");
-    if (l.kind == LayerKind::kPerHead && !l.full_heads.empty() && l.full_heads.back() >= 32)
-      throw std::invalid_argument("attention plan '" + plan.spec + "': layer " + std::to_string(i) + " keeps KV head " +
-                                  std::to_string(l.full_heads.back()) +
-                                  " full; on a device, per-head layers name heads below 32 (leave out --device)");
+    const bool split =
+        l.kind == LayerKind::kPerHead && !l.full_heads.empty() && int32_t(l.full_heads.size()) < config_.n_kv_heads;
+    if (split && config_.n_kv_heads > 32)
+      throw std::invalid_argument("attention plan '" + plan.spec + "': layer " + std::to_string(i) +
+                                  " splits its KV heads; on a device, per-head layers of models with at most 32 KV "
+                                  "heads (this one has " +
+                                  std::to_string(config_.n_kv_heads) + "; leave out --device)");
   }
   std::vector<const RouterWeights*> routers;  // [n_layers]
   for (const DeviceLayer& l : layers_) routers.push_back(l.router ? &*l.router : nullptr);
   RequireRouters(session, routers, origin_);
 }
 
-void DeviceDecoder::Grow(DeviceLayerKv& kv, KvType type, int64_t slots) const {
-  const int64_t old = int64_t(kv.pos.size()), row = int64_t(config_.n_kv_heads) * config_.head_dim;
+void DeviceDecoder::Grow(DeviceKvStore& kv, KvType type, int64_t slots) const {
+  const int64_t heads = kv.kv_heads.empty() ? config_.n_kv_heads : int64_t(kv.kv_heads.size());
+  const int64_t old = int64_t(kv.pos.size()), row = heads * config_.head_dim;
   if (slots <= old) return;
   const size_t row_bytes = size_t(row) * (type == KvType::kBF16 ? 2 : 4);
   DeviceBuffer k(device_, size_t(slots) * row_bytes), v(device_, size_t(slots) * row_bytes);
@@ -297,7 +312,8 @@ size_t DeviceDecoder::CacheBytes(const Session& session) const {
   const auto* seq = static_cast<const DeviceSequence*>(session.device_cache.get());
   if (!seq || seq->owner != this) return 0;
   size_t bytes = 0;
-  for (const DeviceLayerKv& kv : seq->layers) bytes += kv.k.bytes() + kv.v.bytes();
+  for (const std::vector<DeviceKvStore>& stores : seq->layers)
+    for (const DeviceKvStore& kv : stores) bytes += kv.k.bytes() + kv.v.bytes();
   return bytes;
 }
 
@@ -315,13 +331,23 @@ DeviceSequence& DeviceDecoder::SequenceOf(Session& session, int32_t first_pos) c
       throw std::invalid_argument(std::string("a KV cache of ") + KvTypeName(fresh->type) +
                                   " on a device (it holds f32 or bf16: --kv f32 or bf16, or leave out --device)");
     for (const LayerPlan& l : session.plan.layers) {
-      DeviceLayerKv kv;
-      // The host cache's ring (kv/kv_cache.cc's RingRows): a chunk's oldest
-      // query still sees its window while the chunk's own keys are written.
-      if (l.kind == LayerKind::kWindow)
-        kv.sinks = l.span.sinks, kv.ring_rows = int64_t(l.span.window) - 1 + session.cache.options().max_chunk;
-      Grow(kv, fresh->type, kv.SlotsFor(0));
-      fresh->layers.push_back(std::move(kv));
+      // A per-head layer's full heads and window heads apart, as kv/ keeps them.
+      std::vector<HeadGroup> groups = {HeadGroup{{}, l.kind == LayerKind::kFull ? Span{} : l.span, {}}};
+      if (l.kind == LayerKind::kPerHead) groups = SplitHeads(l.full_heads, config_.n_kv_heads, l.span);
+      std::vector<DeviceKvStore> stores;
+      for (HeadGroup& group : groups) {
+        DeviceKvStore kv;
+        if (int32_t(group.kv_heads.size()) < config_.n_kv_heads) kv.kv_heads = std::move(group.kv_heads);
+        kv.span = group.span;
+        // The host cache's ring (kv/kv_cache.cc's RingRows): a chunk's oldest
+        // query still sees its window while the chunk's own keys are written.
+        // A routed layer keeps every key, for its rows routed full.
+        if (!kv.span.full() && l.kind != LayerKind::kRouted)
+          kv.sinks = kv.span.sinks, kv.ring_rows = int64_t(kv.span.window) - 1 + session.cache.options().max_chunk;
+        Grow(kv, fresh->type, kv.SlotsFor(0));
+        stores.push_back(std::move(kv));
+      }
+      fresh->layers.push_back(std::move(stores));
     }
     session.device_cache = fresh;
     seq = fresh.get();
@@ -341,30 +367,39 @@ void DeviceDecoder::FillCacheRandom(Session& session, int64_t depth, int64_t chu
   const int64_t row = int64_t(config_.n_kv_heads) * config_.head_dim;
   const RandomKvRows rows(chunk, row);
   const bool bf16 = seq.type == KvType::kBF16;
-  for (DeviceLayerKv& kv : seq.layers) {
-    // Each slot's last position: a ring keeps the sinks and the newest window.
-    const int64_t first_kept = kv.ring_rows ? std::max<int64_t>(kv.sinks, depth - kv.ring_rows) : 0;
-    Grow(kv, seq.type, kv.SlotsFor(std::max<int64_t>(depth - 1, 0)));
-    const int64_t slots = int64_t(kv.pos.size());
-    std::vector<float> k_rows(size_t(slots * row)), v_rows(size_t(slots * row));  // [slots, row]
-    for (int64_t p = 0; p < depth; ++p) {
-      if (p >= kv.sinks && p < first_kept) continue;
-      const int64_t slot = kv.SlotOf(p), from = (p % chunk) * row;
-      std::copy_n(rows.k.begin() + from, row, k_rows.begin() + slot * row);
-      std::copy_n(rows.v.begin() + from, row, v_rows.begin() + slot * row);
-      kv.pos[size_t(slot)] = int32_t(p);
+  for (std::vector<DeviceKvStore>& stores : seq.layers)
+    for (DeviceKvStore& kv : stores) {
+      // Each slot's last position: a ring keeps the sinks and the newest window.
+      const int64_t first_kept = kv.ring_rows ? std::max<int64_t>(kv.sinks, depth - kv.ring_rows) : 0;
+      Grow(kv, seq.type, kv.SlotsFor(std::max<int64_t>(depth - 1, 0)));
+      const int64_t slots = int64_t(kv.pos.size());
+      const int64_t width = kv.kv_heads.empty() ? row : int64_t(kv.kv_heads.size()) * config_.head_dim;
+      std::vector<float> k_rows(size_t(slots * width)), v_rows(size_t(slots * width));  // [slots, width]
+      for (int64_t p = 0; p < depth; ++p) {
+        if (p >= kv.sinks && p < first_kept) continue;
+        const int64_t slot = kv.SlotOf(p), from = (p % chunk) * row;
+        if (kv.kv_heads.empty()) {
+          std::copy_n(rows.k.begin() + from, row, k_rows.begin() + slot * width);
+          std::copy_n(rows.v.begin() + from, row, v_rows.begin() + slot * width);
+        } else {
+          GatherHeads(k_rows.data() + slot * width, rows.k.data() + from, 1, config_.n_kv_heads, config_.head_dim,
+                      kv.kv_heads);
+          GatherHeads(v_rows.data() + slot * width, rows.v.data() + from, 1, config_.n_kv_heads, config_.head_dim,
+                      kv.kv_heads);
+        }
+        kv.pos[size_t(slot)] = int32_t(p);
+      }
+      if (bf16) {
+        std::vector<uint16_t> k16(k_rows.size()), v16(v_rows.size());  // [slots, width]
+        for (size_t i = 0; i < k_rows.size(); ++i) k16[i] = F32ToBF16(k_rows[i]), v16[i] = F32ToBF16(v_rows[i]);
+        kv.k.Upload(k16.data(), k16.size() * 2);
+        kv.v.Upload(v16.data(), v16.size() * 2);
+      } else {
+        kv.k.Upload(k_rows.data(), k_rows.size() * 4);
+        kv.v.Upload(v_rows.data(), v_rows.size() * 4);
+      }
+      kv.slot_pos.Upload(kv.pos.data(), kv.pos.size() * 4);
     }
-    if (bf16) {
-      std::vector<uint16_t> k16(k_rows.size()), v16(v_rows.size());  // [slots, row]
-      for (size_t i = 0; i < k_rows.size(); ++i) k16[i] = F32ToBF16(k_rows[i]), v16[i] = F32ToBF16(v_rows[i]);
-      kv.k.Upload(k16.data(), k16.size() * 2);
-      kv.v.Upload(v16.data(), v16.size() * 2);
-    } else {
-      kv.k.Upload(k_rows.data(), k_rows.size() * 4);
-      kv.v.Upload(v_rows.data(), v_rows.size() * 4);
-    }
-    kv.slot_pos.Upload(kv.pos.data(), kv.pos.size() * 4);
-  }
   seq.next_pos = depth;
 }
 
@@ -462,29 +497,24 @@ void DeviceDecoder::RunSteps(float* logits, const std::vector<SequenceStep>& ste
     std::copy_n(steps[s].batch.pos, steps[s].batch.n, positions.begin() + rows.first[s]);
   q_pos_.Upload(positions.data(), positions.size() * 4);
 
-  // Each sequence's slots for its rows, as runs of consecutive slots; full
-  // caches grow first.
-  struct SlotRun {
-    int64_t slot, row, count;
-  };
-  std::vector<std::vector<SlotRun>> runs(steps.size() * size_t(config_.n_layers));  // [n_steps, n_layers]
+  // Each store's slots for its sequence's rows; stores grow first.
   for (size_t s = 0; s < steps.size(); ++s)
-    for (int32_t i = 0; i < config_.n_layers; ++i) {
-      DeviceLayerKv& kv = seqs[s]->layers[size_t(i)];
-      std::vector<SlotRun>& layer_runs = runs[s * size_t(config_.n_layers) + size_t(i)];
-      const Batch& b = steps[s].batch;
-      Grow(kv, seqs[s]->type, kv.SlotsFor(b.pos[b.n - 1]));
-      for (int64_t t = 0; t < b.n; ++t) {
-        const int64_t slot = kv.SlotOf(b.pos[t]);
-        kv.pos[size_t(slot)] = b.pos[t];
-        if (!layer_runs.empty() && layer_runs.back().slot + layer_runs.back().count == slot)
-          layer_runs.back().count += 1;
-        else
-          layer_runs.push_back({slot, rows.first[s] + t, 1});
+    for (std::vector<DeviceKvStore>& stores : seqs[s]->layers)
+      for (DeviceKvStore& kv : stores) {
+        const Batch& b = steps[s].batch;
+        Grow(kv, seqs[s]->type, kv.SlotsFor(b.pos[b.n - 1]));
+        kv.runs.clear();
+        for (int64_t t = 0; t < b.n; ++t) {
+          const int64_t slot = kv.SlotOf(b.pos[t]);
+          kv.pos[size_t(slot)] = b.pos[t];
+          if (!kv.runs.empty() && kv.runs.back().slot + kv.runs.back().count == slot)
+            kv.runs.back().count += 1;
+          else
+            kv.runs.push_back({slot, rows.first[s] + t, 1});
+        }
+        for (const DeviceKvStore::Run& run : kv.runs)
+          kv.slot_pos.Upload(kv.pos.data() + run.slot, size_t(run.count) * 4, size_t(run.slot) * 4);
       }
-      for (const SlotRun& run : layer_runs)
-        kv.slot_pos.Upload(kv.pos.data() + run.slot, size_t(run.count) * 4, size_t(run.slot) * 4);
-    }
 
   std::vector<std::vector<LayerRoutes>> routes(size_t(config_.n_layers),
                                                std::vector<LayerRoutes>(steps.size()));  // [n_layers, n_steps]
@@ -498,9 +528,10 @@ void DeviceDecoder::RunSteps(float* logits, const std::vector<SequenceStep>& ste
   // any dispatch binds them.
   int64_t partial_bytes = 0;
   for (size_t s = 0; s < steps.size(); ++s)
-    for (const DeviceLayerKv& kv : seqs[s]->layers)
-      partial_bytes = std::max(partial_bytes, std::min(AttendGroup(kv.pos.size()), steps[s].batch.n) *
-                                                  AttendScratchFloats(OneQuery(kv.pos.size())) * 4);
+    for (const std::vector<DeviceKvStore>& stores : seqs[s]->layers)
+      for (const DeviceKvStore& kv : stores)
+        partial_bytes = std::max(partial_bytes, std::min(AttendGroup(kv.pos.size()), steps[s].batch.n) *
+                                                    AttendScratchFloats(OneQuery(kv.pos.size())) * 4);
   if (int64_t(scratch_.bytes()) < partial_bytes) scratch_ = DeviceBuffer(device_, size_t(partial_bytes));
 
   CommandBatch batch(device_);
@@ -534,38 +565,36 @@ void DeviceDecoder::RunSteps(float* logits, const std::vector<SequenceStep>& ste
     }
     for (size_t s = 0; s < steps.size(); ++s) {
       DeviceSequence& seq = *seqs[s];
-      DeviceLayerKv& kv = seq.layers[size_t(i)];
-      for (const SlotRun& run : runs[s * size_t(config_.n_layers) + size_t(i)]) {
-        if (seq.type == KvType::kBF16) {
-          RecordToBF16(batch, kernels_, *k, kv.k, run.count * kv_row, run.slot * kv_row / 2, run.row * kv_row);
-          RecordToBF16(batch, kernels_, v_, kv.v, run.count * kv_row, run.slot * kv_row / 2, run.row * kv_row);
-        } else {
-          const size_t bytes = size_t(run.count * kv_row) * 4;
-          batch.Copy(*k, size_t(run.row * kv_row) * 4, kv.k, size_t(run.slot * kv_row) * 4, bytes);
-          batch.Copy(v_, size_t(run.row * kv_row) * 4, kv.v, size_t(run.slot * kv_row) * 4, bytes);
-        }
-      }
-      // Routed and per-head layers keep every key and narrow to the window per query or head.
       const LayerPlan& plan = steps[s].session->plan.layers[size_t(i)];
       const bool routed = plan.kind == LayerKind::kRouted;
       const bool forced = routed && routes[size_t(i)][s].forced_full_ratio >= 0;
-      DeviceAttention a{AttentionShape{config_.n_heads, config_.n_kv_heads, config_.head_dim},
-                        0,
-                        int64_t(kv.pos.size()),
-                        0,
-                        seq.type,
-                        plan.kind == LayerKind::kFull ? Span{} : plan.span,
-                        attention_scale_,
-                        plan.kind == LayerKind::kPerHead ? plan.full_heads : std::vector<int32_t>{},
-                        !routed  ? nullptr
-                        : forced ? &forced_logits_[size_t(i)]
-                                 : &route_logits_[size_t(i)],
-                        CachePositions(plan)};
-      a.q_rows = n;
-      const int64_t group = AttendGroup(kv.pos.size()), first = rows.first[s], count = steps[s].batch.n;
-      for (int64_t r = 0; r < count; r += group) {
-        a.first_q = first + r, a.n_q = std::min(group, count - r);
-        RecordAttend(batch, kernels_, a, *q, kv.k, kv.v, kv.slot_pos, q_pos_, nullptr, scratch_, attn_);
+      // A store per group of KV heads that see one span (a per-head layer's two).
+      for (DeviceKvStore& kv : seq.layers[size_t(i)]) {
+        for (const DeviceKvStore::Run& run : kv.runs) {
+          RecordStoreKv(batch, kernels_, seq.type, *k, kv.k, run.count, config_.n_kv_heads, hd, run.row, run.slot,
+                        kv.kv_heads);
+          RecordStoreKv(batch, kernels_, seq.type, v_, kv.v, run.count, config_.n_kv_heads, hd, run.row, run.slot,
+                        kv.kv_heads);
+        }
+        // Routed layers keep every key and narrow to the window per query.
+        DeviceAttention a{AttentionShape{config_.n_heads, config_.n_kv_heads, config_.head_dim},
+                          0,
+                          int64_t(kv.pos.size()),
+                          0,
+                          seq.type,
+                          kv.span,
+                          attention_scale_,
+                          kv.kv_heads,
+                          !routed  ? nullptr
+                          : forced ? &forced_logits_[size_t(i)]
+                                   : &route_logits_[size_t(i)],
+                          CachePositions(plan) && !kv.span.full()};
+        a.q_rows = n;
+        const int64_t group = AttendGroup(kv.pos.size()), first = rows.first[s], count = steps[s].batch.n;
+        for (int64_t r = 0; r < count; r += group) {
+          a.first_q = first + r, a.n_q = std::min(group, count - r);
+          RecordAttend(batch, kernels_, a, *q, kv.k, kv.v, kv.slot_pos, q_pos_, nullptr, scratch_, attn_);
+        }
       }
     }
     RecordMatVec(batch, kernels_, l.o, attn_, branch_, n);

@@ -239,7 +239,8 @@ TEST_F(DeviceDecoderTest, RandomFillsMatchTheCpu) {
 // A session keeps its keys and values on the device and frees them with
 // itself, even after the model is gone; two sessions of one model keep
 // separate caches (CacheBytes: a full layer's 256 slots, a window's ring,
-// half as many bytes in bf16; q8_0 is refused).
+// a per-head layer's full heads and window heads apart, half as many bytes
+// in bf16; q8_0 is refused).
 TEST_F(DeviceDecoderTest, SessionsOwnTheirDeviceCaches) {
   SWAN_NEED_VULKAN();
   std::unique_ptr<LanguageModel> gpu = LoadOnDevice(test::Stories260K());
@@ -258,6 +259,14 @@ TEST_F(DeviceDecoderTest, SessionsOwnTheirDeviceCaches) {
   const size_t layers = size_t(gpu->config().n_layers);
   EXPECT_EQ(gpu->CacheBytes(*full), layers * 256 * slot);
   EXPECT_EQ(gpu->CacheBytes(*window), layers * 13 * slot);
+  // Per-head layers: KV head 0 keeps every position (256 slots), the other
+  // 3 a ring of 8 - 1 + 4 slots, as the host cache keeps them.
+  auto per_head = gpu->NewSession(
+      gpu->ResolvePlan("full,layer0:heads:0:8,layer1:heads:0:8,layer2:heads:0:8,layer3:heads:0:8,layer4:heads:0:8"),
+      f32_cache);
+  gpu->Forward(logits.data(), Batch{tokens, pos, 3, false}, *per_head);
+  const size_t head_slot = slot / size_t(shape.n_kv_heads);
+  EXPECT_EQ(gpu->CacheBytes(*per_head), layers * (256 * head_slot + 11 * 3 * head_slot));
   KvCacheOptions bf16_cache;
   bf16_cache.type = KvType::kBF16;
   bf16_cache.max_chunk = 4;

@@ -23,7 +23,8 @@
 #include "gpu/shaders/MatVecQ8_0.h"
 #include "gpu/shaders/RmsNorm.h"
 #include "gpu/shaders/Rope.h"
-#include "gpu/shaders/ToBF16.h"
+#include "gpu/shaders/StoreKvBF16.h"
+#include "gpu/shaders/StoreKvF32.h"
 
 namespace swan {
 
@@ -46,23 +47,37 @@ struct AttendPush {
   int32_t window, sinks;
   int32_t block_offset;  // -1: a sliding window
   float scale;
-  uint32_t full_heads_mask;  // bit h: KV head h sees every key
+  uint32_t stored_heads;  // the KV heads the rows hold, bit h for head h; 0: every head
   uint32_t has_routes;
   uint32_t sink_queries;  // 0, or values from a query to its rotation for sinks out of the window
   uint32_t n_splits;
   uint32_t first_q;
 };
 struct AttendMergePush {
-  uint32_t n_heads, head_dim, n_splits, has_sink_logits, first_q;
+  uint32_t n_heads, head_dim, n_splits, has_sink_logits, first_q, group, stored_heads;
 };
+struct StoreKvPush {
+  uint32_t count, n_kv_heads, head_dim, from_row, to_slot, stored_heads, n_stored;
+};
+
+// The shaders' mask of a store's KV heads (stored_heads.glsl): 0 for every
+// head; else heads below 32, ascending, each once.
+uint32_t StoredHeadsMask(const std::vector<int32_t>& kv_heads, int64_t n_kv_heads) {
+  uint32_t mask = 0;
+  for (size_t i = 0; i < kv_heads.size(); ++i) {
+    const int32_t h = kv_heads[i];
+    if (h < 0 || h >= n_kv_heads || h >= 32 || (i > 0 && h <= kv_heads[i - 1]))
+      throw std::invalid_argument("device KV store: KV head " + std::to_string(h) + " of " +
+                                  std::to_string(n_kv_heads) + " (a store names heads below 32, ascending)");
+    mask |= 1u << h;
+  }
+  return mask;
+}
 struct RopePush {
   uint32_t n_tokens, n_heads, head_dim, table_row;
 };
 struct CountPush {
   uint32_t n;
-};
-struct ToBF16Push {
-  uint32_t n, offset, from;
 };
 struct AddPush {
   uint32_t n;
@@ -142,8 +157,11 @@ const ComputeKernel& DeviceKernels::Gated(bool gelu_tanh) {
 
 const ComputeKernel& DeviceKernels::Add() { return Built(add_, spirv::kAdd, 2, uint32_t(sizeof(AddPush))); }
 
-const ComputeKernel& DeviceKernels::ToBF16() {
-  return Built(to_bf16_, spirv::kToBF16, 2, uint32_t(sizeof(ToBF16Push)));
+const ComputeKernel& DeviceKernels::StoreKv(KvType type) {
+  if (type != KvType::kF32 && type != KvType::kBF16)
+    throw std::invalid_argument("Vulkan KV stores hold f32 and bf16 (not q8_0 yet)");
+  const bool bf16 = type == KvType::kBF16;
+  return Built(store_kv_[bf16], bf16 ? spirv::kStoreKvBF16 : spirv::kStoreKvF32, 2, uint32_t(sizeof(StoreKvPush)));
 }
 
 DeviceMatrix UploadMatrix(VulkanDevice& device, WeightType type, const void* rows, int64_t n, int64_t k) {
@@ -194,7 +212,9 @@ void RecordAttend(CommandBatch& batch, DeviceKernels& kernels, const DeviceAtten
     throw std::invalid_argument("device attention: " + std::to_string(a.n_q) + " queries of " +
                                 std::to_string(s.n_heads) + " heads over " + std::to_string(a.n_rows) + " rows of " +
                                 std::to_string(s.n_kv_heads) + " KV heads of " + std::to_string(s.head_dim));
-  const int64_t row_width = int64_t(s.n_kv_heads) * s.head_dim;
+  const uint32_t stored_heads = StoredHeadsMask(a.kv_heads, s.n_kv_heads);
+  const int64_t n_stored = a.kv_heads.empty() ? s.n_kv_heads : int64_t(a.kv_heads.size());
+  const int64_t row_width = n_stored * s.head_dim;
   const int64_t stride = a.row_stride ? a.row_stride : row_width;
   if (stride < row_width || (a.type == KvType::kBF16 && stride % 2 != 0))
     throw std::invalid_argument("device attention: a row stride of " + std::to_string(stride) + " values");
@@ -214,13 +234,6 @@ void RecordAttend(CommandBatch& batch, DeviceKernels& kernels, const DeviceAtten
   if (sink_logits) RequireBytes(*sink_logits, int64_t(s.n_heads) * 4, "attention sink logits");
   RequireBytes(scratch, AttendScratchFloats(a) * 4, "attention partials");
   RequireBytes(out, q_values * 4, "attention output");
-  uint32_t full_heads_mask = 0;
-  for (int32_t h : a.full_heads) {
-    if (h < 0 || h >= s.n_kv_heads || h >= 32)
-      throw std::invalid_argument("device attention: full KV head " + std::to_string(h) + " of " +
-                                  std::to_string(s.n_kv_heads) + " (per-head layers on a device: heads below 32)");
-    full_heads_mask |= 1u << h;
-  }
   if (a.route_logits) RequireBytes(*a.route_logits, q_rows * 4, "attention route logits");
   const float scale = a.scale != 0.0f ? a.scale : 1.0f / std::sqrt(float(s.head_dim));
   const AttendPush push{uint32_t(a.n_rows),
@@ -232,18 +245,20 @@ void RecordAttend(CommandBatch& batch, DeviceKernels& kernels, const DeviceAtten
                         a.span.sinks,
                         a.span.blocks ? a.span.offset : -1,
                         scale,
-                        full_heads_mask,
+                        stored_heads,
                         a.route_logits ? 1u : 0u,
                         a.cache_positions ? uint32_t(q_values) : 0u,
                         uint32_t(AttendSplits(a.n_rows)),
                         uint32_t(a.first_q)};
   // Bindings left unread (no routes, no sink logits) are given the queries.
   batch.Dispatch(kernels.Attend(a.type), {&q, &k, &v, &kv_pos, &q_pos, &scratch, a.route_logits ? a.route_logits : &q},
-                 &push, uint32_t(s.n_kv_heads), uint32_t(AttendSplits(a.n_rows)), uint32_t(a.n_q));
-  const AttendMergePush merge{uint32_t(s.n_heads), uint32_t(s.head_dim), uint32_t(AttendSplits(a.n_rows)),
-                              sink_logits ? 1u : 0u, uint32_t(a.first_q)};
-  batch.Dispatch(kernels.AttendMerge(), {&scratch, sink_logits ? sink_logits : &q, &out}, &merge, uint32_t(s.n_heads),
-                 uint32_t(a.n_q));
+                 &push, uint32_t(n_stored), uint32_t(AttendSplits(a.n_rows)), uint32_t(a.n_q));
+  const int64_t group = s.n_heads / s.n_kv_heads;
+  const AttendMergePush merge{uint32_t(s.n_heads),   uint32_t(s.head_dim), uint32_t(AttendSplits(a.n_rows)),
+                              sink_logits ? 1u : 0u, uint32_t(a.first_q),  uint32_t(group),
+                              stored_heads};
+  batch.Dispatch(kernels.AttendMerge(), {&scratch, sink_logits ? sink_logits : &q, &out}, &merge,
+                 uint32_t(n_stored * group), uint32_t(a.n_q));
 }
 
 void RecordRope(CommandBatch& batch, DeviceKernels& kernels, DeviceBuffer& x, const DeviceBuffer& cos_sin,
@@ -281,16 +296,23 @@ void RecordAdd(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer& 
   batch.Dispatch(kernels.Add(), {&x, &y}, &push, grid[0], grid[1]);
 }
 
-void RecordToBF16(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer& x, DeviceBuffer& out, int64_t n,
-                  int64_t offset, int64_t from) {
-  if (n < 2 || n % 2 != 0 || offset < 0 || from < 0 || from % 2 != 0)
-    throw std::invalid_argument("device bf16 rounding: " + std::to_string(n) + " values from " + std::to_string(from) +
-                                " at word " + std::to_string(offset));
-  RequireBytes(x, (from + n) * 4, "values to round");
-  RequireBytes(out, (offset + n / 2) * 4, "bf16 output");
-  const ToBF16Push push{uint32_t(n), uint32_t(offset), uint32_t(from)};
-  const std::array<uint32_t, 2> grid = ItemGrid(n / 2);
-  batch.Dispatch(kernels.ToBF16(), {&x, &out}, &push, grid[0], grid[1]);
+void RecordStoreKv(CommandBatch& batch, DeviceKernels& kernels, KvType type, const DeviceBuffer& x, DeviceBuffer& out,
+                   int64_t count, int64_t n_kv_heads, int64_t head_dim, int64_t from_row, int64_t to_slot,
+                   const std::vector<int32_t>& kv_heads) {
+  if (count < 1 || n_kv_heads < 1 || head_dim < 2 || head_dim % 2 != 0 || from_row < 0 || to_slot < 0)
+    throw std::invalid_argument("device KV store: " + std::to_string(count) + " rows of " + std::to_string(n_kv_heads) +
+                                " heads of " + std::to_string(head_dim) + " from row " + std::to_string(from_row) +
+                                " to slot " + std::to_string(to_slot));
+  const uint32_t mask = StoredHeadsMask(kv_heads, n_kv_heads);
+  const int64_t n_stored = kv_heads.empty() ? n_kv_heads : int64_t(kv_heads.size());
+  RequireBytes(x, (from_row + count) * n_kv_heads * head_dim * 4, "keys or values to store");
+  RequireBytes(out, KvBytes(type, (to_slot + count) * n_stored * head_dim), "KV store");
+  const StoreKvPush push{uint32_t(count),    uint32_t(n_kv_heads), uint32_t(head_dim),
+                         uint32_t(from_row), uint32_t(to_slot),    mask,
+                         uint32_t(n_stored)};
+  const int64_t words = count * n_stored * head_dim / (type == KvType::kBF16 ? 2 : 1);
+  const std::array<uint32_t, 2> grid = ItemGrid(words);
+  batch.Dispatch(kernels.StoreKv(type), {&x, &out}, &push, grid[0], grid[1]);
 }
 
 }  // namespace swan

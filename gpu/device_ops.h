@@ -28,16 +28,17 @@ class DeviceKernels {
   const ComputeKernel& Rope();
   const ComputeKernel& Gated(bool gelu_tanh);
   const ComputeKernel& Add();
-  const ComputeKernel& ToBF16();
+  const ComputeKernel& StoreKv(KvType type);
 
  private:
   const ComputeKernel& Built(std::unique_ptr<ComputeKernel>& slot, SpirV code, int buffers, uint32_t push_bytes);
 
   VulkanDevice& device_;
-  std::array<std::unique_ptr<ComputeKernel>, 16> matvec_;  // by WeightType
-  std::array<std::unique_ptr<ComputeKernel>, 2> attend_;   // f32, bf16 KV
-  std::array<std::unique_ptr<ComputeKernel>, 2> gated_;    // SiLU, GELU-tanh
-  std::unique_ptr<ComputeKernel> rms_norm_, rope_, add_, to_bf16_, attend_merge_;
+  std::array<std::unique_ptr<ComputeKernel>, 16> matvec_;   // by WeightType
+  std::array<std::unique_ptr<ComputeKernel>, 2> attend_;    // f32, bf16 KV
+  std::array<std::unique_ptr<ComputeKernel>, 2> gated_;     // SiLU, GELU-tanh
+  std::array<std::unique_ptr<ComputeKernel>, 2> store_kv_;  // f32, bf16 KV
+  std::unique_ptr<ComputeKernel> rms_norm_, rope_, add_, attend_merge_;
 };
 
 // Whether the weights of `type` have a matrix-vector shader yet.
@@ -71,10 +72,12 @@ struct DeviceAttention {
   KvType type = KvType::kF32;
   Span span;
   float scale = 0.0f;  // logit scale; 0 = 1/sqrt(head_dim)
-  // Queries that see every key despite `span`: those of the KV heads in
-  // full_heads (a per-head layer; heads below 32), and the rows whose
-  // route_logits [q_rows] are above 0 (a routed layer: the router's w·xn + b).
-  std::vector<int32_t> full_heads;
+  // The KV heads k and v's rows hold, ascending and below 32 (a per-head
+  // layer's store of its full heads or of its window heads); empty: every
+  // head. Only their query heads are attended and written.
+  std::vector<int32_t> kv_heads;
+  // Query rows whose route_logits [q_rows] are above 0 see every key
+  // despite `span` (a routed layer: the router's w·xn + b).
   const DeviceBuffer* route_logits = nullptr;
   // StreamingLLM positions (pos:cache; a sliding window with sinks): q
   // holds [2, q_rows, n_heads, head_dim], the second the queries rotated to
@@ -112,11 +115,13 @@ void RecordRope(CommandBatch& batch, DeviceKernels& kernels, DeviceBuffer& x, co
 void RecordGated(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer& gate, const DeviceBuffer& up,
                  DeviceBuffer& out, int64_t n, bool gelu_tanh);
 
-// Rounds x [from, from + n) (n and from even) to bfloat16 into out from
-// 32-bit word `offset` ([offset + n / 2] words), as util/bf16.h's
-// F32ToBF16: bf16 KV rows.
-void RecordToBF16(CommandBatch& batch, DeviceKernels& kernels, const DeviceBuffer& x, DeviceBuffer& out, int64_t n,
-                  int64_t offset, int64_t from = 0);
+// Rows [to_slot, to_slot + count) of a KV store out [slots, n_stored,
+// head_dim] of `type` (f32, or bf16 rounded as util/bf16.h's F32ToBF16)
+// from rows [from_row, from_row + count) of x [n, n_kv_heads, head_dim] at
+// the store's kv_heads (ascending, below 32; empty: every head).
+void RecordStoreKv(CommandBatch& batch, DeviceKernels& kernels, KvType type, const DeviceBuffer& x, DeviceBuffer& out,
+                   int64_t count, int64_t n_kv_heads, int64_t head_dim, int64_t from_row, int64_t to_slot,
+                   const std::vector<int32_t>& kv_heads = {});
 
 // y [n] += scale x [i mod period] (period 0: n; it divides n): a bias
 // [period] added to each row of y.

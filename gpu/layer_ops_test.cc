@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
 
 #include "attention/attention.h"
+#include "attention/head_groups.h"
 #include "gpu/device_ops.h"
 #include "gpu/device_test_util.h"
 #include "model/cache_positions.h"
@@ -58,7 +60,8 @@ class DeviceAttend : public VulkanTest {
   // n_q queries at the last positions over n_rows slots: a ring of the
   // positions [first, first + n_rows) in rotated order, `empty` of them
   // marked empty; compares the device's output with AttendReference.
-  // full_heads: KV heads that see every key (a per-head layer); routed:
+  // full_heads: KV heads that see every key (a per-head layer: their rows
+  // and the other heads' in stores of their own, a call each); routed:
   // each query row gets a random route logit, and those above 0 see every
   // key. The reference is AttendReference under the span or under full
   // attention, taken per head or row.
@@ -110,26 +113,55 @@ class DeviceAttend : public VulkanTest {
         }
     }
 
-    std::vector<uint16_t> k16(k.size()), v16(v.size());  // the bf16 cache
-    for (size_t i = 0; i < k.size(); ++i) {
-      k16[i] = F32ToBF16(k[i]);
-      v16[i] = F32ToBF16(v[i]);
+    // The cache's stores: every head, or (per-head) the full heads' and the
+    // window heads' rows apart, as the decoder keeps them.
+    struct Store {
+      std::vector<int32_t> kv_heads;  // empty: every head
+      Span span;
+      std::vector<float> k, v;  // [n_rows, row stride]
+      int64_t stride = 0;
+    };
+    std::vector<Store> stores;
+    if (full_heads.empty()) {
+      stores.push_back({{}, span, k, v, stride});
+    } else {
+      for (const HeadGroup& g : SplitHeads(full_heads, shape.n_kv_heads, span)) {
+        const int64_t g_width = int64_t(g.kv_heads.size()) * shape.head_dim;
+        Store store{g.kv_heads, g.span, std::vector<float>(size_t(n_rows * g_width)),
+                    std::vector<float>(size_t(n_rows * g_width)), g_width};
+        for (int64_t r = 0; r < n_rows; ++r) {
+          GatherHeads(store.k.data() + r * g_width, k.data() + r * stride, 1, shape.n_kv_heads, shape.head_dim,
+                      g.kv_heads);
+          GatherHeads(store.v.data() + r * g_width, v.data() + r * stride, 1, shape.n_kv_heads, shape.head_dim,
+                      g.kv_heads);
+        }
+        stores.push_back(std::move(store));
+      }
     }
     DeviceKernels kernels(*Device());
     const DeviceBuffer dq = Holding(q), dpos = Holding(kv_pos), dqpos = Holding(q_pos), dsinks = Holding(sinks);
     const DeviceBuffer droutes = Holding(route_logits);
-    const DeviceBuffer dk = type == KvType::kBF16 ? Holding(k16) : Holding(k);
-    const DeviceBuffer dv = type == KvType::kBF16 ? Holding(v16) : Holding(v);
-    DeviceAttention a{shape, n_q, n_rows, stride, type, span, 0.0f, full_heads, routed ? &droutes : nullptr};
-    DeviceBuffer scratch(*Device(), size_t(AttendScratchFloats(a)) * 4), out(*Device(), q.size() * 4);
+    DeviceBuffer out(*Device(), q.size() * 4);
+    std::vector<DeviceBuffer> held;  // [stores, 3] keys, values and partials, kept until the batch ran
+    held.reserve(3 * stores.size());
     CommandBatch batch(*Device());
-    // From 3 queries on, the rows go in two calls, as the sequences of a batched step do.
-    const int64_t parts = n_q >= 3 ? 2 : 1;
-    for (int64_t part = 0; part < parts; ++part) {
-      DeviceAttention rows = a;
-      rows.first_q = part * (n_q / 2), rows.n_q = parts == 1 ? n_q : part == 0 ? n_q / 2 : n_q - n_q / 2;
-      rows.q_rows = n_q;
-      RecordAttend(batch, kernels, rows, dq, dk, dv, dpos, dqpos, sink_logits ? &dsinks : nullptr, scratch, out);
+    for (const Store& store : stores) {
+      std::vector<uint16_t> k16(store.k.size()), v16(store.v.size());  // the bf16 cache
+      for (size_t i = 0; i < store.k.size(); ++i) k16[i] = F32ToBF16(store.k[i]), v16[i] = F32ToBF16(store.v[i]);
+      held.push_back(type == KvType::kBF16 ? Holding(k16) : Holding(store.k));
+      held.push_back(type == KvType::kBF16 ? Holding(v16) : Holding(store.v));
+      const DeviceAttention a{
+          shape, n_q, n_rows, store.stride, type, store.span, 0.0f, store.kv_heads, routed ? &droutes : nullptr};
+      held.emplace_back(*Device(), size_t(AttendScratchFloats(a)) * 4);
+      // From 3 queries on, the rows go in two calls, as the sequences of a batched step do.
+      const int64_t parts = n_q >= 3 ? 2 : 1;
+      for (int64_t part = 0; part < parts; ++part) {
+        DeviceAttention rows = a;
+        rows.first_q = part * (n_q / 2), rows.n_q = parts == 1 ? n_q : part == 0 ? n_q / 2 : n_q - n_q / 2;
+        rows.q_rows = n_q;
+        RecordAttend(batch, kernels, rows, dq, held[held.size() - 3], held[held.size() - 2], dpos, dqpos,
+                     sink_logits ? &dsinks : nullptr, held.back(), out);
+      }
     }
     batch.Run();
     const std::vector<float> got = Downloaded(out, q.size());
@@ -169,8 +201,8 @@ TEST_F(DeviceAttend, SplitsAndGroupsOfEverySize) {
   }
 }
 
-// Per-head layers (some KV heads see every key) and routed ones (a query
-// row whose route logit is above 0 does).
+// Per-head layers (some KV heads see every key, from a store of their own)
+// and routed ones (a query row whose route logit is above 0 does).
 TEST_F(DeviceAttend, FullHeadsAndRoutedRowsSeeEveryKey) {
   SWAN_NEED_VULKAN();
   const AttentionShape gqa{6, 3, 24}, mha{4, 4, 32};
@@ -274,48 +306,58 @@ TEST_F(DeviceAttend, RefusesQ8_0CachesAndShortBuffers) {
 
 class DeviceLayerSteps : public VulkanTest {};
 
-// A bf16 KV row: rounded as util/bf16.h rounds (ties to even, NaN and
-// infinities), written from a word offset, the words around it untouched.
-TEST_F(DeviceLayerSteps, Bf16RowsRoundAsTheCpu) {
+// A KV store's rows: rows of a step's keys at a store's heads, into slots
+// further on, the words around them untouched; in f32 as they are, in bf16
+// rounded as util/bf16.h rounds (ties to even, NaN and infinities).
+TEST_F(DeviceLayerSteps, StoredRowsGatherHeadsAndRoundAsTheCpu) {
   SWAN_NEED_VULKAN();
   DeviceKernels kernels(*Device());
   std::normal_distribution<float> normal(0.0f, 3.0f);
-  const int64_t n = 202, offset = 37, words = offset + n / 2 + 5;
-  std::vector<float> x(static_cast<size_t>(n));  // [n]
+  const int64_t n = 5, n_kv_heads = 3, hd = 10, from_row = 1, count = 3, to_slot = 2, slots = 7;
+  std::vector<float> x(size_t(n * n_kv_heads * hd));  // [n, n_kv_heads, hd]
   for (float& v : x) v = normal(rng);
   // Ties: a bf16 value plus half its last place (2^-8 in [1, 2)), rounding
-  // up to even and down to even; and the special values.
-  x[0] = BF16ToF32(0x3f81) + std::ldexp(1.0f, -8), x[1] = BF16ToF32(0x3f80) + std::ldexp(1.0f, -8);  // in [1, 2)
-  x[2] = std::numeric_limits<float>::infinity(), x[3] = -std::numeric_limits<float>::infinity();
-  x[4] = std::numeric_limits<float>::quiet_NaN(), x[5] = -0.0f, x[6] = 3.4e38f, x[7] = 1e-40f;
-  std::vector<uint32_t> before(static_cast<size_t>(words), 0xdeadbeefu);  // [words]
+  // up to even and down to even; and the special values, in rows stored.
+  float* special = x.data() + from_row * n_kv_heads * hd;
+  special[0] = BF16ToF32(0x3f81) + std::ldexp(1.0f, -8), special[1] = BF16ToF32(0x3f80) + std::ldexp(1.0f, -8);
+  special[2] = std::numeric_limits<float>::infinity(), special[3] = -std::numeric_limits<float>::infinity();
+  special[4] = std::numeric_limits<float>::quiet_NaN(), special[5] = -0.0f, special[6] = 3.4e38f, special[7] = 1e-40f;
   const DeviceBuffer dx = Holding(x);
-  DeviceBuffer out = Holding(before);
-  CommandBatch batch(*Device());
-  RecordToBF16(batch, kernels, dx, out, n, offset);
-  batch.Run();
-  std::vector<uint32_t> got(before.size());
-  out.Download(got.data(), got.size() * 4);
-  for (int64_t w = 0; w < words; ++w) {
-    if (w < offset || w >= offset + n / 2) {
-      ASSERT_EQ(got[size_t(w)], 0xdeadbeefu) << "word " << w;
-      continue;
+  for (KvType type : {KvType::kF32, KvType::kBF16})
+    for (const std::vector<int32_t>& heads : {std::vector<int32_t>{}, {0, 2}, {1}}) {
+      SCOPED_TRACE(std::string(KvTypeName(type)) + ", " + std::to_string(heads.size()) + " heads");
+      const std::vector<int32_t> all = {0, 1, 2};
+      const std::vector<int32_t>& stored = heads.empty() ? all : heads;
+      const int64_t width = int64_t(stored.size()) * hd, per_word = type == KvType::kBF16 ? 2 : 1;
+      const int64_t words = slots * width / per_word;
+      DeviceBuffer out = Holding(std::vector<uint32_t>(size_t(words), 0xdeadbeefu));
+      CommandBatch batch(*Device());
+      RecordStoreKv(batch, kernels, type, dx, out, count, n_kv_heads, hd, from_row, to_slot, heads);
+      batch.Run();
+      const std::vector<uint32_t> got = Downloaded<uint32_t>(out, size_t(words));
+      for (int64_t w = 0; w < words; ++w) {
+        const int64_t slot = w * per_word / width;
+        if (slot < to_slot || slot >= to_slot + count) {
+          ASSERT_EQ(got[size_t(w)], 0xdeadbeefu) << "word " << w;
+          continue;
+        }
+        const int64_t within = w * per_word % width, head = stored[size_t(within / hd)];
+        const size_t i = size_t(((from_row + slot - to_slot) * n_kv_heads + head) * hd + within % hd);
+        uint32_t want = 0;
+        if (type == KvType::kBF16) {
+          want = F32ToBF16(x[i]) | uint32_t(F32ToBF16(x[i + 1])) << 16;
+        } else {
+          std::memcpy(&want, &x[i], 4);
+        }
+        ASSERT_EQ(got[size_t(w)], want) << "word " << w;
+      }
     }
-    const size_t i = size_t(2 * (w - offset));
-    ASSERT_EQ(got[size_t(w)] & 0xffffu, F32ToBF16(x[i])) << "value " << i;
-    ASSERT_EQ(got[size_t(w)] >> 16, F32ToBF16(x[i + 1])) << "value " << i + 1;
-  }
-  EXPECT_THROW(RecordToBF16(batch, kernels, dx, out, 7, 0), std::invalid_argument);
-  // Values from further on in x: one row of a batched step's keys.
-  const int64_t from = 36, part = 20;
-  DeviceBuffer part_out = Holding(std::vector<uint32_t>(size_t(part / 2), 0u));
-  RecordToBF16(batch, kernels, dx, part_out, part, 0, from);
-  batch.Run();
-  const std::vector<uint32_t> part_got = Downloaded<uint32_t>(part_out, size_t(part / 2));
-  for (int64_t w = 0; w < part / 2; ++w) {
-    const size_t i = size_t(from + 2 * w);
-    ASSERT_EQ(part_got[size_t(w)], F32ToBF16(x[i]) | uint32_t(F32ToBF16(x[i + 1])) << 16) << "value " << i;
-  }
+  CommandBatch batch(*Device());
+  DeviceBuffer out(*Device(), 4096);
+  EXPECT_THROW(RecordStoreKv(batch, kernels, KvType::kF32, dx, out, 1, n_kv_heads, 7, 0, 0), std::invalid_argument);
+  EXPECT_THROW(RecordStoreKv(batch, kernels, KvType::kF32, dx, out, 1, n_kv_heads, hd, 0, 0, {2, 1}),
+               std::invalid_argument);
+  EXPECT_THROW(RecordStoreKv(batch, kernels, KvType::kQ8_0, dx, out, 1, n_kv_heads, hd, 0, 0), std::invalid_argument);
 }
 
 TEST_F(DeviceLayerSteps, RopeMatchesTheCpuForPlainAndScaledFrequencies) {

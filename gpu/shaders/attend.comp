@@ -11,9 +11,11 @@
 // (window == 0 or k >= the window's start or k < sinks), the start being
 // q - window + 1 for a sliding window and the start of q's block for a
 // block window; a row of position < 0 is an empty slot.
-// Two ways a query sees every key despite the window: its KV head is in
-// full_heads_mask (a per-head layer), or its row's route logit is above 0
-// (a routed layer: Switch Attention's router says full iff w·xn + b > 0).
+// A query sees every key despite the window when its row's route logit is
+// above 0 (a routed layer: Switch Attention's router says full iff
+// w·xn + b > 0). The rows may hold some KV heads only (a per-head layer's
+// store of its full heads or of its window heads, stored_heads.glsl):
+// workgroup x takes the store's x-th head.
 // StreamingLLM positions (pos:cache, model/cache_positions.h): a sink that
 // has left the sliding window is scored with the query rotated to
 // min(q, sinks + window - 1) instead, read sink_queries values further on
@@ -27,7 +29,7 @@
 layout(local_size_x = 64) in;
 
 layout(std430, binding = 0) readonly buffer Queries { float q[]; };  // [q_rows, n_heads, head_dim] (x2 with sink_queries)
-layout(std430, binding = 1) readonly buffer Keys { uint k_words[]; };     // [n_rows, row_stride] of KV type
+layout(std430, binding = 1) readonly buffer Keys { uint k_words[]; };     // [n_rows, row_stride] of KV type: [n_stored, head_dim] a row
 layout(std430, binding = 2) readonly buffer Values { uint v_words[]; };   // [n_rows, row_stride] of KV type
 layout(std430, binding = 3) readonly buffer KeyPositions { int kv_pos[]; };  // [n_rows]
 layout(std430, binding = 4) readonly buffer QueryPositions { int q_pos[]; };  // [q_rows]
@@ -41,7 +43,7 @@ layout(push_constant) uniform Shape {
   int window, sinks;
   int block_offset;  // -1: a sliding window; else where blocks of `window` start
   float scale;       // logit scale
-  uint full_heads_mask;  // bit h: KV head h sees every key
+  uint stored_heads;  // the KV heads the rows hold, bit h for head h; 0: every head
   uint has_routes;
   uint sink_queries;  // 0, or values from each query to its rotation for sinks out of the window
   uint n_splits;      // ceil(n_rows / SPLIT)
@@ -51,6 +53,8 @@ layout(push_constant) uniform Shape {
 shared float queries[HC * 2 * MAX_DIM];  // [HC, 2, head_dim]: the heads' queries, and their rotation for sinks
 shared float weights[HC * SPLIT];        // [HC, SPLIT]: logits, then exp(logit - m)
 shared float partial[64];
+
+#include "stored_heads.glsl"
 
 #if defined(KV_F32)
 float KvAt(uint index, bool value) { return uintBitsToFloat(value ? v_words[index] : k_words[index]); }
@@ -87,14 +91,14 @@ float Reduce(float mine, bool take_max) {
 }
 
 void main() {
-  const uint kv_head = gl_WorkGroupID.x, split = gl_WorkGroupID.y, row = gl_WorkGroupID.z;
+  const uint stored = gl_WorkGroupID.x, split = gl_WorkGroupID.y, row = gl_WorkGroupID.z;
+  const uint kv_head = StoredHead(shape.stored_heads, stored);
   const uint q_row = shape.first_q + row;  // partials are numbered from the call's first query
   const uint t = gl_LocalInvocationID.x, hd = shape.head_dim;
   const uint group = shape.n_heads / shape.n_kv_heads;
   const uint first = split * SPLIT, count = min(uint(SPLIT), shape.n_rows - first);
   const int qp = q_pos[q_row];
-  const bool full = (kv_head < 32u && ((shape.full_heads_mask >> kv_head) & 1u) != 0u) ||
-                    (shape.has_routes != 0u && route_logits[q_row] > 0.0);
+  const bool full = shape.has_routes != 0u && route_logits[q_row] > 0.0;
   const float unseen = -1.0 / 0.0;
   for (uint h0 = 0u; h0 < group; h0 += HC) {
     const uint hn = min(uint(HC), group - h0);
@@ -113,7 +117,7 @@ void main() {
       const int kp = r < count ? kv_pos[first + r] : -1;
       if (r < count && Sees(qp, kp, full)) {
         const bool left_window = shape.sink_queries != 0u && kp < shape.sinks && qp - kp >= shape.window;
-        const uint which = left_window ? 1u : 0u, k_base = (first + r) * shape.row_stride + kv_head * hd;
+        const uint which = left_window ? 1u : 0u, k_base = (first + r) * shape.row_stride + stored * hd;
         for (uint j = 0u; j < HC; ++j) dots[j] = 0.0;
         for (uint d = 0u; d < hd; ++d) {
           const float key = KvAt(k_base + d, false);
@@ -148,7 +152,7 @@ void main() {
       float acc[HC];
       for (uint j = 0u; j < HC; ++j) acc[j] = 0.0;
       for (uint r = 0u; r < count; ++r) {
-        const float value = KvAt((first + r) * shape.row_stride + kv_head * hd + d, true);
+        const float value = KvAt((first + r) * shape.row_stride + stored * hd + d, true);
         for (uint j = 0u; j < hn; ++j) {
           const float w = weights[j * SPLIT + r];
           if (w != 0.0) acc[j] += w * value;  // an empty slot's value may be anything, NaN too

@@ -1,6 +1,8 @@
 #version 450
 // attention/attention.h's Attend, second half: out rows [first_q, first_q +
-// n_q) of [rows, n_heads, head_dim] from attend.comp's partials, one workgroup per query row and head. With
+// n_q) of [rows, n_heads, head_dim] from attend.comp's partials, one
+// workgroup per query row and query head of the store's KV heads
+// (stored_heads.glsl; a per-head layer's other heads are another call's). With
 // M the largest of the splits' m (and of the learned sink logit), out =
 // Σ_s e^{m_s - M} o_s / (Σ_s e^{m_s - M} l_s + e^{sink - M}); a split
 // that saw no key has m = -inf and adds nothing, and a query that saw no
@@ -16,10 +18,16 @@ layout(push_constant) uniform Shape {
   uint n_heads, head_dim, n_splits;
   uint has_sink_logits;
   uint first_q;
+  uint group;         // query heads per KV head
+  uint stored_heads;  // the KV heads of the call, bit h for head h; 0: every head
 } shape;
 
+#include "stored_heads.glsl"
+
 void main() {
-  const uint head = gl_WorkGroupID.x, row = gl_WorkGroupID.y, t = gl_LocalInvocationID.x;
+  const uint row = gl_WorkGroupID.y, t = gl_LocalInvocationID.x;
+  const uint head = StoredHead(shape.stored_heads, gl_WorkGroupID.x / shape.group) * shape.group +
+                    gl_WorkGroupID.x % shape.group;
   const uint hd = shape.head_dim, stride = hd + 2u;
   const uint base = (row * shape.n_heads + head) * shape.n_splits * stride;
   const float unseen = -1.0 / 0.0;
