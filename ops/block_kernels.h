@@ -61,12 +61,37 @@ inline GroupTileData TileData(const BlockJob& job, int64_t g, int64_t row) {
 // cache 30-40% below the read bandwidth (docs/performance.md).
 constexpr uintptr_t kPrefetchBytes = 8192;
 
-// Asks for the cache lines of [p, p + bytes) + kPrefetchBytes; past the
-// end of the weights a prefetch is ignored, so the address is formed as an
-// integer.
-inline void PrefetchAhead(const uint8_t* p, int64_t bytes) {
-  const uintptr_t ahead = reinterpret_cast<uintptr_t>(p) + kPrefetchBytes;
-  for (int64_t line = 0; line < bytes; line += 64) __builtin_prefetch(reinterpret_cast<const void*>(ahead + line));
+// Asks for the cache lines of [p, p + bytes) + ahead; past the end of the
+// weights a prefetch is ignored, so the address is formed as an integer.
+inline void PrefetchLines(const void* p, int64_t bytes, uintptr_t ahead) {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(p) + ahead;
+  for (int64_t line = 0; line < bytes; line += 64) {
+#if defined(__x86_64__)
+    // g++ 12 at -O3 dropped every __builtin_prefetch of PrefetchAhead once
+    // it asked for the scales too: as an instruction it stays.
+    __asm__ volatile("prefetcht0 (%0)" : : "r"(at + line));
+#else
+    __builtin_prefetch(reinterpret_cast<const void*>(at + line));
+#endif
+  }
+}
+
+// Asks for block b's payload (payload_bytes of it) kPrefetchBytes ahead,
+// and for the scales (and mins, sub-scales) of the block as many blocks
+// ahead: they are streams of their own, which the hardware prefetcher
+// gives up on at every 4 KiB page.
+inline void PrefetchAhead(const GroupTileData& t, int64_t b, int64_t payload_bytes) {
+  PrefetchLines(t.payload + b * payload_bytes, payload_bytes, kPrefetchBytes);
+  const uintptr_t blocks_ahead = kPrefetchBytes / uintptr_t(payload_bytes);
+  constexpr uintptr_t kScaleBytes = kPackedRows * sizeof(uint16_t);  // a scale per row of the group
+  if (t.sub_scales) {  // K-quants: [B, 2, 16] int8 sub-scales, d and dmin per 8 blocks
+    PrefetchLines(t.sub_scales + b * 2 * kPackedRows, 1, blocks_ahead * 2 * kPackedRows);
+    if (b % 8 == 0) PrefetchLines(t.scales + b / 8 * kPackedRows, 1, blocks_ahead / 8 * kScaleBytes);
+    if (b % 8 == 0 && t.mins) PrefetchLines(t.mins + b / 8 * kPackedRows, 1, blocks_ahead / 8 * kScaleBytes);
+  } else {
+    PrefetchLines(t.scales + b * kPackedRows, 1, blocks_ahead * kScaleBytes);
+    if (t.mins) PrefetchLines(t.mins + b * kPackedRows, 1, blocks_ahead * kScaleBytes);
+  }
 }
 
 // Writes a group's [rows, 16] results into y's columns below n.

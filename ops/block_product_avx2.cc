@@ -86,8 +86,8 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
   for (int i = 0; i < kRows * kPackedRows; ++i) tile[i] = 0.0f;
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* p = t.payload + b * kPayload;
-    if (row == 0) PrefetchAhead(p, kPayload);  // later tiles read the group from cache
-    const int8_t* x[kRows];                    // each row's 32 values of the block
+    if (row == 0) PrefetchAhead(t, b, kPayload);  // later tiles read the group from cache
+    const int8_t* x[kRows];                       // each row's 32 values of the block
     for (int r = 0; r < kRows; ++r) x[r] = t.xq + r * k + b * kQuantBlockValues;
     __m256i dot[kRows][2];  // [rows, half] int32: rows 8 half .. 8 half + 7 of the group
     for (int r = 0; r < kRows; ++r) dot[r][0] = dot[r][1] = _mm256_setzero_si256();
@@ -223,7 +223,7 @@ SWAN_AVX2_TARGET void GroupTileQ6K(const BlockJob& job, int64_t g, int64_t row, 
   for (int i = 0; i < kRows * kPackedRows; ++i) tile[i] = 0.0f;
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* p = t.payload + b * 384;
-    if (row == 0) PrefetchAhead(p, 384);
+    if (row == 0) PrefetchAhead(t, b, 384);
     __m256i sums[kRows];  // each row's Σ x of values 0-15 and 16-31, int16 side by side
     for (int r = 0; r < kRows; ++r) {
       const __m256i first = BroadcastInt(t.xl + r * blocks + b);

@@ -61,8 +61,8 @@ SWAN_VNNI_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
   __m512 d = _mm512_setzero_ps(), dmin = _mm512_setzero_ps();  // Q4_K: the super-block's
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* p = t.payload + b * kPayload;
-    if (row == 0) PrefetchAhead(p, kPayload);  // later tiles read the group from cache
-    __m512i wv[8];                             // chunk c: values 4c .. 4c + 3 of the 16 rows, unsigned
+    if (row == 0) PrefetchAhead(t, b, kPayload);  // later tiles read the group from cache
+    __m512i wv[8];                                // chunk c: values 4c .. 4c + 3 of the 16 rows, unsigned
     if constexpr (kQ4) {
       for (int c = 0; c < 4; ++c) {
         const __m512i bytes = _mm512_loadu_si512(p + 64 * c);
@@ -149,7 +149,7 @@ SWAN_VNNI_TARGET void GroupTileQ6K(const BlockJob& job, int64_t g, int64_t row, 
   __m512 dw = _mm512_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* p = t.payload + b * 384;
-    if (row == 0) PrefetchAhead(p, 384);
+    if (row == 0) PrefetchAhead(t, b, 384);
     const __m512i h0 = _mm512_loadu_si512(p + 256), h1 = _mm512_loadu_si512(p + 320);
     __m512i wv[8];  // chunk c: values 4c .. 4c + 3 of the 16 rows, q
     const __m512i b0 = _mm512_loadu_si512(p), b1 = _mm512_loadu_si512(p + 64), b2 = _mm512_loadu_si512(p + 128),
