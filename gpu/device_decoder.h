@@ -11,7 +11,8 @@
 // of up to max_chunk, or one token of each sequence a server decodes),
 // and attention per sequence over its own cache. Every plan kind but
 // linear layers, which are refused with a message that says so, as are
-// q8_0 KV caches; per-head and routed layers keep every key.
+// q8_0 KV caches. Routed layers keep every key; a per-head layer its
+// full heads, its window heads in a ring.
 #pragma once
 
 #include <memory>
