@@ -11,6 +11,7 @@
 #include "attention/head_groups.h"
 #include "gpu/device_ops.h"
 #include "kv/kv_cache.h"
+#include "kv/ring_rows.h"
 #include "model/blocks.h"
 #include "model/decoder.h"
 #include "model/decoder_spec.h"
@@ -339,11 +340,9 @@ DeviceSequence& DeviceDecoder::SequenceOf(Session& session, int32_t first_pos) c
         DeviceKvStore kv;
         if (int32_t(group.kv_heads.size()) < config_.n_kv_heads) kv.kv_heads = std::move(group.kv_heads);
         kv.span = group.span;
-        // The host cache's ring (kv/kv_cache.cc's RingRows): a chunk's oldest
-        // query still sees its window while the chunk's own keys are written.
-        // A routed layer keeps every key, for its rows routed full.
-        if (!kv.span.full() && l.kind != LayerKind::kRouted)
-          kv.sinks = kv.span.sinks, kv.ring_rows = int64_t(kv.span.window) - 1 + session.cache.options().max_chunk;
+        // The host cache's ring; a routed layer keeps every key, for its rows routed full.
+        if (l.kind != LayerKind::kRouted) kv.ring_rows = RingRows(kv.span, session.cache.options());
+        if (kv.ring_rows) kv.sinks = kv.span.sinks;
         Grow(kv, fresh->type, kv.SlotsFor(0));
         stores.push_back(std::move(kv));
       }
@@ -431,7 +430,7 @@ DeviceDecoder::LayerNeeds DeviceDecoder::PrepareLayer(int32_t i, const std::vect
   const int64_t n = rows.n(), hd = config_.head_dim;
   const DeviceLayer& l = layers_[size_t(i)];
   LayerNeeds needs;
-  std::vector<float> forced(static_cast<size_t>(n), -1.0f);  // [n] a forced draw's route logits
+  std::vector<float> forced;  // [n] a forced draw's route logits, made at the first one
   for (size_t s = 0; s < steps.size(); ++s) {
     const Session& session = *steps[s].session;
     const LayerPlan& plan = session.plan.layers[size_t(i)];
@@ -463,6 +462,7 @@ DeviceDecoder::LayerNeeds DeviceDecoder::PrepareLayer(int32_t i, const std::vect
       continue;
     }
     needs.forced = true;
+    forced.resize(size_t(n), -1.0f);
     std::vector<uint8_t> full(static_cast<size_t>(b.n));  // [b.n]
     RouteTokens(full.data(), nullptr, b.pos, b.n, config_.hidden_size, routes[s]);
     for (int64_t t = 0; t < b.n; ++t) forced[size_t(first + t)] = full[size_t(t)] ? 1.0f : -1.0f;

@@ -5,10 +5,17 @@
 #include <stdexcept>
 #include <string>
 
+#include "kv/ring_rows.h"
 #include "ops/quant_blocks.h"
 #include "util/bf16.h"
 
 namespace swan {
+
+int64_t RingRows(const Span& span, const KvCacheOptions& options) {
+  if (span.full() || !options.ring_for_window_layers) return 0;
+  return int64_t(span.window) - 1 + options.max_chunk;
+}
+
 namespace {
 
 // Throws for a storage type the shape cannot use.
@@ -17,12 +24,6 @@ void CheckStorage(KvType type, const KvShape& shape) {
     throw std::invalid_argument("KV cache: q8_0 stores blocks of 32 values, and this model's head_dim is " +
                                 std::to_string(shape.head_dim) + "; use --kv bf16 or f32");
   if (type == KvType::kF16) throw std::invalid_argument("KV cache: f16 is not a KV cache type");
-}
-
-// Ring rows of a window layer, 0 for a layer that keeps every position.
-int64_t RingRows(const Span& span, const KvCacheOptions& options) {
-  if (span.full() || !options.ring_for_window_layers) return 0;
-  return int64_t(span.window) - 1 + options.max_chunk;
 }
 
 // Slots in use after `n_ctx` tokens, rounded up to whole pages but never
