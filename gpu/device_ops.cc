@@ -52,6 +52,7 @@ struct AttendPush {
   uint32_t sink_queries;  // 0, or values from a query to its rotation for sinks out of the window
   uint32_t n_splits;
   uint32_t first_q;
+  uint32_t n_q;
 };
 struct AttendMergePush {
   uint32_t n_heads, head_dim, n_splits, has_sink_logits, first_q, group, stored_heads;
@@ -249,10 +250,12 @@ void RecordAttend(CommandBatch& batch, DeviceKernels& kernels, const DeviceAtten
                         a.route_logits ? 1u : 0u,
                         a.cache_positions ? uint32_t(q_values) : 0u,
                         uint32_t(AttendSplits(a.n_rows)),
-                        uint32_t(a.first_q)};
+                        uint32_t(a.first_q),
+                        uint32_t(a.n_q)};
   // Bindings left unread (no routes, no sink logits) are given the queries.
   batch.Dispatch(kernels.Attend(a.type), {&q, &k, &v, &kv_pos, &q_pos, &scratch, a.route_logits ? a.route_logits : &q},
-                 &push, uint32_t(n_stored), uint32_t(AttendSplits(a.n_rows)), uint32_t(a.n_q));
+                 &push, uint32_t(n_stored), uint32_t(AttendSplits(a.n_rows)),
+                 uint32_t((a.n_q + kAttendQueryTile - 1) / kAttendQueryTile));
   const int64_t group = s.n_heads / s.n_kv_heads;
   const AttendMergePush merge{uint32_t(s.n_heads),   uint32_t(s.head_dim), uint32_t(AttendSplits(a.n_rows)),
                               sink_logits ? 1u : 0u, uint32_t(a.first_q),  uint32_t(group),

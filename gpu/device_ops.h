@@ -90,6 +90,8 @@ struct DeviceAttention {
 // Key rows per split of attend.comp (a workgroup's share of the keys), the
 // largest head_dim it takes, and its splits of n_rows keys.
 constexpr int64_t kAttendSplit = 128, kMaxAttendHeadDim = 256;
+// Query rows per workgroup of attend.comp: they read the split's keys once.
+constexpr int64_t kAttendQueryTile = 4;
 inline int64_t AttendSplits(int64_t n_rows) { return (n_rows + kAttendSplit - 1) / kAttendSplit; }
 // Floats of RecordAttend's scratch: [n_q, n_heads, splits, head_dim + 2].
 inline int64_t AttendScratchFloats(const DeviceAttention& a) {

@@ -201,6 +201,20 @@ TEST_F(DeviceAttend, SplitsAndGroupsOfEverySize) {
   }
 }
 
+// Prefill rows in tiles of kAttendQueryTile (whole tiles and a part tile,
+// in calls that start mid-tile), their (row, head) pairs in passes of 8:
+// GQA groups of 1, 4 and 7, wide heads, routed rows.
+TEST_F(DeviceAttend, QueryTilesOfEverySize) {
+  SWAN_NEED_VULKAN();
+  for (KvType type : {KvType::kF32, KvType::kBF16}) {
+    Check(AttentionShape{8, 2, 40}, 11, 300, 4, type, Span{}, true);
+    Check(AttentionShape{7, 1, 24}, 9, 200, 0, type, Span{16, 4}, false);
+    Check(AttentionShape{4, 4, 64}, 13, 140, 2, type, Span{32, 0, true, 7}, false);
+    Check(AttentionShape{8, 2, 256}, 6, 129, 0, type, Span{}, false);
+    Check(AttentionShape{6, 3, 24}, 10, 90, 0, type, Span{5, 1}, false, 0, {}, true);
+  }
+}
+
 // Per-head layers (some KV heads see every key, from a store of their own)
 // and routed ones (a query row whose route logit is above 0 does).
 TEST_F(DeviceAttend, FullHeadsAndRoutedRowsSeeEveryKey) {

@@ -1,11 +1,13 @@
 #version 450
-// attention/attention.h's Attend, first half: each workgroup takes one KV
-// head, one query row and one split of SPLIT key rows (split over keys, so
-// that a long cache keeps the GPU busy), and the query heads that share
-// the KV head score each key row read once (GQA), HC heads at a time. It
-// writes each head's partial: the values weighted by exp(logit - m), then
-// m (the split's largest logit) and the sum of its exponentials;
-// attend_merge.comp combines the splits.
+// attention/attention.h's Attend, first half, blocked: each workgroup takes
+// one KV head, a tile of up to QT query rows and one split of SPLIT key rows
+// (split over keys, so that a long cache keeps the GPU busy). The tile's
+// rows and the query heads that share the KV head (GQA) are scored as
+// (row, head) pairs, up to PAIRS of them per pass over the split, so a
+// prefill reads each key and value row once for many queries. It writes
+// each pair's partial: the values weighted by exp(logit - m), then m (the
+// split's largest logit) and the sum of its exponentials; attend_merge.comp
+// combines the splits as an online softmax does.
 // Keys are chosen by position with swan's one window rule
 // (attention/span.h): a query at q sees a key at k iff 0 <= k <= q and
 // (window == 0 or k >= the window's start or k < sinks), the start being
@@ -22,9 +24,12 @@
 // in q; one softmax over both parts is the CPU's merge of the two.
 //   KV_F32: k, v float32; KV_BF16: bfloat16 pairs in 32-bit words
 
-#define HC 4          // query heads scored per pass over a split's keys
-#define SPLIT 128     // key rows per workgroup
-#define MAX_DIM 256   // largest head_dim (RecordAttend refuses more)
+#define QT 4              // query rows per workgroup
+#define PAIRS 8           // (query row, head) pairs scored per pass over a split's keys
+#define SPLIT 128         // key rows per workgroup
+#define MAX_DIM 256       // largest head_dim (RecordAttend refuses more)
+#define QUERY_FLOATS 2048 // shared floats for a pass's queries: PAIRS of head_dim 256, fewer with sink rotations
+// Shared memory: 12.3 KiB, under the 16 KiB every Vulkan device has.
 
 layout(local_size_x = 64) in;
 
@@ -48,10 +53,11 @@ layout(push_constant) uniform Shape {
   uint sink_queries;  // 0, or values from each query to its rotation for sinks out of the window
   uint n_splits;      // ceil(n_rows / SPLIT)
   uint first_q;       // the first of the n_q query rows in q, q_pos and route_logits
+  uint n_q;           // query rows of the call
 } shape;
 
-shared float queries[HC * 2 * MAX_DIM];  // [HC, 2, head_dim]: the heads' queries, and their rotation for sinks
-shared float weights[HC * SPLIT];        // [HC, SPLIT]: logits, then exp(logit - m)
+shared float queries[QUERY_FLOATS];  // [pairs, 1 or 2, head_dim]: a pass's queries, and their rotation for sinks
+shared float weights[PAIRS * SPLIT];  // [PAIRS, SPLIT]: logits, then exp(logit - m)
 shared float partial[64];
 
 #include "stored_heads.glsl"
@@ -91,75 +97,96 @@ float Reduce(float mine, bool take_max) {
 }
 
 void main() {
-  const uint stored = gl_WorkGroupID.x, split = gl_WorkGroupID.y, row = gl_WorkGroupID.z;
+  const uint stored = gl_WorkGroupID.x, split = gl_WorkGroupID.y, first_row = gl_WorkGroupID.z * QT;
   const uint kv_head = StoredHead(shape.stored_heads, stored);
-  const uint q_row = shape.first_q + row;  // partials are numbered from the call's first query
   const uint t = gl_LocalInvocationID.x, hd = shape.head_dim;
   const uint group = shape.n_heads / shape.n_kv_heads;
   const uint first = split * SPLIT, count = min(uint(SPLIT), shape.n_rows - first);
-  const int qp = q_pos[q_row];
-  const bool full = shape.has_routes != 0u && route_logits[q_row] > 0.0;
+  const uint slots = shape.sink_queries != 0u ? 2u : 1u;  // queries kept per pair
+  const uint pass_pairs = min(uint(PAIRS), QUERY_FLOATS / (slots * hd));
+  // pair p: the tile's row p / group (partials are numbered from the call's first query), head p % group
+  const uint n_pairs = min(uint(QT), shape.n_q - first_row) * group;
   const float unseen = -1.0 / 0.0;
-  for (uint h0 = 0u; h0 < group; h0 += HC) {
-    const uint hn = min(uint(HC), group - h0);
-    const uint head0 = kv_head * group + h0;  // the chunk's first query head
-    barrier();  // the last chunk is done with the shared arrays
-    for (uint i = t; i < hn * hd; i += 64u) {
-      const uint j = i / hd, d = i % hd, at = (q_row * shape.n_heads + head0 + j) * hd + d;
-      queries[(2u * j) * hd + d] = q[at];
-      queries[(2u * j + 1u) * hd + d] = shape.sink_queries != 0u ? q[shape.sink_queries + at] : 0.0;
+  for (uint p0 = 0u; p0 < n_pairs; p0 += pass_pairs) {
+    const uint pn = min(pass_pairs, n_pairs - p0);
+    barrier();  // the last pass is done with the shared arrays
+    for (uint i = t; i < pn * hd; i += 64u) {
+      const uint j = i / hd, d = i % hd, p = p0 + j;
+      const uint at = ((shape.first_q + first_row + p / group) * shape.n_heads + kv_head * group + p % group) * hd + d;
+      queries[(slots * j) * hd + d] = q[at];
+      if (slots == 2u) queries[(2u * j + 1u) * hd + d] = q[shape.sink_queries + at];
+    }
+    // Each pair's query position, whether its row sees every key (routed), and its row's queries in shared memory.
+    int qp[PAIRS];
+    bool full[PAIRS];
+    for (uint j = 0u; j < PAIRS; ++j) {
+      const uint q_row = shape.first_q + first_row + min(p0 + j, n_pairs - 1u) / group;
+      qp[j] = q_pos[q_row];
+      full[j] = shape.has_routes != 0u && route_logits[q_row] > 0.0;
     }
     barrier();
-    // Logits: an invocation per key row, each row read once for the chunk's heads.
+    // Logits: an invocation per key row, each row read once for the pass's pairs.
     for (uint r = t; r < SPLIT; r += 64u) {
-      float dots[HC];
-      for (uint j = 0u; j < HC; ++j) dots[j] = unseen;
+      float dots[PAIRS];
+      uint query_at[PAIRS];  // where pair j's query for this key is in queries[]
+      bool seen[PAIRS];
+      bool any = false;
       const int kp = r < count ? kv_pos[first + r] : -1;
-      if (r < count && Sees(qp, kp, full)) {
-        const bool left_window = shape.sink_queries != 0u && kp < shape.sinks && qp - kp >= shape.window;
-        const uint which = left_window ? 1u : 0u, k_base = (first + r) * shape.row_stride + stored * hd;
-        for (uint j = 0u; j < HC; ++j) dots[j] = 0.0;
+      for (uint j = 0u; j < PAIRS; ++j) {
+        const bool left_window = slots == 2u && kp < shape.sinks && qp[j] - kp >= shape.window;
+        seen[j] = j < pn && Sees(qp[j], kp, full[j]);
+        dots[j] = 0.0;
+        query_at[j] = (slots * j + (left_window ? 1u : 0u)) * hd;
+        any = any || seen[j];
+      }
+      if (any) {  // a key some pair sees is a stored row, so every pair's dot with it is finite
+        const uint k_base = (first + r) * shape.row_stride + stored * hd;
         for (uint d = 0u; d < hd; ++d) {
           const float key = KvAt(k_base + d, false);
-          for (uint j = 0u; j < hn; ++j) dots[j] += queries[(2u * j + which) * hd + d] * key;
+          for (uint j = 0u; j < pn; ++j) dots[j] += queries[query_at[j] + d] * key;
         }
-        for (uint j = 0u; j < HC; ++j) dots[j] *= shape.scale;
       }
-      for (uint j = 0u; j < hn; ++j) weights[j * SPLIT + r] = dots[j];
+      for (uint j = 0u; j < PAIRS; ++j) dots[j] = seen[j] ? dots[j] * shape.scale : unseen;
+      for (uint j = 0u; j < pn; ++j) weights[j * SPLIT + r] = dots[j];
     }
-    // Per head: the split's largest logit, the exponentials and their sum.
-    for (uint j = 0u; j < hn; ++j) {
+    // Per pair: the split's largest logit, the exponentials and their sum.
+    for (uint j = 0u; j < pn; ++j) {
       float best = unseen;
       for (uint r = t; r < SPLIT; r += 64u) best = max(best, weights[j * SPLIT + r]);
       const float m = Reduce(best, true);
       float sum = 0.0;
       for (uint r = t; r < SPLIT; r += 64u) {
         const float s = weights[j * SPLIT + r];
-        const float p = s == unseen ? 0.0 : exp(s - m);
-        weights[j * SPLIT + r] = p;
-        sum += p;
+        const float e = s == unseen ? 0.0 : exp(s - m);
+        weights[j * SPLIT + r] = e;
+        sum += e;
       }
       const float total = Reduce(sum, false);
-      const uint at = ((row * shape.n_heads + head0 + j) * shape.n_splits + split) * (hd + 2u);
+      const uint p = p0 + j;
+      const uint at = (((first_row + p / group) * shape.n_heads + kv_head * group + p % group) * shape.n_splits + split) *
+                      (hd + 2u);
       if (t == 0u) {
         partials[at + hd] = m;
         partials[at + hd + 1u] = total;
       }
     }
     barrier();
-    // The weighted values: an invocation per dimension, each value read once for the chunk's heads.
+    // The weighted values: an invocation per dimension, each value read once for the pass's pairs.
     for (uint d = t; d < hd; d += 64u) {
-      float acc[HC];
-      for (uint j = 0u; j < HC; ++j) acc[j] = 0.0;
+      float acc[PAIRS];
+      for (uint j = 0u; j < PAIRS; ++j) acc[j] = 0.0;
       for (uint r = 0u; r < count; ++r) {
         const float value = KvAt((first + r) * shape.row_stride + stored * hd + d, true);
-        for (uint j = 0u; j < hn; ++j) {
+        for (uint j = 0u; j < pn; ++j) {
           const float w = weights[j * SPLIT + r];
           if (w != 0.0) acc[j] += w * value;  // an empty slot's value may be anything, NaN too
         }
       }
-      for (uint j = 0u; j < hn; ++j)
-        partials[((row * shape.n_heads + head0 + j) * shape.n_splits + split) * (hd + 2u) + d] = acc[j];
+      for (uint j = 0u; j < pn; ++j) {
+        const uint p = p0 + j;
+        partials[(((first_row + p / group) * shape.n_heads + kv_head * group + p % group) * shape.n_splits + split) *
+                     (hd + 2u) + d] = acc[j];
+      }
     }
   }
 }

@@ -2,8 +2,9 @@
 // y [m, n] = x [m, k] · wᵀ, w [n, k] in the type matvec_weights.glsl reads.
 // One workgroup per output value and tile of up to TILE input rows: its 64
 // invocations take the row's units in turn, each unit's weights read from
-// memory once for the tile's rows (a prefill's rows share them), and add
-// their partial sums in shared memory, which holds on any subgroup size.
+// memory and unpacked once for the tile's rows (a prefill's rows share
+// them), and add their partial sums in shared memory, which holds on any
+// subgroup size.
 // Rows past 65535 go to the y dimension of the grid (the least
 // maxComputeWorkGroupCount Vulkan guarantees); tiles of input rows to z.
 
@@ -35,8 +36,7 @@ void main() {
   const uint row_byte = row * shape.row_bytes;
   float sums[TILE];
   for (uint i = 0u; i < TILE; ++i) sums[i] = 0.0;
-  for (uint b = t; b < units; b += 64u)
-    for (uint i = 0u; i < inputs; ++i) sums[i] += BlockDot(row_byte, b, (first_input + i) * shape.k + b * UNIT);
+  for (uint b = t; b < units; b += 64u) BlockDots(row_byte, b, first_input * shape.k + b * UNIT, inputs, sums);
   for (uint i = 0u; i < TILE; ++i) partial[i * 64u + t] = sums[i];
   barrier();
   for (uint half_size = 32u; half_size > 0u; half_size >>= 1) {

@@ -1,7 +1,9 @@
 // How matvec.comp reads one weight row: the row's values as the file holds
 // them (GGUF's layout), from a buffer of 32-bit words. WEIGHT_* picks the
-// type; BlockDot(row_byte, b, xb) is the dot product of the row's values
-// [UNIT b, UNIT (b + 1)) with x's, xb the index of x's first one.
+// type; BlockDots(row_byte, b, xb, inputs, sums) adds to sums[i] the dot
+// product of the row's values [UNIT b, UNIT (b + 1)) with input row i's
+// (i < inputs), xb the index of input row 0's first one in x: each weight
+// is unpacked once for all the tile's rows.
 //   f32, bf16, f16: UNIT 1, a row is k values
 //   Q8_0: UNIT 32, blocks of 34 bytes: f16 d, 32 int8 q; value d q
 //   Q4_0: UNIT 32, blocks of 18 bytes: f16 d, 16 bytes of nibbles; value j
@@ -30,40 +32,51 @@ uint ByteAt(uint at) { return (w[at >> 2] >> ((at & 3u) * 8u)) & 0xffu; }
 // The f16 at an even byte.
 float HalfAt(uint at) { return unpackHalf2x16(w[at >> 2] >> ((at & 2u) * 8u)).x; }
 int Int8At(uint at) { return int(ByteAt(at) << 24) >> 24; }
+// Input row i's value j of the unit at xb (rows are shape.k apart).
+#define X(i, j) x[xb + (i) * shape.k + (j)]
 
+#if defined(WEIGHT_F32) || defined(WEIGHT_BF16) || defined(WEIGHT_F16)
+const uint UNIT = 1;
+void BlockDots(uint row_byte, uint b, uint xb, uint inputs, inout float sums[TILE]) {
 #if defined(WEIGHT_F32)
-const uint UNIT = 1;
-float BlockDot(uint row_byte, uint b, uint xb) { return uintBitsToFloat(w[(row_byte >> 2) + b]) * x[xb]; }
+  const float value = uintBitsToFloat(w[(row_byte >> 2) + b]);
 #elif defined(WEIGHT_BF16)
-const uint UNIT = 1;
-float BlockDot(uint row_byte, uint b, uint xb) {
   const uint at = row_byte + 2u * b;
   const uint word = w[at >> 2];
-  return uintBitsToFloat((at & 2u) == 0u ? word << 16 : word & 0xffff0000u) * x[xb];
+  const float value = uintBitsToFloat((at & 2u) == 0u ? word << 16 : word & 0xffff0000u);
+#else
+  const float value = HalfAt(row_byte + 2u * b);
+#endif
+  for (uint i = 0u; i < inputs; ++i) sums[i] += value * X(i, 0u);
 }
-#elif defined(WEIGHT_F16)
-const uint UNIT = 1;
-float BlockDot(uint row_byte, uint b, uint xb) { return HalfAt(row_byte + 2u * b) * x[xb]; }
 #elif defined(WEIGHT_Q8_0)
 const uint UNIT = 32;
 const uint BLOCK_BYTES = 34;
-float BlockDot(uint row_byte, uint b, uint xb) {
+void BlockDots(uint row_byte, uint b, uint xb, uint inputs, inout float sums[TILE]) {
   const uint at = row_byte + BLOCK_BYTES * b;
-  float sum = 0.0;
-  for (uint j = 0; j < 32u; ++j) sum += float(Int8At(at + 2u + j)) * x[xb + j];
-  return HalfAt(at) * sum;
+  float dots[TILE];
+  for (uint i = 0u; i < TILE; ++i) dots[i] = 0.0;
+  for (uint j = 0u; j < 32u; ++j) {
+    const float value = float(Int8At(at + 2u + j));
+    for (uint i = 0u; i < inputs; ++i) dots[i] += value * X(i, j);
+  }
+  const float d = HalfAt(at);
+  for (uint i = 0u; i < inputs; ++i) sums[i] += d * dots[i];
 }
 #elif defined(WEIGHT_Q4_0)
 const uint UNIT = 32;
 const uint BLOCK_BYTES = 18;
-float BlockDot(uint row_byte, uint b, uint xb) {
+void BlockDots(uint row_byte, uint b, uint xb, uint inputs, inout float sums[TILE]) {
   const uint at = row_byte + BLOCK_BYTES * b;
-  float sum = 0.0;
-  for (uint j = 0; j < 16u; ++j) {
+  float dots[TILE];
+  for (uint i = 0u; i < TILE; ++i) dots[i] = 0.0;
+  for (uint j = 0u; j < 16u; ++j) {
     const uint byte = ByteAt(at + 2u + j);
-    sum += float(int(byte & 0xfu) - 8) * x[xb + j] + float(int(byte >> 4) - 8) * x[xb + 16u + j];
+    const float lo = float(int(byte & 0xfu) - 8), hi = float(int(byte >> 4) - 8);
+    for (uint i = 0u; i < inputs; ++i) dots[i] += lo * X(i, j) + hi * X(i, 16u + j);
   }
-  return HalfAt(at) * sum;
+  const float d = HalfAt(at);
+  for (uint i = 0u; i < inputs; ++i) sums[i] += d * dots[i];
 }
 #elif defined(WEIGHT_Q4_1) || defined(WEIGHT_Q5_0) || defined(WEIGHT_Q5_1)
 const uint UNIT = 32;
@@ -74,7 +87,7 @@ const uint BLOCK_BYTES = 22, QS = 6, QH = 2;  // QH: the high bits' offset
 #else
 const uint BLOCK_BYTES = 24, QS = 8, QH = 4;
 #endif
-float BlockDot(uint row_byte, uint b, uint xb) {
+void BlockDots(uint row_byte, uint b, uint xb, uint inputs, inout float sums[TILE]) {
   const uint at = row_byte + BLOCK_BYTES * b;
 #if defined(WEIGHT_Q4_1)
   const uint high = 0u;
@@ -82,18 +95,23 @@ float BlockDot(uint row_byte, uint b, uint xb) {
   const uint high = ByteAt(at + QH) | (ByteAt(at + QH + 1u) << 8) | (ByteAt(at + QH + 2u) << 16) |
                     (ByteAt(at + QH + 3u) << 24);
 #endif
-  float dot = 0.0, sum = 0.0;
+  float dots[TILE], x_sums[TILE];  // Σ q x and Σ x per input row
+  for (uint i = 0u; i < TILE; ++i) dots[i] = 0.0, x_sums[i] = 0.0;
   for (uint j = 0; j < 16u; ++j) {
     const uint byte = ByteAt(at + QS + j);
     const float lo = float((byte & 0xfu) | (((high >> j) & 1u) << 4));
     const float hi = float((byte >> 4) | (((high >> (j + 16u)) & 1u) << 4));
-    dot += lo * x[xb + j] + hi * x[xb + 16u + j];
-    sum += x[xb + j] + x[xb + 16u + j];
+    for (uint i = 0u; i < inputs; ++i) {
+      dots[i] += lo * X(i, j) + hi * X(i, 16u + j);
+      x_sums[i] += X(i, j) + X(i, 16u + j);
+    }
   }
+  const float d = HalfAt(at);
 #if defined(WEIGHT_Q5_0)
-  return HalfAt(at) * (dot - 16.0 * sum);
+  for (uint i = 0u; i < inputs; ++i) sums[i] += d * (dots[i] - 16.0 * x_sums[i]);
 #else
-  return HalfAt(at) * dot + HalfAt(at + 2u) * sum;
+  const float m = HalfAt(at + 2u);
+  for (uint i = 0u; i < inputs; ++i) sums[i] += d * dots[i] + m * x_sums[i];
 #endif
 }
 #elif defined(WEIGHT_Q4_K) || defined(WEIGHT_Q5_K)
@@ -105,55 +123,59 @@ uvec2 ScaleMin(uint at, uint j) {
   const uint low = ByteAt(at + j + 4u);
   return uvec2((low & 0xfu) | ((ByteAt(at + j - 4u) >> 6) << 4), (low >> 4) | ((ByteAt(at + j) >> 6) << 4));
 }
+void BlockDots(uint row_byte, uint u, uint xb, uint inputs, inout float sums[TILE]) {
+  const uint j = u % 8u;
 #if defined(WEIGHT_Q5_K)
-float BlockDot(uint row_byte, uint u, uint xb) {
-  const uint at = row_byte + 176u * (u / 8u), j = u % 8u;
-  const uvec2 sm = ScaleMin(at + 4u, j);
-  // sub-blocks 2c and 2c + 1 are the low and high nibbles of bytes 32c ..;
+  const uint at = row_byte + 176u * (u / 8u);
   // sub-block j's fifth bit is bit j of the high-bit byte l
-  const uint qh = at + 16u, qs = at + 48u + 32u * (j / 2u), shift = 4u * (j % 2u);
-  float dot = 0.0, sum = 0.0;
-  for (uint l = 0; l < 32u; ++l) {
-    const float xv = x[xb + l];
-    dot += float(((ByteAt(qs + l) >> shift) & 0xfu) | (((ByteAt(qh + l) >> j) & 1u) << 4)) * xv;
-    sum += xv;
-  }
-  return HalfAt(at) * float(sm.x) * dot - HalfAt(at + 2u) * float(sm.y) * sum;
-}
+  const uint qh = at + 16u, qs = at + 48u + 32u * (j / 2u);
 #else
-float BlockDot(uint row_byte, uint u, uint xb) {
-  const uint at = row_byte + 144u * (u / 8u), j = u % 8u;
-  const uvec2 sm = ScaleMin(at + 4u, j);
-  // sub-blocks 2c and 2c + 1 are the low and high nibbles of bytes 32c ..
-  const uint qs = at + 16u + 32u * (j / 2u), shift = 4u * (j % 2u);
-  float dot = 0.0, sum = 0.0;
-  for (uint l = 0; l < 32u; ++l) {
-    const float xv = x[xb + l];
-    dot += float((ByteAt(qs + l) >> shift) & 0xfu) * xv;
-    sum += xv;
-  }
-  return HalfAt(at) * float(sm.x) * dot - HalfAt(at + 2u) * float(sm.y) * sum;
-}
+  const uint at = row_byte + 144u * (u / 8u);
+  const uint qs = at + 16u + 32u * (j / 2u);
 #endif
+  // sub-blocks 2c and 2c + 1 are the low and high nibbles of bytes 32c ..
+  const uint shift = 4u * (j % 2u);
+  const uvec2 sm = ScaleMin(at + 4u, j);
+  float dots[TILE], x_sums[TILE];  // Σ q x and Σ x per input row
+  for (uint i = 0u; i < TILE; ++i) dots[i] = 0.0, x_sums[i] = 0.0;
+  for (uint l = 0; l < 32u; ++l) {
+#if defined(WEIGHT_Q5_K)
+    const float value = float(((ByteAt(qs + l) >> shift) & 0xfu) | (((ByteAt(qh + l) >> j) & 1u) << 4));
+#else
+    const float value = float((ByteAt(qs + l) >> shift) & 0xfu);
+#endif
+    for (uint i = 0u; i < inputs; ++i) {
+      dots[i] += value * X(i, l);
+      x_sums[i] += X(i, l);
+    }
+  }
+  const float scale = HalfAt(at) * float(sm.x), min_scale = HalfAt(at + 2u) * float(sm.y);
+  for (uint i = 0u; i < inputs; ++i) sums[i] += scale * dots[i] - min_scale * x_sums[i];
+}
 #elif defined(WEIGHT_Q6_K)
 const uint UNIT = 32;
-float BlockDot(uint row_byte, uint u, uint xb) {
+void BlockDots(uint row_byte, uint u, uint xb, uint inputs, inout float sums[TILE]) {
   const uint at = row_byte + 210u * (u / 8u), j = u % 8u;
   const uint h = j / 4u, g = j % 4u;  // the 128-value half, and 32-value group in it
   // group g: low nibbles of ql[l] (0), of ql[l + 32] (1), high nibbles of
   // the same (2, 3); its top 2 bits at bit 2g of qh[l]
   const uint ql = at + 64u * h + 32u * (g % 2u), qh = at + 128u + 32u * h, shift = 4u * (g / 2u);
   const uint scales = at + 192u + 8u * h + 2u * g;
-  float total = 0.0;
+  float totals[TILE];
+  for (uint i = 0u; i < TILE; ++i) totals[i] = 0.0;
   for (uint half16 = 0; half16 < 2u; ++half16) {
-    float dot = 0.0;
+    float dots[TILE];
+    for (uint i = 0u; i < TILE; ++i) dots[i] = 0.0;
     for (uint l = 16u * half16; l < 16u * half16 + 16u; ++l) {
       const uint q = ((ByteAt(ql + l) >> shift) & 0xfu) | (((ByteAt(qh + l) >> (2u * g)) & 3u) << 4);
-      dot += float(int(q) - 32) * x[xb + l];
+      const float value = float(int(q) - 32);
+      for (uint i = 0u; i < inputs; ++i) dots[i] += value * X(i, l);
     }
-    total += float(Int8At(scales + half16)) * dot;
+    const float sc = float(Int8At(scales + half16));
+    for (uint i = 0u; i < inputs; ++i) totals[i] += sc * dots[i];
   }
-  return HalfAt(at + 208u) * total;
+  const float d = HalfAt(at + 208u);
+  for (uint i = 0u; i < inputs; ++i) sums[i] += d * totals[i];
 }
 #else
 #error "matvec.comp: define one WEIGHT_ type"
