@@ -2,8 +2,9 @@
 // weights: logits of every token of a prompt within a stated tolerance,
 // and the same greedy continuation, under full, window, window + sinks,
 // hybrid, NoPE, routed and per-head plans; stories260K (Llama, f32
-// weights), swan-7m (bf16) and a lab model's routers. Plans the device does
-// not run yet (linear layers) are refused with a message.
+// weights), swan-7m (bf16), tiny Qwen2, Qwen3 and Gemma 3 models, and the
+// lab's models under their own plans. Plans the device does not run yet
+// (linear layers) are refused with a message.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -55,15 +56,17 @@ class DeviceDecoderTest : public VulkanTest {
     }
     cpu_session->routing.forced_full_ratio = gpu_session->routing.forced_full_ratio = forced_ratio;
     std::uniform_int_distribution<int32_t> id(1, int32_t(vocab - 1));
-    std::vector<int32_t> prompt(12);  // [12] random ids: every position matters alike
+    std::vector<int32_t> prompt(
+        static_cast<size_t>(prompt_tokens));  // [prompt_tokens] random ids: every position matters alike
     for (int32_t& t : prompt) t = id(rng);
     std::vector<int32_t> pos(prompt.size());
     for (size_t i = 0; i < pos.size(); ++i) pos[i] = int32_t(i);
-    std::vector<float> want(prompt.size() * size_t(vocab)), got(want.size());  // [12, vocab]
+    std::vector<float> want(prompt.size() * size_t(vocab)), got(want.size());  // [prompt_tokens, vocab]
     // The CPU as one prefill, the device in two calls (positions continue).
     cpu->Forward(want.data(), Batch{prompt.data(), pos.data(), int64_t(prompt.size()), true}, *cpu_session);
     gpu->Forward(got.data(), Batch{prompt.data(), pos.data(), 5, true}, *gpu_session);
-    gpu->Forward(got.data() + 5 * vocab, Batch{prompt.data() + 5, pos.data() + 5, 7, true}, *gpu_session);
+    gpu->Forward(got.data() + 5 * vocab, Batch{prompt.data() + 5, pos.data() + 5, prompt_tokens - 5, true},
+                 *gpu_session);
     double worst = 0;
     for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, double(std::fabs(want[i] - got[i])));
     std::printf("%s under '%s'%s%s, %s KV: largest logit difference %.2e\n", dir.c_str(), plan.c_str(),
@@ -99,7 +102,8 @@ class DeviceDecoderTest : public VulkanTest {
 
   double forced_ratio = -1;  // routed plans: >= 0 draws the routes (RouteOptions)
   KvType kv_type = KvType::kF32;
-  int32_t max_chunk = 512;  // the most tokens one pass writes (KvCacheOptions)
+  int32_t max_chunk = 512;     // the most tokens one pass writes (KvCacheOptions)
+  int32_t prompt_tokens = 12;  // at least 6: the device takes them as 5, then the rest
 };
 
 TEST_F(DeviceDecoderTest, Stories260KMatchesTheCpuUnderEveryStaticPlan) {
@@ -369,6 +373,19 @@ TEST_F(DeviceDecoderTest, RoutedAndPerHeadPlansMatchTheCpu) {
   // 402864262): a tolerance of 1e-3.
   Compare(test::SourceRoot() + "/models/lab/routed", "routed:4,sinks:1", 8, 1e-3, WeightType::kF32);
   Compare(test::Stories260K(), "full,layer0:heads:1+3:4,layer2:heads:0:3,layer4:swa:4,sinks:1", 8, 1e-4);
+}
+
+// The lab's models of 4 layers, each under the plan it was trained with
+// (config.json's swan_attention_plan): full, window, window + sinks,
+// staggered, chunked, 3:1 hybrid, hybrid with NoPE, per-head and routed,
+// over a prompt of 72 tokens, so that their windows of 64 slide; the
+// linear one is refused (below).
+TEST_F(DeviceDecoderTest, LabModelsMatchTheCpuUnderTheirOwnPlans) {
+  SWAN_NEED_VULKAN();
+  prompt_tokens = 72;
+  for (const char* name : {"d4-full", "d4-swa64", "d4-swa64-sinks4", "d4-swa64-staggered", "d4-swa64-chunked",
+                           "d4-hybrid31", "d4-hybrid31-nope", "d4-per-head12", "d4-routed"})
+    Compare(test::SourceRoot() + "/models/lab/" + name, "model", 2, 1e-3, WeightType::kF32);
 }
 
 TEST_F(DeviceDecoderTest, RefusesPlansItDoesNotRunYet) {
