@@ -42,6 +42,15 @@ SWAN_VNNI_TARGET inline __m512i FifthBit(__m512i top) {
   return _mm512_and_si512(_mm512_srli_epi16(top, bit - 4), mask);
 }
 
+// Whether a format's blocks add a min times the input's sum (Q4_1, Q5_1;
+// Q4_K and Q5_K: -(dmin m)), and the bytes of a block's payload.
+constexpr bool AddsMins(Packed format) {
+  return HasBlockMin(format) || format == Packed::kQ4_K || format == Packed::kQ5_K;
+}
+constexpr int64_t PayloadBytes(Packed format) {
+  return HasFifthBit(format) ? 320 : format != Packed::kQ8_0 ? 256 : 512;
+}
+
 // Block b of a group's 16 rows, unsigned: chunk c of wv holds values
 // 4c .. 4c + 3 of every row.
 template <Packed kFormat>
@@ -128,8 +137,8 @@ template <int kRows, Packed kFormat>
 SWAN_VNNI_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, float* tile) {
   const GroupTileData t = TileData(job, g, row);
   const int64_t blocks = t.blocks, k = t.k;
-  constexpr bool kMins = HasBlockMin(kFormat) || kFormat == Packed::kQ4_K || kFormat == Packed::kQ5_K;
-  constexpr int64_t kPayload = HasFifthBit(kFormat) ? 320 : kFormat != Packed::kQ8_0 ? 256 : 512;
+  constexpr bool kMins = AddsMins(kFormat);
+  constexpr int64_t kPayload = PayloadBytes(kFormat);
   __m512 acc[kRows];
   for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
   __m512 d = _mm512_setzero_ps(), dmin = _mm512_setzero_ps();  // Q4_K: the super-block's
@@ -165,8 +174,8 @@ SWAN_VNNI_TARGET void GroupsSideBySide(const BlockJob& job, int64_t g0, int64_t 
   GroupTileData t[kGroups];
   for (int i = 0; i < kGroups; ++i) t[i] = TileData(job, g0 + i * step, 0);
   const int64_t blocks = t[0].blocks;
-  constexpr bool kMins = HasBlockMin(kFormat) || kFormat == Packed::kQ4_K || kFormat == Packed::kQ5_K;
-  constexpr int64_t kPayload = HasFifthBit(kFormat) ? 320 : kFormat != Packed::kQ8_0 ? 256 : 512;
+  constexpr bool kMins = AddsMins(kFormat);
+  constexpr int64_t kPayload = PayloadBytes(kFormat);
   __m512 acc[kGroups], d[kGroups], dmin[kGroups];
   for (int i = 0; i < kGroups; ++i) acc[i] = d[i] = dmin[i] = _mm512_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {

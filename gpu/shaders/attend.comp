@@ -96,6 +96,13 @@ float Reduce(float mine, bool take_max) {
   return partial[0];
 }
 
+// Pair p of a tile is its row p / group and the KV head's query head
+// p % group: their index in [n_q, n_heads], rows numbered from the call's
+// first query (as the partials are).
+uint PairHead(uint p, uint first_row, uint kv_head, uint group) {
+  return (first_row + p / group) * shape.n_heads + kv_head * group + p % group;
+}
+
 void main() {
   const uint stored = gl_WorkGroupID.x, split = gl_WorkGroupID.y, first_row = gl_WorkGroupID.z * QT;
   const uint kv_head = StoredHead(shape.stored_heads, stored);
@@ -104,7 +111,6 @@ void main() {
   const uint first = split * SPLIT, count = min(uint(SPLIT), shape.n_rows - first);
   const uint slots = shape.sink_queries != 0u ? 2u : 1u;  // queries kept per pair
   const uint pass_pairs = min(uint(PAIRS), QUERY_FLOATS / (slots * hd));
-  // pair p: the tile's row p / group (partials are numbered from the call's first query), head p % group
   const uint n_pairs = min(uint(QT), shape.n_q - first_row) * group;
   const float unseen = -1.0 / 0.0;
   for (uint p0 = 0u; p0 < n_pairs; p0 += pass_pairs) {
@@ -112,7 +118,7 @@ void main() {
     barrier();  // the last pass is done with the shared arrays
     for (uint i = t; i < pn * hd; i += 64u) {
       const uint j = i / hd, d = i % hd, p = p0 + j;
-      const uint at = ((shape.first_q + first_row + p / group) * shape.n_heads + kv_head * group + p % group) * hd + d;
+      const uint at = (shape.first_q * shape.n_heads + PairHead(p, first_row, kv_head, group)) * hd + d;
       queries[(slots * j) * hd + d] = q[at];
       if (slots == 2u) queries[(2u * j + 1u) * hd + d] = q[shape.sink_queries + at];
     }
@@ -162,9 +168,7 @@ void main() {
         sum += e;
       }
       const float total = Reduce(sum, false);
-      const uint p = p0 + j;
-      const uint at = (((first_row + p / group) * shape.n_heads + kv_head * group + p % group) * shape.n_splits + split) *
-                      (hd + 2u);
+      const uint at = (PairHead(p0 + j, first_row, kv_head, group) * shape.n_splits + split) * (hd + 2u);
       if (t == 0u) {
         partials[at + hd] = m;
         partials[at + hd + 1u] = total;
@@ -182,11 +186,8 @@ void main() {
           if (w != 0.0) acc[j] += w * value;  // an empty slot's value may be anything, NaN too
         }
       }
-      for (uint j = 0u; j < pn; ++j) {
-        const uint p = p0 + j;
-        partials[(((first_row + p / group) * shape.n_heads + kv_head * group + p % group) * shape.n_splits + split) *
-                     (hd + 2u) + d] = acc[j];
-      }
+      for (uint j = 0u; j < pn; ++j)
+        partials[(PairHead(p0 + j, first_row, kv_head, group) * shape.n_splits + split) * (hd + 2u) + d] = acc[j];
     }
   }
 }
