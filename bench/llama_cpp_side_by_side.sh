@@ -25,7 +25,10 @@
 #    more run of each doing the same job: a prompt of depth + p tokens, then
 #    n decoded (`llama-bench -pg`, `swan generate --ids`).
 # 4. Prints one markdown table (and writes it to --out): pp and tg tokens/s
-#    of both with the ratio swan / llama.cpp, both peak RSS figures, and the
+#    of both with the ratio swan / llama.cpp, swan's decode as a share of its
+#    roofline in each round (swan bench's: the bytes a token reads over the
+#    read bandwidth measured in that run; past 100% for a model small enough
+#    to stay in the caches), both peak RSS figures, and the
 #    cores other programs kept busy meanwhile (0 on an idle machine), under a
 #    line with the date, CPU, ISA and both commits; below it, what the cores
 #    can multiply at best as swan runs (build/bench/peak_bench: float32 FMAs,
@@ -415,8 +418,8 @@ const fmt = (x) => Number.isFinite(x) ? x.toFixed(x >= 100 ? 0 : 1) : "-";
 const ratio = (a, b) => Number.isFinite(a) && Number.isFinite(b) && b > 0 ? (a / b).toFixed(2) + "x" : "-";
 console.log(process.env.HEADER + "\n");
 console.log("| model | type | depth | pp llama.cpp | pp swan | pp swan/llama | tg llama.cpp | tg swan | tg swan/llama " +
-            "| RSS MiB llama.cpp | RSS MiB swan | busy |");
-console.log("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+            "| tg swan, share of its roofline | RSS MiB llama.cpp | RSS MiB swan | busy |");
+console.log("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
 for (const m of models.split(","))
   for (const t of types.split(","))
     for (const d of depths.split(",")) {
@@ -427,7 +430,7 @@ for (const m of models.split(","))
       // moves both programs' speed from one round to the next; the ratio of
       // one round's pair moves less), and with several rounds the range of
       // the ratio.
-      const per = [];  // [rounds] {lpp, ltg, spp, stg, busy, lrss}
+      const per = [];  // [rounds] {lpp, ltg, spp, stg, sroof, busy, lrss, srss}
       for (let r = 1; r <= rounds; ++r) {
         const fl = `${base}.llama.r${r}.json`, fs = `${base}.swan.r${r}.json`;
         const l = read(fl) || [], s = read(fs);
@@ -438,6 +441,7 @@ for (const m of models.split(","))
         per.push({
           lpp: lp ? median(lp.samples_ts) : NaN, ltg: lg ? median(lg.samples_ts) : NaN,
           spp: row ? row.prefill_tokens_per_s : NaN, stg: row ? row.decode_tokens_per_s : NaN,
+          sroof: row ? row.decode_fraction_of_roofline : NaN,
           busy: Math.max(busy(fl + ".time"), busy(fs + ".time")), lrss: rss(fl + ".time"),
           srss: s ? s.peak_rss_bytes / 1048576 : NaN,
         });
@@ -451,6 +455,9 @@ for (const m of models.split(","))
         return rs.length > 1 ? `${text} (${Math.min(...rs).toFixed(2)}-${Math.max(...rs).toFixed(2)})` : text;
       };
       const lpp = med("lpp"), ltg = med("ltg"), spp = med("spp"), stg = med("stg");
+      // each round's own: its roofline's read bandwidth is measured in that run
+      const shares = per.map((p) => p.sroof).filter((x) => Number.isFinite(x) && x > 0);
+      const shareCell = shares.length ? shares.map((x) => (100 * x).toFixed(0) + "%").join(", ") : "-";
       let srss = rss(base + ".swan_rss.txt.time"), lrss = rss(base + ".llama_rss.json.time");
       if (!Number.isFinite(lrss)) lrss = per[0].lrss;  // with the saved KV copy
       if (!Number.isFinite(srss)) srss = per[0].srss;  // with the probes
@@ -460,7 +467,7 @@ for (const m of models.split(","))
         needs.push(`${m} ${t} at depth ${d}: llama.cpp ${at(lpp)}, swan ${at(spp)}, 1.5x llama.cpp ${at(1.5 * lpp)}`);
       }
       console.log(`| ${m} | ${t} | ${d} | ${fmt(lpp)} | ${fmt(spp)} | ${ratioCell("spp", "lpp")} | ${fmt(ltg)} | ${fmt(stg)} | ` +
-                  `${ratioCell("stg", "ltg")} | ${fmt(lrss)} | ${fmt(srss)} | ` +
+                  `${ratioCell("stg", "ltg")} | ${shareCell} | ${fmt(lrss)} | ${fmt(srss)} | ` +
                   `${Number.isFinite(others) ? others.toFixed(2) : "-"} |`);
     }
 if (needs.length)
