@@ -117,6 +117,26 @@ enum class Packed { kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K };
 constexpr bool HasFifthBit(Packed f) { return f == Packed::kQ5_0 || f == Packed::kQ5_1 || f == Packed::kQ5_K; }
 constexpr bool HasBlockMin(Packed f) { return f == Packed::kQ4_1 || f == Packed::kQ5_1; }
 constexpr int32_t NibbleOffset(Packed f) { return f == Packed::kQ4_0 ? 8 : f == Packed::kQ5_0 ? 16 : 0; }
+// Whether a format's blocks add a min times the input's sum (Q4_1, Q5_1;
+// Q4_K and Q5_K: -(dmin m)).
+constexpr bool AddsMins(Packed f) { return HasBlockMin(f) || f == Packed::kQ4_K || f == Packed::kQ5_K; }
+
+// The weight type a packed format holds (WithPacked's inverse), and the
+// bytes of one of its group-blocks' payload (ops/packed_blocks.h).
+constexpr WeightType TypeOf(Packed f) {
+  switch (f) {
+    case Packed::kQ8_0: return WeightType::kQ8_0;
+    case Packed::kQ4_0: return WeightType::kQ4_0;
+    case Packed::kQ4_1: return WeightType::kQ4_1;
+    case Packed::kQ5_0: return WeightType::kQ5_0;
+    case Packed::kQ5_1: return WeightType::kQ5_1;
+    case Packed::kQ4_K: return WeightType::kQ4_K;
+    case Packed::kQ5_K: return WeightType::kQ5_K;
+    case Packed::kQ6_K: return WeightType::kQ6_K;
+  }
+  return WeightType::kQ8_0;
+}
+constexpr int64_t PayloadBytes(Packed f) { return int64_t(PackedPayloadBytes(TypeOf(f))); }
 
 // Calls f(std::integral_constant<Packed, P>) for the matrix's format, so a
 // kernel is compiled for each.

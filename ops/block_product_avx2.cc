@@ -81,7 +81,7 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
   constexpr int32_t kOffset = NibbleOffset(kFormat);  // Q4_0's nibbles are value + 8, Q5_0's value + 16
   constexpr int kOffsetShift = kOffset == 8 ? 3 : 4;  // kOffset Σ x as a shift
   static_assert(kOffset == 0 || kOffset == 1 << kOffsetShift);
-  constexpr int64_t kPayload = kFive ? 320 : kQ4 ? 256 : 512;
+  constexpr int64_t kPayload = PayloadBytes(kFormat);
   const __m256i low = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
   for (int i = 0; i < kRows * kPackedRows; ++i) tile[i] = 0.0f;
   for (int64_t b = 0; b < blocks; ++b) {
@@ -184,7 +184,7 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
         float* out = tile + r * kPackedRows + 8 * half;
         __m256 acc =
             _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r][half]), _mm256_mul_ps(dw[half], xd), _mm256_loadu_ps(out));
-        if constexpr (HasBlockMin(kFormat) || kSuper) {  // + m Σ x: the min times the block's input sum
+        if constexpr (AddsMins(kFormat)) {  // + m Σ x: the min times the block's input sum
           const __m256 xsum = _mm256_cvtepi32_ps(BroadcastInt(t.xs + r * blocks + b));
           acc = _mm256_fmadd_ps(mw[half], _mm256_mul_ps(xd, xsum), acc);
         }
@@ -222,8 +222,8 @@ SWAN_AVX2_TARGET void GroupTileQ6K(const BlockJob& job, int64_t g, int64_t row, 
   const __m256i low = _mm256_set1_epi8(0x0f), low16 = _mm256_set1_epi32(0xffff);
   for (int i = 0; i < kRows * kPackedRows; ++i) tile[i] = 0.0f;
   for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* p = t.payload + b * 384;
-    if (row == 0) PrefetchAhead(t, b, 384);
+    const uint8_t* p = t.payload + b * PayloadBytes(Packed::kQ6_K);
+    if (row == 0) PrefetchAhead(t, b, PayloadBytes(Packed::kQ6_K));
     __m256i sums[kRows];  // each row's Σ x of values 0-15 and 16-31, int16 side by side
     for (int r = 0; r < kRows; ++r) {
       const __m256i first = BroadcastInt(t.xl + r * blocks + b);

@@ -42,15 +42,6 @@ SWAN_VNNI_TARGET inline __m512i FifthBit(__m512i top) {
   return _mm512_and_si512(_mm512_srli_epi16(top, bit - 4), mask);
 }
 
-// Whether a format's blocks add a min times the input's sum (Q4_1, Q5_1;
-// Q4_K and Q5_K: -(dmin m)), and the bytes of a block's payload.
-constexpr bool AddsMins(Packed format) {
-  return HasBlockMin(format) || format == Packed::kQ4_K || format == Packed::kQ5_K;
-}
-constexpr int64_t PayloadBytes(Packed format) {
-  return HasFifthBit(format) ? 320 : format != Packed::kQ8_0 ? 256 : 512;
-}
-
 // Block b of a group's 16 rows, unsigned: chunk c of wv holds values
 // 4c .. 4c + 3 of every row.
 template <Packed kFormat>
@@ -214,7 +205,7 @@ SWAN_VNNI_TARGET inline __m512i TopBits(__m512i high) {
 SWAN_VNNI_TARGET inline void UnpackQ6K(const GroupTileData& t, int64_t b, __m512i (&wv)[8], __m512i& sc_low,
                                        __m512i& sc_high) {
   const __m512i low = _mm512_set1_epi8(0x0f);
-  const uint8_t* p = t.payload + b * 384;
+  const uint8_t* p = t.payload + b * PayloadBytes(Packed::kQ6_K);
   const __m512i h0 = _mm512_loadu_si512(p + 256), h1 = _mm512_loadu_si512(p + 320);
   const __m512i b0 = _mm512_loadu_si512(p), b1 = _mm512_loadu_si512(p + 64), b2 = _mm512_loadu_si512(p + 128),
                 b3 = _mm512_loadu_si512(p + 192);
@@ -253,7 +244,7 @@ SWAN_VNNI_TARGET void GroupTileQ6K(const BlockJob& job, int64_t g, int64_t row, 
   for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
   __m512 dw = _mm512_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    if (row == 0) PrefetchAhead(t, b, 384);
+    if (row == 0) PrefetchAhead(t, b, PayloadBytes(Packed::kQ6_K));
     __m512i wv[8], sc_low, sc_high;
     UnpackQ6K(t, b, wv, sc_low, sc_high);
     if (b % 8 == 0)
@@ -285,7 +276,7 @@ SWAN_VNNI_TARGET void GroupsSideBySideQ6K(const BlockJob& job, int64_t g0, int64
     const int32_t first = t[0].xl[b], second = t[0].xs[b] - first;
     const __m512 xd = _mm512_set1_ps(t[0].xd[b]);
     for (int i = 0; i < kGroups; ++i) {
-      PrefetchAhead(t[i], b, 384);
+      PrefetchAhead(t[i], b, PayloadBytes(Packed::kQ6_K));
       __m512i wv[8], sc_low, sc_high;
       UnpackQ6K(t[i], b, wv, sc_low, sc_high);
       if (b % 8 == 0)
