@@ -174,8 +174,8 @@ SWAN_VNNI_TARGET void GroupsSideBySide(const BlockJob& job, int64_t g0, int64_t 
     BroadcastBlock(t[0].xq + b * kQuantBlockValues, x4);
     const float xd = t[0].xd[b];
     const int32_t xs = t[0].xs[b];
+    PrefetchSideBySide(t, b, kPayload);
     for (int i = 0; i < kGroups; ++i) {
-      PrefetchAhead(t[i], b, kPayload);
       __m512i wv[8];
       UnpackBlock<kFormat>(t[i].payload + b * kPayload, wv);
       __m512 dw, mw;
@@ -275,8 +275,8 @@ SWAN_VNNI_TARGET void GroupsSideBySideQ6K(const BlockJob& job, int64_t g0, int64
     BroadcastBlock(t[0].xq + b * kQuantBlockValues, x4);
     const int32_t first = t[0].xl[b], second = t[0].xs[b] - first;
     const __m512 xd = _mm512_set1_ps(t[0].xd[b]);
+    PrefetchSideBySide(t, b, PayloadBytes(Packed::kQ6_K));
     for (int i = 0; i < kGroups; ++i) {
-      PrefetchAhead(t[i], b, PayloadBytes(Packed::kQ6_K));
       __m512i wv[8], sc_low, sc_high;
       UnpackQ6K(t[i], b, wv, sc_low, sc_high);
       if (b % 8 == 0)
