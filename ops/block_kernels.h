@@ -58,9 +58,10 @@ inline GroupTileData TileData(const BlockJob& job, int64_t g, int64_t row) {
 
 // How far ahead of the block it multiplies a kernel asks for the weights
 // in decode: on its own the hardware prefetcher left the products out of
-// cache 30-40% below the read bandwidth, and 2 KiB ahead read faster than
-// 8 (docs/performance.md).
-constexpr uintptr_t kPrefetchBytes = 2048;
+// cache 30-40% below the read bandwidth. A group read alone asks 8 KiB
+// ahead; groups side by side 2 KiB, which read faster than 8 there
+// (docs/performance.md).
+constexpr uintptr_t kPrefetchBytes = 8192, kSideBySidePrefetchBytes = 2048;
 
 // Asks for the cache lines of [p, p + bytes) + ahead; past the end of the
 // weights a prefetch is ignored, so the address is formed as an integer.
@@ -80,8 +81,8 @@ inline void PrefetchLines(const void* p, int64_t bytes, uintptr_t ahead) {
 // Asks for the scales (and mins, sub-scales) of block b as many blocks
 // ahead as the payload: they are streams of their own, which the hardware
 // prefetcher gives up on at every 4 KiB page.
-inline void PrefetchScalesAhead(const GroupTileData& t, int64_t b, int64_t payload_bytes) {
-  const uintptr_t blocks_ahead = kPrefetchBytes / uintptr_t(payload_bytes);
+inline void PrefetchScalesAhead(const GroupTileData& t, int64_t b, int64_t payload_bytes, uintptr_t ahead) {
+  const uintptr_t blocks_ahead = ahead / uintptr_t(payload_bytes);
   constexpr uintptr_t kScaleBytes = kPackedRows * sizeof(uint16_t);  // a scale per row of the group
   if (t.sub_scales) {  // K-quants: [B, 2, 16] int8 sub-scales, d and dmin per 8 blocks
     PrefetchLines(t.sub_scales + b * 2 * kPackedRows, 1, blocks_ahead * 2 * kPackedRows);
@@ -97,18 +98,19 @@ inline void PrefetchScalesAhead(const GroupTileData& t, int64_t b, int64_t paylo
 // and for its scales.
 inline void PrefetchAhead(const GroupTileData& t, int64_t b, int64_t payload_bytes) {
   PrefetchLines(t.payload + b * payload_bytes, payload_bytes, kPrefetchBytes);
-  PrefetchScalesAhead(t, b, payload_bytes);
+  PrefetchScalesAhead(t, b, payload_bytes, kPrefetchBytes);
 }
 
-// PrefetchAhead for block b of kGroups groups read side by side, their
-// payloads asked for line by line in turn (line 0 of each group, then line
-// 1, ...): 1.07-1.09x faster decode products than group after group
-// (docs/performance.md).
+// PrefetchAhead for block b of kGroups groups read side by side, 2 KiB
+// ahead, their payloads asked for line by line in turn (line 0 of each
+// group, then line 1, ...): 1.07-1.09x faster decode products than group
+// after group 8 KiB ahead (docs/performance.md).
 template <int kGroups>
 inline void PrefetchSideBySide(const GroupTileData (&t)[kGroups], int64_t b, int64_t payload_bytes) {
   for (int64_t line = 0; line < payload_bytes; line += 64)
-    for (int i = 0; i < kGroups; ++i) PrefetchLines(t[i].payload + b * payload_bytes + line, 1, kPrefetchBytes);
-  for (int i = 0; i < kGroups; ++i) PrefetchScalesAhead(t[i], b, payload_bytes);
+    for (int i = 0; i < kGroups; ++i)
+      PrefetchLines(t[i].payload + b * payload_bytes + line, 1, kSideBySidePrefetchBytes);
+  for (int i = 0; i < kGroups; ++i) PrefetchScalesAhead(t[i], b, payload_bytes, kSideBySidePrefetchBytes);
 }
 
 // Writes a group's [rows, 16] results into y's columns below n.
