@@ -62,7 +62,10 @@ SWAN_AVX2_TARGET inline void ForChunks(std::integer_sequence<int, c...>, const F
   (f(std::integral_constant<int, c>{}), ...);
 }
 
-// Rows [row, row + kRows) of the input against group g: tile [kRows, 16].
+// Rows [row, row + kRows) of the input against groups g + i step, i <
+// kGroups, block by block (in decode 2 groups side by side, whose weights
+// are asked for line by line in turn: 1.12-1.14x faster products than one
+// group at a time, docs/performance.md): tiles [kGroups, kRows, 16].
 // Chunk by chunk of a block, the 16 weight rows' 4 values (two vectors, one
 // per half) are loaded and unpacked once, and every input row's 4 values
 // broadcast once for both halves: the tile's kRows x 2 integer sums and the
@@ -71,10 +74,11 @@ SWAN_AVX2_TARGET inline void ForChunks(std::integer_sequence<int, c...>, const F
 // replaced (half by half, each input value broadcast twice, a block's float
 // sums in registers, spilled), build/bench/block_product_bench on one
 // thread, Zen 5 capped to AVX2: Q8_0 1.5x, Q4_0 1.46x, Q4_K 1.47x.
-template <int kRows, Packed kFormat>
-SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, float* tile) {
-  const GroupTileData t = TileData(job, g, row);
-  const int64_t blocks = t.blocks, k = t.k;
+template <int kRows, Packed kFormat, int kGroups = 1>
+SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t step, int64_t row, float* tiles) {
+  GroupTileData ts[kGroups];  // groups g + i step
+  for (int i = 0; i < kGroups; ++i) ts[i] = TileData(job, g + i * step, row);
+  const int64_t blocks = ts[0].blocks, k = ts[0].k;
   constexpr bool kQ4 = kFormat != Packed::kQ8_0;
   constexpr bool kSuper = kFormat == Packed::kQ4_K || kFormat == Packed::kQ5_K;  // d sc, dmin m
   constexpr bool kFive = HasFifthBit(kFormat);
@@ -83,112 +87,121 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
   static_assert(kOffset == 0 || kOffset == 1 << kOffsetShift);
   constexpr int64_t kPayload = PayloadBytes(kFormat);
   const __m256i low = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
-  for (int i = 0; i < kRows * kPackedRows; ++i) tile[i] = 0.0f;
+  for (int i = 0; i < kGroups * kRows * kPackedRows; ++i) tiles[i] = 0.0f;
   for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* p = t.payload + b * kPayload;
-    if (row == 0) PrefetchAhead(t, b, kPayload);  // later tiles read the group from cache
-    const int8_t* x[kRows];                       // each row's 32 values of the block
-    for (int r = 0; r < kRows; ++r) x[r] = t.xq + r * k + b * kQuantBlockValues;
-    __m256i dot[kRows][2];  // [rows, half] int32: rows 8 half .. 8 half + 7 of the group
-    for (int r = 0; r < kRows; ++r) dot[r][0] = dot[r][1] = _mm256_setzero_si256();
-    if constexpr (!kQ4) {
-      // signed times signed by the sign trick: |w| times q with w's sign (a
-      // pair at most 2 * 128 * 127 = 32512), each chunk widened apart
-      for (int c = 0; c < 8; ++c) {
-        const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * c));
-        const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * c + 32));
-        const __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);
-        for (int r = 0; r < kRows; ++r) {
-          const __m256i xb = Broadcast4(x[r] + 4 * c);
-          const __m256i pairs0 = _mm256_maddubs_epi16(a0, _mm256_sign_epi8(xb, w0));
-          const __m256i pairs1 = _mm256_maddubs_epi16(a1, _mm256_sign_epi8(xb, w1));
-          dot[r][0] = _mm256_add_epi32(dot[r][0], _mm256_madd_epi16(pairs0, ones));
-          dot[r][1] = _mm256_add_epi32(dot[r][1], _mm256_madd_epi16(pairs1, ones));
-          Materialize(dot[r][0]);
-          Materialize(dot[r][1]);
-        }
-      }
-    } else {
-      // chunk c's bytes: low nibbles values 4c .. 4c + 3, high ones 16 + 4c ..
-      __m256i pairs[kRows][2];  // int16 pairs of products, added up
-      for (int r = 0; r < kRows; ++r) pairs[r][0] = pairs[r][1] = _mm256_setzero_si256();
-      __m256i top[2] = {};  // [half] Q5_x's fifth bits of the block's values
-      if constexpr (kFive)
-        for (int half = 0; half < 2; ++half)
-          top[half] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 256 + 32 * half));
-      ForChunks(std::make_integer_sequence<int, 4>{}, [&](auto c) SWAN_AVX2_TARGET {
-        const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * c));
-        const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * c + 32));
-        __m256i lo0 = _mm256_and_si256(b0, low), hi0 = _mm256_and_si256(_mm256_srli_epi16(b0, 4), low);
-        __m256i lo1 = _mm256_and_si256(b1, low), hi1 = _mm256_and_si256(_mm256_srli_epi16(b1, 4), low);
-        if constexpr (kFive) {
-          lo0 = _mm256_or_si256(lo0, FifthBit<c()>(top[0]));
-          hi0 = _mm256_or_si256(hi0, FifthBit<c() + 4>(top[0]));
-          lo1 = _mm256_or_si256(lo1, FifthBit<c()>(top[1]));
-          hi1 = _mm256_or_si256(hi1, FifthBit<c() + 4>(top[1]));
-        }
-        for (int r = 0; r < kRows; ++r) {
-          const __m256i xl = Broadcast4(x[r] + 4 * c()), xh = Broadcast4(x[r] + 16 + 4 * c());
-          pairs[r][0] = _mm256_add_epi16(
-              pairs[r][0], _mm256_add_epi16(_mm256_maddubs_epi16(lo0, xl), _mm256_maddubs_epi16(hi0, xh)));
-          pairs[r][1] = _mm256_add_epi16(
-              pairs[r][1], _mm256_add_epi16(_mm256_maddubs_epi16(lo1, xl), _mm256_maddubs_epi16(hi1, xh)));
-          Materialize(pairs[r][0]);
-          Materialize(pairs[r][1]);
-        }
-        // Nibbles: a pair at most 2 * 15 * 127 = 3810, so all 8 chunks add
-        // up in int16 (30480). With a fifth bit a pair reaches 7874: 4 chunks.
-        if constexpr (kFive && c() == 1) {
-          for (int r = 0; r < kRows; ++r)
-            for (int h = 0; h < 2; ++h) {
-              dot[r][h] = _mm256_madd_epi16(pairs[r][h], ones);
-              pairs[r][h] = _mm256_setzero_si256();
-            }
-        }
-      });
-      for (int r = 0; r < kRows; ++r) {
-        for (int h = 0; h < 2; ++h) dot[r][h] = _mm256_add_epi32(dot[r][h], _mm256_madd_epi16(pairs[r][h], ones));
-        if constexpr (kOffset != 0) {
-          const __m256i offset = _mm256_slli_epi32(BroadcastInt(t.xs + r * blocks + b), kOffsetShift);
-          dot[r][0] = _mm256_sub_epi32(dot[r][0], offset);
-          dot[r][1] = _mm256_sub_epi32(dot[r][1], offset);
-        }
-      }
+    if (row == 0) {  // later tiles read the groups from cache
+      if constexpr (kGroups == 1)
+        PrefetchAhead(ts[0], b, kPayload);
+      else
+        PrefetchSideBySide(ts, b, kPayload);
     }
-    __m256 dw[2], mw[2];  // [half] the scales (and mins) of rows 8 half .. 8 half + 7
-    for (int half = 0; half < 2; ++half) {
-      mw[half] = _mm256_setzero_ps();
-      if constexpr (kSuper) {
-        // d sc and -(dmin m), as ggml forms them
-        const __m256 d = _mm256_cvtph_ps(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b / 8 * kPackedRows + 8 * half)));
-        const __m256 dmin =
-            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.mins + b / 8 * kPackedRows + 8 * half)));
-        const int8_t* sub = t.sub_scales + b * 2 * kPackedRows + 8 * half;  // sc: [0, 8), m: [16, 24)
-        dw[half] = _mm256_mul_ps(
-            d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sub)))));
-        mw[half] = _mm256_sub_ps(_mm256_setzero_ps(),
-                                 _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
-                                                         reinterpret_cast<const __m128i*>(sub + kPackedRows))))));
+    for (int i = 0; i < kGroups; ++i) {
+      const GroupTileData& t = ts[i];
+      float* tile = tiles + i * kRows * kPackedRows;  // [kRows, 16]
+      const uint8_t* p = t.payload + b * kPayload;
+      const int8_t* x[kRows];  // each row's 32 values of the block
+      for (int r = 0; r < kRows; ++r) x[r] = t.xq + r * k + b * kQuantBlockValues;
+      __m256i dot[kRows][2];  // [rows, half] int32: rows 8 half .. 8 half + 7 of the group
+      for (int r = 0; r < kRows; ++r) dot[r][0] = dot[r][1] = _mm256_setzero_si256();
+      if constexpr (!kQ4) {
+        // signed times signed by the sign trick: |w| times q with w's sign (a
+        // pair at most 2 * 128 * 127 = 32512), each chunk widened apart
+        for (int c = 0; c < 8; ++c) {
+          const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * c));
+          const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * c + 32));
+          const __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);
+          for (int r = 0; r < kRows; ++r) {
+            const __m256i xb = Broadcast4(x[r] + 4 * c);
+            const __m256i pairs0 = _mm256_maddubs_epi16(a0, _mm256_sign_epi8(xb, w0));
+            const __m256i pairs1 = _mm256_maddubs_epi16(a1, _mm256_sign_epi8(xb, w1));
+            dot[r][0] = _mm256_add_epi32(dot[r][0], _mm256_madd_epi16(pairs0, ones));
+            dot[r][1] = _mm256_add_epi32(dot[r][1], _mm256_madd_epi16(pairs1, ones));
+            Materialize(dot[r][0]);
+            Materialize(dot[r][1]);
+          }
+        }
       } else {
-        dw[half] =
-            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b * kPackedRows + 8 * half)));
-      }
-      if constexpr (HasBlockMin(kFormat))
-        mw[half] =
-            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.mins + b * kPackedRows + 8 * half)));
-    }
-    for (int r = 0; r < kRows; ++r) {
-      const __m256 xd = _mm256_broadcast_ss(t.xd + r * blocks + b);
-      for (int half = 0; half < 2; ++half) {
-        float* out = tile + r * kPackedRows + 8 * half;
-        __m256 acc =
-            _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r][half]), _mm256_mul_ps(dw[half], xd), _mm256_loadu_ps(out));
-        if constexpr (AddsMins(kFormat)) {  // + m Σ x: the min times the block's input sum
-          const __m256 xsum = _mm256_cvtepi32_ps(BroadcastInt(t.xs + r * blocks + b));
-          acc = _mm256_fmadd_ps(mw[half], _mm256_mul_ps(xd, xsum), acc);
+        // chunk c's bytes: low nibbles values 4c .. 4c + 3, high ones 16 + 4c ..
+        __m256i pairs[kRows][2];  // int16 pairs of products, added up
+        for (int r = 0; r < kRows; ++r) pairs[r][0] = pairs[r][1] = _mm256_setzero_si256();
+        __m256i top[2] = {};  // [half] Q5_x's fifth bits of the block's values
+        if constexpr (kFive)
+          for (int half = 0; half < 2; ++half)
+            top[half] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 256 + 32 * half));
+        ForChunks(std::make_integer_sequence<int, 4>{}, [&](auto c) SWAN_AVX2_TARGET {
+          const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * c));
+          const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * c + 32));
+          __m256i lo0 = _mm256_and_si256(b0, low), hi0 = _mm256_and_si256(_mm256_srli_epi16(b0, 4), low);
+          __m256i lo1 = _mm256_and_si256(b1, low), hi1 = _mm256_and_si256(_mm256_srli_epi16(b1, 4), low);
+          if constexpr (kFive) {
+            lo0 = _mm256_or_si256(lo0, FifthBit<c()>(top[0]));
+            hi0 = _mm256_or_si256(hi0, FifthBit<c() + 4>(top[0]));
+            lo1 = _mm256_or_si256(lo1, FifthBit<c()>(top[1]));
+            hi1 = _mm256_or_si256(hi1, FifthBit<c() + 4>(top[1]));
+          }
+          for (int r = 0; r < kRows; ++r) {
+            const __m256i xl = Broadcast4(x[r] + 4 * c()), xh = Broadcast4(x[r] + 16 + 4 * c());
+            pairs[r][0] = _mm256_add_epi16(
+                pairs[r][0], _mm256_add_epi16(_mm256_maddubs_epi16(lo0, xl), _mm256_maddubs_epi16(hi0, xh)));
+            pairs[r][1] = _mm256_add_epi16(
+                pairs[r][1], _mm256_add_epi16(_mm256_maddubs_epi16(lo1, xl), _mm256_maddubs_epi16(hi1, xh)));
+            Materialize(pairs[r][0]);
+            Materialize(pairs[r][1]);
+          }
+          // Nibbles: a pair at most 2 * 15 * 127 = 3810, so all 8 chunks add
+          // up in int16 (30480). With a fifth bit a pair reaches 7874: 4 chunks.
+          if constexpr (kFive && c() == 1) {
+            for (int r = 0; r < kRows; ++r)
+              for (int h = 0; h < 2; ++h) {
+                dot[r][h] = _mm256_madd_epi16(pairs[r][h], ones);
+                pairs[r][h] = _mm256_setzero_si256();
+              }
+          }
+        });
+        for (int r = 0; r < kRows; ++r) {
+          for (int h = 0; h < 2; ++h) dot[r][h] = _mm256_add_epi32(dot[r][h], _mm256_madd_epi16(pairs[r][h], ones));
+          if constexpr (kOffset != 0) {
+            const __m256i offset = _mm256_slli_epi32(BroadcastInt(t.xs + r * blocks + b), kOffsetShift);
+            dot[r][0] = _mm256_sub_epi32(dot[r][0], offset);
+            dot[r][1] = _mm256_sub_epi32(dot[r][1], offset);
+          }
         }
-        _mm256_storeu_ps(out, acc);
+      }
+      __m256 dw[2], mw[2];  // [half] the scales (and mins) of rows 8 half .. 8 half + 7
+      for (int half = 0; half < 2; ++half) {
+        mw[half] = _mm256_setzero_ps();
+        if constexpr (kSuper) {
+          // d sc and -(dmin m), as ggml forms them
+          const __m256 d = _mm256_cvtph_ps(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b / 8 * kPackedRows + 8 * half)));
+          const __m256 dmin = _mm256_cvtph_ps(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.mins + b / 8 * kPackedRows + 8 * half)));
+          const int8_t* sub = t.sub_scales + b * 2 * kPackedRows + 8 * half;  // sc: [0, 8), m: [16, 24)
+          dw[half] = _mm256_mul_ps(
+              d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sub)))));
+          mw[half] = _mm256_sub_ps(_mm256_setzero_ps(),
+                                   _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
+                                                           reinterpret_cast<const __m128i*>(sub + kPackedRows))))));
+        } else {
+          dw[half] =
+              _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b * kPackedRows + 8 * half)));
+        }
+        if constexpr (HasBlockMin(kFormat))
+          mw[half] =
+              _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.mins + b * kPackedRows + 8 * half)));
+      }
+      for (int r = 0; r < kRows; ++r) {
+        const __m256 xd = _mm256_broadcast_ss(t.xd + r * blocks + b);
+        for (int half = 0; half < 2; ++half) {
+          float* out = tile + r * kPackedRows + 8 * half;
+          __m256 acc =
+              _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r][half]), _mm256_mul_ps(dw[half], xd), _mm256_loadu_ps(out));
+          if constexpr (AddsMins(kFormat)) {  // + m Σ x: the min times the block's input sum
+            const __m256 xsum = _mm256_cvtepi32_ps(BroadcastInt(t.xs + r * blocks + b));
+            acc = _mm256_fmadd_ps(mw[half], _mm256_mul_ps(xd, xsum), acc);
+          }
+          _mm256_storeu_ps(out, acc);
+        }
       }
     }
   }
@@ -214,59 +227,71 @@ SWAN_AVX2_TARGET inline __m256i ScalePerPair(const int8_t* sc) {
 // chunks add up in int16 before vpmaddwd multiplies each row's pairs by the
 // row's int8 scale of its half block (values 0-15 or 16-31). The offset (q
 // = value + 32) comes out as 32 (sc_0 Σ x_0-15 + sc_1 Σ x_16-31), the two
-// input sums side by side in one more vpmaddwd.
-template <int kRows>
-SWAN_AVX2_TARGET void GroupTileQ6K(const BlockJob& job, int64_t g, int64_t row, float* tile) {
-  const GroupTileData t = TileData(job, g, row);
-  const int64_t blocks = t.blocks, k = t.k;
+// input sums side by side in one more vpmaddwd. Groups and tiles as
+// GroupTile's.
+template <int kRows, int kGroups = 1>
+SWAN_AVX2_TARGET void GroupTileQ6K(const BlockJob& job, int64_t g, int64_t step, int64_t row, float* tiles) {
+  GroupTileData ts[kGroups];  // groups g + i step
+  for (int i = 0; i < kGroups; ++i) ts[i] = TileData(job, g + i * step, row);
+  const int64_t blocks = ts[0].blocks, k = ts[0].k;
   const __m256i low = _mm256_set1_epi8(0x0f), low16 = _mm256_set1_epi32(0xffff);
-  for (int i = 0; i < kRows * kPackedRows; ++i) tile[i] = 0.0f;
+  for (int i = 0; i < kGroups * kRows * kPackedRows; ++i) tiles[i] = 0.0f;
   for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* p = t.payload + b * PayloadBytes(Packed::kQ6_K);
-    if (row == 0) PrefetchAhead(t, b, PayloadBytes(Packed::kQ6_K));
-    __m256i sums[kRows];  // each row's Σ x of values 0-15 and 16-31, int16 side by side
-    for (int r = 0; r < kRows; ++r) {
-      const __m256i first = BroadcastInt(t.xl + r * blocks + b);
-      const __m256i second = _mm256_sub_epi32(BroadcastInt(t.xs + r * blocks + b), first);
-      sums[r] = _mm256_or_si256(_mm256_and_si256(first, low16), _mm256_slli_epi32(second, 16));
+    if (row == 0) {  // later tiles read the groups from cache
+      if constexpr (kGroups == 1)
+        PrefetchAhead(ts[0], b, PayloadBytes(Packed::kQ6_K));
+      else
+        PrefetchSideBySide(ts, b, PayloadBytes(Packed::kQ6_K));
     }
-    for (int half = 0; half < 2; ++half) {  // rows 8 half .. 8 half + 7
-      const __m256 dw =
-          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b / 8 * kPackedRows + 8 * half)));
-      const int8_t* sc = t.sub_scales + b * 2 * kPackedRows + 8 * half;  // rows' scales: sc[0..8), sc[16..24)
-      const __m256i sc0 = ScalePerPair(sc), sc1 = ScalePerPair(sc + kPackedRows);
-      const __m256i both = _mm256_or_si256(_mm256_and_si256(sc0, low16), _mm256_andnot_si256(low16, sc1));
-      const __m256i* at = reinterpret_cast<const __m256i*>(p + 32 * half);  // 64-byte chunks: at[2 c]
-      const __m256i h0 = _mm256_loadu_si256(at + 8), h1 = _mm256_loadu_si256(at + 10);
-      const __m256i b0 = _mm256_loadu_si256(at), b1 = _mm256_loadu_si256(at + 2), b2 = _mm256_loadu_si256(at + 4),
-                    b3 = _mm256_loadu_si256(at + 6);
-      __m256i wv[8];  // chunk c: values 4c .. 4c + 3 of the 8 rows, q
-      wv[0] = _mm256_or_si256(_mm256_and_si256(b0, low), TopBits<0>(h0));
-      wv[1] = _mm256_or_si256(_mm256_and_si256(b1, low), TopBits<1>(h0));
-      wv[2] = _mm256_or_si256(_mm256_and_si256(b2, low), TopBits<2>(h0));
-      wv[3] = _mm256_or_si256(_mm256_and_si256(b3, low), TopBits<3>(h0));
-      wv[4] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b0, 4), low), TopBits<0>(h1));
-      wv[5] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), low), TopBits<1>(h1));
-      wv[6] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), low), TopBits<2>(h1));
-      wv[7] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b3, 4), low), TopBits<3>(h1));
+    for (int i = 0; i < kGroups; ++i) {
+      const GroupTileData& t = ts[i];
+      float* tile = tiles + i * kRows * kPackedRows;  // [kRows, 16]
+      const uint8_t* p = t.payload + b * PayloadBytes(Packed::kQ6_K);
+      __m256i sums[kRows];  // each row's Σ x of values 0-15 and 16-31, int16 side by side
       for (int r = 0; r < kRows; ++r) {
-        const int8_t* x = t.xq + r * k + b * kQuantBlockValues;
-        __m256i dot = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(both, sums[r]), 5));
-        for (int h = 0; h < 2; ++h) {  // values 16 h .. 16 h + 15
-          const int8_t* xh = x + 16 * h;
-          const __m256i* w = wv + 4 * h;
-          const __m256i pair01 = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], Broadcast4(xh)),
-                                                  _mm256_maddubs_epi16(w[1], Broadcast4(xh + 4)));
-          const __m256i pair23 = _mm256_add_epi16(_mm256_maddubs_epi16(w[2], Broadcast4(xh + 8)),
-                                                  _mm256_maddubs_epi16(w[3], Broadcast4(xh + 12)));
-          const __m256i scale = h ? sc1 : sc0;
-          dot = _mm256_add_epi32(dot, _mm256_madd_epi16(pair01, scale));
-          dot = _mm256_add_epi32(dot, _mm256_madd_epi16(pair23, scale));
+        const __m256i first = BroadcastInt(t.xl + r * blocks + b);
+        const __m256i second = _mm256_sub_epi32(BroadcastInt(t.xs + r * blocks + b), first);
+        sums[r] = _mm256_or_si256(_mm256_and_si256(first, low16), _mm256_slli_epi32(second, 16));
+      }
+      for (int half = 0; half < 2; ++half) {  // rows 8 half .. 8 half + 7
+        const __m256 dw = _mm256_cvtph_ps(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b / 8 * kPackedRows + 8 * half)));
+        const int8_t* sc = t.sub_scales + b * 2 * kPackedRows + 8 * half;  // rows' scales: sc[0..8), sc[16..24)
+        const __m256i sc0 = ScalePerPair(sc), sc1 = ScalePerPair(sc + kPackedRows);
+        const __m256i both = _mm256_or_si256(_mm256_and_si256(sc0, low16), _mm256_andnot_si256(low16, sc1));
+        const __m256i* at = reinterpret_cast<const __m256i*>(p + 32 * half);  // 64-byte chunks: at[2 c]
+        const __m256i h0 = _mm256_loadu_si256(at + 8), h1 = _mm256_loadu_si256(at + 10);
+        const __m256i b0 = _mm256_loadu_si256(at), b1 = _mm256_loadu_si256(at + 2), b2 = _mm256_loadu_si256(at + 4),
+                      b3 = _mm256_loadu_si256(at + 6);
+        __m256i wv[8];  // chunk c: values 4c .. 4c + 3 of the 8 rows, q
+        wv[0] = _mm256_or_si256(_mm256_and_si256(b0, low), TopBits<0>(h0));
+        wv[1] = _mm256_or_si256(_mm256_and_si256(b1, low), TopBits<1>(h0));
+        wv[2] = _mm256_or_si256(_mm256_and_si256(b2, low), TopBits<2>(h0));
+        wv[3] = _mm256_or_si256(_mm256_and_si256(b3, low), TopBits<3>(h0));
+        wv[4] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b0, 4), low), TopBits<0>(h1));
+        wv[5] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), low), TopBits<1>(h1));
+        wv[6] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), low), TopBits<2>(h1));
+        wv[7] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b3, 4), low), TopBits<3>(h1));
+        for (int r = 0; r < kRows; ++r) {
+          const int8_t* x = t.xq + r * k + b * kQuantBlockValues;
+          __m256i dot =
+              _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(both, sums[r]), 5));
+          for (int h = 0; h < 2; ++h) {  // values 16 h .. 16 h + 15
+            const int8_t* xh = x + 16 * h;
+            const __m256i* w = wv + 4 * h;
+            const __m256i pair01 = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], Broadcast4(xh)),
+                                                    _mm256_maddubs_epi16(w[1], Broadcast4(xh + 4)));
+            const __m256i pair23 = _mm256_add_epi16(_mm256_maddubs_epi16(w[2], Broadcast4(xh + 8)),
+                                                    _mm256_maddubs_epi16(w[3], Broadcast4(xh + 12)));
+            const __m256i scale = h ? sc1 : sc0;
+            dot = _mm256_add_epi32(dot, _mm256_madd_epi16(pair01, scale));
+            dot = _mm256_add_epi32(dot, _mm256_madd_epi16(pair23, scale));
+          }
+          float* out = tile + r * kPackedRows + 8 * half;
+          _mm256_storeu_ps(out, _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
+                                                _mm256_mul_ps(dw, _mm256_broadcast_ss(t.xd + r * blocks + b)),
+                                                _mm256_loadu_ps(out)));
         }
-        float* out = tile + r * kPackedRows + 8 * half;
-        _mm256_storeu_ps(
-            out, _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_broadcast_ss(t.xd + r * blocks + b)),
-                                 _mm256_loadu_ps(out)));
       }
     }
   }
@@ -276,12 +301,28 @@ SWAN_AVX2_TARGET void GroupTileQ6K(const BlockJob& job, int64_t g, int64_t row, 
 
 void GroupsAvx2(const BlockJob& job, int64_t g_begin, int64_t g_end) {
   WithPacked(job.w.type, [&](auto format) {
+    if (job.m == 1) {
+      // Decode: the groups in 2 parts, read side by side (as the AVX-512
+      // kernel reads them).
+      constexpr int kStreams = 2;
+      const int64_t part = (g_end - g_begin) / kStreams;
+      float out[kStreams * kPackedRows];  // [kStreams, 16]
+      for (int64_t g = g_begin; g < g_begin + part; ++g) {
+        if constexpr (format() == Packed::kQ6_K)
+          GroupTileQ6K<1, kStreams>(job, g, part, 0, out);
+        else
+          GroupTile<1, format(), kStreams>(job, g, part, 0, out);
+        for (int i = 0; i < kStreams; ++i) StoreGroup(job, g + i * part, 0, 1, out + i * kPackedRows);
+      }
+      g_begin += kStreams * part;  // the rest, one by one
+      if (g_begin == g_end) return;
+    }
     constexpr int kTile = 4;
     ForEachTile<kTile>(job, g_begin, g_end, [&](auto rows, int64_t g, int64_t row, float* out) {
       if constexpr (format() == Packed::kQ6_K)
-        GroupTileQ6K<rows()>(job, g, row, out);
+        GroupTileQ6K<rows()>(job, g, 0, row, out);
       else
-        GroupTile<rows(), format()>(job, g, row, out);
+        GroupTile<rows(), format()>(job, g, 0, row, out);
     });
   });
 }

@@ -269,7 +269,7 @@ TEST(BlockProduct, SeveralOutputsOnThreadsMatchOneAtATime) {
   std::normal_distribution<float> normal;
   const int64_t k = 512, outs_n[] = {600, 128, 70};
   const int threads_before = omp_get_max_threads();
-  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0})
+  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_K, WeightType::kQ6_K})
     for (int64_t m : {1, 3}) {
       std::vector<std::vector<uint8_t>> packed;  // [outs] each output's packed rows
       std::vector<float> x(size_t(m * k));       // [m, k]
