@@ -69,7 +69,7 @@ inline void PrefetchLines(const void* p, int64_t bytes, uintptr_t ahead) {
   const uintptr_t at = reinterpret_cast<uintptr_t>(p) + ahead;
   for (int64_t line = 0; line < bytes; line += 64) {
 #if defined(__x86_64__)
-    // g++ 12 at -O3 dropped every __builtin_prefetch of PrefetchAhead once
+    // g++ 12 at -O3 dropped every __builtin_prefetch of the prefetch function once
     // it asked for the scales too: as an instruction it stays.
     __asm__ volatile("prefetcht0 (%0)" : : "r"(at + line));
 #else
@@ -94,23 +94,17 @@ inline void PrefetchScalesAhead(const GroupTileData& t, int64_t b, int64_t paylo
   }
 }
 
-// Asks for block b's payload (payload_bytes of it) kPrefetchBytes ahead,
-// and for its scales.
-inline void PrefetchAhead(const GroupTileData& t, int64_t b, int64_t payload_bytes) {
-  PrefetchLines(t.payload + b * payload_bytes, payload_bytes, kPrefetchBytes);
-  PrefetchScalesAhead(t, b, payload_bytes, kPrefetchBytes);
-}
-
-// PrefetchAhead for block b of kGroups groups read side by side, 2 KiB
-// ahead, their payloads asked for line by line in turn (line 0 of each
-// group, then line 1, ...): 1.07-1.09x faster decode products than group
-// after group 8 KiB ahead (docs/performance.md).
+// Asks for block b of groups t[0, kGroups), their payloads (payload_bytes
+// each) and scales: one group kPrefetchBytes ahead; groups read side by side
+// kSideBySidePrefetchBytes ahead, their payloads line by line in turn (line
+// 0 of each group, then line 1, ...): 1.07-1.09x faster decode products
+// than group after group 8 KiB ahead (docs/performance.md).
 template <int kGroups>
-inline void PrefetchSideBySide(const GroupTileData (&t)[kGroups], int64_t b, int64_t payload_bytes) {
+inline void PrefetchGroups(const GroupTileData* t, int64_t b, int64_t payload_bytes) {
+  constexpr uintptr_t kAhead = kGroups == 1 ? kPrefetchBytes : kSideBySidePrefetchBytes;
   for (int64_t line = 0; line < payload_bytes; line += 64)
-    for (int i = 0; i < kGroups; ++i)
-      PrefetchLines(t[i].payload + b * payload_bytes + line, 1, kSideBySidePrefetchBytes);
-  for (int i = 0; i < kGroups; ++i) PrefetchScalesAhead(t[i], b, payload_bytes, kSideBySidePrefetchBytes);
+    for (int i = 0; i < kGroups; ++i) PrefetchLines(t[i].payload + b * payload_bytes + line, 1, kAhead);
+  for (int i = 0; i < kGroups; ++i) PrefetchScalesAhead(t[i], b, payload_bytes, kAhead);
 }
 
 // Writes a group's [rows, 16] results into y's columns below n.

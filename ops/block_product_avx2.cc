@@ -89,12 +89,7 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t step, in
   const __m256i low = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
   for (int i = 0; i < kGroups * kRows * kPackedRows; ++i) tiles[i] = 0.0f;
   for (int64_t b = 0; b < blocks; ++b) {
-    if (row == 0) {  // later tiles read the groups from cache
-      if constexpr (kGroups == 1)
-        PrefetchAhead(ts[0], b, kPayload);
-      else
-        PrefetchSideBySide(ts, b, kPayload);
-    }
+    if (row == 0) PrefetchGroups<kGroups>(ts, b, kPayload);  // later tiles read the groups from cache
     for (int i = 0; i < kGroups; ++i) {
       const GroupTileData& t = ts[i];
       float* tile = tiles + i * kRows * kPackedRows;  // [kRows, 16]
@@ -237,12 +232,8 @@ SWAN_AVX2_TARGET void GroupTileQ6K(const BlockJob& job, int64_t g, int64_t step,
   const __m256i low = _mm256_set1_epi8(0x0f), low16 = _mm256_set1_epi32(0xffff);
   for (int i = 0; i < kGroups * kRows * kPackedRows; ++i) tiles[i] = 0.0f;
   for (int64_t b = 0; b < blocks; ++b) {
-    if (row == 0) {  // later tiles read the groups from cache
-      if constexpr (kGroups == 1)
-        PrefetchAhead(ts[0], b, PayloadBytes(Packed::kQ6_K));
-      else
-        PrefetchSideBySide(ts, b, PayloadBytes(Packed::kQ6_K));
-    }
+    if (row == 0)
+      PrefetchGroups<kGroups>(ts, b, PayloadBytes(Packed::kQ6_K));  // later tiles read the groups from cache
     for (int i = 0; i < kGroups; ++i) {
       const GroupTileData& t = ts[i];
       float* tile = tiles + i * kRows * kPackedRows;  // [kRows, 16]

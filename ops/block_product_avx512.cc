@@ -134,7 +134,7 @@ SWAN_VNNI_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t row, flo
   for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
   __m512 d = _mm512_setzero_ps(), dmin = _mm512_setzero_ps();  // Q4_K: the super-block's
   for (int64_t b = 0; b < blocks; ++b) {
-    if (row == 0) PrefetchAhead(t, b, kPayload);  // later tiles read the group from cache
+    if (row == 0) PrefetchGroups<1>(&t, b, kPayload);  // later tiles read the group from cache
     __m512i wv[8];
     UnpackBlock<kFormat>(t.payload + b * kPayload, wv);
     __m512 dw, mw;
@@ -174,7 +174,7 @@ SWAN_VNNI_TARGET void GroupsSideBySide(const BlockJob& job, int64_t g0, int64_t 
     BroadcastBlock(t[0].xq + b * kQuantBlockValues, x4);
     const float xd = t[0].xd[b];
     const int32_t xs = t[0].xs[b];
-    PrefetchSideBySide(t, b, kPayload);
+    PrefetchGroups<kGroups>(t, b, kPayload);
     for (int i = 0; i < kGroups; ++i) {
       __m512i wv[8];
       UnpackBlock<kFormat>(t[i].payload + b * kPayload, wv);
@@ -244,7 +244,7 @@ SWAN_VNNI_TARGET void GroupTileQ6K(const BlockJob& job, int64_t g, int64_t row, 
   for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
   __m512 dw = _mm512_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    if (row == 0) PrefetchAhead(t, b, PayloadBytes(Packed::kQ6_K));
+    if (row == 0) PrefetchGroups<1>(&t, b, PayloadBytes(Packed::kQ6_K));
     __m512i wv[8], sc_low, sc_high;
     UnpackQ6K(t, b, wv, sc_low, sc_high);
     if (b % 8 == 0)
@@ -275,7 +275,7 @@ SWAN_VNNI_TARGET void GroupsSideBySideQ6K(const BlockJob& job, int64_t g0, int64
     BroadcastBlock(t[0].xq + b * kQuantBlockValues, x4);
     const int32_t first = t[0].xl[b], second = t[0].xs[b] - first;
     const __m512 xd = _mm512_set1_ps(t[0].xd[b]);
-    PrefetchSideBySide(t, b, PayloadBytes(Packed::kQ6_K));
+    PrefetchGroups<kGroups>(t, b, PayloadBytes(Packed::kQ6_K));
     for (int i = 0; i < kGroups; ++i) {
       __m512i wv[8], sc_low, sc_high;
       UnpackQ6K(t[i], b, wv, sc_low, sc_high);
