@@ -75,12 +75,13 @@ OptionSet Options() {
           "r * (all keys) + (1 - r) * (window keys) for its full ratio r: the forced one, or\n"
           "the share its router chose during the timed decode (column full%); a per-head layer\n"
           "reads all keys for its full KV heads and its window's for the others, a linear layer its\n"
-          "state (KV heads x P x (head dim + 1) floats). The read bandwidth\n"
-          "is measured over a buffer the size of the weights (16 MiB to 512 MiB), so a model\n"
-          "that fits in a cache gets that cache's rate, twice: before the model loads and\n"
-          "after the runs, once it is freed. The roofline takes the higher: on a machine shared\n"
-          "with other programs the bandwidth moves from one minute to the next. The last line\n"
-          "gives the peak RSS (JSON: peak_rss_bytes).\n");
+          "state (KV heads x P x (head dim + 1) floats). The read bandwidth is a plain read\n"
+          "of the weights themselves (the best of 1-8 streams a thread, asked for 0-8 KiB\n"
+          "ahead) just before and after each decode run, so a model that fits in a cache gets\n"
+          "that cache's rate, and each run is set against the higher of the two (on a machine\n"
+          "shared with other programs the bandwidth moves from one minute to the next): %roof\n"
+          "is the median of the runs' shares. The last line gives the peak RSS (JSON:\n"
+          "peak_rss_bytes).\n");
   return options;
 }
 
@@ -112,25 +113,42 @@ double KvBytesPerToken(const AttentionPlan& plan, const std::vector<double>& ful
   return bytes;
 }
 
-// The bytes the read bandwidth is measured over: a buffer the size of the
-// weights, 16 MiB to 512 MiB.
-size_t ReadProbeBytes(size_t weight_bytes) {
-  return std::clamp<size_t>(weight_bytes, size_t(16) << 20, size_t(512) << 20);
-}
-
 struct Row {
   std::string plan;
   int64_t depth;
   std::vector<double> prefill_runs, decode_runs;       // [repeats] tokens/s of each run
   double prefill_tps = 0, decode_tps = 0, kv_mib = 0;  // medians
   double prefill_spread = 0, decode_spread = 0;
-  double decode_bytes = 0;  // what a token reads, weights and K/V, at the decode's middle position
-  double decode_roofline_tps = 0, linear_gflops = 0;
+  double decode_bytes = 0;               // what a token reads, weights and K/V, at the decode's middle position
+  std::vector<double> decode_bandwidth;  // [repeats + 1] GB/s of the plain read after the warm-up, then each run
+  double decode_roofline_tps = 0;        // the median run's
+  double decode_share = 0;               // of the roofline: the median of the runs' (decode / its roofline)
+  double linear_gflops = 0;
   // The prefill's products against the GEMM rates on the same mix of f32
   // and bf16 products: (time at the GEMM rates) / (time taken).
   double linear_vs_gemm = 0;
   double full_ratio = -1;  // routed plans: share of the decode's routed token-layer pairs that used full
 };
+
+// The row's roofline: from --bandwidth when given, else each decode run's
+// from the higher of the read bandwidths measured just before and just
+// after it (a bound for the run while the machine's bandwidth moves).
+void SetRoofline(Row& row, double given_bandwidth) {
+  if (given_bandwidth > 0) {
+    row.decode_roofline_tps = given_bandwidth * 1e9 / row.decode_bytes;
+    row.decode_share = row.decode_tps / row.decode_roofline_tps;
+    return;
+  }
+  const std::vector<double>& bandwidth = row.decode_bandwidth;
+  if (bandwidth.size() != row.decode_runs.size() + 1) return;  // none measured (a device): no roofline
+  std::vector<double> rooflines, shares;                       // [repeats]
+  for (size_t i = 0; i < row.decode_runs.size(); ++i) {
+    rooflines.push_back(std::max(bandwidth[i], bandwidth[i + 1]) * 1e9 / row.decode_bytes);
+    shares.push_back(row.decode_runs[i] / rooflines.back());
+  }
+  row.decode_roofline_tps = MedianAndSpread(rooflines).first;
+  row.decode_share = MedianAndSpread(shares).first;
+}
 
 }  // namespace
 
@@ -172,19 +190,14 @@ int RunBenchModel(const std::vector<std::string>& words) {
     if (!json) std::fprintf(stderr, "%s\n", line.c_str());
   };
   const std::string source = args.Has("-m") ? args.Get("-m", "") : "synthetic " + args.Get("--synthetic", "");
-  // The probes first, their buffers freed before the weights load, so that
-  // the peak memory is the model's (weights resident once), not both. The
-  // bandwidth is read over a buffer the size of the weights (16 MiB to
-  // 512 MiB): a model that fits in a cache is bound by the cache's rate.
+  // The GEMM probes first, their buffers freed before the weights load, so
+  // that the peak memory is the model's (weights resident once), not both.
   const WeightType weight_type = ParseWeightType(w_name, "--weights");
   const LoadOptions load = LoadOptionsFrom(args);
-  const size_t expected_bytes = args.Has("-m") ? CheckpointBytes(args.Get("-m", ""))
-                                               : SyntheticWeightBytes(args.Get("--synthetic", ""), weight_type);
-  double bandwidth = 0, gemm = 0, gemm_bf16 = 0;  // the CPU's; 0 = not measured (a device run)
+  double gemm = 0, gemm_bf16 = 0;  // the CPU's; 0 = not measured (a device run)
   BF16GemmRate bf16_rate;
   if (device < 0) {
-    log("measuring read bandwidth and the GEMM rates ...");
-    bandwidth = given_bandwidth > 0 ? given_bandwidth : MeasureReadBandwidthGBs(ReadProbeBytes(expected_bytes));
+    log("measuring the GEMM rates ...");
     gemm = MeasureOneDnnGemmGflops(2048, 2048, 2048);
     bf16_rate = MeasureBF16GemmGflops(2048, 2048, 2048);
     gemm_bf16 = bf16_rate.gflops;
@@ -200,7 +213,6 @@ int RunBenchModel(const std::vector<std::string>& words) {
   std::string device_name = "cpu";  // "vulkan:0 NVIDIA H100 80GB HBM3"
   if (device >= 0) device_name = "vulkan:" + std::to_string(device) + " " + ListVulkanDevices().at(size_t(device)).name;
   const double weight_bytes = double(model->WeightBytes());
-  if (device >= 0) bandwidth = given_bandwidth;
 
   CostOptions cost;
   cost.depths.assign(depths.begin(), depths.end());
@@ -213,6 +225,16 @@ int RunBenchModel(const std::vector<std::string>& words) {
   cost.seed = 11;
   cost.kv.type = kv_type;
   cost.kv.max_chunk = int32_t(batch);
+  // The roofline's read bandwidth: the weights themselves read plainly (the
+  // best of 12 layouts, util/bandwidth.h) just before and after each decode
+  // run, so that a model that fits in a cache gets the cache's rate and each
+  // run is set against the bandwidth of its own seconds: measured once
+  // before the model loaded, it put the same decode at 85% and 104% of the
+  // roofline in consecutive runs (docs/performance.md). No extra memory is
+  // held.
+  const std::vector<ByteSpan> weight_spans = model->WeightSpans();
+  if (device < 0 && given_bandwidth <= 0 && !weight_spans.empty())
+    cost.read_bandwidth = [&] { return MeasureReadBandwidthGBs(weight_spans, /*repeats=*/1); };
   std::vector<Row> rows;
   for (const std::string& spec : specs) {
     const AttentionPlan plan = model->ResolvePlan(spec);
@@ -238,32 +260,19 @@ int RunBenchModel(const std::vector<std::string>& words) {
       }
       row.decode_bytes = weight_bytes + KvBytesPerToken(plan, point.full_ratio, model->kv_shape(),
                                                         point.decode_start + gen / 2, kv_type);
+      row.decode_bandwidth = point.decode_read_bandwidth;
+      SetRoofline(row, given_bandwidth);
       rows.push_back(row);
     }
   }
-  // The bandwidth again, the model freed so that the peak memory stays its
-  // own: measured once, before, it put the same decode at 85% and 104% of
-  // the roofline in consecutive runs (docs/performance.md).
-  const double bandwidth_before = bandwidth;
-  double bandwidth_after = 0;
-  if (device < 0 && given_bandwidth <= 0 && gen > 0) {
-    model.reset();
-    ReturnFreedMemory();
-    log("measuring read bandwidth again ...");
-    bandwidth_after = MeasureReadBandwidthGBs(ReadProbeBytes(expected_bytes));
-    bandwidth = std::max(bandwidth_before, bandwidth_after);
-  }
-  for (Row& row : rows)
-    row.decode_roofline_tps = bandwidth * 1e9 / row.decode_bytes;  // 0 on a device without --bandwidth
+  std::vector<double> probes;  // every run's read bandwidth, GB/s
+  for (const Row& row : rows) probes.insert(probes.end(), row.decode_bandwidth.begin(), row.decode_bandwidth.end());
+  const double bandwidth = given_bandwidth > 0 ? given_bandwidth : MedianAndSpread(probes).first;
 
   if (json) {
     nlohmann::json j;
     j["model"] = source;
-    j["read_bandwidth_gbs"] = bandwidth;  // the roofline's: the higher of the two below (or --bandwidth)
-    if (bandwidth_after > 0) {
-      j["read_bandwidth_before_gbs"] = bandwidth_before;
-      j["read_bandwidth_after_gbs"] = bandwidth_after;
-    }
+    j["read_bandwidth_gbs"] = bandwidth;  // the median of the runs' (or --bandwidth); 0: none
     j["gemm_fp32_gflops"] = gemm;
     j["gemm_bf16_gflops"] = gemm_bf16;
     j["gemm_bf16_product"] = bf16_rate.onednn ? "onednn" : "swan";
@@ -293,15 +302,19 @@ int RunBenchModel(const std::vector<std::string>& words) {
            {"prefill_matmul_fraction_of_gemm", r.linear_vs_gemm},
            {"decode_tokens_per_s", r.decode_tps},
            {"decode_roofline_tokens_per_s", r.decode_roofline_tps},
-           {"decode_fraction_of_roofline", r.decode_roofline_tps > 0 ? r.decode_tps / r.decode_roofline_tps : 0.0},
+           {"decode_read_bandwidth_gbs", r.decode_bandwidth},
+           {"decode_fraction_of_roofline", r.decode_share},
            {"kv_mib", r.kv_mib}});
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  char measured[96] = "";  // "(the higher of 52.0 before the model loaded and 58.3 after the runs)"
-  if (bandwidth_after > 0)
-    std::snprintf(measured, sizeof(measured), " (the higher of %.1f before the model loaded and %.1f after the runs)",
-                  bandwidth_before, bandwidth_after);
+  char measured[160] = "";  // " (the weights read plainly around each decode run: median of 4, 52.0-58.3)"
+  if (!probes.empty())
+    std::snprintf(measured, sizeof(measured),
+                  " (the weights read plainly around each decode run: median of %zu, %.1f-%.1f)", probes.size(),
+                  *std::min_element(probes.begin(), probes.end()), *std::max_element(probes.begin(), probes.end()));
+  else if (given_bandwidth > 0)
+    std::snprintf(measured, sizeof(measured), " (--bandwidth)");
   if (device < 0)
     std::printf(
         "%s: %.0f MiB of weights read per token; read bandwidth %.1f GB/s%s; "
@@ -324,7 +337,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
     char roof[2][16] = {"-", "-"};  // on a device: no roofline
     if (r.decode_roofline_tps > 0) {
       std::snprintf(roof[0], sizeof(roof[0]), "%.2f", r.decode_roofline_tps);
-      std::snprintf(roof[1], sizeof(roof[1]), "%.0f%%", 100.0 * r.decode_tps / r.decode_roofline_tps);
+      std::snprintf(roof[1], sizeof(roof[1]), "%.0f%%", 100.0 * r.decode_share);
     }
     char pp[3][16] = {"-", "-", "-"};  // no prompt (-p 0): no prefill figures
     if (prompt > 0) {

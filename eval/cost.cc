@@ -82,6 +82,7 @@ std::vector<CostPoint> MeasureCost(const LanguageModel& model, const AttentionPl
       for (int32_t i = 0; i < o.decode_tokens; ++i) run(*session, point.decode_start + i, 1);
       if (r >= 0 && o.decode_tokens > 0)
         point.decode_runs.push_back(double(o.decode_tokens) / std::max(SecondsSince(t0), 1e-9));
+      if (o.read_bandwidth && o.decode_tokens > 0) point.decode_read_bandwidth.push_back(o.read_bandwidth());
       session->routing.record.clear();
       point.kv_bytes = std::max(point.kv_bytes, double(model.CacheBytes(*session)));
     }

@@ -34,6 +34,7 @@ class Decoder : public LanguageModel {
 
   const ModelConfig& config() const override { return config_; }
   size_t WeightBytes() const override;
+  std::vector<ByteSpan> WeightSpans() const override;
   void Forward(float* logits, const Batch& batch, Session& session) const override;
   void ForwardBatch(float* logits, const std::vector<SequenceStep>& steps) const override;
 
@@ -133,6 +134,18 @@ size_t Decoder::WeightBytes() const {
               a.fk_b.size() + a.window_factor.size();
   }
   return bytes + floats * sizeof(float);
+}
+
+std::vector<ByteSpan> Decoder::WeightSpans() const {
+  std::vector<ByteSpan> spans;  // in the order a decode step reads them
+  auto add = [&](const LinearWeight& w) {
+    if (w.Bytes() > 0) spans.push_back(ByteSpan{w.view().data, w.Bytes()});
+  };
+  for (const DecoderLayer& l : layers_)
+    for (const LinearWeight* w : {&l.attn.q, &l.attn.k, &l.attn.v, &l.attn.o, &l.mlp.gate, &l.mlp.up, &l.mlp.down})
+      add(*w);
+  add(lm_head_);
+  return spans;
 }
 
 void Decoder::CheckSession(const Session& session) const {

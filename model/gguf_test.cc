@@ -122,6 +122,25 @@ std::string LoadError(const std::filesystem::path& dir, const std::string& bytes
   }
 }
 
+// WeightSpans: each layer's 7 projections and the head, apart, as many
+// bytes as WeightBytes counts but for its float32 vectors (norms, biases).
+void ExpectSpansHoldProjections(const LanguageModel& model) {
+  const std::vector<ByteSpan> spans = model.WeightSpans();
+  ASSERT_EQ(spans.size(), size_t(7 * model.config().n_layers + 1));
+  size_t bytes = 0;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    ASSERT_NE(spans[i].data, nullptr) << "span " << i;
+    bytes += spans[i].bytes;
+    for (size_t j = 0; j < i; ++j) {
+      const auto* a = static_cast<const uint8_t*>(spans[i].data);
+      const auto* b = static_cast<const uint8_t*>(spans[j].data);
+      EXPECT_TRUE(a + spans[i].bytes <= b || b + spans[j].bytes <= a) << "spans " << j << " and " << i << " overlap";
+    }
+  }
+  EXPECT_LE(bytes, model.WeightBytes());
+  EXPECT_GE(double(bytes), 0.9 * double(model.WeightBytes()));
+}
+
 // Written as GGUF and read back, a model gives the logits it gave from its
 // safetensors: the loader undoes what the export (llama.cpp's layout) did.
 void ExpectRoundTrip(const std::string& dir, const std::string& name, double tol) {
@@ -135,6 +154,7 @@ void ExpectRoundTrip(const std::string& dir, const std::string& name, double tol
     const auto gguf = LoadModel(path);
     EXPECT_EQ(gguf->config().architecture, hf->config().architecture);
     EXPECT_EQ(gguf->WeightBytes(), hf->WeightBytes());
+    ExpectSpansHoldProjections(*gguf);
     // the same values in the same order: the same logits up to summation order
     EXPECT_LE(MaxDiff(Logits(*gguf, 24), Logits(*hf, 24)), tol);
   }

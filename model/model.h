@@ -16,6 +16,7 @@
 #include "model/plan.h"
 #include "ops/rope.h"
 #include "ops/weight_type.h"
+#include "util/byte_span.h"
 
 namespace swan {
 
@@ -71,6 +72,10 @@ class LanguageModel {
   // Bytes of the weights a forward step reads (projections and the output
   // head; not the embedding table, of which a step reads one row a token).
   virtual size_t WeightBytes() const = 0;
+  // Where the projections and the output head lie in host memory, as a
+  // decode step reads them (swan bench times a plain read of them beside
+  // its decode); none for a model whose weights live on a device.
+  virtual std::vector<ByteSpan> WeightSpans() const { return {}; }
   // The model's own attention (its default plan) as the config gives it.
   ModelAttentionDefaults AttentionDefaults() const;
 

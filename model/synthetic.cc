@@ -64,16 +64,6 @@ ModelConfig SyntheticConfig(const std::string& name) {
   throw std::invalid_argument("unknown synthetic shape '" + name + "' (known: " + known + ")");
 }
 
-size_t SyntheticWeightBytes(const std::string& name, WeightType weight_type) {
-  const ModelConfig c = SyntheticConfig(name);
-  const int64_t q = int64_t(c.n_heads) * c.head_dim, kv = int64_t(c.n_kv_heads) * c.head_dim;
-  // the embedding table is held like a linear layer (and is the head when tied)
-  const int64_t linear = c.n_layers * (c.hidden_size * (2 * q + 2 * kv) + 3 * c.hidden_size * c.intermediate_size) +
-                         c.vocab_size * c.hidden_size * (c.tie_word_embeddings ? 1 : 2);
-  const int64_t f32 = (2 * c.n_layers + 1) * c.hidden_size;
-  return WeightRowBytes(weight_type, linear) + size_t(f32) * 4;
-}
-
 std::unique_ptr<LanguageModel> LoadSyntheticModel(const std::string& name, WeightType weight_type, uint64_t seed,
                                                   int vulkan_device) {
   return BuildModelOn(RandomWeights(seed, weight_type), SyntheticConfig(name), "synthetic " + name, vulkan_device);

@@ -23,10 +23,6 @@ std::vector<std::string> SyntheticShapeNames();  // "llama3.2-1b", ...
 // Throws std::invalid_argument listing the known names.
 ModelConfig SyntheticConfig(const std::string& name);
 
-// The bytes LoadSyntheticModel's weights take (the embedding in float32,
-// the linear layers in `weight_type`), known before they are made.
-size_t SyntheticWeightBytes(const std::string& name, WeightType weight_type);
-
 // Weights uniform with std 0.02 (norms 1), linear layers stored as
 // `weight_type`, from `seed`.
 // vulkan_device >= 0: the model runs on that Vulkan device (gpu/device_decoder.h).

@@ -1,12 +1,10 @@
 #include "model/weight_source.h"
 
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <stdexcept>
 #include <string_view>
 
-#include "model/gguf.h"
 #include "util/bf16.h"
 
 namespace swan {
@@ -78,21 +76,6 @@ LinearWeight CheckpointWeights::Linear(const std::string& name, int64_t out, int
     return LinearWeight(std::move(bits), out, in, type);
   }
   return LinearWeight::Borrow(store_.Owner(name), t.data, type, out, in);
-}
-
-size_t CheckpointBytes(const std::string& dir) {
-  namespace fs = std::filesystem;
-  size_t bytes = 0;
-  std::error_code error;
-  if (fs::is_regular_file(dir, error)) {  // a GGUF file, and a split model's other parts
-    if (!IsGgufFile(dir)) return size_t(fs::file_size(dir, error));
-    const GgufFile file(dir);
-    for (const std::string& part : file.paths()) bytes += size_t(fs::file_size(part, error));
-    return bytes;
-  }
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, error))
-    if (e.path().extension() == ".safetensors" && e.is_regular_file(error)) bytes += size_t(e.file_size(error));
-  return bytes;
 }
 
 LinearWeight HeadWeight(const WeightSource& w, bool tied, const LinearWeight& embed, int64_t vocab, int64_t hidden) {

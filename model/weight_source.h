@@ -31,11 +31,6 @@ class WeightSource {
   virtual void Evict(const std::string& name) const {}
 };
 
-// The bytes of a model directory's safetensors files, or of a GGUF file
-// (its weights, before loading them; every part of a split one); 0 for a
-// directory without any.
-size_t CheckpointBytes(const std::string& dir);
-
 // lm_head [vocab, hidden]: the embedding table itself when tied (one copy,
 // in whatever type the table is held), else Linear("lm_head.weight").
 LinearWeight HeadWeight(const WeightSource& w, bool tied, const LinearWeight& embed, int64_t vocab, int64_t hidden);

@@ -71,12 +71,34 @@ namespace swan {
 
 HWY_EXPORT(SumWithStreams);
 
-double MeasureReadBandwidthGBs(size_t bytes, int repeats) {
-  const int64_t n = int64_t(bytes / sizeof(uint64_t)) / 256 * 256;
-  std::vector<uint64_t> data(static_cast<size_t>(n));  // [n]
-  // Each thread first-touches the part it will read.
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) data[size_t(i)] = uint64_t(i) * 2654435761u;
+namespace {
+
+// Thread t's part of `span`, of `threads`: whole 512-byte pieces (64
+// values, any stream count's step) from the span's first 64-byte line;
+// *values = 0 for a part under 4 KiB.
+const uint64_t* ProbePart(const ByteSpan& span, int64_t t, int64_t threads, int64_t* values) {
+  constexpr int64_t kPieceValues = 64;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(span.data), first = (begin + 63) & ~uintptr_t(63);
+  const int64_t usable = first - begin < span.bytes ? int64_t(span.bytes - (first - begin)) : 0;
+  const int64_t per = usable / int64_t(sizeof(uint64_t)) / threads / kPieceValues * kPieceValues;
+  *values = per < 512 ? 0 : per;
+  return reinterpret_cast<const uint64_t*>(first) + t * per;
+}
+
+}  // namespace
+
+int64_t ProbeBytesPerPass(const std::vector<ByteSpan>& spans, int threads) {
+  int64_t bytes = 0;
+  for (const ByteSpan& span : spans)
+    for (int t = 0; t < threads; ++t) {
+      int64_t values = 0;
+      ProbePart(span, t, threads, &values);
+      bytes += values * int64_t(sizeof(uint64_t));
+    }
+  return bytes;
+}
+
+double MeasureReadBandwidthGBs(const std::vector<ByteSpan>& spans, int repeats) {
   double best = 1e30;
   int64_t bytes_read = 0;  // by all threads in one pass
   volatile uint64_t sink = 0;
@@ -85,25 +107,40 @@ double MeasureReadBandwidthGBs(size_t bytes, int repeats) {
   // asks for its data (on Zen 5 4 streams read 1.16x faster 2 KiB ahead
   // than 8): the roofline takes the best layout, so that it is a bound no
   // kernel can beat.
+  bool warm = false;  // after the first pass
   for (const int ahead_kib : {0, 2, 8})
     for (const int streams : {1, 2, 4, 8}) {
-      for (int r = 0; r <= repeats; ++r) {
+      for (int r = warm ? 1 : 0; r <= repeats; ++r) {
         uint64_t sum = 0;
+        int64_t read = 0;
         const auto start = std::chrono::steady_clock::now();
-#pragma omp parallel reduction(+ : sum)
+#pragma omp parallel reduction(+ : sum, read)
         {
           const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-          const int64_t per = n / threads / 256 * 256;
-#pragma omp single nowait
-          bytes_read = per * threads * int64_t(sizeof(uint64_t));
-          sum += HWY_DYNAMIC_DISPATCH(SumWithStreams)(data.data() + t * per, per, streams, ahead_kib);
+          for (const ByteSpan& span : spans) {
+            int64_t values = 0;
+            const uint64_t* data = ProbePart(span, t, threads, &values);
+            if (values > 0) sum += HWY_DYNAMIC_DISPATCH(SumWithStreams)(data, values, streams, ahead_kib);
+            read += values * int64_t(sizeof(uint64_t));
+          }
         }
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         sink = sink + sum;
-        if (r > 0) best = std::min(best, s);  // pass 0 warms up
+        bytes_read = read;
+        if (r > 0) best = std::min(best, s);  // the first pass warms up
+        warm = true;
       }
     }
-  return double(bytes_read) / best * 1e-9;
+  return bytes_read > 0 ? double(bytes_read) / best * 1e-9 : 0.0;
+}
+
+double MeasureReadBandwidthGBs(size_t bytes, int repeats) {
+  const int64_t n = int64_t(bytes / sizeof(uint64_t)) / 256 * 256;
+  std::vector<uint64_t> data(static_cast<size_t>(n));  // [n]
+  // Each thread first-touches the part it will read.
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) data[size_t(i)] = uint64_t(i) * 2654435761u;
+  return MeasureReadBandwidthGBs({ByteSpan{data.data(), size_t(n) * sizeof(uint64_t)}}, repeats);
 }
 
 }  // namespace swan
