@@ -27,8 +27,8 @@
 # 4. Prints one markdown table (and writes it to --out): pp and tg tokens/s
 #    of both with the ratio swan / llama.cpp, swan's decode as a share of its
 #    roofline in each round (swan bench's: the bytes a token reads over the
-#    read bandwidth measured in that run; past 100% for a model small enough
-#    to stay in the caches), both peak RSS figures, and the
+#    rate of a plain read of the weights just before and after each decode
+#    run), both peak RSS figures, and the
 #    cores other programs kept busy meanwhile (0 on an idle machine), under a
 #    line with the date, CPU, ISA and both commits; below it, what the cores
 #    can multiply at best as swan runs (build/bench/peak_bench: float32 FMAs,
