@@ -24,8 +24,8 @@ TEST(ReadBandwidth, PassReadsWholePiecesOfEachSpan) {
 TEST(ReadBandwidth, MeasuresSpansAndNothingWithoutThem) {
   std::vector<uint64_t> data(size_t(1) << 18, 7);  // [256 Ki] 2 MiB
   const double gbs = MeasureReadBandwidthGBs({ByteSpan{data.data(), data.size() * sizeof(uint64_t)}}, 1);
-  EXPECT_GT(gbs, 0.1);     // a 2 MiB read takes under 20 ms
-  EXPECT_LT(gbs, 1.0e5);   // and over 20 ns
+  EXPECT_GT(gbs, 0.1);    // a 2 MiB read takes under 20 ms
+  EXPECT_LT(gbs, 1.0e5);  // and over 20 ns
   EXPECT_EQ(MeasureReadBandwidthGBs(std::vector<ByteSpan>{ByteSpan{data.data(), 100}}, 1), 0.0);
 }
 
