@@ -121,7 +121,7 @@ struct Row {
   double prefill_spread = 0, decode_spread = 0;
   double decode_bytes = 0;               // what a token reads, weights and K/V, at the decode's middle position
   std::vector<double> decode_bandwidth;  // [repeats + 1] GB/s of the plain read after the warm-up, then each run
-  double decode_roofline_tps = 0;        // the median run's
+  double decode_roofline_tps = 0;        // the median of the runs' rooflines
   double decode_share = 0;               // of the roofline: the median of the runs' (decode / its roofline)
   double linear_gflops = 0;
   // The prefill's products against the GEMM rates on the same mix of f32

@@ -122,12 +122,10 @@ void Decoder::Load(const WeightSource& w, const DecoderTensor& t) {
 }
 
 size_t Decoder::WeightBytes() const {
-  size_t floats = norm_.size();
-  size_t bytes = lm_head_.Bytes();
+  size_t floats = norm_.size(), bytes = 0;
+  for (const ByteSpan& span : WeightSpans()) bytes += span.bytes;  // the projections and the head
   for (const DecoderLayer& l : layers_) {
     const AttentionWeights& a = l.attn;
-    bytes += a.q.Bytes() + a.k.Bytes() + a.v.Bytes() + a.o.Bytes() + l.mlp.gate.Bytes() + l.mlp.up.Bytes() +
-             l.mlp.down.Bytes();
     floats += l.attn_norm.size() + l.post_attn_norm.size() + l.mlp_norm.size() + l.post_mlp_norm.size() +
               a.q_bias.size() + a.k_bias.size() + a.v_bias.size() + a.q_norm.size() + a.k_norm.size() +
               (l.router ? l.router->weight.size() + 1 : 0) + a.fq_w.size() + a.fq_b.size() + a.fk_w.size() +

@@ -112,21 +112,20 @@ double MeasureReadBandwidthGBs(const std::vector<ByteSpan>& spans, int repeats) 
     for (const int streams : {1, 2, 4, 8}) {
       for (int r = warm ? 1 : 0; r <= repeats; ++r) {
         uint64_t sum = 0;
-        int64_t read = 0;
         const auto start = std::chrono::steady_clock::now();
-#pragma omp parallel reduction(+ : sum, read)
+#pragma omp parallel reduction(+ : sum)
         {
           const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+#pragma omp single nowait
+          bytes_read = ProbeBytesPerPass(spans, int(threads));
           for (const ByteSpan& span : spans) {
             int64_t values = 0;
             const uint64_t* data = ProbePart(span, t, threads, &values);
             if (values > 0) sum += HWY_DYNAMIC_DISPATCH(SumWithStreams)(data, values, streams, ahead_kib);
-            read += values * int64_t(sizeof(uint64_t));
           }
         }
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         sink = sink + sum;
-        bytes_read = read;
         if (r > 0) best = std::min(best, s);  // the first pass warms up
         warm = true;
       }
