@@ -1,7 +1,7 @@
 // Prefill- and training-sized matrix products: swan's own bf16 product
-// (ops/bf16_gemm.h, the path on CPUs where oneDNN has no bf16) against
+// (ops/bf16_gemm.h, the path on CPUs without bf16 hardware) against
 // oneDNN's float32 GEMM on the same shape in the same run, oneDNN's bf16
-// GEMM where this CPU has it, and swan's own float32 product (the thread-
+// GEMM where this CPU has bf16 hardware, and swan's own float32 product (the thread-
 // invariant one of swan serve --deterministic). GFLOP/s in "GFLOPS".
 //   build/bench/gemm_bench --benchmark_filter=512x
 #include <benchmark/benchmark.h>
@@ -24,7 +24,7 @@ void BM_Gemm(benchmark::State& state) {
   const GemmShape s{state.range(0), state.range(1), state.range(2), state.range(4) == 2, state.range(4) == 0};
   const auto path = Path(state.range(3));
   if (path == kOneDnnBF16 && !OneDnnHasBF16Matmul()) {
-    state.SkipWithError("oneDNN bf16: not available on this CPU");
+    state.SkipWithError("oneDNN bf16: not in this CPU's hardware");
     return;
   }
   std::mt19937 rng(1);

@@ -2,7 +2,7 @@
 // whole model under several attention plans and depths, like llama-bench,
 // with the decode roofline (bytes a token reads / measured read bandwidth)
 // and the matrix products' rate against the GEMM rate (oneDNN fp32; bf16:
-// oneDNN or, where it has none, swan's own), both measured in
+// oneDNN or, where the CPU has no bf16 hardware, swan's own), both measured in
 // the same run. Routed plans (Switch Attention) run with their learned
 // routers, or with a forced full ratio (--route-ratio) on any model.
 #include <algorithm>
@@ -350,7 +350,7 @@ int RunBenchModel(const std::vector<std::string>& words) {
   }
   std::printf(
       "pp: prefill of %lld tokens; mm %%GEMM: the matrix products' speed in it against "
-      "the 2048^3 GEMM in the weights' type (fp32 or bf16); tg: decode of %lld tokens from the depth; "
+      "the 2048^3 GEMM in the type they multiply in (fp32 or bf16); tg: decode of %lld tokens from the depth; "
       "medians of %lld runs after a warm-up, ±: (max - min) / median; peak RSS %.1f MiB\n",
       (long long)prompt, (long long)gen, (long long)repeats, double(PeakResidentBytes()) / (1 << 20));
   for (const Row& r : rows)

@@ -33,17 +33,27 @@ void ExpectEveryHalfOnEveryTarget(const Convert& convert, const Same& same) {
   hwy::SetSupportedTargetsForTest(0);
 }
 
-TEST(WidenF16, GivesTheScalarConversionOnEveryTarget) {
-  ExpectEveryHalfOnEveryTarget(
-      [](const std::vector<uint16_t>& halves) {
-        std::vector<float> got(halves.size());  // [n]
-        WidenF16(got.data(), halves.data(), int64_t(halves.size()));
-        return got;
-      },
-      [](uint16_t half, float got) {
-        const float want = F16ToF32(half);
-        return std::isnan(want) ? std::isnan(got) : std::memcmp(&want, &got, sizeof(float)) == 0;
-      });
+// f16 and bf16 alike: every 16-bit pattern widens to util's scalar
+// conversion bit for bit (NaN stays NaN).
+TEST(Widen16BitFloats, GiveTheScalarConversionsOnEveryTarget) {
+  struct Case {
+    const char* name;
+    void (*widen)(float* dst, const uint16_t* src, int64_t n);
+    float (*scalar)(uint16_t bits);
+  };
+  for (const Case& c : {Case{"f16", WidenF16, F16ToF32}, Case{"bf16", WidenBF16, BF16ToF32}}) {
+    SCOPED_TRACE(c.name);
+    ExpectEveryHalfOnEveryTarget(
+        [&](const std::vector<uint16_t>& bits) {
+          std::vector<float> got(bits.size());  // [n]
+          c.widen(got.data(), bits.data(), int64_t(bits.size()));
+          return got;
+        },
+        [&](uint16_t bits, float got) {
+          const float want = c.scalar(bits);
+          return std::isnan(want) ? std::isnan(got) : std::memcmp(&want, &got, sizeof(float)) == 0;
+        });
+  }
 }
 
 // The same halves to bf16 in one pass: util's two conversions, bit for bit

@@ -185,14 +185,20 @@ void RunCounted(const GemmShape& s, const Product& product) {
   counters.seconds += seconds;
 }
 
+// Whether oneDNN runs on an ISA that has all of `isa`'s extensions (its
+// dnnl_cpu_isa_t values are sets of bits, each ISA holding those below it).
+bool OneDnnIsaHas(dnnl_cpu_isa_t isa) { return (int(dnnl::get_effective_cpu_isa()) & int(isa)) == int(isa); }
+
 }  // namespace
 
 size_t CachedGemmPrimitives() { return Cache().size(); }
 
 bool OneDnnHasBF16Matmul() {
-  // Asked once: can oneDNN build a small bf16 product here? (oneDNN 2.6
-  // has none below AVX-512; DNNL_MAX_CPU_ISA=AVX2 caps a bigger CPU.)
+  // Asked once. oneDNN 2.6 builds bf16 products from AVX-512 up, but below
+  // AVX-512 BF16 they are emulated, at about a third of its float32 rate
+  // (docs/performance.md); DNNL_MAX_CPU_ISA caps a bigger CPU.
   static const bool has = [] {
+    if (!OneDnnIsaHas(dnnl_cpu_isa_avx512_core_bf16)) return false;
     try {
       const auto bf16 = memory::data_type::bf16;
       const memory::desc a_md({16, 16}, bf16, memory::format_tag::ab);
@@ -213,7 +219,8 @@ void Gemm(float* c, const float* a, const float* b, const GemmShape& s, bool acc
   RunCounted(s, [&] {
     // Where oneDNN has no AVX-512 its float32 product splits the sums by
     // the threads that run it.
-    if (thread_invariant.load() && !OneDnnHasBF16Matmul())
+    static const bool avx512 = OneDnnIsaHas(dnnl_cpu_isa_avx512_core);
+    if (thread_invariant.load() && !avx512)
       GemmF32Swan(c, a, b, s, accumulate);
     else
       Cache().Run(c, a, b, Key{s.m, s.n, s.k, s.trans_a, s.trans_b, accumulate, /*bf16=*/false, Ldc(s)});

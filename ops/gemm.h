@@ -39,8 +39,10 @@ void GemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& s
 // (ops/bf16_gemm.h), about 0.85x oneDNN's rate there (docs/serving.md).
 void SetThreadInvariantProducts(bool on);
 
-// Whether oneDNN has bf16 matrix products on this CPU (asked once; false
-// below AVX-512 or under DNNL_MAX_CPU_ISA=AVX2): which path GemmBF16 takes.
+// Whether oneDNN multiplies bf16 in hardware on this CPU: AVX-512 BF16 or
+// AMX (asked once; false below them or under a DNNL_MAX_CPU_ISA cap below
+// them). Which path GemmBF16 takes (else swan's own), and whether Linear
+// multiplies 16-bit weights in bf16 (else widened to float32).
 bool OneDnnHasBF16Matmul();
 
 // dst[i] = bf16(src[i]), rounded to nearest even exactly like util/bf16.h's

@@ -75,7 +75,7 @@ std::string BF16ProductName() {
   if (OneDnnHasBF16Matmul()) return "oneDNN bf16";
   const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
   if (!cap) cap = std::getenv("DNNL_MAX_CPU_ISA");
-  return std::string("swan bf16 (oneDNN bf16: not available on this CPU") +
+  return std::string("swan bf16 (oneDNN bf16: not in this CPU's hardware") +
          (cap ? std::string(" under MAX_CPU_ISA=") + cap : "") + ")";
 }
 

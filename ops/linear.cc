@@ -156,6 +156,12 @@ std::vector<float> LinearWeight::ToF32() const {
 
 namespace {
 
+// Whether a product of m rows with weights of `type` multiplies in bf16:
+// 16-bit weights against many rows, where oneDNN has bf16 products.
+bool ProductsInBF16(WeightType type, int64_t m) {
+  return m > kGemvMaxRows && (type == WeightType::kBF16 || type == WeightType::kF16) && OneDnnHasBF16Matmul();
+}
+
 std::atomic<bool> g_stats_on{false};
 std::mutex g_stats_mu;
 LinearStats g_stats;
@@ -176,7 +182,7 @@ void Counted(const Products& products, int64_t m, const Weights& weights) {
   for (const LinearWeight* w : weights) {
     const double flops = 2.0 * double(m) * double(w->out()) * double(w->in());
     g_stats.flops += flops;
-    if (w->type() == WeightType::kBF16) g_stats.bf16_flops += flops;
+    if (ProductsInBF16(w->type(), m)) g_stats.bf16_flops += flops;
   }
 }
 
@@ -189,18 +195,34 @@ const uint16_t* InputBF16(const float* x, int64_t m, int64_t in) {
   return x16.data();
 }
 
-// f16 weights against many rows: no f16 GEMM exists here, so w is
-// converted and multiplied into y's columns. Where oneDNN has bf16 products
-// (AVX-512 bf16, AMX) it is rounded to bf16 in one pass and multiplied with
-// x in bf16, as bf16 weights are, at about twice the float32 rate (an f16
-// weight loses 3 of its 10 fraction bits there; decode multiplies the f16
-// values exactly); elsewhere it is widened to float32. The conversion reads
-// the weights once per product, which m >= 9 rows amortize.
+// 16-bit weights against many rows. Where oneDNN has bf16 products
+// (AVX-512 BF16, AMX) bf16 weights are multiplied as they are with x in
+// bf16, and f16 weights rounded to bf16 in one pass first (no f16 GEMM
+// exists here): about twice the float32 rate, and an f16 weight loses 3 of
+// its 10 fraction bits (decode multiplies the f16 values exactly).
+// Elsewhere both are widened to float32, which oneDNN multiplies faster
+// than its emulated bf16 (AVX-512 without BF16) and than swan's own bf16
+// product (docs/performance.md). The conversion reads the weights once per
+// product, which m >= 9 rows amortize.
+
+// Writes (or adds, when accumulate) block [m, nb] into columns [n0, n0 + nb)
+// of y [m, ldy]: oneDNN's products run slower straight into a strided y
+// than into a block of their own and this copy.
+void StoreColumns(float* y, int64_t ldy, int64_t n0, const float* block, int64_t m, int64_t nb, bool accumulate) {
+  for (int64_t r = 0; r < m; ++r) {
+    float* dst = y + r * ldy + n0;       // [nb]
+    const float* part = block + r * nb;  // [nb]
+    if (accumulate)
+      for (int64_t c = 0; c < nb; ++c) dst[c] += part[c];
+    else
+      std::copy(part, part + nb, dst);
+  }
+}
 
 // bf16: the whole matrix when it is at most 4M values (one product straight
 // into y), else 256 rows at a time into y_block. (oneDNN's bf16 product
-// into a strided y, in panels as below, prefilled Gemma 3 f16 at 0.89x and
-// peaked 4.7 MiB higher.)
+// straight into y's columns, in panels as below, prefilled Gemma 3 f16 at
+// 0.89x and peaked 4.7 MiB higher.)
 void F16ProductBF16(float* y, const float* x, int64_t m, const LinearWeight& w, bool accumulate) {
   const int64_t in = w.in();
   const int64_t block = w.out() * in <= (int64_t(1) << 22) ? w.out() : std::min<int64_t>(256, w.out());
@@ -216,31 +238,35 @@ void F16ProductBF16(float* y, const float* x, int64_t m, const LinearWeight& w, 
     F16ToBF16(w16.data(), rows + n0 * in, nb * in);
     if (whole) return MatmulTransBBF16(y, x16, w16.data(), MatmulShape{m, nb, in}, accumulate);
     MatmulTransBBF16(y_block.data(), x16, w16.data(), MatmulShape{m, nb, in});
-    for (int64_t r = 0; r < m; ++r) {
-      float* dst = y + r * w.out() + n0;
-      const float* part = y_block.data() + r * nb;
-      for (int64_t c = 0; c < nb; ++c) dst[c] = accumulate ? dst[c] + part[c] : part[c];
-    }
+    StoreColumns(y, w.out(), n0, y_block.data(), m, nb, accumulate);
   }
 }
 
-// float32: the rows in panels of at most kF16PanelValues values (1 MiB),
-// each widened and multiplied straight into its columns of y. A widened
-// copy of a whole 1536 x 512 matrix had been 3 MiB of a Gemma 3 f16
-// prefill's peak memory (panels of 512 rows there; 256 measured about 3%
-// slower, capped to AVX2).
-constexpr int64_t kF16PanelValues = int64_t(1) << 18;
+// float32: the rows in panels of at most kWidePanelValues values (1 MiB),
+// each widened, multiplied into a block of y's own and copied into its
+// columns. A widened copy of a whole 1536 x 512 matrix had been 3 MiB of a
+// Gemma 3 f16 prefill's peak memory (panels of 512 rows there; 256 measured
+// about 3% slower, capped to AVX2). Straight into y's columns, oneDNN's
+// AVX-512 float32 product ran well below its rate into a block
+// (docs/performance.md).
+constexpr int64_t kWidePanelValues = int64_t(1) << 18;
 
-void F16ProductF32(float* y, const float* x, int64_t m, const LinearWeight& w, bool accumulate) {
+void WidenedProductF32(float* y, const float* x, int64_t m, const LinearWeight& w, bool accumulate) {
   const int64_t in = w.in();
-  const int64_t panel = std::min(w.out(), std::max<int64_t>(16, kF16PanelValues / in / 16 * 16));  // rows
-  thread_local std::vector<float> w32;                                                             // [panel, in]
+  const int64_t panel = std::min(w.out(), std::max<int64_t>(16, kWidePanelValues / in / 16 * 16));  // rows
+  const bool whole = panel == w.out();
+  thread_local std::vector<float> w32;      // [panel, in]
+  thread_local std::vector<float> y_block;  // [m, panel]
   if (w32.size() < size_t(panel * in)) w32.resize(size_t(panel * in));
-  const uint16_t* rows = static_cast<const uint16_t*>(w.view().data);  // [out, in] f16
+  if (!whole && y_block.size() < size_t(m * panel)) y_block.resize(size_t(m * panel));
+  const uint16_t* rows = static_cast<const uint16_t*>(w.view().data);  // [out, in] f16 or bf16
+  const auto widen = w.type() == WeightType::kF16 ? WidenF16 : WidenBF16;
   for (int64_t n0 = 0; n0 < w.out(); n0 += panel) {
-    const MatmulShape shape{m, std::min(panel, w.out() - n0), in, /*ldy=*/w.out()};  // y's columns [n0, n0 + n)
-    WidenF16(w32.data(), rows + n0 * in, shape.n * in);
-    MatmulTransB(y + n0, x, w32.data(), shape, accumulate);
+    const int64_t nb = std::min(panel, w.out() - n0);
+    widen(w32.data(), rows + n0 * in, nb * in);
+    if (whole) return MatmulTransB(y, x, w32.data(), MatmulShape{m, nb, in}, accumulate);
+    MatmulTransB(y_block.data(), x, w32.data(), MatmulShape{m, nb, in});
+    StoreColumns(y, w.out(), n0, y_block.data(), m, nb, accumulate);
   }
 }
 
@@ -258,8 +284,12 @@ void Product(float* y, const float* x, int64_t m, const LinearWeight& w, bool ac
     MatmulTransB(y, x, w.f32(), shape, accumulate);
     return;
   }
+  if (!ProductsInBF16(w.type(), m)) {
+    WidenedProductF32(y, x, m, w, accumulate);
+    return;
+  }
   if (w.type() == WeightType::kF16) {
-    OneDnnHasBF16Matmul() ? F16ProductBF16(y, x, m, w, accumulate) : F16ProductF32(y, x, m, w, accumulate);
+    F16ProductBF16(y, x, m, w, accumulate);
     return;
   }
   MatmulTransBBF16(y, InputBF16(x, m, w.in()), w.bf16(), shape, accumulate);

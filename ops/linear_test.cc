@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "ops/block_product.h"
@@ -33,11 +34,12 @@ TEST(Linear, EveryPathMatchesTheReference) {
       for (auto& e : x) e = normal(rng);
       std::vector<float> y(size_t(m * out), 0.5f);  // [m, out]
       Linear(y.data(), x.data(), m, weight, /*accumulate=*/true);
-      // bf16 GEMM rounds x to bf16 too, and f16 weights to bf16 where
-      // oneDNN has bf16 products; GEMV keeps x in float32; the block
-      // formats' integer products quantize it per 32 values.
+      // Where oneDNN has bf16 products, 16-bit weights against many rows are
+      // multiplied in bf16, x rounded to bf16 too and f16 weights rounded
+      // to bf16 (elsewhere widened to float32); GEMV keeps x in float32;
+      // the block formats' integer products quantize it per 32 values.
       const bool in_bf16 =
-          m > kGemvMaxRows && (type == WeightType::kBF16 || (type == WeightType::kF16 && OneDnnHasBF16Matmul()));
+          m > kGemvMaxRows && (type == WeightType::kBF16 || type == WeightType::kF16) && OneDnnHasBF16Matmul();
       std::vector<float> xs = x;  // [m, in] x as the kernel multiplies it
       if (IsBlockQuantized(type)) {
         std::vector<int8_t> q(x.size());      // [m, in]
@@ -71,31 +73,37 @@ TEST(Linear, EveryPathMatchesTheReference) {
   EXPECT_THROW(LinearWeight(w, out + 1, in), std::invalid_argument);
 }
 
-// f16 weights go in pieces of 256 rows here: widened to float32 in panels
-// of 256K values, each multiplied straight into its columns of y, or for
-// bf16 products (matrices above 4M values, here 4.3M) gathered into y.
-TEST(Linear, LargeF16MatrixInPanels) {
+// f16 and bf16 weights go in pieces of 256 rows here: widened to float32 in
+// panels of 256K values, each multiplied into a block and copied or added
+// into its columns of y, or for bf16 products (matrices above 4M values,
+// here 4.3M) gathered into y.
+TEST(Linear, Large16BitMatricesInPanels) {
   std::mt19937 rng(std::random_device{}());
   std::normal_distribution<float> normal;
   const int64_t out = 4200, in = 1024, m = 9;                 // 17 panels, the last of 104 rows
   std::vector<float> w(size_t(out * in)), x(size_t(m * in));  // [out, in], [m, in]
   for (auto& e : w) e = normal(rng);
   for (auto& e : x) e = normal(rng);
-  const LinearWeight weight(w, out, in, WeightType::kF16);
-  const std::vector<float> stored = weight.ToF32();  // [out, in]
-  std::vector<float> y(size_t(m * out), 0.5f);       // [m, out]
-  Linear(y.data(), x.data(), m, weight, /*accumulate=*/true);
   const bool in_bf16 = OneDnnHasBF16Matmul();
   auto round = [&](float v) { return in_bf16 ? BF16ToF32(F32ToBF16(v)) : v; };
-  double worst = 0, scale = 0;
-  for (int64_t r = 0; r < m; ++r)
-    for (int64_t o = 0; o < out; ++o) {
-      double ref = 0.5;
-      for (int64_t c = 0; c < in; ++c) ref += double(round(stored[size_t(o * in + c)])) * round(x[size_t(r * in + c)]);
-      worst = std::max(worst, std::fabs(ref - y[size_t(r * out + o)]));
-      scale = std::max(scale, std::fabs(ref));
+  for (WeightType type : {WeightType::kF16, WeightType::kBF16})
+    for (bool accumulate : {true, false}) {
+      SCOPED_TRACE(std::string(WeightTypeName(type)) + (accumulate ? " y +=" : " y ="));
+      const LinearWeight weight(w, out, in, type);
+      const std::vector<float> stored = weight.ToF32();  // [out, in]
+      std::vector<float> y(size_t(m * out), 0.5f);       // [m, out]
+      Linear(y.data(), x.data(), m, weight, accumulate);
+      double worst = 0, scale = 0;
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t o = 0; o < out; ++o) {
+          double ref = accumulate ? 0.5 : 0.0;
+          for (int64_t c = 0; c < in; ++c)
+            ref += double(round(stored[size_t(o * in + c)])) * round(x[size_t(r * in + c)]);
+          worst = std::max(worst, std::fabs(ref - y[size_t(r * out + o)]));
+          scale = std::max(scale, std::fabs(ref));
+        }
+      EXPECT_LE(worst / scale, 1e-5);
     }
-  EXPECT_LE(worst / scale, 1e-5);
 }
 
 }  // namespace
