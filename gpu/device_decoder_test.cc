@@ -68,7 +68,11 @@ class DeviceDecoderTest : public VulkanTest {
     gpu->Forward(got.data() + 5 * vocab, Batch{prompt.data() + 5, pos.data() + 5, prompt_tokens - 5, true},
                  *gpu_session);
     double worst = 0;
-    for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, double(std::fabs(want[i] - got[i])));
+    std::vector<float> differences;  // [compared logits] every |CPU - device|, for typical_tolerance
+    for (size_t i = 0; i < want.size(); ++i) {
+      worst = std::max(worst, double(std::fabs(want[i] - got[i])));
+      differences.push_back(std::fabs(want[i] - got[i]));
+    }
     std::printf("%s under '%s'%s%s, %s KV: largest logit difference %.2e\n", dir.c_str(), plan.c_str(),
                 stored ? " stored as " : "", stored ? WeightTypeName(*stored) : "", KvTypeName(kv_type), worst);
     EXPECT_LT(worst, tolerance) << "largest logit difference";
@@ -88,10 +92,18 @@ class DeviceDecoderTest : public VulkanTest {
       const int32_t p = int32_t(prompt.size()) + i;
       cpu->Forward(step_cpu.data(), Batch{&next_cpu, &p, 1, false}, *cpu_session);
       gpu->Forward(step_gpu.data(), Batch{&next_cpu, &p, 1, false}, *gpu_session);
-      for (int64_t v = 0; v < vocab; ++v)
+      for (int64_t v = 0; v < vocab; ++v) {
         ASSERT_LT(std::fabs(step_cpu[size_t(v)] - step_gpu[size_t(v)]), tolerance) << "step " << i << " logit " << v;
+        differences.push_back(std::fabs(step_cpu[size_t(v)] - step_gpu[size_t(v)]));
+      }
       last_cpu = step_cpu.data();
       last_gpu = step_gpu.data();
+    }
+    if (typical_tolerance > 0) {
+      const auto p90 = differences.begin() + std::ptrdiff_t(differences.size() * 9 / 10);
+      std::nth_element(differences.begin(), p90, differences.end());
+      std::printf("  90th percentile of the logit differences %.2e\n", double(*p90));
+      EXPECT_LT(*p90, typical_tolerance) << "90th percentile of the logit differences";
     }
     EXPECT_EQ(gpu_routes, cpu_routes) << "routes";
     size_t routed = 0, full = 0;
@@ -101,6 +113,9 @@ class DeviceDecoderTest : public VulkanTest {
   }
 
   double forced_ratio = -1;  // routed plans: >= 0 draws the routes (RouteOptions)
+  // > 0: the 90th percentile of all the logit differences (prompt and
+  // greedy steps) must be below it, beside the largest below `tolerance`.
+  double typical_tolerance = 0;
   KvType kv_type = KvType::kF32;
   int32_t max_chunk = 512;     // the most tokens one pass writes (KvCacheOptions)
   int32_t prompt_tokens = 12;  // at least 6: the device takes them as 5, then the rest
@@ -188,21 +203,27 @@ TEST_F(DeviceDecoderTest, BatchedSequencesMatchEachAloneOnTheCpu) {
 }
 
 // A bf16 KV cache: the device rounds keys and values as the CPU's cache
-// does (DeviceLayerSteps.Bf16RowsRoundAsTheCpu), yet the two need not
-// attend over the same values: a key the two compute a float32 ulp apart
-// can round to neighbouring bf16 values (2^-8 apart), and the CPU's bf16
-// decode rounds queries and probabilities to bf16 where it multiplies in
-// bf16 (`swan --version`). Over a full cache logits came 1e-5 to 1.6e-2
-// apart: the tolerance is swan-7m's 5e-2, and a cache read in the wrong
-// layout is off by order 1. Over a ring of 4 keys, one such key weighs a
-// quarter of the attention: random prompts moved a logit by up to 0.12
+// does (DeviceLayerSteps.StoredRowsGatherHeadsAndRoundAsTheCpu), yet the
+// two need not attend over the same values: a key the two compute a
+// float32 ulp apart can round to neighbouring bf16 values (2^-8 apart),
+// and a flipped key moves the next hidden states, which can flip more.
+// Over 600 random prompts (seeds 5000-5599) most logits came within 1e-5,
+// but the largest difference of a prompt and 16 greedy steps reached 0.16
+// (one step of SWAN_TEST_SEED=5583) and another seed's grew step by step
+// to 0.25 (SWAN_TEST_SEED=2309); the 90th percentile of a run's
+// differences had a median of 5e-6 and a maximum of 0.024. So that is
+// held to 0.1, and the largest to 1: a cache read in the wrong layout is
+// off by order 1 nearly everywhere. Over a ring of 4 keys one such key weighs a quarter
+// of the attention: random prompts moved a logit by up to 0.12
 // (SWAN_TEST_SEED=3046943651, capped to AVX2 too). Rings in bf16 are
-// checked where both caches hold the very same rows (RandomFillsMatchTheCpu)
-// and by perplexity over a text (cli_perplexity_window_bf16_*).
+// checked where both caches hold the very same rows
+// (RandomFillsMatchTheCpu) and by perplexity over a text
+// (cli_perplexity_window_bf16_*).
 TEST_F(DeviceDecoderTest, Bf16CachesMatchTheCpu) {
   SWAN_NEED_VULKAN();
   kv_type = KvType::kBF16;
-  Compare(test::Stories260K(), "full", 16, 5e-2);
+  typical_tolerance = 0.1;
+  Compare(test::Stories260K(), "full", 16, 1.0);
 }
 
 // swan bench --fill random on a device: the same random rows as the host
