@@ -5,9 +5,12 @@
 // oneDNN or, where the CPU has no bf16 hardware, swan's own), both measured in
 // the same run. Routed plans (Switch Attention) run with their learned
 // routers, or with a forced full ratio (--route-ratio) on any model.
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -76,12 +79,13 @@ OptionSet Options() {
           "the share its router chose during the timed decode (column full%); a per-head layer\n"
           "reads all keys for its full KV heads and its window's for the others, a linear layer its\n"
           "state (KV heads x P x (head dim + 1) floats). The read bandwidth is a plain read\n"
-          "of the weights themselves (the best of 1-8 streams a thread, asked for 0-8 KiB\n"
-          "ahead) just before and after each decode run, so a model that fits in a cache gets\n"
-          "that cache's rate, and each run is set against the higher of the two (on a machine\n"
-          "shared with other programs the bandwidth moves from one minute to the next): %roof\n"
-          "is the median of the runs' shares. The last line gives the peak RSS (JSON:\n"
-          "peak_rss_bytes).\n");
+          "of the weights themselves, one pass after each decode token (outside its time),\n"
+          "12 layouts in turn (1-8 streams a thread, asked for 0-8 KiB ahead); a run's is the\n"
+          "layout that read fastest over its passes in that run. So each run is set against\n"
+          "the memory of its own seconds (on a machine shared with other programs the\n"
+          "bandwidth moves from one second to the next), and a model that fits in a cache\n"
+          "gets that cache's rate. %roof is the median of the runs' shares. The last line\n"
+          "gives the peak RSS (JSON: peak_rss_bytes).\n");
   return options;
 }
 
@@ -131,19 +135,19 @@ struct Row {
 };
 
 // The row's roofline: from --bandwidth when given, else each decode run's
-// from the higher of the read bandwidths measured just before and just
-// after it (a bound for the run while the machine's bandwidth moves).
+// from the read bandwidth measured between its own tokens.
 void SetRoofline(Row& row, double given_bandwidth) {
   if (given_bandwidth > 0) {
     row.decode_roofline_tps = given_bandwidth * 1e9 / row.decode_bytes;
     row.decode_share = row.decode_tps / row.decode_roofline_tps;
     return;
   }
-  const std::vector<double>& bandwidth = row.decode_bandwidth;
-  if (bandwidth.size() != row.decode_runs.size() + 1) return;  // none measured (a device): no roofline
-  std::vector<double> rooflines, shares;                       // [repeats]
+  const std::vector<double>& bandwidth = row.decode_bandwidth;  // the warm-up's, then each run's
+  if (bandwidth.size() != row.decode_runs.size() + 1) return;   // none measured (a device): no roofline
+  std::vector<double> rooflines, shares;                        // [repeats]
   for (size_t i = 0; i < row.decode_runs.size(); ++i) {
-    rooflines.push_back(std::max(bandwidth[i], bandwidth[i + 1]) * 1e9 / row.decode_bytes);
+    if (bandwidth[i + 1] <= 0) return;  // nothing read (spans too small): no roofline
+    rooflines.push_back(bandwidth[i + 1] * 1e9 / row.decode_bytes);
     shares.push_back(row.decode_runs[i] / rooflines.back());
   }
   row.decode_roofline_tps = MedianAndSpread(rooflines).first;
@@ -225,16 +229,24 @@ int RunBenchModel(const std::vector<std::string>& words) {
   cost.seed = 11;
   cost.kv.type = kv_type;
   cost.kv.max_chunk = int32_t(batch);
-  // The roofline's read bandwidth: the weights themselves read plainly (the
-  // best of 12 layouts, util/bandwidth.h) just before and after each decode
-  // run, so that a model that fits in a cache gets the cache's rate and each
-  // run is set against the bandwidth of its own seconds: measured once
-  // before the model loaded, it put the same decode at 85% and 104% of the
-  // roofline in consecutive runs (docs/performance.md). No extra memory is
-  // held.
-  const std::vector<ByteSpan> weight_spans = model->WeightSpans();
-  if (device < 0 && given_bandwidth <= 0 && !weight_spans.empty())
-    cost.read_bandwidth = [&] { return MeasureReadBandwidthGBs(weight_spans, /*repeats=*/1); };
+  // The roofline's read bandwidth: the weights themselves read plainly
+  // between the decode's tokens, so that each run is set against the
+  // bandwidth of its own seconds. Read just before and after each run (the
+  // best pass of 12 layouts), it took the best moment of a machine whose
+  // bandwidth moved within seconds: in one such minute the 1B Q8_0 file's
+  // decode came out at 56% of that roofline and at 81% of this one, while
+  // in a quiet minute both gave 66-68% (docs/performance.md). No extra
+  // memory is held; a model that fits in a cache gets the cache's rate.
+  std::optional<ReadBandwidthSampler> weight_reads;
+  if (device < 0 && given_bandwidth <= 0) {
+    std::vector<ByteSpan> weight_spans = model->WeightSpans();
+    if (!weight_spans.empty()) {
+      weight_reads.emplace(std::move(weight_spans));
+      // on the threads the token ran on (ThreadsForNextStep)
+      cost.between_tokens = [&] { weight_reads->Pass(omp_get_max_threads()); };
+      cost.read_bandwidth = [&] { return weight_reads->TakeGBs(); };
+    }
+  }
   std::vector<Row> rows;
   for (const std::string& spec : specs) {
     const AttentionPlan plan = model->ResolvePlan(spec);
@@ -265,8 +277,11 @@ int RunBenchModel(const std::vector<std::string>& words) {
       rows.push_back(row);
     }
   }
-  std::vector<double> probes;  // every run's read bandwidth, GB/s
-  for (const Row& row : rows) probes.insert(probes.end(), row.decode_bandwidth.begin(), row.decode_bandwidth.end());
+  std::vector<double> probes;  // every timed run's read bandwidth, GB/s (not the warm-ups')
+  for (const Row& row : rows)
+    if (!row.decode_bandwidth.empty())
+      for (size_t i = 1; i < row.decode_bandwidth.size(); ++i)
+        if (row.decode_bandwidth[i] > 0) probes.push_back(row.decode_bandwidth[i]);
   const double bandwidth = given_bandwidth > 0 ? given_bandwidth : MedianAndSpread(probes).first;
 
   if (json) {
@@ -308,11 +323,12 @@ int RunBenchModel(const std::vector<std::string>& words) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  char measured[160] = "";  // " (the weights read plainly around each decode run: median of 4, 52.0-58.3)"
+  char measured[160] = "";  // " (the weights read plainly between the decode's tokens: median of 4 runs, 52.0-58.3)"
   if (!probes.empty())
     std::snprintf(measured, sizeof(measured),
-                  " (the weights read plainly around each decode run: median of %zu, %.1f-%.1f)", probes.size(),
-                  *std::min_element(probes.begin(), probes.end()), *std::max_element(probes.begin(), probes.end()));
+                  " (the weights read plainly between the decode's tokens: median of %zu runs, %.1f-%.1f)",
+                  probes.size(), *std::min_element(probes.begin(), probes.end()),
+                  *std::max_element(probes.begin(), probes.end()));
   else if (given_bandwidth > 0)
     std::snprintf(measured, sizeof(measured), " (--bandwidth)");
   if (device < 0)

@@ -78,10 +78,15 @@ std::vector<CostPoint> MeasureCost(const LanguageModel& model, const AttentionPl
       if (!o.decode_after_prompt && prompt > 0) session = at_depth();
       if (r >= 0)
         for (auto& l : routes) session->routing.record.push_back(&l);
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int32_t i = 0; i < o.decode_tokens; ++i) run(*session, point.decode_start + i, 1);
+      double decode_seconds = 0;
+      for (int32_t i = 0; i < o.decode_tokens; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        run(*session, point.decode_start + i, 1);
+        decode_seconds += SecondsSince(t0);
+        if (o.between_tokens) o.between_tokens();
+      }
       if (r >= 0 && o.decode_tokens > 0)
-        point.decode_runs.push_back(double(o.decode_tokens) / std::max(SecondsSince(t0), 1e-9));
+        point.decode_runs.push_back(double(o.decode_tokens) / std::max(decode_seconds, 1e-9));
       if (o.read_bandwidth && o.decode_tokens > 0) point.decode_read_bandwidth.push_back(o.read_bandwidth());
       session->routing.record.clear();
       point.kv_bytes = std::max(point.kv_bytes, double(model.CacheBytes(*session)));

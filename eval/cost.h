@@ -30,10 +30,14 @@ struct CostOptions {
   double forced_full_ratio = -1;  // >= 0: routed layers draw their routes (RouteOptions)
   uint64_t seed = 1;              // of the random tokens
   KvCacheOptions kv;              // kv.max_chunk is the prefill chunk; max_context is set to fit
+  // When set, called after each decode token, the warm-up's included,
+  // outside the token's time (a run's time is the sum of its tokens'):
+  // swan bench reads the weights there, so that its roofline's bandwidth
+  // comes from the seconds of the decode it bounds.
+  std::function<void()> between_tokens;
   // When set, called right after each decode run, the warm-up's included,
   // its value kept in CostPoint::decode_read_bandwidth: swan bench's read
-  // bandwidth, measured on either side of each timed run, as the machine's
-  // bandwidth can move from one minute to the next.
+  // bandwidth over that run's reads between its tokens.
   std::function<double()> read_bandwidth;
 };
 
@@ -45,7 +49,7 @@ struct CostPoint {
   double prefill_tokens_per_s = 0;                // medians
   double decode_tokens_per_s = 0;
   double prefill_spread = 0, decode_spread = 0;  // (max - min) / median of the runs
-  std::vector<double> decode_read_bandwidth;     // [repeats + 1] read_bandwidth after the warm-up, then each run
+  std::vector<double> decode_read_bandwidth;     // [repeats + 1] read_bandwidth of the warm-up, then of each run
   double kv_bytes = 0;                           // the most cache bytes, after the prompt or the decode
   // Routed layers: the share of the timed decode's tokens each sent to full
   // attention (0 on other layers), and over all routed layers (-1: none).

@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <numeric>
+#include <thread>
+#include <vector>
 
 #include "model/decoder.h"
 #include "model/weight_source.h"
@@ -109,6 +112,27 @@ TEST(Cost, DecodeStartsAtTheDepthOrAfterThePrompt) {
   EXPECT_EQ(empty.decode_start, 0);
   EXPECT_TRUE(empty.prefill_runs.empty());
   EXPECT_EQ(empty.decode_runs.size(), 1u);
+}
+
+// swan bench reads the weights between the decode's tokens: between_tokens
+// runs after every token, the warm-up's too, outside the decode's time,
+// and read_bandwidth after every run.
+TEST(Cost, BetweenTokensRunsAfterEveryTokenOutsideItsTime) {
+  const std::unique_ptr<LanguageModel> model = TinyModel();
+  CostOptions o = TwoDepths(/*decode_tokens=*/4, /*repeats=*/2);
+  int calls = 0, runs = 0;
+  o.between_tokens = [&] {
+    ++calls;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  };
+  o.read_bandwidth = [&] { return double(++runs); };
+  const std::vector<CostPoint> points = MeasureCost(*model, model->ResolvePlan("full"), o);
+  EXPECT_EQ(calls, 2 * 3 * 4);  // 2 depths x (a warm-up + 2 runs) x 4 tokens
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[0].decode_read_bandwidth, (std::vector<double>{1, 2, 3}));
+  EXPECT_EQ(points[1].decode_read_bandwidth, (std::vector<double>{4, 5, 6}));
+  // 4 tokens with the 50 ms sleeps counted would be under 20 tok/s.
+  for (const CostPoint& p : points) EXPECT_GT(p.decode_tokens_per_s, 40.0);
 }
 
 }  // namespace

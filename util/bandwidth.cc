@@ -5,7 +5,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <atomic>
+#include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
+
+#include "util/spin_team.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "util/bandwidth.cc"
@@ -85,54 +91,99 @@ const uint64_t* ProbePart(const ByteSpan& span, int64_t t, int64_t threads, int6
   return reinterpret_cast<const uint64_t*>(first) + t * per;
 }
 
+// The bytes of thread t's parts of `spans`, of `threads`.
+int64_t PartBytes(const std::vector<ByteSpan>& spans, int t, int threads) {
+  int64_t bytes = 0;
+  for (const ByteSpan& span : spans) {
+    int64_t values = 0;
+    ProbePart(span, t, threads, &values);
+    bytes += values * int64_t(sizeof(uint64_t));
+  }
+  return bytes;
+}
+
+// One pass of `layout` over `spans` on `threads` threads (the spin team's,
+// else OpenMP's): its seconds; *bytes what it read.
+double TimePass(const std::vector<ByteSpan>& spans, int layout, int threads, int64_t* bytes) {
+  if (layout < 0 || layout >= kReadLayouts)
+    throw std::invalid_argument("read bandwidth: no layout " + std::to_string(layout));
+  constexpr int kAheadKiB[3] = {0, 2, 8};
+  const int ahead_kib = kAheadKiB[layout / 4], streams = 1 << (layout % 4);
+  std::atomic<uint64_t> sum{0};
+  std::atomic<int> team{1};  // the threads that ran
+  auto read_part = [&](int t) {
+    uint64_t part_sum = 0;
+    for (const ByteSpan& span : spans) {
+      int64_t values = 0;
+      const uint64_t* data = ProbePart(span, t, threads, &values);
+      if (values > 0) part_sum += HWY_DYNAMIC_DISPATCH(SumWithStreams)(data, values, streams, ahead_kib);
+    }
+    sum.fetch_add(part_sum, std::memory_order_relaxed);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  if (threads == 1) {
+    read_part(0);
+  } else if (!RunOnSpinTeam(threads, read_part)) {
+#pragma omp parallel num_threads(threads)
+    {
+#pragma omp single nowait
+      team.store(omp_get_num_threads(), std::memory_order_relaxed);
+      read_part(omp_get_thread_num());
+    }
+  } else {
+    team.store(threads, std::memory_order_relaxed);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  static std::atomic<uint64_t> sink{0};
+  sink.fetch_add(sum.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  // Counted after the timing: the parts of the threads that ran.
+  *bytes = 0;
+  for (int t = 0; t < team.load(std::memory_order_relaxed); ++t) *bytes += PartBytes(spans, t, threads);
+  return seconds;
+}
+
 }  // namespace
 
 int64_t ProbeBytesPerPass(const std::vector<ByteSpan>& spans, int threads) {
   int64_t bytes = 0;
-  for (const ByteSpan& span : spans)
-    for (int t = 0; t < threads; ++t) {
-      int64_t values = 0;
-      ProbePart(span, t, threads, &values);
-      bytes += values * int64_t(sizeof(uint64_t));
-    }
+  for (int t = 0; t < threads; ++t) bytes += PartBytes(spans, t, threads);
   return bytes;
 }
 
 double MeasureReadBandwidthGBs(const std::vector<ByteSpan>& spans, int repeats) {
-  double best = 1e30;
-  int team = 1;  // the threads that read a pass
-  volatile uint64_t sink = 0;
   // The rate depends on how many streams a core reads at once (1 stream
   // reads at about half the rate of 4 here) and on how far ahead the loop
   // asks for its data (on Zen 5 4 streams read 1.16x faster 2 KiB ahead
-  // than 8): the roofline takes the best layout, so that it is a bound no
-  // kernel can beat.
-  bool warm = false;  // after the first pass
-  for (const int ahead_kib : {0, 2, 8})
-    for (const int streams : {1, 2, 4, 8}) {
-      for (int r = warm ? 1 : 0; r <= repeats; ++r) {
-        uint64_t sum = 0;
-        const auto start = std::chrono::steady_clock::now();
-#pragma omp parallel reduction(+ : sum)
-        {
-          const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-#pragma omp single nowait
-          team = int(threads);
-          for (const ByteSpan& span : spans) {
-            int64_t values = 0;
-            const uint64_t* data = ProbePart(span, t, threads, &values);
-            if (values > 0) sum += HWY_DYNAMIC_DISPATCH(SumWithStreams)(data, values, streams, ahead_kib);
-          }
-        }
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        sink = sink + sum;
-        if (r > 0) best = std::min(best, s);  // the first pass warms up
-        warm = true;
-      }
+  // than 8): the best layout is taken, so that it is a bound no kernel can
+  // beat.
+  const int threads = omp_get_max_threads();
+  double best = 0;
+  for (int layout = 0; layout < kReadLayouts; ++layout)
+    for (int r = layout == 0 ? 0 : 1; r <= repeats; ++r) {  // the first pass warms up
+      int64_t bytes = 0;
+      const double seconds = TimePass(spans, layout, threads, &bytes);
+      if (r > 0 && bytes > 0) best = std::max(best, double(bytes) / seconds * 1e-9);
     }
-  // Counted after the timing: what the team read in one pass.
-  const int64_t bytes_read = ProbeBytesPerPass(spans, team);
-  return bytes_read > 0 ? double(bytes_read) / best * 1e-9 : 0.0;
+  return best;
+}
+
+ReadBandwidthSampler::ReadBandwidthSampler(std::vector<ByteSpan> spans) : spans_(std::move(spans)) {}
+
+void ReadBandwidthSampler::Pass(int threads) {
+  int64_t bytes = 0;
+  const double seconds = TimePass(spans_, next_layout_, std::max(1, threads), &bytes);
+  seconds_[next_layout_] += seconds;
+  bytes_[next_layout_] += double(bytes);
+  next_layout_ = (next_layout_ + 1) % kReadLayouts;
+}
+
+double ReadBandwidthSampler::TakeGBs() {
+  double best = 0;
+  for (int layout = 0; layout < kReadLayouts; ++layout) {
+    if (seconds_[layout] > 0 && bytes_[layout] > 0) best = std::max(best, bytes_[layout] / seconds_[layout] * 1e-9);
+    seconds_[layout] = bytes_[layout] = 0;
+  }
+  return best;
 }
 
 double MeasureReadBandwidthGBs(size_t bytes, int repeats) {

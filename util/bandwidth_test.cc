@@ -29,5 +29,23 @@ TEST(ReadBandwidth, MeasuresSpansAndNothingWithoutThem) {
   EXPECT_EQ(MeasureReadBandwidthGBs(std::vector<ByteSpan>{ByteSpan{data.data(), 100}}, 1), 0.0);
 }
 
+// The sampler's figure comes from its passes since it was last taken, one
+// layout a pass in turn, on the threads each pass is given; none: 0.
+TEST(ReadBandwidth, SamplerTakesItsPassesSinceLastTime) {
+  std::vector<uint64_t> data(size_t(1) << 18, 7);  // [256 Ki] 2 MiB
+  ReadBandwidthSampler sampler({ByteSpan{data.data(), data.size() * sizeof(uint64_t)}});
+  EXPECT_EQ(sampler.TakeGBs(), 0.0);
+  for (int i = 0; i < kReadLayouts + 3; ++i) sampler.Pass(1 + i % 2);
+  const double gbs = sampler.TakeGBs();
+  EXPECT_GT(gbs, 0.1);                // a 2 MiB read takes under 20 ms
+  EXPECT_LT(gbs, 1.0e5);              // and over 20 ns
+  EXPECT_EQ(sampler.TakeGBs(), 0.0);  // started again
+  sampler.Pass(2);
+  EXPECT_GT(sampler.TakeGBs(), 0.1);
+  ReadBandwidthSampler too_small({ByteSpan{data.data(), 100}});
+  too_small.Pass(2);
+  EXPECT_EQ(too_small.TakeGBs(), 0.0);
+}
+
 }  // namespace
 }  // namespace swan
