@@ -27,8 +27,8 @@
 # 4. Prints one markdown table (and writes it to --out): pp and tg tokens/s
 #    of both with the ratio swan / llama.cpp, swan's decode as a share of its
 #    roofline in each round (swan bench's: the bytes a token reads over the
-#    rate of a plain read of the weights just before and after each decode
-#    run), both peak RSS figures, and the
+#    rate of a plain read of the weights between the decode's tokens), both
+#    peak RSS figures, and the
 #    cores other programs kept busy meanwhile (0 on an idle machine), under a
 #    line with the date, CPU, ISA and both commits; below it, what the cores
 #    can multiply at best as swan runs (build/bench/peak_bench: float32 FMAs,
