@@ -279,9 +279,8 @@ int RunBenchModel(const std::vector<std::string>& words) {
   }
   std::vector<double> probes;  // every timed run's read bandwidth, GB/s (not the warm-ups')
   for (const Row& row : rows)
-    if (!row.decode_bandwidth.empty())
-      for (size_t i = 1; i < row.decode_bandwidth.size(); ++i)
-        if (row.decode_bandwidth[i] > 0) probes.push_back(row.decode_bandwidth[i]);
+    for (size_t i = 1; i < row.decode_bandwidth.size(); ++i)  // [0]: the warm-up's
+      if (row.decode_bandwidth[i] > 0) probes.push_back(row.decode_bandwidth[i]);
   const double bandwidth = given_bandwidth > 0 ? given_bandwidth : MedianAndSpread(probes).first;
 
   if (json) {

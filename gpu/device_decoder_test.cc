@@ -213,9 +213,9 @@ TEST_F(DeviceDecoderTest, BatchedSequencesMatchEachAloneOnTheCpu) {
 // to 0.25 (SWAN_TEST_SEED=2309); the 90th percentile of a run's
 // differences had a median of 5e-6 and a maximum of 0.024. So that is
 // held to 0.1, and the largest to 1: a cache read in the wrong layout is
-// off by order 1 nearly everywhere. Over a ring of 4 keys one such key weighs a quarter
-// of the attention: random prompts moved a logit by up to 0.12
-// (SWAN_TEST_SEED=3046943651, capped to AVX2 too). Rings in bf16 are
+// off by order 1 nearly everywhere. Over a ring of 4 keys one such key
+// weighs a quarter of the attention: random prompts moved a logit by up
+// to 0.12 (SWAN_TEST_SEED=3046943651, capped to AVX2 too). Rings in bf16 are
 // checked where both caches hold the very same rows
 // (RandomFillsMatchTheCpu) and by perplexity over a text
 // (cli_perplexity_window_bf16_*).

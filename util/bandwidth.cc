@@ -3,9 +3,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <atomic>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -110,7 +110,7 @@ double TimePass(const std::vector<ByteSpan>& spans, int layout, int threads, int
   constexpr int kAheadKiB[3] = {0, 2, 8};
   const int ahead_kib = kAheadKiB[layout / 4], streams = 1 << (layout % 4);
   std::atomic<uint64_t> sum{0};
-  std::atomic<int> team{1};  // the threads that ran
+  std::atomic<int> ran{0};  // threads that read their part: 0 .. ran - 1
   auto read_part = [&](int t) {
     uint64_t part_sum = 0;
     for (const ByteSpan& span : spans) {
@@ -119,26 +119,22 @@ double TimePass(const std::vector<ByteSpan>& spans, int layout, int threads, int
       if (values > 0) part_sum += HWY_DYNAMIC_DISPATCH(SumWithStreams)(data, values, streams, ahead_kib);
     }
     sum.fetch_add(part_sum, std::memory_order_relaxed);
+    ran.fetch_add(1, std::memory_order_relaxed);
   };
   const auto start = std::chrono::steady_clock::now();
   if (threads == 1) {
     read_part(0);
   } else if (!RunOnSpinTeam(threads, read_part)) {
+    // a nested region may start fewer threads: their parts are not read
 #pragma omp parallel num_threads(threads)
-    {
-#pragma omp single nowait
-      team.store(omp_get_num_threads(), std::memory_order_relaxed);
-      read_part(omp_get_thread_num());
-    }
-  } else {
-    team.store(threads, std::memory_order_relaxed);
+    read_part(omp_get_thread_num());
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   static std::atomic<uint64_t> sink{0};
   sink.fetch_add(sum.load(std::memory_order_relaxed), std::memory_order_relaxed);
   // Counted after the timing: the parts of the threads that ran.
   *bytes = 0;
-  for (int t = 0; t < team.load(std::memory_order_relaxed); ++t) *bytes += PartBytes(spans, t, threads);
+  for (int t = 0; t < ran.load(std::memory_order_relaxed); ++t) *bytes += PartBytes(spans, t, threads);
   return seconds;
 }
 
@@ -151,11 +147,10 @@ int64_t ProbeBytesPerPass(const std::vector<ByteSpan>& spans, int threads) {
 }
 
 double MeasureReadBandwidthGBs(const std::vector<ByteSpan>& spans, int repeats) {
-  // The rate depends on how many streams a core reads at once (1 stream
-  // reads at about half the rate of 4 here) and on how far ahead the loop
-  // asks for its data (on Zen 5 4 streams read 1.16x faster 2 KiB ahead
-  // than 8): the best layout is taken, so that it is a bound no kernel can
-  // beat.
+  // The rate depends on how many streams a core reads at once and on how
+  // far ahead the loop asks for its data, and the best layout moves with
+  // the machine and its load (docs/performance.md): the best is taken, so
+  // that it is a bound no kernel can beat.
   const int threads = omp_get_max_threads();
   double best = 0;
   for (int layout = 0; layout < kReadLayouts; ++layout)
