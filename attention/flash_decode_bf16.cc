@@ -157,48 +157,74 @@ SWAN_BF16_DOT_TARGET __attribute__((noinline)) void AccumulateColumns(const uint
     for (int i = 0; i < 2 * kChunks; ++i) _mm512_storeu_ps(acc + r * d + c + 16 * i, o[r][i]);
 }
 
+// Within each 128-bit lane r, the sums of the four values of a, b, c and d
+// there: lane r of the result is [sum a, sum b, sum c, sum d] of lane r.
+// Unpacks within lanes, one cycle each, where pairwise folds across the
+// whole vector (FoldPair) take two permutes.
+SWAN_BF16_DOT_TARGET inline __m512 SumFours(__m512 a, __m512 b, __m512 c, __m512 d) {
+  constexpr __mmask16 kAll = 0xFFFF;  // (maskz: g++ 12 warns of the unmasked forms' undefined operand)
+  // a0+a2 b0+b2 a1+a3 b1+b3, and the same of c and d
+  const __m512 ab = _mm512_add_ps(_mm512_maskz_unpacklo_ps(kAll, a, b), _mm512_maskz_unpackhi_ps(kAll, a, b));
+  const __m512 cd = _mm512_add_ps(_mm512_maskz_unpacklo_ps(kAll, c, d), _mm512_maskz_unpackhi_ps(kAll, c, d));
+  const __m512d ab2 = _mm512_castps_pd(ab), cd2 = _mm512_castps_pd(cd);
+  return _mm512_add_ps(_mm512_castpd_ps(_mm512_maskz_unpacklo_pd(__mmask8(0xFF), ab2, cd2)),
+                       _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(__mmask8(0xFF), ab2, cd2)));
+}
+
+// acc[i] += the products of key kFirst + i (at k + offset[kFirst + i])
+// with the 4 rows of qi, for i in [0, 8): half of ScoreKeysFourRows's key
+// group. Why halves: all 16 keys in one pass over d read a 32K-key view
+// that was not in the caches at 0.7x the speed (docs/performance.md).
+template <int kFirst>
+SWAN_BF16_DOT_TARGET inline void DotEightKeys(const uint16_t* k, const int64_t* offset, int64_t d, const uint16_t* qi,
+                                              int64_t ahead, __m512 (&acc)[8]) {
+  for (int64_t c = 0; c < d; c += 8) {
+    const __m512bh qv = AsBF16(_mm512_loadu_si512(qi + 4 * c));
+    const uint16_t* kc = k + c;
+    if (ahead && c % 32 == 0)
+      for (int j = 0; j < 8; ++j) RequestKvLine(kc + offset[kFirst + j] + ahead);
+    for (int j = 0; j < 8; ++j) {
+      // (maskz: g++ 12 warns that the unmasked form's undefined operand is uninitialised)
+      const __m512i x = _mm512_maskz_broadcast_i32x4(
+          __mmask16(0xFFFF), _mm_loadu_si128(reinterpret_cast<const __m128i*>(kc + offset[kFirst + j])));
+      acc[j] = _mm512_dpbf16_ps(acc[j], AsBF16(x), qv);
+    }
+  }
+}
+
 // S[r][j] = scale (q[r] . K[j]) for 4 rows, as ScoreKeys<4> but without
 // its 60 folds per 16 keys: each 128-bit lane of a product holds one row
 // (qi [d / 8][4][8]: 8 values of each row in turn) against the same 8
 // values of one key, broadcast to the four lanes, so a key's accumulator
-// holds 4 partial sums per row and 16 keys need 12 folds and a 4 x 4
-// transpose. The products are as many; the folds (two permutes and an add
-// each) were as many as the products. G = 4 is the most common group
-// (Llama 3, Mistral, Gemma 3 1B); other remainders use ScoreKeys.
+// holds 4 partial sums per row, summed within lanes (SumFours) and the
+// four rows' lanes gathered by 4 x 4 shuffles of 128-bit lanes. The
+// products are as many; the folds (two permutes and an add each) were as
+// many as the products. G = 4 is the most common group (Llama 3, Mistral,
+// Gemma 3 1B); other remainders use ScoreKeys.
 SWAN_BF16_DOT_TARGET __attribute__((noinline)) void ScoreKeysFourRows(const uint16_t* k, int64_t stride, int64_t n,
                                                                       int64_t d, const uint16_t* qi, int64_t ahead,
                                                                       float scale, float* s) {
   int64_t offset[kKeyGroup];  // element offset of key j; past n, the last key again (garbage lanes)
   for (int64_t j = 0; j < kKeyGroup; ++j) offset[j] = std::min(j, n - 1) * stride;
-  __m512 acc[kKeyGroup];
-  for (int j = 0; j < kKeyGroup; ++j) acc[j] = _mm512_setzero_ps();
-  for (int64_t c = 0; c < d; c += 8) {
-    const __m512bh qv = AsBF16(_mm512_loadu_si512(qi + 4 * c));
-    const uint16_t* kc = k + c;
-    if (ahead && c % 32 == 0)
-      for (int j = 0; j < kKeyGroup; ++j) RequestKvLine(kc + offset[j] + ahead);
-    for (int j = 0; j < kKeyGroup; ++j) {
-      // (maskz: g++ 12 warns that the unmasked form's undefined operand is uninitialised)
-      const __m512i x = _mm512_maskz_broadcast_i32x4(__mmask16(0xFFFF),
-                                                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(kc + offset[j])));
-      acc[j] = _mm512_dpbf16_ps(acc[j], AsBF16(x), qv);
-    }
-  }
-  // acc[j] lane 4 r + i: row r's partial sum i. Two folds: g[i] lane 4 k + r
-  // = S[r][4 i + k].
-  __m512 f[8], g[4];
-  for (int i = 0; i < 8; ++i) f[i] = FoldPair(acc[2 * i], acc[2 * i + 1]);
-  for (int i = 0; i < 4; ++i) g[i] = FoldPair(f[2 * i], f[2 * i + 1]);
-  // Row r gathers lane 4 k + r of g[i] into lane 4 i + k: keys 0-7 from
-  // g[0] and g[1], keys 8-15 from g[2] and g[3] (the same index, upper half).
-  const __m512i every_fourth = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
+  __m512 low[8], high[8];  // keys 0-7, 8-15
+  for (int j = 0; j < 8; ++j) low[j] = high[j] = _mm512_setzero_ps();
+  DotEightKeys<0>(k, offset, d, qi, ahead, low);
+  DotEightKeys<8>(k, offset, d, qi, ahead, high);
+  // lane r of sums[i]: row r's scores of keys 4i .. 4i + 3
+  const __m512 sums[4] = {SumFours(low[0], low[1], low[2], low[3]), SumFours(low[4], low[5], low[6], low[7]),
+                          SumFours(high[0], high[1], high[2], high[3]), SumFours(high[4], high[5], high[6], high[7])};
+  // The 4 x 4 transpose of 128-bit lanes: row r takes lane r of each.
+  constexpr __mmask16 kAll = 0xFFFF;
+  const __m512 rows01[2] = {_mm512_maskz_shuffle_f32x4(kAll, sums[0], sums[1], 0x44),  // lanes 0, 1 of both
+                            _mm512_maskz_shuffle_f32x4(kAll, sums[2], sums[3], 0x44)};
+  const __m512 rows23[2] = {_mm512_maskz_shuffle_f32x4(kAll, sums[0], sums[1], 0xEE),  // lanes 2, 3 of both
+                            _mm512_maskz_shuffle_f32x4(kAll, sums[2], sums[3], 0xEE)};
   const __m512 vscale = _mm512_set1_ps(scale);
-  for (int r = 0; r < 4; ++r) {
-    const __m512i index = _mm512_add_epi32(every_fourth, _mm512_set1_epi32(r));
-    const __m512 row = _mm512_mask_blend_ps(__mmask16(0xFF00), _mm512_permutex2var_ps(g[0], index, g[1]),
-                                            _mm512_permutex2var_ps(g[2], index, g[3]));
-    _mm512_storeu_ps(s + r * kBlockKeys, _mm512_mul_ps(row, vscale));
-  }
+  const __m512 row[4] = {_mm512_maskz_shuffle_f32x4(kAll, rows01[0], rows01[1], 0x88),
+                         _mm512_maskz_shuffle_f32x4(kAll, rows01[0], rows01[1], 0xDD),
+                         _mm512_maskz_shuffle_f32x4(kAll, rows23[0], rows23[1], 0x88),
+                         _mm512_maskz_shuffle_f32x4(kAll, rows23[0], rows23[1], 0xDD)};
+  for (int r = 0; r < 4; ++r) _mm512_storeu_ps(s + r * kBlockKeys, _mm512_mul_ps(row[r], vscale));
 }
 
 // Calls f.template operator()<kRows>(r0) over chunks of at most kMaxRows

@@ -142,8 +142,8 @@ void BM_Decode(benchmark::State& state) {
 }
 BENCHMARK(BM_Decode)
     ->ArgsProduct({{1024, 32768, 131072}, {128}, {8}, {2}, {0, 1}})
-    ->ArgsProduct({{32768, 131072}, {64}, {32}, {8}, {0, 1}})
-    ->ArgsProduct({{4096, 32768}, {64}, {8}, {2}, {0, 1}})  // bench/llama_cpp_side_by_side.sh's models
+    ->ArgsProduct({{4096, 32768, 131072}, {64}, {32}, {8}, {0, 1}})  // Llama 3.2 1B's heads
+    ->ArgsProduct({{4096, 32768}, {64}, {8}, {2}, {0, 1}})           // bench/llama_cpp_side_by_side.sh's models
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
