@@ -42,7 +42,7 @@
 #define HWY_TARGET_INCLUDE "attention/flash_decode.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
-#include <hwy/contrib/math/math-inl.h>
+#include "attention/softmax_exp-inl.h"
 
 #include "ops/f16_load-inl.h"
 
@@ -366,7 +366,7 @@ void SoftmaxBlock(float* s, int64_t n_keys, int64_t rows, float* m, float* l, fl
     const VF shift = hn::Set(df, m_new);
     VF sum = hn::Zero(df);
     for (int64_t j = 0; j < n_padded; j += kLanes) {
-      const VF p = hn::Exp(df, hn::Sub(hn::LoadU(df, row + j), shift));
+      const VF p = SoftmaxExp(df, hn::Sub(hn::LoadU(df, row + j), shift));
       hn::StoreU(p, df, row + j);
       sum = hn::Add(sum, p);
     }

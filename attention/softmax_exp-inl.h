@@ -1,4 +1,5 @@
-// e^x for the online softmax's x = score - max <= 0 (Highway per-target
+// e^x for the online softmax's x = score - max <= 0, in prefill
+// (flash.cc) and decode (flash_decode.cc) (Highway per-target
 // header: include inside a foreach_target unit). It computes e^x as
 // 2^n e^r, r = x - n ln 2 in [-ln 2 / 2, ln 2 / 2], with Cephes' expf
 // polynomial for e^r: about 16 operations where Highway's Exp takes about

@@ -1,5 +1,5 @@
-// The prefill kernel's e^x (attention/softmax_exp-inl.h) over an array, on
-// the target the kernels dispatch to: for tests.
+// The online softmax's e^x (attention/softmax_exp-inl.h, prefill and
+// decode) over an array, on the target the kernels dispatch to: for tests.
 #pragma once
 
 #include <cstdint>
