@@ -66,6 +66,10 @@ void Grow(std::vector<T>& v, int64_t n) {
 
 SWAN_BF16_DOT_TARGET inline __m512bh AsBF16(__m512i v) { return reinterpret_cast<__m512bh&>(v); }
 
+// Every lane, for the masked forms of instructions: g++ 12 warns that the
+// unmasked forms' undefined operand is uninitialised.
+constexpr __mmask16 kAllLanes = 0xFFFF;
+
 // Requests the cache line holding p into L2, not L1 (prefetcht1). A
 // request into L1 holds one of the core's few L1 miss buffers until the
 // line arrives, and decode requests every line of the next key block: on a
@@ -162,10 +166,9 @@ SWAN_BF16_DOT_TARGET __attribute__((noinline)) void AccumulateColumns(const uint
 // Unpacks within lanes, one cycle each, where pairwise folds across the
 // whole vector (FoldPair) take two permutes.
 SWAN_BF16_DOT_TARGET inline __m512 SumFours(__m512 a, __m512 b, __m512 c, __m512 d) {
-  constexpr __mmask16 kAll = 0xFFFF;  // (maskz: g++ 12 warns of the unmasked forms' undefined operand)
   // a0+a2 b0+b2 a1+a3 b1+b3, and the same of c and d
-  const __m512 ab = _mm512_add_ps(_mm512_maskz_unpacklo_ps(kAll, a, b), _mm512_maskz_unpackhi_ps(kAll, a, b));
-  const __m512 cd = _mm512_add_ps(_mm512_maskz_unpacklo_ps(kAll, c, d), _mm512_maskz_unpackhi_ps(kAll, c, d));
+  const __m512 ab = _mm512_add_ps(_mm512_maskz_unpacklo_ps(kAllLanes, a, b), _mm512_maskz_unpackhi_ps(kAllLanes, a, b));
+  const __m512 cd = _mm512_add_ps(_mm512_maskz_unpacklo_ps(kAllLanes, c, d), _mm512_maskz_unpackhi_ps(kAllLanes, c, d));
   const __m512d ab2 = _mm512_castps_pd(ab), cd2 = _mm512_castps_pd(cd);
   return _mm512_add_ps(_mm512_castpd_ps(_mm512_maskz_unpacklo_pd(__mmask8(0xFF), ab2, cd2)),
                        _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(__mmask8(0xFF), ab2, cd2)));
@@ -184,9 +187,8 @@ SWAN_BF16_DOT_TARGET inline void DotEightKeys(const uint16_t* k, const int64_t* 
     if (ahead && c % 32 == 0)
       for (int j = 0; j < 8; ++j) RequestKvLine(kc + offset[kFirst + j] + ahead);
     for (int j = 0; j < 8; ++j) {
-      // (maskz: g++ 12 warns that the unmasked form's undefined operand is uninitialised)
       const __m512i x = _mm512_maskz_broadcast_i32x4(
-          __mmask16(0xFFFF), _mm_loadu_si128(reinterpret_cast<const __m128i*>(kc + offset[kFirst + j])));
+          kAllLanes, _mm_loadu_si128(reinterpret_cast<const __m128i*>(kc + offset[kFirst + j])));
       acc[j] = _mm512_dpbf16_ps(acc[j], AsBF16(x), qv);
     }
   }
@@ -214,16 +216,15 @@ SWAN_BF16_DOT_TARGET __attribute__((noinline)) void ScoreKeysFourRows(const uint
   const __m512 sums[4] = {SumFours(low[0], low[1], low[2], low[3]), SumFours(low[4], low[5], low[6], low[7]),
                           SumFours(high[0], high[1], high[2], high[3]), SumFours(high[4], high[5], high[6], high[7])};
   // The 4 x 4 transpose of 128-bit lanes: row r takes lane r of each.
-  constexpr __mmask16 kAll = 0xFFFF;
-  const __m512 rows01[2] = {_mm512_maskz_shuffle_f32x4(kAll, sums[0], sums[1], 0x44),  // lanes 0, 1 of both
-                            _mm512_maskz_shuffle_f32x4(kAll, sums[2], sums[3], 0x44)};
-  const __m512 rows23[2] = {_mm512_maskz_shuffle_f32x4(kAll, sums[0], sums[1], 0xEE),  // lanes 2, 3 of both
-                            _mm512_maskz_shuffle_f32x4(kAll, sums[2], sums[3], 0xEE)};
+  const __m512 rows01[2] = {_mm512_maskz_shuffle_f32x4(kAllLanes, sums[0], sums[1], 0x44),  // lanes 0, 1 of both
+                            _mm512_maskz_shuffle_f32x4(kAllLanes, sums[2], sums[3], 0x44)};
+  const __m512 rows23[2] = {_mm512_maskz_shuffle_f32x4(kAllLanes, sums[0], sums[1], 0xEE),  // lanes 2, 3 of both
+                            _mm512_maskz_shuffle_f32x4(kAllLanes, sums[2], sums[3], 0xEE)};
   const __m512 vscale = _mm512_set1_ps(scale);
-  const __m512 row[4] = {_mm512_maskz_shuffle_f32x4(kAll, rows01[0], rows01[1], 0x88),
-                         _mm512_maskz_shuffle_f32x4(kAll, rows01[0], rows01[1], 0xDD),
-                         _mm512_maskz_shuffle_f32x4(kAll, rows23[0], rows23[1], 0x88),
-                         _mm512_maskz_shuffle_f32x4(kAll, rows23[0], rows23[1], 0xDD)};
+  const __m512 row[4] = {_mm512_maskz_shuffle_f32x4(kAllLanes, rows01[0], rows01[1], 0x88),
+                         _mm512_maskz_shuffle_f32x4(kAllLanes, rows01[0], rows01[1], 0xDD),
+                         _mm512_maskz_shuffle_f32x4(kAllLanes, rows23[0], rows23[1], 0x88),
+                         _mm512_maskz_shuffle_f32x4(kAllLanes, rows23[0], rows23[1], 0xDD)};
   for (int r = 0; r < 4; ++r) _mm512_storeu_ps(s + r * kBlockKeys, _mm512_mul_ps(row[r], vscale));
 }
 

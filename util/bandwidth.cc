@@ -91,50 +91,39 @@ const uint64_t* ProbePart(const ByteSpan& span, int64_t t, int64_t threads, int6
   return reinterpret_cast<const uint64_t*>(first) + t * per;
 }
 
-// The bytes of thread t's parts of `spans`, of `threads`.
-int64_t PartBytes(const std::vector<ByteSpan>& spans, int t, int threads) {
-  int64_t bytes = 0;
-  for (const ByteSpan& span : spans) {
-    int64_t values = 0;
-    ProbePart(span, t, threads, &values);
-    bytes += values * int64_t(sizeof(uint64_t));
-  }
-  return bytes;
-}
-
 // One pass of `layout` over `spans` on `threads` threads (the spin team's,
-// else OpenMP's): its seconds; *bytes what it read.
+// else OpenMP's): its seconds; *bytes what the threads that ran read (a
+// nested OpenMP region may start fewer: their parts are not read).
 double TimePass(const std::vector<ByteSpan>& spans, int layout, int threads, int64_t* bytes) {
   if (layout < 0 || layout >= kReadLayouts)
     throw std::invalid_argument("read bandwidth: no layout " + std::to_string(layout));
   constexpr int kAheadKiB[3] = {0, 2, 8};
   const int ahead_kib = kAheadKiB[layout / 4], streams = 1 << (layout % 4);
   std::atomic<uint64_t> sum{0};
-  std::atomic<int> ran{0};  // threads that read their part: 0 .. ran - 1
+  std::atomic<int64_t> read{0};  // bytes
   auto read_part = [&](int t) {
     uint64_t part_sum = 0;
+    int64_t part_values = 0;
     for (const ByteSpan& span : spans) {
       int64_t values = 0;
       const uint64_t* data = ProbePart(span, t, threads, &values);
       if (values > 0) part_sum += HWY_DYNAMIC_DISPATCH(SumWithStreams)(data, values, streams, ahead_kib);
+      part_values += values;
     }
     sum.fetch_add(part_sum, std::memory_order_relaxed);
-    ran.fetch_add(1, std::memory_order_relaxed);
+    read.fetch_add(part_values * int64_t(sizeof(uint64_t)), std::memory_order_relaxed);
   };
   const auto start = std::chrono::steady_clock::now();
   if (threads == 1) {
     read_part(0);
   } else if (!RunOnSpinTeam(threads, read_part)) {
-    // a nested region may start fewer threads: their parts are not read
 #pragma omp parallel num_threads(threads)
     read_part(omp_get_thread_num());
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   static std::atomic<uint64_t> sink{0};
   sink.fetch_add(sum.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  // Counted after the timing: the parts of the threads that ran.
-  *bytes = 0;
-  for (int t = 0; t < ran.load(std::memory_order_relaxed); ++t) *bytes += PartBytes(spans, t, threads);
+  *bytes = read.load(std::memory_order_relaxed);
   return seconds;
 }
 
@@ -142,7 +131,12 @@ double TimePass(const std::vector<ByteSpan>& spans, int layout, int threads, int
 
 int64_t ProbeBytesPerPass(const std::vector<ByteSpan>& spans, int threads) {
   int64_t bytes = 0;
-  for (int t = 0; t < threads; ++t) bytes += PartBytes(spans, t, threads);
+  for (const ByteSpan& span : spans)
+    for (int t = 0; t < threads; ++t) {
+      int64_t values = 0;
+      ProbePart(span, t, threads, &values);
+      bytes += values * int64_t(sizeof(uint64_t));
+    }
   return bytes;
 }
 
