@@ -218,19 +218,22 @@ HWY_INLINE VF FoldFourKeys(VF ab, VF cd) {
   const auto x = hn::BitCast(dd, ab), y = hn::BitCast(dd, cd);
   return hn::Add(hn::BitCast(df, hn::InterleaveLower(dd, x, y)), hn::BitCast(df, hn::InterleaveUpper(dd, x, y)));
 }
+// Lower half of lo plus its upper half, then the same of hi: the halves'
+// sums of two vectors in one.
+HWY_INLINE VF AddHalves(VF hi, VF lo) {
+  const DF df;
+  return hn::Add(hn::ConcatLowerLower(df, hi, lo), hn::ConcatUpperUpper(df, hi, lo));
+}
 // quads[i] (FoldFourKeys of keys 4i .. 4i + 3), i < L / 4, into the scores
 // of the L keys in order: each key's sum over the vector's blocks.
 HWY_INLINE VF SumBlocks(const VF* quads) {
 #if HWY_MAX_BYTES == 64 && HWY_ARCH_X86
-  const DF df;
   // Halves first: block i + 2 onto block i, two quads per vector.
-  const VF h0 = hn::Add(hn::ConcatLowerLower(df, quads[1], quads[0]), hn::ConcatUpperUpper(df, quads[1], quads[0]));
-  const VF h1 = hn::Add(hn::ConcatLowerLower(df, quads[3], quads[2]), hn::ConcatUpperUpper(df, quads[3], quads[2]));
+  const VF h0 = AddHalves(quads[1], quads[0]), h1 = AddHalves(quads[3], quads[2]);
   // Then odd blocks onto even ones: blocks (0, 2) of h0, h1 plus (1, 3).
   return VF{_mm512_add_ps(_mm512_shuffle_f32x4(h0.raw, h1.raw, 0x88), _mm512_shuffle_f32x4(h0.raw, h1.raw, 0xDD))};
 #elif HWY_MAX_BYTES == 32
-  const DF df;
-  return hn::Add(hn::ConcatLowerLower(df, quads[1], quads[0]), hn::ConcatUpperUpper(df, quads[1], quads[0]));
+  return AddHalves(quads[1], quads[0]);
 #else
   static_assert(kLanes == 4, "one 128-bit block of 4 keys");
   return quads[0];
