@@ -2,7 +2,8 @@
 // (ops/bf16_gemm.h, the path on CPUs without bf16 hardware) against
 // oneDNN's float32 GEMM on the same shape in the same run, oneDNN's bf16
 // GEMM where this CPU has bf16 hardware, and swan's own float32 product (the thread-
-// invariant one of swan serve --deterministic). GFLOP/s in "GFLOPS".
+// invariant one of swan serve --deterministic), and Linear on f16 weights
+// (the product a model's f16 prefill runs). GFLOP/s in "GFLOPS".
 //   build/bench/gemm_bench --benchmark_filter=512x
 #include <benchmark/benchmark.h>
 
@@ -11,12 +12,13 @@
 
 #include "ops/bf16_gemm.h"
 #include "ops/gemm.h"
+#include "ops/linear.h"
 #include "util/bf16.h"
 
 namespace swan {
 namespace {
 
-enum Path { kOneDnnF32 = 0, kSwanBF16 = 1, kOneDnnBF16 = 2, kSwanF32 = 3 };
+enum Path { kOneDnnF32 = 0, kSwanBF16 = 1, kOneDnnBF16 = 2, kSwanF32 = 3, kLinearF16 = 4 };
 
 // Args: m, n, k, path, layout (0: forward, B stored [n, k]; 1: input
 // gradient, B [k, n]; 2: weight gradient, A stored [k, m]).
@@ -35,11 +37,17 @@ void BM_Gemm(benchmark::State& state) {
   std::vector<uint16_t> a16(a.size()), b16(b.size());  // the same, bf16
   for (size_t i = 0; i < a.size(); ++i) a16[i] = F32ToBF16(a[i]);
   for (size_t i = 0; i < b.size(); ++i) b16[i] = F32ToBF16(b[i]);
+  if (path == kLinearF16 && !s.trans_b) {
+    state.SkipWithError("Linear: weights stored [n, k] only");
+    return;
+  }
+  const LinearWeight w16 = path == kLinearF16 ? LinearWeight(b, s.n, s.k, WeightType::kF16) : LinearWeight();
   for (auto _ : state) {
     if (path == kOneDnnF32) Gemm(c.data(), a.data(), b.data(), s, false);
     if (path == kSwanBF16) GemmBF16Swan(c.data(), a16.data(), b16.data(), s, false);
     if (path == kOneDnnBF16) GemmBF16(c.data(), a16.data(), b16.data(), s, false);
     if (path == kSwanF32) GemmF32Swan(c.data(), a.data(), b.data(), s, false);
+    if (path == kLinearF16) Linear(c.data(), a.data(), s.m, w16);
     benchmark::DoNotOptimize(c.data());
   }
   state.counters["GFLOPS"] =
@@ -66,9 +74,16 @@ void Shapes(benchmark::internal::Benchmark* b) {
       {512, 1536, 512},
       {512, 512, 1536},
       {512, 768, 512},
-      {512, 3072, 512}};
+      {512, 3072, 512},
+      // the 1B's at the side by side's 128-token prompt: q and o, k and v,
+      // gate and up, down
+      {128, 2048, 2048},
+      {128, 512, 2048},
+      {128, 8192, 2048},
+      {128, 2048, 8192}};
   for (const auto& s : shapes)
-    for (int64_t path : {kOneDnnF32, kSwanBF16, kOneDnnBF16, kSwanF32}) b->Args({s[0], s[1], s[2], path, 0});
+    for (int64_t path : {kOneDnnF32, kSwanBF16, kOneDnnBF16, kSwanF32, kLinearF16})
+      b->Args({s[0], s[1], s[2], path, 0});
   // Training's other two products of swan-7m's MLP at context 2048.
   for (int64_t layout : {1, 2})
     for (int64_t path : {kOneDnnF32, kSwanBF16, kOneDnnBF16})

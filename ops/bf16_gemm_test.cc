@@ -15,6 +15,7 @@
 #include "ops/bf16_round.h"
 #include "ops/gemm.h"
 #include "util/bf16.h"
+#include "util/f16.h"
 
 namespace swan {
 namespace {
@@ -56,10 +57,11 @@ void ExpectProduct(const std::vector<float>& c, const std::vector<float>& c0, co
     }
 }
 
-// Shapes around the register tile (6 x 2 vectors), the depth block (256),
-// the row block (96) and the column block (4096), in every layout.
-const GemmShape kShapes[] = {{1, 1, 1},    {5, 17, 3},      {6, 16, 256},  {7, 33, 257},
-                             {97, 40, 19}, {200, 300, 600}, {13, 4200, 5}, {2, 96, 70}};
+// Shapes around the register tile (6 x 2 vectors), the 4 x 4 transposes
+// that pack B, the depth block (256) and the row block (384), in every
+// layout; 400 x 20 and 300 x 8 have fewer panels of B than 3 threads.
+const GemmShape kShapes[] = {{1, 1, 1},       {5, 17, 3},    {6, 16, 256}, {7, 33, 257},   {97, 40, 19},
+                             {200, 300, 600}, {13, 4200, 5}, {2, 96, 70},  {400, 20, 300}, {300, 8, 900}};
 
 // Runs fn(shape, layout) on every Highway target for every shape of
 // kShapes in every layout (bit 0: trans_a, bit 1: trans_b, set in shape).
@@ -196,6 +198,46 @@ TEST(GemmF32Swan, SameBitsAsBF16AndOnAnyThreadCount) {
     }
   });
   omp_set_num_threads(threads_before);
+}
+
+// A float32 by f16 or bf16 weights is the float32 product on the weights'
+// float32 values, bit for bit, on every target, layout and thread count;
+// the f16 values include subnormals, the largest finite and a signed zero.
+TEST(GemmF32ByHalfSwan, SameBitsAsFloat32OnTheWidenedValues) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  const int threads_before = omp_get_max_threads();
+  ForEveryTargetShapeAndLayout([&](const GemmShape& s, int) {
+    std::vector<float> a(size_t(s.m * s.k));  // [m, k] or [k, m]
+    for (float& x : a) x = normal(rng);
+    std::vector<uint16_t> f16(size_t(s.k * s.n)), bf16(f16.size());  // [k, n] or [n, k]
+    std::vector<float> f16_wide(f16.size()), bf16_wide(f16.size());  // the same, float32
+    const float specials[] = {3e-6f, -6e-8f, 65504.0f, -0.0f};       // two subnormals, f16's max, -0
+    for (size_t i = 0; i < f16.size(); ++i) {
+      const float v = i % 97 < 4 ? specials[i % 97] : normal(rng);
+      f16[i] = F32ToF16(v);
+      bf16[i] = F32ToBF16(v);
+      f16_wide[i] = F16ToF32(f16[i]);
+      bf16_wide[i] = BF16ToF32(bf16[i]);
+    }
+    for (int threads : {1, 3}) {
+      omp_set_num_threads(threads);
+      std::vector<float> want(size_t(s.m * s.n), 0.25f), got(want.size(), 0.25f);  // [m, n]
+      GemmF32Swan(want.data(), a.data(), f16_wide.data(), s, true);
+      GemmF32ByHalfSwan(got.data(), a.data(), f16.data(), HalfFormat::kF16, s, true);
+      EXPECT_EQ(got, want) << "f16, " << threads << " threads, m=" << s.m << " n=" << s.n << " k=" << s.k;
+      std::fill(want.begin(), want.end(), 0.25f);
+      std::fill(got.begin(), got.end(), 0.25f);
+      GemmF32Swan(want.data(), a.data(), bf16_wide.data(), s, true);
+      GemmF32ByHalfSwan(got.data(), a.data(), bf16.data(), HalfFormat::kBF16, s, true);
+      EXPECT_EQ(got, want) << "bf16, " << threads << " threads, m=" << s.m << " n=" << s.n << " k=" << s.k;
+    }
+  });
+  omp_set_num_threads(threads_before);
+  std::vector<float> c(4);
+  const float a[4] = {1, 1, 1, 1};
+  const uint16_t b[4] = {F32ToF16(1), F32ToF16(1), F32ToF16(1), F32ToF16(1)};
+  EXPECT_THROW(GemmF32ByHalfSwan(c.data(), a, b, HalfFormat::kF16, GemmShape{2, 0, 2}, false), std::invalid_argument);
 }
 
 // With thread-invariant products on, Gemm gives the same bits on any

@@ -79,7 +79,11 @@ std::string CpuReport() {
       << "bf16 products: " << BF16ProductName()
       << (OneDnnHasBF16Matmul() ? "" : ", its kernel on Highway " + DispatchedSimdTarget()) << "\n"
       << "q8_0/q4_0 products: " << BlockKernelName(BestBlockKernel()) << " integer kernel"
-      << (OneDnnHasBF16Matmul() ? "; f16 and bf16 prefill in bf16" : "; f16 and bf16 prefill in float32") << "\n"
+      << (OneDnnHasBF16Matmul()
+              ? "; f16 and bf16 prefill in bf16"
+              : (OneDnnHasAvx512() ? "; f16 and bf16 prefill in float32 (widened for oneDNN)"
+                                   : "; f16 and bf16 prefill in float32 (widened as packed, swan's own)"))
+      << "\n"
       << "bf16 KV decode: "
       << (AvxBF16DotsHere() ? "AVX-512 BF16 dot products (queries, probabilities in bf16)"
                             : "float32 on Highway " + DispatchedSimdTarget())

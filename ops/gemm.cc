@@ -215,12 +215,16 @@ bool OneDnnHasBF16Matmul() {
 
 void SetThreadInvariantProducts(bool on) { thread_invariant.store(on); }
 
+bool OneDnnHasAvx512() {
+  static const bool has = OneDnnIsaHas(dnnl_cpu_isa_avx512_core);
+  return has;
+}
+
 void Gemm(float* c, const float* a, const float* b, const GemmShape& s, bool accumulate) {
   RunCounted(s, [&] {
     // Where oneDNN has no AVX-512 its float32 product splits the sums by
     // the threads that run it.
-    static const bool avx512 = OneDnnIsaHas(dnnl_cpu_isa_avx512_core);
-    if (thread_invariant.load() && !avx512)
+    if (thread_invariant.load() && !OneDnnHasAvx512())
       GemmF32Swan(c, a, b, s, accumulate);
     else
       Cache().Run(c, a, b, Key{s.m, s.n, s.k, s.trans_a, s.trans_b, accumulate, /*bf16=*/false, Ldc(s)});
@@ -234,6 +238,11 @@ void GemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& s
     else
       GemmBF16Swan(c, a, b, s, accumulate);
   });
+}
+
+void GemmF32ByHalf(float* c, const float* a, const uint16_t* b, HalfFormat b_format, const GemmShape& s,
+                   bool accumulate) {
+  RunCounted(s, [&] { GemmF32ByHalfSwan(c, a, b, b_format, s, accumulate); });
 }
 
 void ConvertToBF16(uint16_t* dst, const float* src, int64_t n) {

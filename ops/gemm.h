@@ -32,6 +32,13 @@ void Gemm(float* c, const float* a, const float* b, const GemmShape& shape, bool
 // The same with A and B in bfloat16 (raw bits); C stays float32.
 void GemmBF16(float* c, const uint16_t* a, const uint16_t* b, const GemmShape& shape, bool accumulate);
 
+// C [m, n] (+)= A · op(B) with A in float32 and B in f16 or bf16 (raw
+// bits), always swan's own product (ops/bf16_gemm.h): each B value is
+// widened once, as its block is packed.
+enum class HalfFormat { kBF16, kF16 };
+void GemmF32ByHalf(float* c, const float* a, const uint16_t* b, HalfFormat b_format, const GemmShape& shape,
+                   bool accumulate);
+
 // On (swan serve --deterministic): every product sums each element in one
 // order whatever the number of threads that run it, so that an answer does
 // not depend on how busy the machine is. oneDNN's products do so wherever
@@ -44,6 +51,11 @@ void SetThreadInvariantProducts(bool on);
 // them). Which path GemmBF16 takes (else swan's own), and whether Linear
 // multiplies 16-bit weights in bf16 (else widened to float32).
 bool OneDnnHasBF16Matmul();
+
+// Whether oneDNN runs AVX-512 code here (not under a DNNL_MAX_CPU_ISA cap
+// below it): below it, swan's own products beat its float32 one on f16 and
+// bf16 weights (docs/performance.md).
+bool OneDnnHasAvx512();
 
 // dst[i] = bf16(src[i]), rounded to nearest even exactly like util/bf16.h's
 // F32ToBF16 (ops/bf16_round.h), timed in the counters.   dst, src [n]

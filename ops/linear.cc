@@ -200,10 +200,12 @@ const uint16_t* InputBF16(const float* x, int64_t m, int64_t in) {
 // bf16, and f16 weights rounded to bf16 in one pass first (no f16 GEMM
 // exists here): about twice the float32 rate, and an f16 weight loses 3 of
 // its 10 fraction bits (decode multiplies the f16 values exactly).
-// Elsewhere both are widened to float32, which oneDNN multiplies faster
-// than its emulated bf16 (AVX-512 without BF16) and than swan's own bf16
-// product (docs/performance.md). The conversion reads the weights once per
-// product, which m >= 9 rows amortize.
+// Elsewhere both are multiplied in float32. On AVX-512 without BF16 they
+// are widened for oneDNN's float32 product, faster there than its emulated
+// bf16 and than swan's own product; below AVX-512 swan's own product
+// widens each weight as it packs it (GemmF32ByHalf), 1.1-1.2x the widened
+// oneDNN path on the 1B f16 prefill (docs/performance.md). Either reads
+// the weights once per product, which m >= 9 rows amortize.
 
 // Writes (or adds, when accumulate) block [m, nb] into columns [n0, n0 + nb)
 // of y [m, ldy]: oneDNN's products run slower straight into a strided y
@@ -242,7 +244,8 @@ void F16ProductBF16(float* y, const float* x, int64_t m, const LinearWeight& w, 
   }
 }
 
-// float32: the rows in panels of at most kWidePanelValues values (1 MiB),
+// float32 on AVX-512 without BF16: the rows in panels of at most
+// kWidePanelValues values (1 MiB),
 // each widened, multiplied into a block of y's own and copied into its
 // columns. A widened copy of a whole 1536 x 512 matrix had been 3 MiB of a
 // Gemma 3 f16 prefill's peak memory (panels of 512 rows there; 256 measured
@@ -285,7 +288,13 @@ void Product(float* y, const float* x, int64_t m, const LinearWeight& w, bool ac
     return;
   }
   if (!ProductsInBF16(w.type(), m)) {
-    WidenedProductF32(y, x, m, w, accumulate);
+    if (OneDnnHasAvx512()) {
+      WidenedProductF32(y, x, m, w, accumulate);
+    } else {
+      const HalfFormat format = w.type() == WeightType::kF16 ? HalfFormat::kF16 : HalfFormat::kBF16;
+      GemmF32ByHalf(y, x, static_cast<const uint16_t*>(w.view().data), format,
+                    GemmShape{m, w.out(), w.in(), false, /*trans_b=*/true}, accumulate);
+    }
     return;
   }
   if (w.type() == WeightType::kF16) {

@@ -73,10 +73,11 @@ TEST(Linear, EveryPathMatchesTheReference) {
   EXPECT_THROW(LinearWeight(w, out + 1, in), std::invalid_argument);
 }
 
-// f16 and bf16 weights go in pieces of 256 rows here: widened to float32 in
-// panels of 256K values, each multiplied into a block and copied or added
-// into its columns of y, or for bf16 products (matrices above 4M values,
-// here 4.3M) gathered into y.
+// f16 and bf16 weights go in pieces of 256 rows here: on AVX-512 without
+// BF16 widened to float32 in panels of 256K values, each multiplied into a
+// block and copied or added into its columns of y, or for bf16 products
+// (matrices above 4M values, here 4.3M) gathered into y; below AVX-512,
+// swan's own product over 263 panels of B.
 TEST(Linear, Large16BitMatricesInPanels) {
   std::mt19937 rng(std::random_device{}());
   std::normal_distribution<float> normal;
