@@ -192,6 +192,34 @@ void PrefetchPanelB(const Problem<VA, VB>& p, int64_t pc, int64_t kc, int64_t j0
   }
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// A whole tile's kMR (6) stored rows into panel [kc][kMR]: rows 0-3 by 4 x 4
+// transposes, rows 4 and 5 by interleaves, 4 values of depth at a time.
+// (One value at a time, packing A took as long as packing B in a 512 x 512
+// x 512 product.)   rows: kMR pointers to [kc] values
+template <class V>
+HWY_INLINE void PackSixRows(const typename V::Stored* const rows[kMR], int64_t kc, float* panel) {
+  static_assert(kMR == 6, "four rows by a transpose, two by interleaves");
+  const hn::FixedTag<float, 4> d4;
+  const hn::FixedTag<float, 2> d2;
+  const int64_t kc4 = kc / 4 * 4;
+  for (int64_t kk = 0; kk < kc4; kk += 4) {
+    const typename V::Stored* at[4] = {rows[0] + kk, rows[1] + kk, rows[2] + kk, rows[3] + kk};
+    Transpose<4, V>(at, panel + kk * kMR, kMR);
+    const hn::Vec<decltype(d4)> r4 = V::Load(d4, rows[4] + kk), r5 = V::Load(d4, rows[5] + kk);
+    const hn::Vec<decltype(d4)> lo = hn::InterleaveLower(d4, r4, r5);  // r4[0] r5[0] r4[1] r5[1]
+    const hn::Vec<decltype(d4)> hi = hn::InterleaveUpper(d4, r4, r5);  // r4[2] r5[2] r4[3] r5[3]
+    float* out = panel + kk * kMR + 4;
+    hn::StoreU(hn::LowerHalf(d2, lo), d2, out);
+    hn::StoreU(hn::UpperHalf(d2, lo), d2, out + kMR);
+    hn::StoreU(hn::LowerHalf(d2, hi), d2, out + 2 * kMR);
+    hn::StoreU(hn::UpperHalf(d2, hi), d2, out + 3 * kMR);
+  }
+  for (int64_t kk = kc4; kk < kc; ++kk)
+    for (int64_t r = 0; r < kMR; ++r) panel[kk * kMR + r] = V::One(rows[r][kk]);
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
 // op(A)[i0 + r][pc + kk] into panel[kk * kMR + r], zero for rows past m.
 //   panel [kc][kMR] f32
 template <class VA, class VB>
@@ -199,6 +227,13 @@ void PackPanelA(const Problem<VA, VB>& p, int64_t pc, int64_t kc, int64_t i0, fl
   using T = typename VA::Stored;
   const int64_t m = p.shape.m, k = p.shape.k;
   const int64_t rows = std::min(kMR, m - i0);
+#if HWY_TARGET != HWY_SCALAR
+  if (!p.shape.trans_a && rows == kMR) {
+    const T* starts[kMR];  // [kMR] pointers to [kc] values
+    for (int64_t r = 0; r < kMR; ++r) starts[r] = p.a + (i0 + r) * k + pc;
+    return PackSixRows<VA>(starts, kc, panel);
+  }
+#endif
   if (!p.shape.trans_a) {  // stored [m, k]
     for (int64_t r = 0; r < rows; ++r) {
       const T* row = p.a + (i0 + r) * k + pc;  // [kc]
