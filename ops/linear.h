@@ -2,12 +2,14 @@
 //   y [m, out] = x [m, in] · wᵀ,   w [out, in] (nn.Linear layout)
 // Decode-sized m (<= kGemvMaxRows) goes to the memory-bound Highway GEMV,
 // which reads the weights once (f16 and bf16 promoted in registers); larger
-// m (prefill, training) goes to oneDNN's GEMM, in float32 or, for bf16
-// weights, in bf16 with float32 accumulation (swan's own bf16 product where
-// oneDNN has none); f16 weights are widened to float32 a block of rows at
-// a time for it. Block-quantized weights (Q8_0, Q4_*, Q5_*, Q6_K), packed as
-// they load (ops/packed_blocks.h), go to BlockProduct for every m: integer
-// products against the input quantized per block, as llama.cpp does.
+// m (prefill, training) goes to a GEMM: oneDNN's float32 one for float32
+// weights; for f16 and bf16 weights oneDNN's bf16 one where the CPU has
+// bf16 hardware, else float32: oneDNN's on weights widened a block of rows
+// at a time (AVX-512), or below AVX-512 swan's own, which widens each
+// weight as it packs it (ops/bf16_gemm.h). Block-quantized weights (Q8_0,
+// Q4_*, Q5_*, Q6_K), packed as they load (ops/packed_blocks.h), go to
+// BlockProduct for every m: integer products against the input quantized
+// per block, as llama.cpp does.
 #pragma once
 
 #include <cstdint>
