@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "util/sanitizers.h"
+
 namespace swan {
 
 void CheckVulkan(VkResult result, const char* what) {
@@ -32,14 +34,6 @@ bool HasLayer(const char* name) {
     if (std::strcmp(l.layerName, name) == 0) return true;
   return false;
 }
-
-#if defined(__SANITIZE_ADDRESS__)
-#define SWAN_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SWAN_UNDER_ASAN 1
-#endif
-#endif
 
 #ifdef SWAN_UNDER_ASAN
 // Every shared object loaded now (the Vulkan drivers among them, which the

@@ -74,12 +74,9 @@ struct Problem {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+#if HWY_TARGET != HWY_SCALAR
 // G rows' values [k, k + G) into G panel rows, transposed (G = 4 or 8):
 // out[i * stride + r] = rows[r][i].   rows: G pointers to [G] values
-template <int G, class V>
-HWY_INLINE void Transpose(const typename V::Stored* const rows[G], float* out, int64_t stride);
-
-#if HWY_TARGET != HWY_SCALAR
 template <int G, class V>
 HWY_INLINE void Transpose(const typename V::Stored* const rows[G], float* out, int64_t stride) {
   // Within each 128-bit block: pairs of rows by 32-bit interleaves, then
@@ -110,7 +107,6 @@ HWY_INLINE void Transpose(const typename V::Stored* const rows[G], float* out, i
     }
   }
 }
-#endif  // HWY_TARGET != HWY_SCALAR
 
 // Columns [j, j + G) of a panel from G stored rows of B, G x G at a time.
 //   rows: [G] pointers to [kc] values, panel [kc][nr]
@@ -125,6 +121,7 @@ HWY_INLINE void PackColumns(const typename V::Stored* const rows[G], int64_t kc,
   for (int64_t kk = kc_whole; kk < kc; ++kk)
     for (int r = 0; r < G; ++r) panel[kk * nr + j + r] = V::One(rows[r][kk]);
 }
+#endif  // HWY_TARGET != HWY_SCALAR
 
 // op(B)[pc + kk][j0 + j] into panel[kk * nr + j] (kk < kc, j < nr),
 // zero for columns past n.   panel [kc][nr] f32

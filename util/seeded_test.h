@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <random>
 
+#include "util/sanitizers.h"
+
 namespace swan::testing {
 
 // A test with a fresh random seed, printed when the test fails so the
@@ -30,7 +32,7 @@ class SeededTest : public ::testing::Test {
 // sanitizer checks memory safety, the Release build covers every target.
 template <class F>
 void ForEachTarget(const F& body) {
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef SWAN_UNDER_ASAN
   body();
   return;
 #endif
