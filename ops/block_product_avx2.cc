@@ -7,7 +7,9 @@
 //         before one vpmaddwd; the offset (n = value + 8) comes out through
 //         the block's input sum.
 //   Q4_1: Q4_0's sums without the offset; the block's min times its input
-//         sum is added in float. Q4_K: Q4_1 with scale d sc, min -(dmin m).
+//         sum is added in float. Q4_K: Q4_1 with scale d sc, min -(dmin m):
+//         vpmaddwd multiplies the pairs by sc, and d and dmin scale the
+//         super-block's float sums once.
 //   Q5_K: Q4_K with a fifth bit: q up to 31, a pair up to 7874, so two
 //         vpmaddwd of four chunks each. Q5_0 and Q5_1 are Q4_0 (offset 16)
 //         and Q4_1 so.
@@ -41,12 +43,12 @@ SWAN_AVX2_TARGET inline __m256i BroadcastInt(const int32_t* p) {
 }
 
 // Q5_x's top bit of a value from bit `bit` of each byte of `top`, in place
-// (bit 4); bits a 16-bit shift carries across a byte are masked off.
-template <int bit>
-SWAN_AVX2_TARGET inline __m256i FifthBit(__m256i top) {
+// (bit 4); bits a 16-bit shift carries across a byte are masked off. `bit`
+// is known once the chunk loop is unrolled, and the shifts take immediates.
+SWAN_AVX2_TARGET inline __m256i FifthBit(__m256i top, int bit) {
   const __m256i mask = _mm256_set1_epi8(0x10);
-  if constexpr (bit < 4) return _mm256_and_si256(_mm256_slli_epi16(top, 4 - bit), mask);
-  if constexpr (bit == 4) return _mm256_and_si256(top, mask);
+  if (bit < 4) return _mm256_and_si256(_mm256_slli_epi16(top, 4 - bit), mask);
+  if (bit == 4) return _mm256_and_si256(top, mask);
   return _mm256_and_si256(_mm256_srli_epi16(top, bit - 4), mask);
 }
 
@@ -55,11 +57,49 @@ SWAN_AVX2_TARGET inline __m256i FifthBit(__m256i top) {
 // products it had computed ahead of them to the stack).
 SWAN_AVX2_TARGET inline void Materialize(__m256i& v) { __asm__("" : "+x"(v)); }
 
-// Calls f(std::integral_constant<int, c>) for c in [0, count): shifts by
-// immediates need c known when compiling.
-template <int... c, class F>
-SWAN_AVX2_TARGET inline void ForChunks(std::integer_sequence<int, c...>, const F& f) {
-  (f(std::integral_constant<int, c>{}), ...);
+// Each of 8 rows' int8 scales sc [8] in both int16 lanes of the row's pair:
+// a byte shuffle puts each scale in the high byte of both int16s, and an
+// arithmetic shift brings it down with its sign (two operations where a
+// widening, a mask, a shift and an or took four).
+SWAN_AVX2_TARGET inline __m256i ScalePerPair(const int8_t* sc) {
+  int64_t eight;
+  std::memcpy(&eight, sc, sizeof(eight));
+  const __m256i to_high = _mm256_setr_epi8(-1, 0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3,  //
+                                           -1, 4, -1, 4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7);
+  return _mm256_srai_epi16(_mm256_shuffle_epi8(_mm256_set1_epi64x(eight), to_high), 8);
+}
+
+// A K-quant super-block's end (blocks b0 .. b0 + 7): tile [kRows, 16] +=
+// d scaled - dmin Σ m xd Σ x, and scaled [kRows, 2] back to 0. The float
+// products by d, dmin and each block's m come once per 8 blocks here
+// instead of at every block (Q4_K decode 1.1-1.3x, docs/performance.md).
+template <int kRows>
+SWAN_AVX2_TARGET inline void FoldSuperBlock(const GroupTileData& t, int64_t b0, __m256 (&scaled)[kRows][2],
+                                            float* tile) {
+  float xs[kRows][8];  // [rows, block] xd Σ x of each block's input
+  for (int r = 0; r < kRows; ++r)
+    _mm256_storeu_ps(
+        xs[r], _mm256_mul_ps(
+                   _mm256_loadu_ps(t.xd + r * t.blocks + b0),
+                   _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.xs + r * t.blocks + b0)))));
+  for (int half = 0; half < 2; ++half) {  // rows 8 half .. 8 half + 7
+    __m256 mins[kRows];                   // Σ m xd Σ x
+    for (int r = 0; r < kRows; ++r) mins[r] = _mm256_setzero_ps();
+    for (int j = 0; j < 8; ++j) {
+      const int8_t* m = t.sub_scales + (b0 + j) * 2 * kPackedRows + kPackedRows + 8 * half;
+      const __m256 mv = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(m))));
+      for (int r = 0; r < kRows; ++r) mins[r] = _mm256_fmadd_ps(mv, _mm256_broadcast_ss(&xs[r][j]), mins[r]);
+    }
+    const __m256 d =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b0 / 8 * kPackedRows + 8 * half)));
+    const __m256 dmin =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.mins + b0 / 8 * kPackedRows + 8 * half)));
+    for (int r = 0; r < kRows; ++r) {
+      float* out = tile + r * kPackedRows + 8 * half;
+      _mm256_storeu_ps(out, _mm256_fmadd_ps(d, scaled[r][half], _mm256_fnmadd_ps(dmin, mins[r], _mm256_loadu_ps(out))));
+      scaled[r][half] = _mm256_setzero_ps();
+    }
+  }
 }
 
 // Rows [row, row + kRows) of the input against groups g + i step, i <
@@ -88,6 +128,9 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t step, in
   constexpr int64_t kPayload = PayloadBytes(kFormat);
   const __m256i low = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
   for (int i = 0; i < kGroups * kRows * kPackedRows; ++i) tiles[i] = 0.0f;
+  __m256 scaled[kGroups][kRows][2];  // [groups, rows, half] K-quants: the super-block's Σ xd sc q x
+  for (auto& group : scaled)
+    for (auto& halves : group) halves[0] = halves[1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     if (row == 0) PrefetchGroups<kGroups>(ts, b, kPayload);  // later tiles read the groups from cache
     for (int i = 0; i < kGroups; ++i) {
@@ -98,6 +141,12 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t step, in
       for (int r = 0; r < kRows; ++r) x[r] = t.xq + r * k + b * kQuantBlockValues;
       __m256i dot[kRows][2];  // [rows, half] int32: rows 8 half .. 8 half + 7 of the group
       for (int r = 0; r < kRows; ++r) dot[r][0] = dot[r][1] = _mm256_setzero_si256();
+      // [half] what vpmaddwd multiplies each row's int16 pairs by: K-quants
+      // their sub-scale sc (0-63: a pair's 30480 times 63, twice, fits
+      // int32), which spares a float product per block; 1 for the others
+      __m256i by[2] = {ones, ones};
+      if constexpr (kSuper)
+        for (int half = 0; half < 2; ++half) by[half] = ScalePerPair(t.sub_scales + b * 2 * kPackedRows + 8 * half);
       if constexpr (!kQ4) {
         // signed times signed by the sign trick: |w| times q with w's sign (a
         // pair at most 2 * 128 * 127 = 32512), each chunk widened apart
@@ -123,19 +172,20 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t step, in
         if constexpr (kFive)
           for (int half = 0; half < 2; ++half)
             top[half] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 256 + 32 * half));
-        ForChunks(std::make_integer_sequence<int, 4>{}, [&](auto c) SWAN_AVX2_TARGET {
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
           const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * c));
           const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * c + 32));
           __m256i lo0 = _mm256_and_si256(b0, low), hi0 = _mm256_and_si256(_mm256_srli_epi16(b0, 4), low);
           __m256i lo1 = _mm256_and_si256(b1, low), hi1 = _mm256_and_si256(_mm256_srli_epi16(b1, 4), low);
           if constexpr (kFive) {
-            lo0 = _mm256_or_si256(lo0, FifthBit<c()>(top[0]));
-            hi0 = _mm256_or_si256(hi0, FifthBit<c() + 4>(top[0]));
-            lo1 = _mm256_or_si256(lo1, FifthBit<c()>(top[1]));
-            hi1 = _mm256_or_si256(hi1, FifthBit<c() + 4>(top[1]));
+            lo0 = _mm256_or_si256(lo0, FifthBit(top[0], c));
+            hi0 = _mm256_or_si256(hi0, FifthBit(top[0], c + 4));
+            lo1 = _mm256_or_si256(lo1, FifthBit(top[1], c));
+            hi1 = _mm256_or_si256(hi1, FifthBit(top[1], c + 4));
           }
           for (int r = 0; r < kRows; ++r) {
-            const __m256i xl = Broadcast4(x[r] + 4 * c()), xh = Broadcast4(x[r] + 16 + 4 * c());
+            const __m256i xl = Broadcast4(x[r] + 4 * c), xh = Broadcast4(x[r] + 16 + 4 * c);
             pairs[r][0] = _mm256_add_epi16(
                 pairs[r][0], _mm256_add_epi16(_mm256_maddubs_epi16(lo0, xl), _mm256_maddubs_epi16(hi0, xh)));
             pairs[r][1] = _mm256_add_epi16(
@@ -145,16 +195,16 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t step, in
           }
           // Nibbles: a pair at most 2 * 15 * 127 = 3810, so all 8 chunks add
           // up in int16 (30480). With a fifth bit a pair reaches 7874: 4 chunks.
-          if constexpr (kFive && c() == 1) {
+          if (kFive && c == 1) {
             for (int r = 0; r < kRows; ++r)
               for (int h = 0; h < 2; ++h) {
-                dot[r][h] = _mm256_madd_epi16(pairs[r][h], ones);
+                dot[r][h] = _mm256_madd_epi16(pairs[r][h], by[h]);
                 pairs[r][h] = _mm256_setzero_si256();
               }
           }
-        });
+        }
         for (int r = 0; r < kRows; ++r) {
-          for (int h = 0; h < 2; ++h) dot[r][h] = _mm256_add_epi32(dot[r][h], _mm256_madd_epi16(pairs[r][h], ones));
+          for (int h = 0; h < 2; ++h) dot[r][h] = _mm256_add_epi32(dot[r][h], _mm256_madd_epi16(pairs[r][h], by[h]));
           if constexpr (kOffset != 0) {
             const __m256i offset = _mm256_slli_epi32(BroadcastInt(t.xs + r * blocks + b), kOffsetShift);
             dot[r][0] = _mm256_sub_epi32(dot[r][0], offset);
@@ -162,25 +212,22 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t step, in
           }
         }
       }
+      if constexpr (kSuper) {
+        // Σ xd sc q x over the super-block; d, and the mins' term, at its
+        // last block
+        for (int r = 0; r < kRows; ++r) {
+          const __m256 xd = _mm256_broadcast_ss(t.xd + r * blocks + b);
+          for (int half = 0; half < 2; ++half)
+            scaled[i][r][half] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r][half]), xd, scaled[i][r][half]);
+        }
+        if (b % 8 == 7) FoldSuperBlock<kRows>(t, b - 7, scaled[i], tile);
+        continue;
+      }
       __m256 dw[2], mw[2];  // [half] the scales (and mins) of rows 8 half .. 8 half + 7
       for (int half = 0; half < 2; ++half) {
         mw[half] = _mm256_setzero_ps();
-        if constexpr (kSuper) {
-          // d sc and -(dmin m), as ggml forms them
-          const __m256 d = _mm256_cvtph_ps(
-              _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b / 8 * kPackedRows + 8 * half)));
-          const __m256 dmin = _mm256_cvtph_ps(
-              _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.mins + b / 8 * kPackedRows + 8 * half)));
-          const int8_t* sub = t.sub_scales + b * 2 * kPackedRows + 8 * half;  // sc: [0, 8), m: [16, 24)
-          dw[half] = _mm256_mul_ps(
-              d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sub)))));
-          mw[half] = _mm256_sub_ps(_mm256_setzero_ps(),
-                                   _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
-                                                           reinterpret_cast<const __m128i*>(sub + kPackedRows))))));
-        } else {
-          dw[half] =
-              _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b * kPackedRows + 8 * half)));
-        }
+        dw[half] =
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b * kPackedRows + 8 * half)));
         if constexpr (HasBlockMin(kFormat))
           mw[half] =
               _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.mins + b * kPackedRows + 8 * half)));
@@ -191,7 +238,7 @@ SWAN_AVX2_TARGET void GroupTile(const BlockJob& job, int64_t g, int64_t step, in
           float* out = tile + r * kPackedRows + 8 * half;
           __m256 acc =
               _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r][half]), _mm256_mul_ps(dw[half], xd), _mm256_loadu_ps(out));
-          if constexpr (AddsMins(kFormat)) {  // + m Σ x: the min times the block's input sum
+          if constexpr (HasBlockMin(kFormat)) {  // + m Σ x: the min times the block's input sum
             const __m256 xsum = _mm256_cvtepi32_ps(BroadcastInt(t.xs + r * blocks + b));
             acc = _mm256_fmadd_ps(mw[half], _mm256_mul_ps(xd, xsum), acc);
           }
@@ -210,18 +257,6 @@ SWAN_AVX2_TARGET inline __m256i TopBits(__m256i high) {
   if constexpr (c < 2) return _mm256_and_si256(_mm256_slli_epi16(high, 4 - 2 * c), mask);
   if constexpr (c == 2) return _mm256_and_si256(high, mask);
   return _mm256_and_si256(_mm256_srli_epi16(high, 2), mask);
-}
-
-// Each of 8 rows' int8 scales sc [8] in both int16 lanes of the row's pair:
-// a byte shuffle puts each scale in the high byte of both int16s, and an
-// arithmetic shift brings it down with its sign (two operations where a
-// widening, a mask, a shift and an or took four).
-SWAN_AVX2_TARGET inline __m256i ScalePerPair(const int8_t* sc) {
-  int64_t eight;
-  std::memcpy(&eight, sc, sizeof(eight));
-  const __m256i to_high = _mm256_setr_epi8(-1, 0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3,  //
-                                           -1, 4, -1, 4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7);
-  return _mm256_srai_epi16(_mm256_shuffle_epi8(_mm256_set1_epi64x(eight), to_high), 8);
 }
 
 // Q6_K: q in [0, 63] times q: a pair is at most 2 * 63 * 127 = 16002, so two
@@ -257,35 +292,37 @@ SWAN_AVX2_TARGET void GroupTileQ6K(const BlockJob& job, int64_t g, int64_t step,
         const __m256i sc0 = ScalePerPair(sc), sc1 = ScalePerPair(sc + kPackedRows);
         const __m256i both = _mm256_blend_epi16(sc0, sc1, 0xAA);              // sc0 low, sc1 high
         const __m256i* at = reinterpret_cast<const __m256i*>(p + 32 * half);  // 64-byte chunks: at[2 c]
-        const __m256i h0 = _mm256_loadu_si256(at + 8), h1 = _mm256_loadu_si256(at + 10);
-        const __m256i b0 = _mm256_loadu_si256(at), b1 = _mm256_loadu_si256(at + 2), b2 = _mm256_loadu_si256(at + 4),
-                      b3 = _mm256_loadu_si256(at + 6);
-        __m256i wv[8];  // chunk c: values 4c .. 4c + 3 of the 8 rows, q
-        wv[0] = _mm256_or_si256(_mm256_and_si256(b0, low), TopBits<0>(h0));
-        wv[1] = _mm256_or_si256(_mm256_and_si256(b1, low), TopBits<1>(h0));
-        wv[2] = _mm256_or_si256(_mm256_and_si256(b2, low), TopBits<2>(h0));
-        wv[3] = _mm256_or_si256(_mm256_and_si256(b3, low), TopBits<3>(h0));
-        wv[4] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b0, 4), low), TopBits<0>(h1));
-        wv[5] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), low), TopBits<1>(h1));
-        wv[6] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), low), TopBits<2>(h1));
-        wv[7] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b3, 4), low), TopBits<3>(h1));
-        for (int r = 0; r < kRows; ++r) {
-          const int8_t* x = t.xq + r * k + b * kQuantBlockValues;
-          __m256i dot =
-              _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(both, sums[r]), 5));
-          for (int h = 0; h < 2; ++h) {  // values 16 h .. 16 h + 15
-            const int8_t* xh = x + 16 * h;
-            const __m256i* w = wv + 4 * h;
-            const __m256i pair01 = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], Broadcast4(xh)),
-                                                    _mm256_maddubs_epi16(w[1], Broadcast4(xh + 4)));
-            const __m256i pair23 = _mm256_add_epi16(_mm256_maddubs_epi16(w[2], Broadcast4(xh + 8)),
-                                                    _mm256_maddubs_epi16(w[3], Broadcast4(xh + 12)));
-            const __m256i scale = h ? sc1 : sc0;
-            dot = _mm256_add_epi32(dot, _mm256_madd_epi16(pair01, scale));
-            dot = _mm256_add_epi32(dot, _mm256_madd_epi16(pair23, scale));
+        __m256i dot[kRows];  // each row's int32 sum, started at -32 Σ sc x
+        for (int r = 0; r < kRows; ++r)
+          dot[r] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(both, sums[r]), 5));
+        // Values 16 h .. 16 h + 15: the low nibbles (h 0), then the high ones,
+        // each half's four chunks unpacked just before use, so that the
+        // weights, the sums and the scales fit the 16 registers (all 8 chunks
+        // at once spilled to the stack).
+        for (int h = 0; h < 2; ++h) {
+          const __m256i high = _mm256_loadu_si256(at + 8 + 2 * h);
+          const auto nibbles = [&](int c) SWAN_AVX2_TARGET {
+            const __m256i bytes = _mm256_loadu_si256(at + 2 * c);
+            return _mm256_and_si256(h ? _mm256_srli_epi16(bytes, 4) : bytes, low);
+          };
+          const __m256i w0 = _mm256_or_si256(nibbles(0), TopBits<0>(high));  // chunk c: values 4c .. 4c + 3, q
+          const __m256i w1 = _mm256_or_si256(nibbles(1), TopBits<1>(high));
+          const __m256i w2 = _mm256_or_si256(nibbles(2), TopBits<2>(high));
+          const __m256i w3 = _mm256_or_si256(nibbles(3), TopBits<3>(high));
+          const __m256i scale = h ? sc1 : sc0;
+          for (int r = 0; r < kRows; ++r) {
+            const int8_t* xh = t.xq + r * k + b * kQuantBlockValues + 16 * h;
+            const __m256i pair01 = _mm256_add_epi16(_mm256_maddubs_epi16(w0, Broadcast4(xh)),
+                                                    _mm256_maddubs_epi16(w1, Broadcast4(xh + 4)));
+            const __m256i pair23 = _mm256_add_epi16(_mm256_maddubs_epi16(w2, Broadcast4(xh + 8)),
+                                                    _mm256_maddubs_epi16(w3, Broadcast4(xh + 12)));
+            dot[r] = _mm256_add_epi32(dot[r], _mm256_madd_epi16(pair01, scale));
+            dot[r] = _mm256_add_epi32(dot[r], _mm256_madd_epi16(pair23, scale));
           }
+        }
+        for (int r = 0; r < kRows; ++r) {
           float* out = tile + r * kPackedRows + 8 * half;
-          _mm256_storeu_ps(out, _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
+          _mm256_storeu_ps(out, _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r]),
                                                 _mm256_mul_ps(dw, _mm256_broadcast_ss(t.xd + r * blocks + b)),
                                                 _mm256_loadu_ps(out)));
         }
