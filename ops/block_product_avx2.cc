@@ -72,23 +72,22 @@ SWAN_AVX2_TARGET inline __m256i ScalePerPair(const int8_t* sc) {
 // A K-quant super-block's end (blocks b0 .. b0 + 7): tile [kRows, 16] +=
 // d scaled - dmin Σ m xd Σ x, and scaled [kRows, 2] back to 0. The float
 // products by d, dmin and each block's m come once per 8 blocks here
-// instead of at every block (Q4_K decode 1.1-1.3x, docs/performance.md).
+// instead of at every block (docs/performance.md, K-quant decode products).
 template <int kRows>
 SWAN_AVX2_TARGET inline void FoldSuperBlock(const GroupTileData& t, int64_t b0, __m256 (&scaled)[kRows][2],
                                             float* tile) {
-  float xs[kRows][8];  // [rows, block] xd Σ x of each block's input
+  float xd_sum[kRows][8];  // [rows, block] xd Σ x of each block's input
   for (int r = 0; r < kRows; ++r)
-    _mm256_storeu_ps(
-        xs[r], _mm256_mul_ps(
-                   _mm256_loadu_ps(t.xd + r * t.blocks + b0),
-                   _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.xs + r * t.blocks + b0)))));
+    _mm256_storeu_ps(xd_sum[r], _mm256_mul_ps(_mm256_loadu_ps(t.xd + r * t.blocks + b0),
+                                              _mm256_cvtepi32_ps(_mm256_loadu_si256(
+                                                  reinterpret_cast<const __m256i*>(t.xs + r * t.blocks + b0)))));
   for (int half = 0; half < 2; ++half) {  // rows 8 half .. 8 half + 7
     __m256 mins[kRows];                   // Σ m xd Σ x
     for (int r = 0; r < kRows; ++r) mins[r] = _mm256_setzero_ps();
     for (int j = 0; j < 8; ++j) {
       const int8_t* m = t.sub_scales + (b0 + j) * 2 * kPackedRows + kPackedRows + 8 * half;
       const __m256 mv = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(m))));
-      for (int r = 0; r < kRows; ++r) mins[r] = _mm256_fmadd_ps(mv, _mm256_broadcast_ss(&xs[r][j]), mins[r]);
+      for (int r = 0; r < kRows; ++r) mins[r] = _mm256_fmadd_ps(mv, _mm256_broadcast_ss(&xd_sum[r][j]), mins[r]);
     }
     const __m256 d =
         _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales + b0 / 8 * kPackedRows + 8 * half)));
