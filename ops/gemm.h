@@ -43,7 +43,7 @@ void GemmF32ByHalf(float* c, const float* a, const uint16_t* b, HalfFormat b_for
 // order whatever the number of threads that run it, so that an answer does
 // not depend on how busy the machine is. oneDNN's products do so wherever
 // it has AVX-512; below that, Gemm then runs swan's own float32 product
-// (ops/bf16_gemm.h), about 0.85x oneDNN's rate there (docs/serving.md).
+// (ops/bf16_gemm.h), at about oneDNN's rate there (docs/serving.md).
 void SetThreadInvariantProducts(bool on);
 
 // Whether oneDNN multiplies bf16 in hardware on this CPU: AVX-512 BF16 or
