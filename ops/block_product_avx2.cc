@@ -20,7 +20,6 @@
 #include <immintrin.h>
 
 #include <cstring>
-#include <utility>
 
 #include "ops/block_kernels.h"
 
@@ -57,10 +56,11 @@ SWAN_AVX2_TARGET inline __m256i FifthBit(__m256i top, int bit) {
 // products it had computed ahead of them to the stack).
 SWAN_AVX2_TARGET inline void Materialize(__m256i& v) { __asm__("" : "+x"(v)); }
 
-// Each of 8 rows' int8 scales sc [8] in both int16 lanes of the row's pair:
-// a byte shuffle puts each scale in the high byte of both int16s, and an
-// arithmetic shift brings it down with its sign (two operations where a
-// widening, a mask, a shift and an or took four).
+// Each of 8 rows' int8 scales sc [8] (Q6_K's; Q4_K's and Q5_K's, 0-63) in
+// both int16 lanes of the row's pair: a byte shuffle puts each scale in the
+// high byte of both int16s, and an arithmetic shift brings it down with its
+// sign (two operations where a widening, a mask, a shift and an or took
+// four).
 SWAN_AVX2_TARGET inline __m256i ScalePerPair(const int8_t* sc) {
   int64_t eight;
   std::memcpy(&eight, sc, sizeof(eight));
