@@ -246,11 +246,11 @@ void F16ProductBF16(float* y, const float* x, int64_t m, const LinearWeight& w, 
 
 // float32 on AVX-512 without BF16: the rows in panels of at most
 // kWidePanelValues values (1 MiB), each widened, multiplied into a block of
-// y's own and copied into its columns. A widened copy of a whole 1536 x 512 matrix had been 3 MiB of a
-// Gemma 3 f16 prefill's peak memory (panels of 512 rows there; 256 measured
-// about 3% slower, capped to AVX2). Straight into y's columns, oneDNN's
-// AVX-512 float32 product ran well below its rate into a block
-// (docs/performance.md).
+// y's own and copied into its columns. A widened copy of a whole 1536 x
+// 512 matrix had been 3 MiB of a Gemma 3 f16 prefill's peak memory (panels
+// of 512 rows there; 256 measured about 3% slower, capped to AVX2).
+// Straight into y's columns, oneDNN's AVX-512 float32 product ran well
+// below its rate into a block (docs/performance.md).
 constexpr int64_t kWidePanelValues = int64_t(1) << 18;
 
 void WidenedProductF32(float* y, const float* x, int64_t m, const LinearWeight& w, bool accumulate) {
