@@ -60,6 +60,12 @@
 #   --wait-idle S    before each run, wait up to S seconds for the other
 #                    programs to leave the cores (default 0: don't)
 #   --prepare-only   fetch, build, write the models, then stop
+#   --no-rss-runs    skip the extra runs for the peak RSS (at a depth each is
+#                    a real prefill of depth + p tokens in both programs, a
+#                    quarter of an hour on an 8B file at 8 tokens/s): the RSS
+#                    columns then give the timed runs' peaks (llama-bench's
+#                    with its saved copy of the KV cache, swan bench's with
+#                    its probes)
 #   --fresh-models   write the models and GGUF files again
 #   --isa avx2       measure both programs as they run on an AVX2-only CPU
 #                    (Zen 3, Haswell): llama.cpp built without GGML_NATIVE
@@ -82,7 +88,7 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 
 models=llama,gemma3 types=f16,q8_0,q4_0 depths=0,4096,16384,32768 reps=3
-prompt=512 gen=128 threads=2 swan=build/swan out="" adapt=0 prepare_only=0 fresh=0 wait_idle=0 rounds=1 isa_cap=native
+prompt=512 gen=128 threads=2 swan=build/swan out="" adapt=0 prepare_only=0 fresh=0 wait_idle=0 rounds=1 isa_cap=native rss_runs=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --models) models=$2; shift ;;
@@ -99,6 +105,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift ;;
     --prepare-only) prepare_only=1 ;;
     --fresh-models) fresh=1 ;;
+    --no-rss-runs) rss_runs=0 ;;
     --isa) isa_cap=$2; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $1 (--help lists them)" >&2; exit 2 ;;
@@ -305,7 +312,7 @@ for round in $(seq "$rounds"); do
         # small model; llama-bench's at a depth holds a saved copy of the
         # KV cache, to restore it between repeats). swan generate's KV is f32
         # unless told: bf16, as swan bench's, the width of llama.cpp's f16.
-        if [ "$round" = 1 ] && [ "$have_time" = 1 ]; then
+        if [ "$round" = 1 ] && [ "$have_time" = 1 ] && [ "$rss_runs" = 1 ]; then
           if [ $((d + prompt)) -le 60000 ]; then
             measured "$base.swan_rss.txt" "${swan_env[@]}" "$swan" generate -m "$f" -t "$threads" --kv bf16 \
               --ids "$(ids $((d + prompt)))" -n "$gen" -c $((d + prompt + gen)) ||
@@ -346,8 +353,12 @@ header="side by side, $(date -u '+%Y-%m-%d %H:%M UTC'): $cpu, $isa, $(nproc) cor
 header+=" swan $swan_commit; llama.cpp ${llama_commit:0:12} (node-llama-cpp 3.21.1, bundle $llama_release);"
 header+=" pp$prompt / tg$gen tokens/s, medians of $reps runs (llama-bench -fa on; swan bench, bf16 KV"
 [ "$adapt" = 1 ] && header+=", adaptive threads)" || header+=")"
-header+="; peak RSS: /usr/bin/time of one more run of each doing the same job, a prompt of depth + $prompt"
-header+=" tokens then $gen decoded (llama-bench -pg, swan generate)"
+if [ "$rss_runs" = 1 ]; then
+  header+="; peak RSS: /usr/bin/time of one more run of each doing the same job, a prompt of depth + $prompt"
+  header+=" tokens then $gen decoded (llama-bench -pg, swan generate)"
+else
+  header+="; peak RSS: the timed runs' (llama-bench's with its saved KV copy, swan bench's with its probes)"
+fi
 [ "$rounds" -gt 1 ] && header+="; medians over $rounds rounds, ratios per round's back-to-back pair (their range in brackets)"
 header+="; busy: cores other programs kept busy during the two timed runs (the largest)"
 # Where oneDNN has bf16 products (AVX-512 BF16, AMX) and swan is not capped,
