@@ -23,7 +23,8 @@
 #    back (their order alternating), each with the same threads, prompt,
 #    decode length and repeats, under /usr/bin/time. For the peak RSS, one
 #    more run of each doing the same job: a prompt of depth + p tokens, then
-#    n decoded (`llama-bench -pg`, `swan generate --ids`).
+#    n decoded (`llama-bench -pg`, `swan generate --ids`; not with
+#    --no-rss-runs).
 # 4. Prints one markdown table (and writes it to --out): pp and tg tokens/s
 #    of both with the ratio swan / llama.cpp, swan's decode as a share of its
 #    roofline in each round (swan bench's: the bytes a token reads over the
